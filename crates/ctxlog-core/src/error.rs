@@ -1,0 +1,147 @@
+//! Typed errors for refused events.
+
+use crate::ids::{EventId, MessageId, PartId, Seq, SessionId};
+use thiserror::Error;
+
+/// An event the reducer refused, naming the event. The state is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("event #{seq} ({kind}, id {id}) refused: {violation}")]
+pub struct RefusedEvent {
+    /// The event's sequence number.
+    pub seq: Seq,
+    /// The event's id.
+    pub id: EventId,
+    /// The event's kind name.
+    pub kind: &'static str,
+    /// The invariant it breaks.
+    pub violation: Violation,
+}
+
+/// The invariant an event breaks.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Violation {
+    /// The sequence number is not the head + 1.
+    #[error("sequence gap: expected seq {expected}, got {got}")]
+    SequenceGap {
+        /// head + 1
+        expected: Seq,
+        /// the event's seq
+        got: Seq,
+    },
+    /// The event belongs to another session.
+    #[error("event of session {got} applied to session {expected}")]
+    WrongSession {
+        /// This state's session.
+        expected: SessionId,
+        /// The event's session.
+        got: SessionId,
+    },
+    /// The first event must be `SessionStarted`.
+    #[error("session not started: the first event must be session_started")]
+    NotStarted,
+    /// `SessionStarted` after the first event.
+    #[error("session already started")]
+    AlreadyStarted,
+    /// A message id used twice.
+    #[error("message {0:?} already exists")]
+    DuplicateMessage(MessageId),
+    /// A message that does not exist.
+    #[error("unknown message {0:?}")]
+    UnknownMessage(MessageId),
+    /// A part id used twice.
+    #[error("part {0:?} already exists")]
+    DuplicatePart(PartId),
+    /// A part that does not exist.
+    #[error("unknown part {0:?}")]
+    UnknownPart(PartId),
+    /// A part kind that has its own event.
+    #[error("a {kind} part can only be created by {event}")]
+    DedicatedEventRequired {
+        /// The part kind.
+        kind: &'static str,
+        /// The event that creates it.
+        event: &'static str,
+    },
+    /// A part kind that may not change.
+    #[error("a {0} part cannot be updated")]
+    ImmutablePart(&'static str),
+    /// An update that changes a part's kind or a tool's identity.
+    #[error("update changes part {part:?} from {from} to {to}")]
+    KindChanged {
+        /// The part.
+        part: PartId,
+        /// Its kind (or tool/call) before.
+        from: String,
+        /// The update's kind (or tool/call).
+        to: String,
+    },
+    /// A part kind placed on a message of the wrong role.
+    #[error("a {kind} part cannot be placed on a {role} message {message:?}")]
+    WrongRole {
+        /// The part kind.
+        kind: &'static str,
+        /// The role of the message.
+        role: &'static str,
+        /// The message.
+        message: MessageId,
+    },
+    /// A step finished on a summary message.
+    #[error("message {0:?} is a compaction summary: its step ends with summary_completed")]
+    StepOnSummary(MessageId),
+    /// A pruned part was updated.
+    #[error("part {0:?} is pruned: restore it before updating it")]
+    PartPruned(PartId),
+    /// A compaction event for a job that does not exist.
+    #[error("no compaction job {0:?}")]
+    UnknownJob(MessageId),
+    /// A compaction event for a job in the wrong state.
+    #[error("compaction job {job:?} is {status}, expected {expected}")]
+    JobState {
+        /// The job.
+        job: MessageId,
+        /// Its status.
+        status: &'static str,
+        /// What the event needs.
+        expected: &'static str,
+    },
+    /// A summary that would replace history with nothing.
+    #[error("summary of job {0:?} has no text")]
+    EmptySummary(MessageId),
+    /// A summary whose finish reason is an error.
+    #[error("summary of job {0:?} finished with an error: record compaction_failed instead")]
+    SummaryFinishedWithError(MessageId),
+    /// The recent tail must start before the marker.
+    #[error("tail start {tail:?} is not a message before marker {marker:?}")]
+    BadTailStart {
+        /// The tail start.
+        tail: MessageId,
+        /// The marker.
+        marker: MessageId,
+    },
+    /// A prune of something that is not a completed tool output.
+    #[error("part {0:?} is not a completed tool part")]
+    NotPrunable(PartId),
+    /// A part pruned twice.
+    #[error("part {0:?} is already pruned")]
+    AlreadyPruned(PartId),
+    /// A restore of a part that is not pruned.
+    #[error("part {0:?} is not pruned")]
+    NotPruned(PartId),
+    /// The same part twice in one event.
+    #[error("part {0:?} listed twice")]
+    RepeatedPart(PartId),
+    /// An empty prune or restore.
+    #[error("no parts listed")]
+    NoParts,
+    /// A prune total that does not add up.
+    #[error("total_tokens {stated} differs from the sum of the parts {sum}")]
+    TokenSumMismatch {
+        /// What the event states.
+        stated: u64,
+        /// The sum of its parts.
+        sum: u64,
+    },
+    /// A policy that cannot work.
+    #[error("invalid policy: {0}")]
+    InvalidPolicy(&'static str),
+}

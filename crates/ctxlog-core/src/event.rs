@@ -1,0 +1,484 @@
+//! The event model: one enum of session events, each wrapped in an
+//! [`Envelope`]. The variant lists here are part of the on-disk format:
+//! **append new variants at the end, never reorder or remove** (a binary
+//! codec stores the variant index). No type here uses `skip_serializing_if`,
+//! `flatten` or `untagged`, so a non-self-describing codec can carry them.
+
+use crate::ids::{EventId, MessageId, PartId, Seq, SessionId, TimestampMs};
+use crate::json::Json;
+use crate::policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Version of the event schema written by this build.
+pub const EVENT_SCHEMA_VERSION: u16 = 1;
+
+/// One recorded event with its metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The session the event belongs to.
+    pub session: SessionId,
+    /// Per-session sequence number, starting at 1, contiguous.
+    pub seq: Seq,
+    /// Unique id of this event (UUID v7).
+    pub id: EventId,
+    /// When the event was recorded, ms since the epoch, supplied by the caller.
+    pub recorded_at: TimestampMs,
+    /// The event that caused this one, if any.
+    pub causation: Option<EventId>,
+    /// Groups the events of one operation (a turn, a compaction job, an import).
+    pub correlation: Option<Uuid>,
+    /// What happened.
+    pub event: Event,
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// The user (or a synthetic user message written by the runtime).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// The provider and model a message was produced with or addressed to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelRef {
+    /// Provider id, e.g. `anthropic`.
+    pub provider: String,
+    /// Model id, e.g. `claude-sonnet-4-5`.
+    pub model: String,
+}
+
+/// Why a model call stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FinishReason {
+    /// The model ended its turn.
+    Stop,
+    /// The model asked for tool calls.
+    ToolCalls,
+    /// The output limit was hit.
+    Length,
+    /// The provider filtered the content.
+    ContentFilter,
+    /// The call failed.
+    Error,
+    /// Anything else, verbatim.
+    Other(String),
+}
+
+/// Start and end times of a part (ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Span {
+    /// Start, ms.
+    pub start: TimestampMs,
+    /// End, ms, once known.
+    pub end: Option<TimestampMs>,
+}
+
+/// A file or media attachment (user file part or tool-output attachment).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// MIME type.
+    pub mime: String,
+    /// File name, when known.
+    pub filename: Option<String>,
+    /// URL or data URL of the content.
+    pub url: String,
+}
+
+/// The lifecycle state of a tool call, carried whole by every update.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ToolState {
+    /// Called, not started.
+    Pending {
+        /// Arguments.
+        input: Json,
+        /// The raw argument text, as streamed.
+        raw: String,
+    },
+    /// Executing.
+    Running {
+        /// Arguments.
+        input: Json,
+        /// Display title.
+        title: Option<String>,
+        /// Start time, ms.
+        start: TimestampMs,
+    },
+    /// Finished with an output.
+    Completed {
+        /// Arguments.
+        input: Json,
+        /// The full output text. Kept intact even after pruning.
+        output: String,
+        /// Display title.
+        title: Option<String>,
+        /// Tool-specific metadata.
+        metadata: Json,
+        /// Start and end times, ms.
+        start: TimestampMs,
+        /// End time, ms.
+        end: TimestampMs,
+        /// Media or files the tool returned.
+        attachments: Vec<Attachment>,
+    },
+    /// Finished with an error.
+    Error {
+        /// Arguments.
+        input: Json,
+        /// The error text.
+        error: String,
+        /// Start time, ms.
+        start: TimestampMs,
+        /// End time, ms.
+        end: TimestampMs,
+    },
+}
+
+impl ToolState {
+    /// The call's arguments.
+    pub fn input(&self) -> &Json {
+        match self {
+            ToolState::Pending { input, .. }
+            | ToolState::Running { input, .. }
+            | ToolState::Completed { input, .. }
+            | ToolState::Error { input, .. } => input,
+        }
+    }
+
+    /// Short status name: `pending`, `running`, `completed`, `error`.
+    pub fn status(&self) -> &'static str {
+        match self {
+            ToolState::Pending { .. } => "pending",
+            ToolState::Running { .. } => "running",
+            ToolState::Completed { .. } => "completed",
+            ToolState::Error { .. } => "error",
+        }
+    }
+}
+
+/// The content of a part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum PartBody {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+        /// Written by the runtime, not by a person or the model.
+        synthetic: bool,
+        /// Times, when known.
+        time: Option<Span>,
+    },
+    /// Model reasoning ("thinking").
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+        /// Times, when known.
+        time: Option<Span>,
+    },
+    /// A tool call and its result in one part.
+    Tool {
+        /// Provider call id (`tool_use` id, `call_id`, ...).
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Lifecycle state.
+        state: ToolState,
+    },
+    /// A file attached to a message.
+    File(Attachment),
+    /// Start of one model call.
+    StepStart {
+        /// Workspace snapshot id, when recorded.
+        snapshot: Option<String>,
+    },
+    /// End of one model call. Created only by [`Event::StepFinished`] and
+    /// [`Event::SummaryCompleted`].
+    StepFinish {
+        /// Why the call stopped.
+        reason: FinishReason,
+        /// Its usage.
+        tokens: TokenUsage,
+        /// Its cost in micro-units of currency, when known.
+        cost_micros: Option<u64>,
+    },
+    /// A compaction marker: queues a compaction job. Created only by
+    /// [`Event::CompactionRequested`].
+    Compaction {
+        /// Triggered automatically (true) or by hand (false).
+        auto: bool,
+        /// Triggered by a provider context-overflow error.
+        overflow: bool,
+    },
+}
+
+impl PartBody {
+    /// Short kind name, as OpenCode spells part types.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PartBody::Text { .. } => "text",
+            PartBody::Reasoning { .. } => "reasoning",
+            PartBody::Tool { .. } => "tool",
+            PartBody::File(_) => "file",
+            PartBody::StepStart { .. } => "step-start",
+            PartBody::StepFinish { .. } => "step-finish",
+            PartBody::Compaction { .. } => "compaction",
+        }
+    }
+}
+
+/// Why a compaction was requested.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CompactionTrigger {
+    /// The overflow predicate fired after a finished step.
+    Overflow {
+        /// The step's message.
+        step: MessageId,
+        /// The numbers used.
+        check: OverflowCheck,
+    },
+    /// The provider rejected a request as too large.
+    ProviderOverflow {
+        /// The provider's error text.
+        error: String,
+    },
+    /// Asked for by hand.
+    Manual,
+    /// Read from a recorded session that had already compacted.
+    Imported,
+}
+
+/// An error recorded on a message (OpenCode's `error.name` / message).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageError {
+    /// Error kind, e.g. `MessageAbortedError`.
+    pub name: String,
+    /// Human-readable text.
+    pub message: String,
+}
+
+/// How the compaction prompt actually used looked: its hash and size, never
+/// its text (which may carry untrusted hook content).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptRecord {
+    /// SHA-256 of the prompt text, hex.
+    pub sha256: String,
+    /// Size in bytes.
+    pub bytes: u64,
+}
+
+/// One part marked as pruned, with its estimated output tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrunedPart {
+    /// The tool part.
+    pub part: PartId,
+    /// Estimated tokens of its output at the time of pruning.
+    pub tokens: u64,
+}
+
+/// Every event a session can record. **Append only**: the order of variants
+/// is part of the log format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Event {
+    /// The first event of every session: the policy and the model's limits.
+    SessionStarted {
+        /// The compaction policy in force.
+        policy: Policy,
+        /// The model's limits.
+        limits: ModelLimits,
+        /// Title, when known.
+        title: Option<String>,
+        /// The recorded session this one was imported from (its own id).
+        source_id: Option<String>,
+    },
+    /// A message was appended (its parts follow as `PartAppended`).
+    MessageAppended {
+        /// The new message's id.
+        message: MessageId,
+        /// User or assistant.
+        role: Role,
+        /// Agent name (`build`, `plan`, ...).
+        agent: Option<String>,
+        /// The model it was produced with or addressed to.
+        model: Option<ModelRef>,
+        /// Written by the runtime (e.g. "Continue if you have next steps").
+        synthetic: bool,
+        /// The message it answers (assistant → user).
+        parent: Option<MessageId>,
+        /// Id in the recorded source (message id, `line:N`, ...).
+        source_id: Option<String>,
+    },
+    /// A part was appended to an existing message.
+    PartAppended {
+        /// The message.
+        message: MessageId,
+        /// The new part's id.
+        part: PartId,
+        /// Its content. `StepFinish` and `Compaction` are refused here: they
+        /// have dedicated events.
+        body: PartBody,
+        /// Id in the recorded source (part id, call id, ...).
+        source_id: Option<String>,
+    },
+    /// A part's content was replaced (e.g. a tool going pending → running →
+    /// completed). The kind must stay the same.
+    PartUpdated {
+        /// The part.
+        part: PartId,
+        /// Its new content.
+        body: PartBody,
+    },
+    /// A model call finished: appends a step-finish part and sets the
+    /// message's usage and finish. The overflow predicate is checked here.
+    StepFinished {
+        /// The assistant message (never a summary).
+        message: MessageId,
+        /// The step-finish part created.
+        part: PartId,
+        /// Why it stopped.
+        reason: FinishReason,
+        /// Its usage.
+        tokens: TokenUsage,
+        /// Cost in micro-units, when known.
+        cost_micros: Option<u64>,
+    },
+    /// A compaction was queued: appends the marker, a user message holding
+    /// one compaction part. The marker message id is the job id.
+    CompactionRequested {
+        /// The marker message (= job id).
+        message: MessageId,
+        /// Its compaction part.
+        part: PartId,
+        /// Automatic or manual.
+        auto: bool,
+        /// Triggered by a provider overflow error.
+        overflow: bool,
+        /// Why.
+        trigger: CompactionTrigger,
+        /// Agent of the marker message.
+        agent: Option<String>,
+        /// Model of the marker message.
+        model: Option<ModelRef>,
+        /// Id in the recorded source.
+        source_id: Option<String>,
+    },
+    /// A compaction job started: appends the summary message (assistant,
+    /// flagged `summary`, parent = marker). Text parts follow as `PartAppended`.
+    CompactionStarted {
+        /// The job (marker message).
+        job: MessageId,
+        /// The summary message created.
+        summary_message: MessageId,
+        /// Agent of the summary (`compaction`).
+        agent: Option<String>,
+        /// Model that summarises.
+        model: Option<ModelRef>,
+        /// The prompt used (hash and size).
+        prompt: Option<PromptRecord>,
+        /// First message of the recent tail kept verbatim after the summary.
+        tail_start: Option<MessageId>,
+        /// Id in the recorded source.
+        source_id: Option<String>,
+    },
+    /// The summary finished: appends its step-finish part; the pivot is now
+    /// complete and the window starts at the marker.
+    SummaryCompleted {
+        /// The job (marker message).
+        job: MessageId,
+        /// The step-finish part created on the summary message.
+        part: PartId,
+        /// Finish reason of the summary call.
+        reason: FinishReason,
+        /// Its usage.
+        tokens: TokenUsage,
+        /// Secrets redacted from the summary text (a count, never the secret).
+        redactions: u32,
+    },
+    /// A compaction job failed; history is left as it was.
+    CompactionFailed {
+        /// The job (marker message).
+        job: MessageId,
+        /// What went wrong.
+        error: String,
+    },
+    /// Tool outputs were marked pruned (hidden from the model, kept in the log).
+    PartsPruned {
+        /// Which parts, with their estimated tokens.
+        parts: Vec<PrunedPart>,
+        /// Sum of the parts' tokens.
+        total_tokens: u64,
+        /// The name of the policy that fired (or `manual`).
+        policy: String,
+    },
+    /// The compaction policy changed from this point on.
+    PolicyChanged {
+        /// The new policy.
+        policy: Policy,
+    },
+    /// Pruned parts were restored (an undo of `PartsPruned`).
+    PartsRestored {
+        /// Which parts.
+        parts: Vec<PartId>,
+        /// Why, free text.
+        reason: String,
+    },
+    /// An error was recorded on a message (aborted, provider error, ...).
+    MessageErrored {
+        /// The message.
+        message: MessageId,
+        /// The error.
+        error: MessageError,
+    },
+    /// The model's limits changed (model switch) from this point on.
+    LimitsChanged {
+        /// The new limits.
+        limits: ModelLimits,
+    },
+}
+
+/// Every event kind name, in variant order. A test checks this list against
+/// `fixtures/event-kinds.txt`, so reordering variants fails CI.
+pub const EVENT_KINDS: &[&str] = &[
+    "session_started",
+    "message_appended",
+    "part_appended",
+    "part_updated",
+    "step_finished",
+    "compaction_requested",
+    "compaction_started",
+    "summary_completed",
+    "compaction_failed",
+    "parts_pruned",
+    "policy_changed",
+    "parts_restored",
+    "message_errored",
+    "limits_changed",
+];
+
+impl Event {
+    /// The event's kind name (snake case).
+    pub fn kind(&self) -> &'static str {
+        EVENT_KINDS[self.kind_index() as usize]
+    }
+
+    /// The variant index, as a binary codec stores it.
+    pub fn kind_index(&self) -> u8 {
+        match self {
+            Event::SessionStarted { .. } => 0,
+            Event::MessageAppended { .. } => 1,
+            Event::PartAppended { .. } => 2,
+            Event::PartUpdated { .. } => 3,
+            Event::StepFinished { .. } => 4,
+            Event::CompactionRequested { .. } => 5,
+            Event::CompactionStarted { .. } => 6,
+            Event::SummaryCompleted { .. } => 7,
+            Event::CompactionFailed { .. } => 8,
+            Event::PartsPruned { .. } => 9,
+            Event::PolicyChanged { .. } => 10,
+            Event::PartsRestored { .. } => 11,
+            Event::MessageErrored { .. } => 12,
+            Event::LimitsChanged { .. } => 13,
+        }
+    }
+}

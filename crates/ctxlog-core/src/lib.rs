@@ -1,0 +1,41 @@
+//! ctxlog-core: the event model and the pure reducers of ctxlog.
+//!
+//! A session is an ordered stream of [`Envelope`]s. [`SessionState::evolve`]
+//! folds them into the derived state; the views — [`window`] (the exact
+//! model input), [`SessionState::overflow`] (the seeds' predicate),
+//! [`plan_prune`] (the prune plan) and [`SessionState::pending_jobs`] (queued
+//! compactions) — are pure functions of that state. Nothing here does I/O,
+//! reads a clock or draws a random number: ids and times come in with the
+//! events, so replaying a log gives the same [`StateDigest`] in any process.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod codec;
+pub mod digest;
+pub mod error;
+pub mod event;
+pub mod ids;
+pub mod json;
+pub mod policy;
+pub mod prune;
+pub mod recorder;
+pub mod sim;
+pub mod state;
+pub mod tail;
+pub mod window;
+
+pub use digest::StateDigest;
+pub use error::{RefusedEvent, Violation};
+pub use event::{
+    Attachment, CompactionTrigger, Envelope, Event, FinishReason, MessageError, ModelRef, PartBody,
+    PromptRecord, PrunedPart, Role, Span, ToolState, EVENT_KINDS, EVENT_SCHEMA_VERSION,
+};
+pub use ids::{EventId, IdSource, MessageId, PartId, SeededIds, Seq, SessionId, TimestampMs};
+pub use json::{Json, JsonNumber};
+pub use policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
+pub use prune::{plan_prune, PrunePlan, PruneStop};
+pub use recorder::Recorder;
+pub use state::{Job, JobStatus, Message, Part, PruneMark, SessionState, REDUCER_VERSION};
+pub use tail::select_tail;
+pub use window::{window, Window, WindowMessage, WindowPart};

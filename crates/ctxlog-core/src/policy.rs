@@ -1,0 +1,524 @@
+//! Compaction policy as data: the overflow predicate, the prune thresholds,
+//! the token estimator and the recent-turn tail. A policy is recorded in the
+//! log (`SessionStarted`, `PolicyChanged`) so a replay knows exactly which
+//! rules produced each decision.
+
+use serde::{Deserialize, Serialize};
+
+/// The model's token limits, as data in the log. The default (context 0)
+/// means "unlimited": auto-compaction never fires.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ModelLimits {
+    /// Context window in tokens; 0 means "unlimited": never auto-compact.
+    pub context: u64,
+    /// A dedicated maximum input, when the model has one.
+    pub input: Option<u64>,
+    /// Maximum output tokens, when known.
+    pub output: Option<u64>,
+}
+
+/// Token usage of one model call, as the provider reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// The provider's total, when it reports one.
+    pub total: Option<u64>,
+    /// Prompt tokens (uncached part, OpenCode convention).
+    pub input: u64,
+    /// Output tokens (excluding reasoning).
+    pub output: u64,
+    /// Reasoning tokens.
+    pub reasoning: u64,
+    /// Cached prompt tokens read.
+    pub cache_read: u64,
+    /// Prompt tokens written to the cache.
+    pub cache_write: u64,
+}
+
+/// Which token counts make up the number compared against the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CountRule {
+    /// Seed rule: `input + cache_read + output`.
+    InputCacheReadOutput,
+    /// OpenCode ≥ 1.1.57: `total` when reported (non-zero), else
+    /// `input + output + cache_read + cache_write`.
+    TotalOrAllFour,
+}
+
+/// How the count is compared with the usable budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Comparison {
+    /// Overflow when `count > usable` (seed rule).
+    Greater,
+    /// Overflow when `count >= usable` (OpenCode ≥ 1.1.57).
+    GreaterOrEqual,
+}
+
+/// How the usable input budget is derived from the model's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BudgetRule {
+    /// Seed rule: `usable = input limit`, else `context − min(output, output_token_max)`
+    /// (`output_token_max` when the model has no output limit).
+    Seed,
+    /// OpenCode ≥ 1.1.57 (§1.3): with an input limit,
+    /// `max(0, input − (reserved ?? min(buffer, max_out)))`; without,
+    /// `max(0, context − max_out)` (`reserved` is ignored there, as upstream).
+    Reserved {
+        /// `compaction.reserved`, when configured.
+        reserved: Option<u64>,
+        /// `COMPACTION_BUFFER` (20,000).
+        buffer: u64,
+    },
+}
+
+/// The overflow predicate's constants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverflowRule {
+    /// Which counts are summed.
+    pub count: CountRule,
+    /// `>` or `>=`.
+    pub comparison: Comparison,
+    /// How the budget is derived.
+    pub budget: BudgetRule,
+    /// `OUTPUT_TOKEN_MAX`, the global output cap (32,000).
+    pub output_token_max: u64,
+}
+
+/// The token estimator used for tool outputs and turn sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Estimator {
+    /// `round_half_up(utf16_len / chars_per_token)`, what OpenCode's
+    /// `Math.round(text.length / 4)` computes.
+    CharsPerToken {
+        /// Characters (UTF-16 code units) per token; 4 in OpenCode.
+        chars_per_token: u32,
+    },
+}
+
+impl Estimator {
+    /// Estimated tokens of `text`.
+    pub fn estimate(&self, text: &str) -> u64 {
+        match *self {
+            Estimator::CharsPerToken { chars_per_token } => {
+                estimate_tokens(utf16_len(text), chars_per_token as u64)
+            }
+        }
+    }
+}
+
+/// Length in UTF-16 code units: what JavaScript's `String.length` counts.
+pub fn utf16_len(text: &str) -> u64 {
+    text.chars().map(|c| c.len_utf16() as u64).sum()
+}
+
+/// `round_half_up(units / per_token)` with integer arithmetic; `per_token`
+/// of 0 is treated as 1.
+pub fn estimate_tokens(units: u64, per_token: u64) -> u64 {
+    let d = per_token.max(1);
+    // floor((units + d/2) / d) == round-half-up for the exact quotient
+    // when d is even; for odd d, (2u + d) / 2d is exact.
+    (2 * units + d) / (2 * d)
+}
+
+/// The recent-turn tail kept verbatim after a compaction (OpenCode §1.7 step 5).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TailRule {
+    /// Recent user turns considered (`compaction.tail_turns`, 2); 0 disables.
+    pub turns: u32,
+    /// Fixed token budget (`preserve_recent_tokens`); when `None`,
+    /// `min(max_tokens, max(min_tokens, usable × percent / 100))`.
+    pub preserve_recent_tokens: Option<u64>,
+    /// Lower bound of the derived budget (2,000).
+    pub min_tokens: u64,
+    /// Upper bound of the derived budget (8,000).
+    pub max_tokens: u64,
+    /// Share of the usable budget, in percent (25).
+    pub percent_of_usable: u64,
+}
+
+/// A complete compaction policy. Every constant is configurable.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    /// Preset or user-given name; recorded in prune events as "the policy that fired".
+    pub name: String,
+    /// `compaction.auto`: automatic compaction on overflow.
+    pub auto: bool,
+    /// `compaction.prune`: tool-output pruning when a turn ends.
+    pub prune: bool,
+    /// The overflow predicate.
+    pub overflow: OverflowRule,
+    /// `PRUNE_PROTECT`: newest estimated tool-output tokens kept.
+    pub prune_protect: u64,
+    /// `PRUNE_MINIMUM`: prune only if strictly more than this would be cleared.
+    pub prune_minimum: u64,
+    /// Recent user turns never pruned (2).
+    pub prune_protect_turns: u32,
+    /// Tools whose output is never pruned, sorted (`skill`).
+    pub protected_tools: Vec<String>,
+    /// The token estimator.
+    pub estimator: Estimator,
+    /// The recent-turn tail kept after compaction; `None` = no tail (seed).
+    pub tail: Option<TailRule>,
+}
+
+/// Name of the default preset.
+pub const PRESET_OPENCODE_SEED: &str = "opencode-seed";
+/// Name of the OpenCode 1.17 preset.
+pub const PRESET_OPENCODE_1_17: &str = "opencode-1.17";
+
+impl Policy {
+    /// The default preset, exactly as the seed documents describe it.
+    pub fn opencode_seed() -> Self {
+        Policy {
+            name: PRESET_OPENCODE_SEED.into(),
+            auto: true,
+            prune: true,
+            overflow: OverflowRule {
+                count: CountRule::InputCacheReadOutput,
+                comparison: Comparison::Greater,
+                budget: BudgetRule::Seed,
+                output_token_max: 32_000,
+            },
+            prune_protect: 40_000,
+            prune_minimum: 20_000,
+            prune_protect_turns: 2,
+            protected_tools: vec!["skill".into()],
+            estimator: Estimator::CharsPerToken { chars_per_token: 4 },
+            tail: None,
+        }
+    }
+
+    /// OpenCode 1.17 (`opencode-behavior.md` §1.3, §1.7, §1.10): `total` or all
+    /// four counts, `>=`, `reserved` with a 20k buffer, a two-turn tail of at
+    /// most 8k tokens, and pruning off by default (as upstream since 1.14.19).
+    pub fn opencode_1_17() -> Self {
+        Policy {
+            name: PRESET_OPENCODE_1_17.into(),
+            auto: true,
+            prune: false,
+            overflow: OverflowRule {
+                count: CountRule::TotalOrAllFour,
+                comparison: Comparison::GreaterOrEqual,
+                budget: BudgetRule::Reserved {
+                    reserved: None,
+                    buffer: 20_000,
+                },
+                output_token_max: 32_000,
+            },
+            tail: Some(TailRule {
+                turns: 2,
+                preserve_recent_tokens: None,
+                min_tokens: 2_000,
+                max_tokens: 8_000,
+                percent_of_usable: 25,
+            }),
+            ..Self::opencode_seed()
+        }
+    }
+
+    /// A preset by name.
+    pub fn preset(name: &str) -> Option<Self> {
+        match name {
+            PRESET_OPENCODE_SEED => Some(Self::opencode_seed()),
+            PRESET_OPENCODE_1_17 => Some(Self::opencode_1_17()),
+            _ => None,
+        }
+    }
+
+    /// Names of the built-in presets.
+    pub fn preset_names() -> &'static [&'static str] {
+        &[PRESET_OPENCODE_SEED, PRESET_OPENCODE_1_17]
+    }
+
+    /// Whether `tool`'s output is protected from pruning.
+    pub fn is_protected_tool(&self, tool: &str) -> bool {
+        self.protected_tools.iter().any(|t| t == tool)
+    }
+
+    /// Estimated tokens of `text` under this policy's estimator.
+    pub fn estimate(&self, text: &str) -> u64 {
+        self.estimator.estimate(text)
+    }
+
+    /// `maxOutputTokens(model) = min(limit.output, OUTPUT_TOKEN_MAX) || OUTPUT_TOKEN_MAX`.
+    pub fn max_output_tokens(&self, limits: &ModelLimits) -> u64 {
+        let cap = self.overflow.output_token_max;
+        match limits.output {
+            Some(out) if out > 0 => out.min(cap),
+            _ => cap,
+        }
+    }
+
+    /// The usable input budget for `limits`; `None` when auto-compaction can
+    /// never fire (context limit 0).
+    pub fn usable(&self, limits: &ModelLimits) -> Option<u64> {
+        if limits.context == 0 {
+            return None;
+        }
+        let max_out = self.max_output_tokens(limits);
+        let input = limits.input.filter(|&i| i > 0);
+        Some(match self.overflow.budget {
+            BudgetRule::Seed => input.unwrap_or_else(|| limits.context.saturating_sub(max_out)),
+            BudgetRule::Reserved { reserved, buffer } => match input {
+                Some(i) => i.saturating_sub(reserved.unwrap_or(buffer.min(max_out))),
+                None => limits.context.saturating_sub(max_out),
+            },
+        })
+    }
+
+    /// The number compared with the budget.
+    pub fn count(&self, tokens: &TokenUsage) -> u64 {
+        match self.overflow.count {
+            CountRule::InputCacheReadOutput => tokens.input + tokens.cache_read + tokens.output,
+            CountRule::TotalOrAllFour => match tokens.total {
+                Some(t) if t > 0 => t,
+                _ => tokens.input + tokens.output + tokens.cache_read + tokens.cache_write,
+            },
+        }
+    }
+
+    /// The overflow predicate for one finished step's usage.
+    pub fn check_overflow(&self, limits: &ModelLimits, tokens: &TokenUsage) -> OverflowCheck {
+        let count = self.count(tokens);
+        let usable = self.usable(limits);
+        let overflow = match usable {
+            Some(u) if self.auto => match self.overflow.comparison {
+                Comparison::Greater => count > u,
+                Comparison::GreaterOrEqual => count >= u,
+            },
+            _ => false,
+        };
+        OverflowCheck {
+            count,
+            usable,
+            overflow,
+        }
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self::opencode_seed()
+    }
+}
+
+/// The outcome of one overflow check, with the numbers used (for the audit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverflowCheck {
+    /// The token count compared.
+    pub count: u64,
+    /// The usable budget; `None` when the context limit is 0.
+    pub usable: Option<u64>,
+    /// Whether the step overflowed (always false when `auto` is off).
+    pub overflow: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(context: u64, input: Option<u64>, output: Option<u64>) -> ModelLimits {
+        ModelLimits {
+            context,
+            input,
+            output,
+        }
+    }
+
+    fn usage(input: u64, cache_read: u64, output: u64) -> TokenUsage {
+        TokenUsage {
+            input,
+            cache_read,
+            output,
+            ..TokenUsage::default()
+        }
+    }
+
+    #[test]
+    fn estimate_rounds_half_up_on_utf16_units() {
+        let e = Estimator::CharsPerToken { chars_per_token: 4 };
+        let table: &[(&str, u64)] = &[
+            ("", 0),
+            ("a", 0),          // 0.25
+            ("ab", 1),         // 0.5 rounds up
+            ("abc", 1),        // 0.75
+            ("abcd", 1),       // 1.0
+            ("abcde", 1),      // 1.25
+            ("abcdef", 2),     // 1.5 rounds up
+            ("😀", 1),         // 2 UTF-16 units (surrogate pair) -> 0.5 -> 1
+            ("é", 0),          // 1 unit, 2 UTF-8 bytes
+            ("😀😀😀", 2),     // 6 units -> 1.5 -> 2
+            ("日本語です", 1), // 5 units -> 1.25
+        ];
+        for (text, want) in table {
+            assert_eq!(e.estimate(text), *want, "estimate({text:?})");
+        }
+        assert_eq!(utf16_len("😀a"), 3);
+        // odd divisor: 5 units / 3 = 1.67 -> 2; 4/3 = 1.33 -> 1; 3/2=1.5 -> 2
+        assert_eq!(estimate_tokens(5, 3), 2);
+        assert_eq!(estimate_tokens(4, 3), 1);
+        assert_eq!(estimate_tokens(3, 2), 2);
+    }
+
+    #[test]
+    fn seed_overflow_table() {
+        let p = Policy::opencode_seed();
+        // (limits, usage, expected usable, expected overflow)
+        let cases: Vec<(ModelLimits, TokenUsage, Option<u64>, bool)> = vec![
+            // 200k context, 64k output: reserve min(64k,32k) = 32k -> usable 168k
+            (
+                limits(200_000, None, Some(64_000)),
+                usage(100_000, 68_000, 0),
+                Some(168_000),
+                false,
+            ), // == usable
+            (
+                limits(200_000, None, Some(64_000)),
+                usage(100_000, 68_000, 1),
+                Some(168_000),
+                true,
+            ), // usable + 1
+            // output limit below the cap: reserve = output
+            (
+                limits(128_000, None, Some(16_384)),
+                usage(111_616, 0, 0),
+                Some(111_616),
+                false,
+            ),
+            (
+                limits(128_000, None, Some(16_384)),
+                usage(111_617, 0, 0),
+                Some(111_616),
+                true,
+            ),
+            // no output limit: reserve 32k
+            (
+                limits(100_000, None, None),
+                usage(68_001, 0, 0),
+                Some(68_000),
+                true,
+            ),
+            // input limit preferred over context - reserve
+            (
+                limits(400_000, Some(272_000), Some(128_000)),
+                usage(272_000, 0, 0),
+                Some(272_000),
+                false,
+            ),
+            (
+                limits(400_000, Some(272_000), Some(128_000)),
+                usage(200_000, 72_000, 1),
+                Some(272_000),
+                true,
+            ),
+            // context 0: never
+            (
+                limits(0, None, Some(4_096)),
+                usage(10_000_000, 0, 0),
+                None,
+                false,
+            ),
+            // reasoning and cache_write are not counted by the seed rule
+            (
+                limits(100_000, None, Some(32_000)),
+                TokenUsage {
+                    input: 60_000,
+                    reasoning: 50_000,
+                    cache_write: 50_000,
+                    ..Default::default()
+                },
+                Some(68_000),
+                false,
+            ),
+        ];
+        for (i, (l, u, usable, overflow)) in cases.iter().enumerate() {
+            let c = p.check_overflow(l, u);
+            assert_eq!(c.usable, *usable, "case {i}: usable");
+            assert_eq!(c.overflow, *overflow, "case {i}: overflow ({c:?})");
+        }
+        let off = Policy {
+            auto: false,
+            ..Policy::opencode_seed()
+        };
+        assert!(
+            !off.check_overflow(&limits(1000, None, None), &usage(1_000_000, 0, 0))
+                .overflow
+        );
+    }
+
+    #[test]
+    fn opencode_1_17_overflow_table() {
+        let p = Policy::opencode_1_17();
+        let total = |t: u64| TokenUsage {
+            total: Some(t),
+            ..Default::default()
+        };
+        let cases: Vec<(ModelLimits, TokenUsage, Option<u64>, bool)> = vec![
+            // no input limit: context - maxOut; >= fires at equality
+            (
+                limits(200_000, None, Some(64_000)),
+                total(168_000),
+                Some(168_000),
+                true,
+            ),
+            (
+                limits(200_000, None, Some(64_000)),
+                total(167_999),
+                Some(168_000),
+                false,
+            ),
+            // with input limit: input - min(20k, maxOut)
+            (
+                limits(400_000, Some(272_000), Some(128_000)),
+                total(252_000),
+                Some(252_000),
+                true,
+            ),
+            (limits(0, Some(100_000), Some(8_192)), total(1), None, false),
+            (
+                limits(120_000, Some(100_000), Some(8_192)),
+                total(91_808),
+                Some(91_808),
+                true,
+            ),
+            // total absent: all four counts
+            (
+                limits(200_000, None, Some(64_000)),
+                TokenUsage {
+                    input: 3,
+                    output: 1480,
+                    cache_write: 15438,
+                    cache_read: 151_079,
+                    ..Default::default()
+                },
+                Some(168_000),
+                true,
+            ),
+            // usable clamps at 0: every step overflows (the upstream loop quirk)
+            (
+                limits(200_000, Some(10_000), Some(64_000)),
+                total(0),
+                Some(0),
+                true,
+            ),
+        ];
+        for (i, (l, u, usable, overflow)) in cases.iter().enumerate() {
+            let c = p.check_overflow(l, u);
+            assert_eq!(c.usable, *usable, "case {i}: usable");
+            assert_eq!(c.overflow, *overflow, "case {i}: overflow ({c:?})");
+        }
+        // `reserved` applies only with an input limit
+        let mut r = Policy::opencode_1_17();
+        r.overflow.budget = BudgetRule::Reserved {
+            reserved: Some(50_000),
+            buffer: 20_000,
+        };
+        assert_eq!(
+            r.usable(&limits(400_000, Some(272_000), Some(128_000))),
+            Some(222_000)
+        );
+        assert_eq!(
+            r.usable(&limits(200_000, None, Some(64_000))),
+            Some(168_000)
+        );
+    }
+}

@@ -1,0 +1,290 @@
+//! [`Recorder`]: an in-memory event log for one session that checks every
+//! event against the reducer before keeping it. It is how tests, the demo
+//! and the simulator write sessions; the durable store does the same thing
+//! on disk. Pure: times and ids come from the caller.
+
+use crate::error::RefusedEvent;
+use crate::event::{CompactionTrigger, Envelope, Event, FinishReason, PartBody, Role, ToolState};
+use crate::ids::{EventId, IdSource, MessageId, PartId, SessionId, TimestampMs};
+use crate::json::Json;
+use crate::policy::{ModelLimits, Policy, TokenUsage};
+use crate::state::SessionState;
+use uuid::Uuid;
+
+/// An append-only, validated, in-memory session log.
+#[derive(Debug, Clone)]
+pub struct Recorder<I: IdSource> {
+    session: SessionId,
+    state: SessionState,
+    events: Vec<Envelope>,
+    ids: I,
+    /// Correlation id stamped on the following events.
+    pub correlation: Option<Uuid>,
+}
+
+impl<I: IdSource> Recorder<I> {
+    /// Starts a session: records `SessionStarted` as event 1.
+    pub fn start(
+        session: SessionId,
+        ids: I,
+        at: TimestampMs,
+        policy: Policy,
+        limits: ModelLimits,
+    ) -> Result<Self, RefusedEvent> {
+        let mut r = Recorder {
+            session,
+            state: SessionState::new(),
+            events: Vec::new(),
+            ids,
+            correlation: None,
+        };
+        r.record(
+            at,
+            Event::SessionStarted {
+                policy,
+                limits,
+                title: None,
+                source_id: None,
+            },
+        )?;
+        Ok(r)
+    }
+
+    /// The session id.
+    pub fn session(&self) -> SessionId {
+        self.session
+    }
+
+    /// The state after every recorded event.
+    pub fn state(&self) -> &SessionState {
+        &self.state
+    }
+
+    /// The recorded events, in order.
+    pub fn events(&self) -> &[Envelope] {
+        &self.events
+    }
+
+    /// Consumes the recorder, returning its events.
+    pub fn into_events(self) -> Vec<Envelope> {
+        self.events
+    }
+
+    /// A fresh id from the injected source.
+    pub fn uuid(&mut self, at: TimestampMs) -> Uuid {
+        self.ids.next_uuid(at)
+    }
+
+    /// A fresh message id.
+    pub fn message_id(&mut self, at: TimestampMs) -> MessageId {
+        MessageId(self.uuid(at))
+    }
+
+    /// A fresh part id.
+    pub fn part_id(&mut self, at: TimestampMs) -> PartId {
+        PartId(self.uuid(at))
+    }
+
+    /// Wraps `event` in the next envelope and applies it; a refused event is
+    /// not kept and the state is unchanged.
+    pub fn record(&mut self, at: TimestampMs, event: Event) -> Result<&Envelope, RefusedEvent> {
+        let env = Envelope {
+            session: self.session,
+            seq: self.state.head + 1,
+            id: EventId(self.ids.next_uuid(at)),
+            recorded_at: at,
+            causation: self.events.last().map(|e| e.id),
+            correlation: self.correlation,
+            event,
+        };
+        self.state.evolve(&env)?;
+        self.events.push(env);
+        Ok(self.events.last().expect("just pushed"))
+    }
+
+    /// Appends a message with no parts.
+    pub fn message(
+        &mut self,
+        at: TimestampMs,
+        role: Role,
+        parent: Option<MessageId>,
+        synthetic: bool,
+    ) -> Result<MessageId, RefusedEvent> {
+        let message = self.message_id(at);
+        self.record(
+            at,
+            Event::MessageAppended {
+                message,
+                role,
+                agent: None,
+                model: None,
+                synthetic,
+                parent,
+                source_id: None,
+            },
+        )?;
+        Ok(message)
+    }
+
+    /// Appends a part to `message`.
+    pub fn part(
+        &mut self,
+        at: TimestampMs,
+        message: MessageId,
+        body: PartBody,
+    ) -> Result<PartId, RefusedEvent> {
+        let part = self.part_id(at);
+        self.record(
+            at,
+            Event::PartAppended {
+                message,
+                part,
+                body,
+                source_id: None,
+            },
+        )?;
+        Ok(part)
+    }
+
+    /// Appends a user message with one text part.
+    pub fn user_text(
+        &mut self,
+        at: TimestampMs,
+        text: &str,
+        synthetic: bool,
+    ) -> Result<MessageId, RefusedEvent> {
+        let m = self.message(at, Role::User, None, synthetic)?;
+        self.part(
+            at,
+            m,
+            PartBody::Text {
+                text: text.into(),
+                synthetic,
+                time: None,
+            },
+        )?;
+        Ok(m)
+    }
+
+    /// Appends a completed tool call to an assistant message.
+    pub fn tool(
+        &mut self,
+        at: TimestampMs,
+        message: MessageId,
+        tool: &str,
+        input: Json,
+        output: &str,
+    ) -> Result<PartId, RefusedEvent> {
+        let call = self.uuid(at).simple().to_string();
+        self.part(
+            at,
+            message,
+            PartBody::Tool {
+                call_id: format!("call_{}", &call[..12]),
+                tool: tool.into(),
+                state: ToolState::Completed {
+                    input,
+                    output: output.into(),
+                    title: None,
+                    metadata: Json::Null,
+                    start: at,
+                    end: at,
+                    attachments: Vec::new(),
+                },
+            },
+        )
+    }
+
+    /// Finishes a model step on `message`.
+    pub fn finish_step(
+        &mut self,
+        at: TimestampMs,
+        message: MessageId,
+        reason: FinishReason,
+        tokens: TokenUsage,
+    ) -> Result<PartId, RefusedEvent> {
+        let part = self.part_id(at);
+        self.record(
+            at,
+            Event::StepFinished {
+                message,
+                part,
+                reason,
+                tokens,
+                cost_micros: None,
+            },
+        )?;
+        Ok(part)
+    }
+
+    /// Queues a compaction marker; returns the job (marker message) id.
+    pub fn request_compaction(
+        &mut self,
+        at: TimestampMs,
+        auto: bool,
+        trigger: CompactionTrigger,
+    ) -> Result<MessageId, RefusedEvent> {
+        let message = self.message_id(at);
+        let part = self.part_id(at);
+        self.record(
+            at,
+            Event::CompactionRequested {
+                message,
+                part,
+                auto,
+                overflow: false,
+                trigger,
+                agent: None,
+                model: None,
+                source_id: None,
+            },
+        )?;
+        Ok(message)
+    }
+
+    /// Starts job `job`, writes `summary` as its text and completes it;
+    /// returns the summary message id.
+    pub fn summarize(
+        &mut self,
+        at: TimestampMs,
+        job: MessageId,
+        summary: &str,
+        tail_start: Option<MessageId>,
+        tokens: TokenUsage,
+    ) -> Result<MessageId, RefusedEvent> {
+        let summary_message = self.message_id(at);
+        self.record(
+            at,
+            Event::CompactionStarted {
+                job,
+                summary_message,
+                agent: Some("compaction".into()),
+                model: None,
+                prompt: None,
+                tail_start,
+                source_id: None,
+            },
+        )?;
+        self.part(
+            at,
+            summary_message,
+            PartBody::Text {
+                text: summary.into(),
+                synthetic: false,
+                time: None,
+            },
+        )?;
+        let part = self.part_id(at);
+        self.record(
+            at,
+            Event::SummaryCompleted {
+                job,
+                part,
+                reason: FinishReason::Stop,
+                tokens,
+                redactions: 0,
+            },
+        )?;
+        Ok(summary_message)
+    }
+}

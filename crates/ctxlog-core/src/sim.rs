@@ -1,0 +1,275 @@
+//! A seeded generator of realistic agent sessions: user turns, assistant
+//! steps with tool calls whose outputs follow a heavy-tailed size
+//! distribution, provider usage that grows with the window and is cut by
+//! compaction, prunes when turns end, and the odd failure (tool error,
+//! aborted step, failed compaction). It drives the seeds' lifecycle the way
+//! an agent loop would, so its logs exercise every rule. Pure: the same
+//! config always gives the same events.
+
+use crate::error::RefusedEvent;
+use crate::event::{
+    CompactionTrigger, Envelope, Event, FinishReason, MessageError, PartBody, Role, ToolState,
+};
+use crate::ids::{SeededIds, SessionId};
+use crate::json::Json;
+use crate::policy::{ModelLimits, Policy, TokenUsage};
+use crate::prune::plan_prune;
+use crate::recorder::Recorder;
+use crate::tail::select_tail;
+use crate::window::{window, CONTINUE_TEXT};
+
+/// What to generate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimConfig {
+    /// Seed of every random choice.
+    pub seed: u64,
+    /// User turns.
+    pub turns: u32,
+    /// Most model steps per turn (at least 1).
+    pub max_steps_per_turn: u32,
+    /// Most tool calls per step.
+    pub max_tools_per_step: u32,
+    /// Smallest tool output, chars.
+    pub min_output_chars: u32,
+    /// Largest tool output, chars (the tail of the distribution is cut here).
+    pub max_output_chars: u32,
+    /// Percent chance of a failure at each opportunity.
+    pub failure_percent: u32,
+    /// Fixed prompt overhead (system prompt, tool schemas), tokens.
+    pub overhead_tokens: u64,
+    /// The policy recorded at start.
+    pub policy: Policy,
+    /// The model's limits.
+    pub limits: ModelLimits,
+    /// Time of the first event, ms.
+    pub start_ms: u64,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 1,
+            turns: 12,
+            max_steps_per_turn: 6,
+            max_tools_per_step: 3,
+            min_output_chars: 2_000,
+            max_output_chars: 120_000,
+            failure_percent: 3,
+            overhead_tokens: 2_000,
+            policy: Policy::opencode_seed(),
+            limits: ModelLimits {
+                context: 128_000,
+                input: None,
+                output: Some(16_384),
+            },
+            start_ms: 1_767_225_600_000, // 2026-01-01T00:00:00Z
+        }
+    }
+}
+
+/// splitmix64: small, fast, deterministic.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B)
+    }
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            return lo;
+        }
+        lo + self.next_u64() % (hi - lo + 1)
+    }
+    /// True with probability `percent`/100.
+    pub fn chance(&mut self, percent: u32) -> bool {
+        self.next_u64() % 100 < percent as u64
+    }
+    /// Pareto(α = 1.2) sample scaled to start at `min`, capped at `max`.
+    pub fn heavy_tail(&mut self, min: u64, max: u64) -> u64 {
+        // u in (0, 1]; x = min / u^(1/α)
+        let u = ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+        let x = min as f64 / u.powf(1.0 / 1.2);
+        (x as u64).clamp(min, max.max(min))
+    }
+}
+
+const TOOLS: &[&str] = &["read", "bash", "grep", "edit", "glob", "skill", "webfetch"];
+const WORDS: &[&str] = &[
+    "fn", "let", "parse", "token", "window", "error", "ok", "struct", "impl", "test", "cargo",
+    "src", "main", "the", "value", "=>", "{", "}", "über", "日本", "😀",
+];
+
+fn text_of(rng: &mut Rng, lo: u64, hi: u64) -> String {
+    let chars = rng.range(lo, hi);
+    let mut s = String::with_capacity(chars as usize + 8);
+    while (s.len() as u64) < chars {
+        s.push_str(WORDS[rng.range(0, WORDS.len() as u64 - 1) as usize]);
+        s.push(if rng.chance(10) { '\n' } else { ' ' });
+    }
+    s
+}
+
+/// Generates one session's events under `cfg`.
+pub fn simulate(cfg: &SimConfig) -> Result<Vec<Envelope>, RefusedEvent> {
+    let mut rng = Rng::new(cfg.seed);
+    let mut ids = SeededIds::new(cfg.seed);
+    let session = SessionId(crate::ids::IdSource::next_uuid(&mut ids, cfg.start_ms));
+    let mut t = cfg.start_ms;
+    let mut r = Recorder::start(session, ids, t, cfg.policy.clone(), cfg.limits.clone())?;
+    for turn in 0..cfg.turns {
+        t += rng.range(1_000, 60_000);
+        let prompt = format!("turn {turn}: {}", text_of(&mut rng, 20, 400));
+        let mut user = r.user_text(t, &prompt, false)?;
+        let steps = rng.range(1, cfg.max_steps_per_turn.max(1) as u64);
+        let mut step = 0;
+        while step < steps {
+            step += 1;
+            t += rng.range(500, 20_000);
+            let msg = r.message(t, Role::Assistant, Some(user), false)?;
+            r.part(t, msg, PartBody::StepStart { snapshot: None })?;
+            if rng.chance(30) {
+                let text = text_of(&mut rng, 50, 600);
+                r.part(t, msg, PartBody::Reasoning { text, time: None })?;
+            }
+            let last = step == steps;
+            let tools = if last {
+                0
+            } else {
+                rng.range(1, cfg.max_tools_per_step.max(1) as u64)
+            };
+            for _ in 0..tools {
+                t += rng.range(10, 5_000);
+                let name = TOOLS[rng.range(0, TOOLS.len() as u64 - 1) as usize];
+                let input = Json::Object(vec![(
+                    "path".into(),
+                    Json::String(format!("src/file_{}.rs", rng.range(0, 40))),
+                )]);
+                if rng.chance(cfg.failure_percent) {
+                    let call_id = format!("call_{}", rng.next_u64());
+                    let part = r.part(
+                        t,
+                        msg,
+                        PartBody::Tool {
+                            call_id: call_id.clone(),
+                            tool: name.into(),
+                            state: ToolState::Running {
+                                input: input.clone(),
+                                title: None,
+                                start: t,
+                            },
+                        },
+                    )?;
+                    r.record(
+                        t + 1,
+                        Event::PartUpdated {
+                            part,
+                            body: PartBody::Tool {
+                                call_id,
+                                tool: name.into(),
+                                state: ToolState::Error {
+                                    input,
+                                    error: "exit status 1".into(),
+                                    start: t,
+                                    end: t + 1,
+                                },
+                            },
+                        },
+                    )?;
+                } else {
+                    let size =
+                        rng.heavy_tail(cfg.min_output_chars as u64, cfg.max_output_chars as u64);
+                    let output = text_of(&mut rng, size, size);
+                    r.tool(t, msg, name, input, &output)?;
+                }
+            }
+            let text = text_of(&mut rng, 20, 800);
+            r.part(
+                t,
+                msg,
+                PartBody::Text {
+                    text,
+                    synthetic: false,
+                    time: None,
+                },
+            )?;
+            if rng.chance(cfg.failure_percent) {
+                r.record(
+                    t,
+                    Event::MessageErrored {
+                        message: msg,
+                        error: MessageError {
+                            name: "MessageAbortedError".into(),
+                            message: "aborted".into(),
+                        },
+                    },
+                )?;
+                break;
+            }
+            // Usage: the window as the provider would count it, plus noise.
+            let prompt_tokens =
+                cfg.overhead_tokens + window(r.state()).estimate(&r.state().policy.estimator);
+            let cached = prompt_tokens * rng.range(0, 90) / 100;
+            let tokens = TokenUsage {
+                total: None,
+                input: prompt_tokens - cached,
+                output: rng.range(50, 2_000),
+                reasoning: rng.range(0, 500),
+                cache_read: cached,
+                cache_write: rng.range(0, 2_000),
+            };
+            let reason = if last {
+                FinishReason::Stop
+            } else {
+                FinishReason::ToolCalls
+            };
+            r.finish_step(t, msg, reason, tokens)?;
+            if let Some(check) = r.state().overflow().filter(|c| c.overflow) {
+                t += 10;
+                let job = r.request_compaction(
+                    t,
+                    true,
+                    CompactionTrigger::Overflow { step: msg, check },
+                )?;
+                if rng.chance(cfg.failure_percent * 3) {
+                    r.record(
+                        t + 1,
+                        Event::CompactionFailed {
+                            job,
+                            error: "summarizer timed out".into(),
+                        },
+                    )?;
+                    continue;
+                }
+                let tail = select_tail(r.state(), &r.state().policy.clone(), job);
+                let summary = format!(
+                    "Summary after turn {turn}, step {step}: {}",
+                    text_of(&mut rng, 400, 400)
+                );
+                let usage = TokenUsage {
+                    input: 3_000,
+                    output: 400,
+                    ..TokenUsage::default()
+                };
+                r.summarize(t + 2_000, job, &summary, tail, usage)?;
+                t += 2_001;
+                user = r.user_text(t, CONTINUE_TEXT, true)?;
+            }
+        }
+        let policy = r.state().policy.clone();
+        if let Some(event) = plan_prune(r.state(), &policy).to_event(&policy) {
+            r.record(t, event)?;
+        }
+    }
+    Ok(r.into_events())
+}

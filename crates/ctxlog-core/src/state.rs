@@ -1,0 +1,876 @@
+//! The derived session state and its reducer, [`SessionState::evolve`].
+//!
+//! `evolve` is pure and deterministic: it reads only the state and the
+//! envelope (never a clock, a random source or hash-map order), and it is
+//! atomic: every check runs before the first mutation, so a refused event
+//! leaves the state exactly as it was.
+
+use crate::error::{RefusedEvent, Violation};
+use crate::event::{
+    CompactionTrigger, Envelope, Event, FinishReason, MessageError, ModelRef, PartBody,
+    PromptRecord, PrunedPart, Role, ToolState,
+};
+use crate::ids::{EventId, MessageId, PartId, Seq, SessionId, TimestampMs};
+use crate::policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Version of the reducer's output; snapshots of another version are
+/// discarded and rebuilt by a full replay.
+pub const REDUCER_VERSION: u32 = 1;
+
+/// A pruning mark on a tool part: its output is hidden from the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PruneMark {
+    /// The `PartsPruned` event's seq.
+    pub seq: Seq,
+    /// When, ms (the event's recorded time).
+    pub at: TimestampMs,
+    /// The policy that fired.
+    pub policy: String,
+    /// Estimated tokens hidden.
+    pub tokens: u64,
+}
+
+/// A part as the state holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// Its id.
+    pub id: PartId,
+    /// Its content (a pruned tool part keeps its full output here).
+    pub body: PartBody,
+    /// Id in the recorded source.
+    pub source_id: Option<String>,
+    /// Set while the part is pruned.
+    pub pruned: Option<PruneMark>,
+}
+
+impl Part {
+    /// The tool name, for a tool part.
+    pub fn tool_name(&self) -> Option<&str> {
+        match &self.body {
+            PartBody::Tool { tool, .. } => Some(tool),
+            _ => None,
+        }
+    }
+
+    /// The output text of a completed tool part.
+    pub fn completed_output(&self) -> Option<&str> {
+        match &self.body {
+            PartBody::Tool {
+                state: ToolState::Completed { output, .. },
+                ..
+            } => Some(output),
+            _ => None,
+        }
+    }
+}
+
+/// A message as the state holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Its id.
+    pub id: MessageId,
+    /// User or assistant.
+    pub role: Role,
+    /// Agent name.
+    pub agent: Option<String>,
+    /// Model.
+    pub model: Option<ModelRef>,
+    /// Written by the runtime.
+    pub synthetic: bool,
+    /// The message it answers.
+    pub parent: Option<MessageId>,
+    /// Id in the recorded source.
+    pub source_id: Option<String>,
+    /// A compaction summary (assistant, created by `CompactionStarted`).
+    pub summary: bool,
+    /// A compaction marker (user, created by `CompactionRequested`).
+    pub marker: bool,
+    /// Seq of the event that created it.
+    pub created_seq: Seq,
+    /// When it was created, ms.
+    pub created_at: TimestampMs,
+    /// Finish reason of its last step.
+    pub finish: Option<FinishReason>,
+    /// Usage of its last step (overwritten by each step, as OpenCode does).
+    pub tokens: Option<TokenUsage>,
+    /// Error recorded on it.
+    pub error: Option<MessageError>,
+    /// Its parts, in order.
+    pub parts: Vec<Part>,
+}
+
+/// Where a compaction job is in its lifecycle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobStatus {
+    /// Queued, not started.
+    Requested,
+    /// Started (a summary message exists), not finished.
+    Running,
+    /// The summary completed: this job is a pivot.
+    Completed {
+        /// Seq of `SummaryCompleted`.
+        seq: Seq,
+    },
+    /// Failed; history was left as it was.
+    Failed {
+        /// What went wrong.
+        error: String,
+    },
+}
+
+impl JobStatus {
+    /// Short name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            JobStatus::Requested => "requested",
+            JobStatus::Running => "running",
+            JobStatus::Completed { .. } => "completed",
+            JobStatus::Failed { .. } => "failed",
+        }
+    }
+
+    /// Requested or running: still to be done.
+    pub fn is_pending(&self) -> bool {
+        matches!(self, JobStatus::Requested | JobStatus::Running)
+    }
+}
+
+/// A compaction job: a marker message and what became of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// The marker message (the job id).
+    pub marker: MessageId,
+    /// Automatic or manual.
+    pub auto: bool,
+    /// Triggered by a provider overflow.
+    pub overflow: bool,
+    /// Why it was requested.
+    pub trigger: CompactionTrigger,
+    /// Seq of `CompactionRequested`.
+    pub requested_seq: Seq,
+    /// Lifecycle state.
+    pub status: JobStatus,
+    /// How many times it started.
+    pub attempts: u32,
+    /// The summary message of the latest attempt.
+    pub summary: Option<MessageId>,
+    /// First message of the verbatim tail, if one was kept.
+    pub tail_start: Option<MessageId>,
+    /// The prompt used by the latest attempt.
+    pub prompt: Option<PromptRecord>,
+    /// Secrets redacted from the summary.
+    pub redactions: u32,
+}
+
+/// The last finished model call, for the overflow check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastFinished {
+    /// Its message.
+    pub message: MessageId,
+    /// Whether it was a compaction summary (never checked for overflow).
+    pub summary: bool,
+    /// Its usage.
+    pub tokens: TokenUsage,
+    /// Seq of the event that finished it.
+    pub seq: Seq,
+}
+
+/// Everything derived from one session's events.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    /// The session, once started.
+    pub session: Option<SessionId>,
+    /// Seq of the last applied event (0 = none).
+    pub head: Seq,
+    /// Id of the last applied event.
+    pub last_event: Option<EventId>,
+    /// When the session started, ms.
+    pub started_at: TimestampMs,
+    /// Title.
+    pub title: Option<String>,
+    /// Id of the recorded source session.
+    pub source_id: Option<String>,
+    /// The policy in force.
+    pub policy: Policy,
+    /// The model's limits in force.
+    pub limits: ModelLimits,
+    /// All messages, in append order. Nothing is ever removed.
+    pub messages: Vec<Message>,
+    /// All compaction jobs, in request order.
+    pub jobs: Vec<Job>,
+    /// The last finished model call.
+    pub last_finished: Option<LastFinished>,
+    #[serde(skip)]
+    index: Index,
+}
+
+/// Lookup tables, rebuilt from `messages` and `jobs`; never serialized.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Index {
+    messages: BTreeMap<MessageId, usize>,
+    parts: BTreeMap<PartId, (usize, usize)>,
+    jobs: BTreeMap<MessageId, usize>,
+}
+
+fn validate_policy(p: &Policy) -> Result<(), Violation> {
+    let crate::policy::Estimator::CharsPerToken { chars_per_token } = p.estimator;
+    if chars_per_token == 0 {
+        return Err(Violation::InvalidPolicy(
+            "chars_per_token must be at least 1",
+        ));
+    }
+    if p.name.is_empty() {
+        return Err(Violation::InvalidPolicy("the policy needs a name"));
+    }
+    if let Some(t) = &p.tail {
+        if t.min_tokens > t.max_tokens {
+            return Err(Violation::InvalidPolicy(
+                "tail min_tokens exceeds max_tokens",
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl SessionState {
+    /// An empty state, before `SessionStarted`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Folds `events` from an empty state.
+    pub fn replay<'a>(
+        events: impl IntoIterator<Item = &'a Envelope>,
+    ) -> Result<Self, RefusedEvent> {
+        let mut state = Self::new();
+        for e in events {
+            state.evolve(e)?;
+        }
+        Ok(state)
+    }
+
+    /// Rebuilds the lookup tables (after decoding a snapshot).
+    pub fn rebuild_index(&mut self) {
+        let mut index = Index::default();
+        for (mi, m) in self.messages.iter().enumerate() {
+            index.messages.insert(m.id, mi);
+            for (pi, p) in m.parts.iter().enumerate() {
+                index.parts.insert(p.id, (mi, pi));
+            }
+        }
+        for (ji, j) in self.jobs.iter().enumerate() {
+            index.jobs.insert(j.marker, ji);
+        }
+        self.index = index;
+    }
+
+    /// Position of a message in `messages`.
+    pub fn message_index(&self, id: MessageId) -> Option<usize> {
+        self.index.messages.get(&id).copied()
+    }
+
+    /// A message by id.
+    pub fn message(&self, id: MessageId) -> Option<&Message> {
+        self.message_index(id).map(|i| &self.messages[i])
+    }
+
+    /// A part by id, with its message.
+    pub fn part(&self, id: PartId) -> Option<(&Message, &Part)> {
+        self.index
+            .parts
+            .get(&id)
+            .map(|&(mi, pi)| (&self.messages[mi], &self.messages[mi].parts[pi]))
+    }
+
+    /// A compaction job by its marker id.
+    pub fn job(&self, marker: MessageId) -> Option<&Job> {
+        self.index.jobs.get(&marker).map(|&i| &self.jobs[i])
+    }
+
+    /// Jobs still to run (requested or started, not finished), oldest first.
+    pub fn pending_jobs(&self) -> impl Iterator<Item = &Job> {
+        self.jobs.iter().filter(|j| j.status.is_pending())
+    }
+
+    /// The latest completed pivot: the completed job whose marker is newest.
+    pub fn pivot(&self) -> Option<&Job> {
+        self.jobs
+            .iter()
+            .filter(|j| matches!(j.status, JobStatus::Completed { .. }))
+            .max_by_key(|j| self.message_index(j.marker))
+    }
+
+    /// The overflow check of the last finished step; `None` when no step has
+    /// finished or the last finished call was a summary (never checked).
+    pub fn overflow(&self) -> Option<OverflowCheck> {
+        let last = self.last_finished.as_ref()?;
+        if last.summary {
+            return None;
+        }
+        Some(self.policy.check_overflow(&self.limits, &last.tokens))
+    }
+
+    /// All parts currently pruned, in message order.
+    pub fn pruned_parts(&self) -> impl Iterator<Item = (&Message, &Part)> {
+        self.messages
+            .iter()
+            .flat_map(|m| m.parts.iter().map(move |p| (m, p)))
+            .filter(|(_, p)| p.pruned.is_some())
+    }
+
+    /// Applies one event. On error the state is unchanged.
+    pub fn evolve(&mut self, env: &Envelope) -> Result<(), RefusedEvent> {
+        let refuse = |violation| RefusedEvent {
+            seq: env.seq,
+            id: env.id,
+            kind: env.event.kind(),
+            violation,
+        };
+        self.check(env).map_err(refuse)?;
+        self.apply(env);
+        self.head = env.seq;
+        self.last_event = Some(env.id);
+        Ok(())
+    }
+
+    fn ensure_new_message(&self, id: MessageId) -> Result<(), Violation> {
+        if self.index.messages.contains_key(&id) {
+            return Err(Violation::DuplicateMessage(id));
+        }
+        Ok(())
+    }
+
+    fn ensure_new_part(&self, id: PartId) -> Result<(), Violation> {
+        if self.index.parts.contains_key(&id) {
+            return Err(Violation::DuplicatePart(id));
+        }
+        Ok(())
+    }
+
+    fn existing_message(&self, id: MessageId) -> Result<&Message, Violation> {
+        self.message(id).ok_or(Violation::UnknownMessage(id))
+    }
+
+    fn existing_job(&self, id: MessageId) -> Result<&Job, Violation> {
+        self.job(id).ok_or(Violation::UnknownJob(id))
+    }
+
+    /// Every invariant, checked before anything changes.
+    fn check(&self, env: &Envelope) -> Result<(), Violation> {
+        if env.seq != self.head + 1 {
+            return Err(Violation::SequenceGap {
+                expected: self.head + 1,
+                got: env.seq,
+            });
+        }
+        match (self.session, &env.event) {
+            (None, Event::SessionStarted { .. }) => {}
+            (None, _) => return Err(Violation::NotStarted),
+            (Some(_), Event::SessionStarted { .. }) => return Err(Violation::AlreadyStarted),
+            (Some(s), _) if s != env.session => {
+                return Err(Violation::WrongSession {
+                    expected: s,
+                    got: env.session,
+                })
+            }
+            _ => {}
+        }
+        match &env.event {
+            Event::SessionStarted { policy, .. } | Event::PolicyChanged { policy } => {
+                validate_policy(policy)
+            }
+            Event::LimitsChanged { .. } => Ok(()),
+            Event::MessageAppended {
+                message, parent, ..
+            } => {
+                self.ensure_new_message(*message)?;
+                if let Some(p) = parent {
+                    self.existing_message(*p)?;
+                }
+                Ok(())
+            }
+            Event::PartAppended {
+                message,
+                part,
+                body,
+                ..
+            } => {
+                let msg = self.existing_message(*message)?;
+                self.ensure_new_part(*part)?;
+                check_new_body(msg, body)
+            }
+            Event::PartUpdated { part, body } => {
+                let (_, old) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
+                check_update(old, body)
+            }
+            Event::StepFinished { message, part, .. } => {
+                let msg = self.existing_message(*message)?;
+                self.ensure_new_part(*part)?;
+                if msg.role != Role::Assistant {
+                    return Err(Violation::WrongRole {
+                        kind: "step-finish",
+                        role: "user",
+                        message: *message,
+                    });
+                }
+                if msg.summary {
+                    return Err(Violation::StepOnSummary(*message));
+                }
+                Ok(())
+            }
+            Event::CompactionRequested {
+                message,
+                part,
+                trigger,
+                ..
+            } => {
+                self.ensure_new_message(*message)?;
+                self.ensure_new_part(*part)?;
+                if let CompactionTrigger::Overflow { step, .. } = trigger {
+                    self.existing_message(*step)?;
+                }
+                Ok(())
+            }
+            Event::CompactionStarted {
+                job,
+                summary_message,
+                tail_start,
+                ..
+            } => {
+                let j = self.existing_job(*job)?;
+                if !j.status.is_pending() {
+                    return Err(Violation::JobState {
+                        job: *job,
+                        status: j.status.name(),
+                        expected: "requested or running",
+                    });
+                }
+                self.ensure_new_message(*summary_message)?;
+                if let Some(t) = tail_start {
+                    let before = match (self.message_index(*t), self.message_index(*job)) {
+                        (Some(ti), Some(mi)) => ti < mi,
+                        _ => false,
+                    };
+                    if !before {
+                        return Err(Violation::BadTailStart {
+                            tail: *t,
+                            marker: *job,
+                        });
+                    }
+                }
+                Ok(())
+            }
+            Event::SummaryCompleted {
+                job, part, reason, ..
+            } => {
+                let j = self.existing_job(*job)?;
+                if j.status != JobStatus::Running {
+                    return Err(Violation::JobState {
+                        job: *job,
+                        status: j.status.name(),
+                        expected: "running",
+                    });
+                }
+                self.ensure_new_part(*part)?;
+                if *reason == FinishReason::Error {
+                    return Err(Violation::SummaryFinishedWithError(*job));
+                }
+                let summary = j
+                    .summary
+                    .and_then(|s| self.message(s))
+                    .ok_or(Violation::UnknownJob(*job))?;
+                let has_text = summary.parts.iter().any(
+                    |p| matches!(&p.body, PartBody::Text { text, .. } if !text.trim().is_empty()),
+                );
+                if !has_text {
+                    return Err(Violation::EmptySummary(*job));
+                }
+                Ok(())
+            }
+            Event::CompactionFailed { job, .. } => {
+                let j = self.existing_job(*job)?;
+                if !j.status.is_pending() {
+                    return Err(Violation::JobState {
+                        job: *job,
+                        status: j.status.name(),
+                        expected: "requested or running",
+                    });
+                }
+                Ok(())
+            }
+            Event::PartsPruned {
+                parts,
+                total_tokens,
+                ..
+            } => {
+                if parts.is_empty() {
+                    return Err(Violation::NoParts);
+                }
+                let mut seen = BTreeSet::new();
+                let mut sum = 0u64;
+                for PrunedPart { part, tokens } in parts {
+                    if !seen.insert(*part) {
+                        return Err(Violation::RepeatedPart(*part));
+                    }
+                    let (_, p) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
+                    if p.completed_output().is_none() {
+                        return Err(Violation::NotPrunable(*part));
+                    }
+                    if p.pruned.is_some() {
+                        return Err(Violation::AlreadyPruned(*part));
+                    }
+                    sum = sum.saturating_add(*tokens);
+                }
+                if sum != *total_tokens {
+                    return Err(Violation::TokenSumMismatch {
+                        stated: *total_tokens,
+                        sum,
+                    });
+                }
+                Ok(())
+            }
+            Event::PartsRestored { parts, .. } => {
+                if parts.is_empty() {
+                    return Err(Violation::NoParts);
+                }
+                let mut seen = BTreeSet::new();
+                for part in parts {
+                    if !seen.insert(*part) {
+                        return Err(Violation::RepeatedPart(*part));
+                    }
+                    let (_, p) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
+                    if p.pruned.is_none() {
+                        return Err(Violation::NotPruned(*part));
+                    }
+                }
+                Ok(())
+            }
+            Event::MessageErrored { message, .. } => self.existing_message(*message).map(|_| ()),
+        }
+    }
+
+    fn push_message(&mut self, msg: Message) {
+        self.index.messages.insert(msg.id, self.messages.len());
+        self.messages.push(msg);
+    }
+
+    fn push_part(&mut self, message: MessageId, part: Part) {
+        let mi = self.index.messages[&message];
+        let pi = self.messages[mi].parts.len();
+        self.index.parts.insert(part.id, (mi, pi));
+        self.messages[mi].parts.push(part);
+    }
+
+    fn part_mut(&mut self, id: PartId) -> &mut Part {
+        let (mi, pi) = self.index.parts[&id];
+        &mut self.messages[mi].parts[pi]
+    }
+
+    fn job_mut(&mut self, id: MessageId) -> &mut Job {
+        let i = self.index.jobs[&id];
+        &mut self.jobs[i]
+    }
+
+    fn message_mut(&mut self, id: MessageId) -> &mut Message {
+        let i = self.index.messages[&id];
+        &mut self.messages[i]
+    }
+
+    fn new_message(env: &Envelope, id: MessageId, role: Role) -> Message {
+        Message {
+            id,
+            role,
+            agent: None,
+            model: None,
+            synthetic: false,
+            parent: None,
+            source_id: None,
+            summary: false,
+            marker: false,
+            created_seq: env.seq,
+            created_at: env.recorded_at,
+            finish: None,
+            tokens: None,
+            error: None,
+            parts: Vec::new(),
+        }
+    }
+
+    /// Applies a checked event. Every lookup here was validated by `check`.
+    fn apply(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::SessionStarted {
+                policy,
+                limits,
+                title,
+                source_id,
+            } => {
+                self.session = Some(env.session);
+                self.started_at = env.recorded_at;
+                self.policy = policy.clone();
+                self.limits = limits.clone();
+                self.title = title.clone();
+                self.source_id = source_id.clone();
+            }
+            Event::PolicyChanged { policy } => self.policy = policy.clone(),
+            Event::LimitsChanged { limits } => self.limits = limits.clone(),
+            Event::MessageAppended {
+                message,
+                role,
+                agent,
+                model,
+                synthetic,
+                parent,
+                source_id,
+            } => {
+                let mut m = Self::new_message(env, *message, *role);
+                m.agent = agent.clone();
+                m.model = model.clone();
+                m.synthetic = *synthetic;
+                m.parent = *parent;
+                m.source_id = source_id.clone();
+                self.push_message(m);
+            }
+            Event::PartAppended {
+                message,
+                part,
+                body,
+                source_id,
+            } => self.push_part(
+                *message,
+                Part {
+                    id: *part,
+                    body: body.clone(),
+                    source_id: source_id.clone(),
+                    pruned: None,
+                },
+            ),
+            Event::PartUpdated { part, body } => self.part_mut(*part).body = body.clone(),
+            Event::StepFinished {
+                message,
+                part,
+                reason,
+                tokens,
+                cost_micros,
+            } => {
+                self.finish_step(*message, *part, reason, tokens, *cost_micros);
+                self.last_finished = Some(LastFinished {
+                    message: *message,
+                    summary: false,
+                    tokens: *tokens,
+                    seq: env.seq,
+                });
+            }
+            Event::CompactionRequested {
+                message,
+                part,
+                auto,
+                overflow,
+                trigger,
+                agent,
+                model,
+                source_id,
+            } => {
+                let mut m = Self::new_message(env, *message, Role::User);
+                m.agent = agent.clone();
+                m.model = model.clone();
+                m.marker = true;
+                m.source_id = source_id.clone();
+                self.push_message(m);
+                self.push_part(
+                    *message,
+                    Part {
+                        id: *part,
+                        body: PartBody::Compaction {
+                            auto: *auto,
+                            overflow: *overflow,
+                        },
+                        source_id: None,
+                        pruned: None,
+                    },
+                );
+                self.index.jobs.insert(*message, self.jobs.len());
+                self.jobs.push(Job {
+                    marker: *message,
+                    auto: *auto,
+                    overflow: *overflow,
+                    trigger: trigger.clone(),
+                    requested_seq: env.seq,
+                    status: JobStatus::Requested,
+                    attempts: 0,
+                    summary: None,
+                    tail_start: None,
+                    prompt: None,
+                    redactions: 0,
+                });
+            }
+            Event::CompactionStarted {
+                job,
+                summary_message,
+                agent,
+                model,
+                prompt,
+                tail_start,
+                source_id,
+            } => {
+                let mut m = Self::new_message(env, *summary_message, Role::Assistant);
+                m.agent = agent.clone();
+                m.model = model.clone();
+                m.parent = Some(*job);
+                m.summary = true;
+                m.source_id = source_id.clone();
+                self.push_message(m);
+                let j = self.job_mut(*job);
+                j.status = JobStatus::Running;
+                j.attempts += 1;
+                j.summary = Some(*summary_message);
+                j.tail_start = *tail_start;
+                j.prompt = prompt.clone();
+            }
+            Event::SummaryCompleted {
+                job,
+                part,
+                reason,
+                tokens,
+                redactions,
+            } => {
+                let summary = self.job(*job).and_then(|j| j.summary).expect("checked");
+                self.finish_step(summary, *part, reason, tokens, None);
+                let j = self.job_mut(*job);
+                j.status = JobStatus::Completed { seq: env.seq };
+                j.redactions = *redactions;
+                self.last_finished = Some(LastFinished {
+                    message: summary,
+                    summary: true,
+                    tokens: *tokens,
+                    seq: env.seq,
+                });
+            }
+            Event::CompactionFailed { job, error } => {
+                let summary = self.job(*job).and_then(|j| j.summary);
+                if let Some(s) = summary {
+                    self.message_mut(s).error = Some(MessageError {
+                        name: "CompactionFailed".into(),
+                        message: error.clone(),
+                    });
+                }
+                self.job_mut(*job).status = JobStatus::Failed {
+                    error: error.clone(),
+                };
+            }
+            Event::PartsPruned { parts, policy, .. } => {
+                for PrunedPart { part, tokens } in parts {
+                    self.part_mut(*part).pruned = Some(PruneMark {
+                        seq: env.seq,
+                        at: env.recorded_at,
+                        policy: policy.clone(),
+                        tokens: *tokens,
+                    });
+                }
+            }
+            Event::PartsRestored { parts, .. } => {
+                for part in parts {
+                    self.part_mut(*part).pruned = None;
+                }
+            }
+            Event::MessageErrored { message, error } => {
+                self.message_mut(*message).error = Some(error.clone());
+            }
+        }
+    }
+
+    fn finish_step(
+        &mut self,
+        message: MessageId,
+        part: PartId,
+        reason: &FinishReason,
+        tokens: &TokenUsage,
+        cost_micros: Option<u64>,
+    ) {
+        self.push_part(
+            message,
+            Part {
+                id: part,
+                body: PartBody::StepFinish {
+                    reason: reason.clone(),
+                    tokens: *tokens,
+                    cost_micros,
+                },
+                source_id: None,
+                pruned: None,
+            },
+        );
+        let m = self.message_mut(message);
+        m.finish = Some(reason.clone());
+        m.tokens = Some(*tokens);
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    }
+}
+
+fn check_new_body(msg: &Message, body: &PartBody) -> Result<(), Violation> {
+    match body {
+        PartBody::StepFinish { .. } => Err(Violation::DedicatedEventRequired {
+            kind: "step-finish",
+            event: "step_finished or summary_completed",
+        }),
+        PartBody::Compaction { .. } => Err(Violation::DedicatedEventRequired {
+            kind: "compaction",
+            event: "compaction_requested",
+        }),
+        PartBody::Tool { .. } | PartBody::Reasoning { .. } | PartBody::StepStart { .. }
+            if msg.role != Role::Assistant =>
+        {
+            Err(Violation::WrongRole {
+                kind: body.kind(),
+                role: role_name(msg.role),
+                message: msg.id,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+fn check_update(old: &Part, body: &PartBody) -> Result<(), Violation> {
+    match (&old.body, body) {
+        (PartBody::StepFinish { .. }, _) | (PartBody::Compaction { .. }, _) => {
+            Err(Violation::ImmutablePart(old.body.kind()))
+        }
+        _ if old.pruned.is_some() => Err(Violation::PartPruned(old.id)),
+        (
+            PartBody::Tool {
+                call_id: c0,
+                tool: t0,
+                ..
+            },
+            PartBody::Tool {
+                call_id: c1,
+                tool: t1,
+                ..
+            },
+        ) => {
+            if c0 != c1 || t0 != t1 {
+                Err(Violation::KindChanged {
+                    part: old.id,
+                    from: format!("tool {t0} call {c0}"),
+                    to: format!("tool {t1} call {c1}"),
+                })
+            } else {
+                Ok(())
+            }
+        }
+        (a, b) if std::mem::discriminant(a) == std::mem::discriminant(b) => Ok(()),
+        (a, b) => Err(Violation::KindChanged {
+            part: old.id,
+            from: a.kind().into(),
+            to: b.kind().into(),
+        }),
+    }
+}

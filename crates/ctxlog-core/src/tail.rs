@@ -1,0 +1,83 @@
+//! Recent-turn tail selection (OpenCode 1.17, `opencode-behavior.md` §1.7
+//! step 5): which newest messages a compaction keeps verbatim after the
+//! summary instead of summarising them.
+
+use crate::event::Role;
+use crate::ids::MessageId;
+use crate::policy::Policy;
+use crate::state::SessionState;
+use crate::window::{render_message, window_order};
+
+/// The token budget of the tail under `policy` for the state's limits.
+pub fn tail_budget(policy: &Policy, state: &SessionState) -> Option<u64> {
+    let tail = policy.tail.as_ref()?;
+    Some(match tail.preserve_recent_tokens {
+        Some(fixed) => fixed,
+        None => {
+            let usable = policy.usable(&state.limits).unwrap_or(0);
+            (usable * tail.percent_of_usable / 100).clamp(tail.min_tokens, tail.max_tokens)
+        }
+    })
+}
+
+/// Chooses the first message of the verbatim tail for compaction job
+/// `marker`, or `None` (no tail rule, no turn fits, or the tail would be the
+/// whole history).
+///
+/// History is the current window before the marker, without earlier markers
+/// and summaries. Turns start at user messages that are not markers. The walk
+/// adds whole turns from the newest while they fit the budget; the first turn
+/// that does not fit may contribute its longest suffix that fits.
+pub fn select_tail(state: &SessionState, policy: &Policy, marker: MessageId) -> Option<MessageId> {
+    let rule = policy.tail.as_ref()?;
+    if rule.turns == 0 {
+        return None;
+    }
+    let budget = tail_budget(policy, state)?;
+    let marker_index = state.message_index(marker)?;
+    let (_, order) = window_order(state);
+    let history: Vec<usize> = order
+        .into_iter()
+        .filter(|&i| i < marker_index)
+        .filter(|&i| !state.messages[i].marker && !state.messages[i].summary)
+        .collect();
+    let size = |i: usize| -> u64 {
+        render_message(state, &state.messages[i])
+            .map(|w| w.parts.iter().map(|p| p.estimate(&policy.estimator)).sum())
+            .unwrap_or(0)
+    };
+    let starts: Vec<usize> = (0..history.len())
+        .filter(|&k| state.messages[history[k]].role == Role::User)
+        .collect();
+    let recent = &starts[starts.len().saturating_sub(rule.turns as usize)..];
+    let mut total = 0u64;
+    let mut keep: Option<usize> = None;
+    for (n, &start) in recent.iter().enumerate().rev() {
+        let end = recent.get(n + 1).copied().unwrap_or(history.len());
+        let turn: u64 = (start..end).map(|k| size(history[k])).sum();
+        if total + turn <= budget {
+            total += turn;
+            keep = Some(start);
+            continue;
+        }
+        // Split: the longest suffix of this turn that fits.
+        let remaining = budget - total;
+        let mut suffix = 0u64;
+        let mut best = None;
+        for k in (start + 1..end).rev() {
+            suffix += size(history[k]);
+            if suffix > remaining {
+                break;
+            }
+            best = Some(k);
+        }
+        if best.is_some() {
+            keep = best;
+        }
+        break;
+    }
+    match keep {
+        None | Some(0) => None,
+        Some(k) => Some(state.messages[history[k]].id),
+    }
+}

@@ -1,0 +1,228 @@
+//! The window: the exact model input derived from the state, per the seeds.
+//!
+//! - History starts at the latest *completed* pivot (the marker whose summary
+//!   finished); with a recorded tail the order is
+//!   `[marker, summary, tail…, everything after the summary]`.
+//! - A compaction marker renders as the user text [`COMPACTION_QUESTION`].
+//! - A pruned tool output renders as exactly [`PRUNED_PLACEHOLDER`] and its
+//!   attachments are dropped; the stored output is untouched.
+//! - A pending or running tool renders as the error [`INTERRUPTED_TOOL`], so
+//!   every call has a result.
+//! - Summaries that never completed, and assistant messages with an error
+//!   (other than an abort that left content), are left out.
+//! - Step markers carry no content and are not sent.
+
+use crate::event::{Attachment, PartBody, Role, ToolState};
+use crate::ids::MessageId;
+use crate::json::Json;
+use crate::policy::Estimator;
+use crate::state::{JobStatus, Message, SessionState};
+use serde::{Deserialize, Serialize};
+
+/// What a compaction marker says to the model.
+pub const COMPACTION_QUESTION: &str = "What did we do so far?";
+/// What a pruned tool output says to the model.
+pub const PRUNED_PLACEHOLDER: &str = "[Old tool result content cleared]";
+/// What an unfinished tool call says to the model.
+pub const INTERRUPTED_TOOL: &str = "[Tool execution was interrupted]";
+/// The synthetic user message after an automatic compaction.
+pub const CONTINUE_TEXT: &str = "Continue if you have next steps";
+/// The error name of an aborted message, whose content is still sent.
+pub const ABORTED_ERROR: &str = "MessageAbortedError";
+
+/// The model input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// The marker of the pivot the window starts at, if any.
+    pub pivot: Option<MessageId>,
+    /// The messages, in the order they are sent.
+    pub messages: Vec<WindowMessage>,
+}
+
+/// One message of the model input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WindowMessage {
+    /// The stored message it renders.
+    pub id: MessageId,
+    /// User or assistant.
+    pub role: Role,
+    /// Its content.
+    pub parts: Vec<WindowPart>,
+}
+
+/// One piece of model input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum WindowPart {
+    /// Text.
+    Text(String),
+    /// Reasoning.
+    Reasoning(String),
+    /// A file or media attachment.
+    File(Attachment),
+    /// A tool call with its result.
+    Tool {
+        /// Provider call id.
+        call_id: String,
+        /// Tool name.
+        tool: String,
+        /// Arguments.
+        input: Json,
+        /// The result as sent.
+        result: ToolResult,
+    },
+}
+
+/// A tool result as sent to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ToolResult {
+    /// Output text and attachments.
+    Output {
+        /// The text (the placeholder when pruned).
+        text: String,
+        /// Attachments (none when pruned).
+        attachments: Vec<Attachment>,
+    },
+    /// An error text.
+    Error(String),
+}
+
+impl WindowPart {
+    /// Estimated tokens of this part's content under `estimator`.
+    pub fn estimate(&self, estimator: &Estimator) -> u64 {
+        match self {
+            WindowPart::Text(t) | WindowPart::Reasoning(t) => estimator.estimate(t),
+            WindowPart::File(a) => estimator.estimate(&a.url),
+            WindowPart::Tool {
+                tool,
+                input,
+                result,
+                ..
+            } => {
+                let r = match result {
+                    ToolResult::Output { text, .. } => text,
+                    ToolResult::Error(e) => e,
+                };
+                estimator.estimate(tool)
+                    + estimator.estimate(&input.to_json_string())
+                    + estimator.estimate(r)
+            }
+        }
+    }
+}
+
+impl Window {
+    /// Estimated tokens of the whole window (content only, no framing).
+    pub fn estimate(&self, estimator: &Estimator) -> u64 {
+        self.messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .map(|p| p.estimate(estimator))
+            .sum()
+    }
+}
+
+/// Renders one stored message as model input; `None` when it sends nothing.
+pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage> {
+    if m.summary && !summary_completed(state, m.id) {
+        return None;
+    }
+    if m.role == Role::Assistant {
+        if let Some(err) = &m.error {
+            if err.name != ABORTED_ERROR {
+                return None;
+            }
+        }
+    }
+    let parts: Vec<WindowPart> = m
+        .parts
+        .iter()
+        .filter_map(|p| render_part(&p.body, p.pruned.is_some()))
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    Some(WindowMessage {
+        id: m.id,
+        role: m.role,
+        parts,
+    })
+}
+
+fn render_part(body: &PartBody, pruned: bool) -> Option<WindowPart> {
+    Some(match body {
+        PartBody::Text { text, .. } => WindowPart::Text(text.clone()),
+        PartBody::Reasoning { text, .. } => WindowPart::Reasoning(text.clone()),
+        PartBody::File(a) => WindowPart::File(a.clone()),
+        PartBody::Compaction { .. } => WindowPart::Text(COMPACTION_QUESTION.into()),
+        PartBody::StepStart { .. } | PartBody::StepFinish { .. } => return None,
+        PartBody::Tool {
+            call_id,
+            tool,
+            state,
+        } => WindowPart::Tool {
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            input: state.input().clone(),
+            result: match state {
+                ToolState::Completed { .. } if pruned => ToolResult::Output {
+                    text: PRUNED_PLACEHOLDER.into(),
+                    attachments: Vec::new(),
+                },
+                ToolState::Completed {
+                    output,
+                    attachments,
+                    ..
+                } => ToolResult::Output {
+                    text: output.clone(),
+                    attachments: attachments.clone(),
+                },
+                ToolState::Error { error, .. } => ToolResult::Error(error.clone()),
+                ToolState::Pending { .. } | ToolState::Running { .. } => {
+                    ToolResult::Error(INTERRUPTED_TOOL.into())
+                }
+            },
+        },
+    })
+}
+
+fn summary_completed(state: &SessionState, summary: MessageId) -> bool {
+    let marker = match state.message(summary).and_then(|m| m.parent) {
+        Some(p) => p,
+        None => return false,
+    };
+    state.job(marker).is_some_and(|j| {
+        j.summary == Some(summary) && matches!(j.status, JobStatus::Completed { .. })
+    })
+}
+
+/// The stored messages the window covers, in the order they are sent.
+pub fn window_order(state: &SessionState) -> (Option<MessageId>, Vec<usize>) {
+    let Some(job) = state.pivot() else {
+        return (None, (0..state.messages.len()).collect());
+    };
+    let m = state
+        .message_index(job.marker)
+        .expect("pivot marker exists");
+    let s = job
+        .summary
+        .and_then(|s| state.message_index(s))
+        .expect("completed pivot has a summary");
+    let mut order = vec![m, s];
+    if let Some(t) = job.tail_start.and_then(|t| state.message_index(t)) {
+        order.extend(t..m);
+    }
+    order.extend((m + 1..state.messages.len()).filter(|&i| i != s));
+    (Some(job.marker), order)
+}
+
+/// The exact model input at the state's head.
+pub fn window(state: &SessionState) -> Window {
+    let (pivot, order) = window_order(state);
+    Window {
+        pivot,
+        messages: order
+            .into_iter()
+            .filter_map(|i| render_message(state, &state.messages[i]))
+            .collect(),
+    }
+}

@@ -1,0 +1,1 @@
+pub use ctxlog_core;
