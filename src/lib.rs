@@ -1,1 +1,6 @@
-pub use ctxlog_core;
+//! ctxlog: an event-sourced, durable context log for LLM agent sessions,
+//! with OpenCode-style compaction (pruning and summary pivots) derived by
+//! pure reducers. This root crate re-exports the layers so that the
+//! top-level `tests/` exercise them end to end.
+
+pub use ctxlog_core as core;

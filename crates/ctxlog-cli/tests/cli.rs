@@ -1,0 +1,147 @@
+//! End-to-end tests of the `ctxlog` binary: the Quick start's demo, the
+//! cross-process digest, and bad input (named, exit 2).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn ctxlog(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .args(args)
+        .output()
+        .expect("run ctxlog")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ctxlog-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn demo_runs_the_lifecycle_and_is_deterministic_across_processes() {
+    let a = ctxlog(&["demo", "--json"]);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let b = ctxlog(&["--json", "demo"]);
+    let (a, b) = (json(&a), json(&b));
+    assert_eq!(a["digest"], b["digest"]);
+    assert_eq!(a["digest"].as_str().unwrap().len(), 64);
+    assert!(a["compactions"]["completed"].as_u64().unwrap() >= 1, "{a}");
+    let kinds: Vec<&str> = a["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"parts_pruned"), "{kinds:?}");
+    assert!(kinds.contains(&"summary_completed"), "{kinds:?}");
+    // the human output names the same digest
+    let human = ctxlog(&["demo"]);
+    assert!(String::from_utf8_lossy(&human.stdout).contains(a["digest"].as_str().unwrap()));
+}
+
+#[test]
+fn replaying_written_events_gives_the_demo_digest() {
+    let file = tmp("events.jsonl");
+    let demo = ctxlog(&[
+        "demo",
+        "--json",
+        "--seed",
+        "11",
+        "--policy",
+        "opencode-1.17",
+        "--events-out",
+        file.to_str().unwrap(),
+    ]);
+    assert!(demo.status.success());
+    let replay = ctxlog(&["replay-events", "--json", file.to_str().unwrap()]);
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    assert_eq!(json(&demo)["digest"], json(&replay)["digest"]);
+    assert_eq!(json(&replay)["policy"], "opencode-1.17");
+}
+
+#[test]
+fn bad_input_is_named_and_exits_2() {
+    let file = tmp("bad.jsonl");
+    let demo = ctxlog(&["demo", "--events-out", file.to_str().unwrap()]);
+    assert!(demo.status.success());
+    let text = std::fs::read_to_string(&file).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+
+    // a sequence gap: drop line 5
+    lines.remove(4);
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let out = ctxlog(&["replay-events", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.jsonl:5") && err.contains("sequence gap: expected seq 5, got 6"),
+        "{err}"
+    );
+
+    // malformed JSON on line 3
+    let mut broken: Vec<String> = text.lines().map(String::from).collect();
+    broken[2].truncate(20);
+    std::fs::write(&file, broken.join("\n")).unwrap();
+    let out = ctxlog(&["--json", "replay-events", file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json(&out)["ok"], false);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:3: not an event"));
+
+    // unknown preset, missing file, bad policy file
+    assert_eq!(ctxlog(&["demo", "--policy", "nope"]).status.code(), Some(2));
+    assert_eq!(
+        ctxlog(&["replay-events", "/nonexistent/x.jsonl"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let policy = tmp("policy.json");
+    std::fs::write(&policy, "{\"name\": 3}").unwrap();
+    let out = ctxlog(&["demo", "--policy-file", policy.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("policy.json: not a policy"));
+    // usage errors are exit 2 too
+    assert_eq!(ctxlog(&["no-such-command"]).status.code(), Some(2));
+}
+
+#[test]
+fn presets_round_trip_as_policy_files() {
+    let out = ctxlog(&["presets"]);
+    let presets = json(&out);
+    let seed = &presets[0];
+    assert_eq!(seed["name"], "opencode-seed");
+    assert_eq!(seed["prune_protect"], 40_000);
+    // a preset edited and fed back as a policy file is used
+    let mut custom = seed.clone();
+    custom["name"] = "tight".into();
+    custom["prune_protect"] = 5_000.into();
+    custom["prune_minimum"] = 1_000.into();
+    let file = tmp("tight.json");
+    std::fs::write(&file, custom.to_string()).unwrap();
+    let out = ctxlog(&["demo", "--json", "--policy-file", file.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = json(&out);
+    assert_eq!(doc["policy"], "tight");
+    assert!(doc["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["what"].as_str().unwrap().contains("policy tight")));
+}
