@@ -141,6 +141,17 @@ pub enum Violation {
         /// The sum of its parts.
         sum: u64,
     },
+    /// An error recorded directly on a summary message.
+    #[error("message {0:?} is a compaction summary: record compaction_failed for its job instead")]
+    SummaryErrorNeedsJobEvent(MessageId),
+    /// A part added to or changed on a marker or a finished summary.
+    #[error("message {message:?} is closed: {why}")]
+    ClosedMessage {
+        /// The message.
+        message: MessageId,
+        /// Why.
+        why: &'static str,
+    },
     /// A policy that cannot work.
     #[error("invalid policy: {0}")]
     InvalidPolicy(&'static str),

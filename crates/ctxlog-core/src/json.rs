@@ -90,7 +90,8 @@ impl Json {
             }
             Json::Number(JsonNumber::Float(f)) => {
                 if f.is_finite() {
-                    let _ = write!(out, "{f:?}");
+                    // The same shortest round-trip form serde_json writes.
+                    out.push_str(zmij::Buffer::new().format_finite(*f));
                 } else {
                     out.push_str("null");
                 }
@@ -310,6 +311,18 @@ mod tests {
         assert_eq!(v, sample());
         assert_eq!(serde_json::to_string(&v).unwrap(), text);
         assert_eq!(v.to_json_string(), text);
+    }
+
+    #[test]
+    fn floats_print_as_serde_json_prints_them() {
+        for f in [0.00001, 0.0001, 1e-7, 1.5, 1e21, 1e300, -2.5e-8, 123456.789] {
+            let v = Json::Number(JsonNumber::Float(f));
+            assert_eq!(
+                v.to_json_string(),
+                serde_json::to_string(&f).unwrap(),
+                "{f}"
+            );
+        }
     }
 
     #[test]

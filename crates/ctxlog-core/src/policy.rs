@@ -268,10 +268,17 @@ impl Policy {
     /// The number compared with the budget.
     pub fn count(&self, tokens: &TokenUsage) -> u64 {
         match self.overflow.count {
-            CountRule::InputCacheReadOutput => tokens.input + tokens.cache_read + tokens.output,
+            CountRule::InputCacheReadOutput => tokens
+                .input
+                .saturating_add(tokens.cache_read)
+                .saturating_add(tokens.output),
             CountRule::TotalOrAllFour => match tokens.total {
                 Some(t) if t > 0 => t,
-                _ => tokens.input + tokens.output + tokens.cache_read + tokens.cache_write,
+                _ => tokens
+                    .input
+                    .saturating_add(tokens.output)
+                    .saturating_add(tokens.cache_read)
+                    .saturating_add(tokens.cache_write),
             },
         }
     }

@@ -357,6 +357,41 @@ impl SessionState {
         self.job(id).ok_or(Violation::UnknownJob(id))
     }
 
+    /// Markers hold only their compaction part; a summary takes text or
+    /// reasoning only while its job is running, so a pivot never changes
+    /// after the fact.
+    fn check_compaction_message_open(
+        &self,
+        msg: &Message,
+        body: &PartBody,
+    ) -> Result<(), Violation> {
+        if msg.marker {
+            return Err(Violation::ClosedMessage {
+                message: msg.id,
+                why: "a compaction marker holds only its compaction part",
+            });
+        }
+        if msg.summary {
+            let running = msg
+                .parent
+                .and_then(|m| self.job(m))
+                .is_some_and(|j| j.status == JobStatus::Running && j.summary == Some(msg.id));
+            if !running {
+                return Err(Violation::ClosedMessage {
+                    message: msg.id,
+                    why: "the summary's job is no longer running",
+                });
+            }
+            if !matches!(body, PartBody::Text { .. } | PartBody::Reasoning { .. }) {
+                return Err(Violation::ClosedMessage {
+                    message: msg.id,
+                    why: "a summary holds only text and reasoning (the summarizer has no tools)",
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Every invariant, checked before anything changes.
     fn check(&self, env: &Envelope) -> Result<(), Violation> {
         if env.seq != self.head + 1 {
@@ -399,10 +434,12 @@ impl SessionState {
             } => {
                 let msg = self.existing_message(*message)?;
                 self.ensure_new_part(*part)?;
+                self.check_compaction_message_open(msg, body)?;
                 check_new_body(msg, body)
             }
             Event::PartUpdated { part, body } => {
-                let (_, old) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
+                let (msg, old) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
+                self.check_compaction_message_open(msg, body)?;
                 check_update(old, body)
             }
             Event::StepFinished { message, part, .. } => {
@@ -547,7 +584,14 @@ impl SessionState {
                 }
                 Ok(())
             }
-            Event::MessageErrored { message, .. } => self.existing_message(*message).map(|_| ()),
+            Event::MessageErrored { message, .. } => {
+                let msg = self.existing_message(*message)?;
+                if msg.summary {
+                    // An errored summary must never be a pivot: the job says so.
+                    return Err(Violation::SummaryErrorNeedsJobEvent(*message));
+                }
+                Ok(())
+            }
         }
     }
 
@@ -656,7 +700,7 @@ impl SessionState {
                 cost_micros,
             } => {
                 self.finish_step(*message, *part, reason, tokens, *cost_micros);
-                self.last_finished = Some(LastFinished {
+                self.set_last_finished(LastFinished {
                     message: *message,
                     summary: false,
                     tokens: *tokens,
@@ -715,6 +759,12 @@ impl SessionState {
                 tail_start,
                 source_id,
             } => {
+                if let Some(old) = self.job(*job).and_then(|j| j.summary) {
+                    self.message_mut(old).error = Some(MessageError {
+                        name: "CompactionRestarted".into(),
+                        message: "superseded by a new attempt of the same job".into(),
+                    });
+                }
                 let mut m = Self::new_message(env, *summary_message, Role::Assistant);
                 m.agent = agent.clone();
                 m.model = model.clone();
@@ -741,7 +791,7 @@ impl SessionState {
                 let j = self.job_mut(*job);
                 j.status = JobStatus::Completed { seq: env.seq };
                 j.redactions = *redactions;
-                self.last_finished = Some(LastFinished {
+                self.set_last_finished(LastFinished {
                     message: summary,
                     summary: true,
                     tokens: *tokens,
@@ -778,6 +828,19 @@ impl SessionState {
             Event::MessageErrored { message, error } => {
                 self.message_mut(*message).error = Some(error.clone());
             }
+        }
+    }
+
+    /// `last_finished` is the newest message (in log order) that has a finish,
+    /// as upstream's `lastFinished`; a late step of an older message does not
+    /// move it back.
+    fn set_last_finished(&mut self, candidate: LastFinished) {
+        let newer = match &self.last_finished {
+            None => true,
+            Some(cur) => self.message_index(candidate.message) >= self.message_index(cur.message),
+        };
+        if newer {
+            self.last_finished = Some(candidate);
         }
     }
 

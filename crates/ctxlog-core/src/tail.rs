@@ -6,7 +6,7 @@ use crate::event::Role;
 use crate::ids::MessageId;
 use crate::policy::Policy;
 use crate::state::SessionState;
-use crate::window::{render_message, window_order};
+use crate::window::{estimate_json, render_message, window_order};
 
 /// The token budget of the tail under `policy` for the state's limits.
 pub fn tail_budget(policy: &Policy, state: &SessionState) -> Option<u64> {
@@ -15,7 +15,8 @@ pub fn tail_budget(policy: &Policy, state: &SessionState) -> Option<u64> {
         Some(fixed) => fixed,
         None => {
             let usable = policy.usable(&state.limits).unwrap_or(0);
-            (usable * tail.percent_of_usable / 100).clamp(tail.min_tokens, tail.max_tokens)
+            ((usable as u128 * tail.percent_of_usable as u128 / 100) as u64)
+                .clamp(tail.min_tokens, tail.max_tokens)
         }
     })
 }
@@ -27,7 +28,11 @@ pub fn tail_budget(policy: &Policy, state: &SessionState) -> Option<u64> {
 /// History is the current window before the marker, without earlier markers
 /// and summaries. Turns start at user messages that are not markers. The walk
 /// adds whole turns from the newest while they fit the budget; the first turn
-/// that does not fit may contribute its longest suffix that fits.
+/// that does not fit may contribute its longest suffix that fits. A turn's
+/// size is the estimate of its messages serialised as one JSON array (see
+/// [`crate::window::WindowMessage::to_json`]), as OpenCode estimates
+/// `JSON.stringify(toModelMessages(turn))`; the JSON shape is ctxlog's, so
+/// sizes near the budget can differ slightly from upstream's.
 pub fn select_tail(state: &SessionState, policy: &Policy, marker: MessageId) -> Option<MessageId> {
     let rule = policy.tail.as_ref()?;
     if rule.turns == 0 {
@@ -41,10 +46,13 @@ pub fn select_tail(state: &SessionState, policy: &Policy, marker: MessageId) -> 
         .filter(|&i| i < marker_index)
         .filter(|&i| !state.messages[i].marker && !state.messages[i].summary)
         .collect();
-    let size = |i: usize| -> u64 {
-        render_message(state, &state.messages[i])
-            .map(|w| w.parts.iter().map(|p| p.estimate(&policy.estimator)).sum())
-            .unwrap_or(0)
+    // Size of history[a..b] rendered as model messages, estimated once.
+    let size = |a: usize, b: usize| -> u64 {
+        let msgs: Vec<_> = history[a..b]
+            .iter()
+            .filter_map(|&i| render_message(state, &state.messages[i]))
+            .collect();
+        estimate_json(&msgs, &policy.estimator)
     };
     let starts: Vec<usize> = (0..history.len())
         .filter(|&k| state.messages[history[k]].role == Role::User)
@@ -54,23 +62,16 @@ pub fn select_tail(state: &SessionState, policy: &Policy, marker: MessageId) -> 
     let mut keep: Option<usize> = None;
     for (n, &start) in recent.iter().enumerate().rev() {
         let end = recent.get(n + 1).copied().unwrap_or(history.len());
-        let turn: u64 = (start..end).map(|k| size(history[k])).sum();
+        let turn = size(start, end);
         if total + turn <= budget {
             total += turn;
             keep = Some(start);
             continue;
         }
-        // Split: the longest suffix of this turn that fits.
+        // Split: the longest suffix of this turn that fits (OpenCode tries
+        // suffixes from the turn's second message on and takes the first fit).
         let remaining = budget - total;
-        let mut suffix = 0u64;
-        let mut best = None;
-        for k in (start + 1..end).rev() {
-            suffix += size(history[k]);
-            if suffix > remaining {
-                break;
-            }
-            best = Some(k);
-        }
+        let best = (start + 1..end).find(|&k| size(k, end) <= remaining);
         if best.is_some() {
             keep = best;
         }

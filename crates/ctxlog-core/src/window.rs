@@ -110,6 +110,75 @@ impl WindowPart {
     }
 }
 
+impl WindowMessage {
+    /// A fixed JSON form of this message, close to what an AI SDK model
+    /// message serialises to (role, typed content parts). Used to estimate
+    /// the size of whole turns the way OpenCode does
+    /// (`estimate(JSON.stringify(toModelMessages(turn)))`).
+    pub fn to_json(&self) -> Json {
+        let obj = |fields: Vec<(&str, Json)>| {
+            Json::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+        };
+        let content = self
+            .parts
+            .iter()
+            .map(|p| match p {
+                WindowPart::Text(t) => {
+                    obj(vec![("type", "text".into()), ("text", t.as_str().into())])
+                }
+                WindowPart::Reasoning(t) => obj(vec![
+                    ("type", "reasoning".into()),
+                    ("text", t.as_str().into()),
+                ]),
+                WindowPart::File(a) => obj(vec![
+                    ("type", "file".into()),
+                    ("mediaType", a.mime.as_str().into()),
+                    ("data", a.url.as_str().into()),
+                ]),
+                WindowPart::Tool {
+                    call_id,
+                    tool,
+                    input,
+                    result,
+                } => {
+                    let output = match result {
+                        ToolResult::Output { text, .. } => obj(vec![
+                            ("type", "text".into()),
+                            ("value", text.as_str().into()),
+                        ]),
+                        ToolResult::Error(e) => obj(vec![
+                            ("type", "error-text".into()),
+                            ("value", e.as_str().into()),
+                        ]),
+                    };
+                    obj(vec![
+                        ("type", "tool-call".into()),
+                        ("toolCallId", call_id.as_str().into()),
+                        ("toolName", tool.as_str().into()),
+                        ("input", input.clone()),
+                        ("output", output),
+                    ])
+                }
+            })
+            .collect();
+        let role = match self.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        obj(vec![
+            ("role", role.into()),
+            ("content", Json::Array(content)),
+        ])
+    }
+}
+
+/// Estimated tokens of `messages` serialised together as one JSON array,
+/// estimated once (not part by part).
+pub fn estimate_json(messages: &[WindowMessage], estimator: &Estimator) -> u64 {
+    let array = Json::Array(messages.iter().map(WindowMessage::to_json).collect());
+    estimator.estimate(&array.to_json_string())
+}
+
 impl Window {
     /// Estimated tokens of the whole window (content only, no framing).
     pub fn estimate(&self, estimator: &Estimator) -> u64 {

@@ -224,7 +224,7 @@ fn unfinished_tools_render_as_interrupted_and_errored_messages_are_skipped() {
 #[test]
 fn tail_is_kept_after_the_summary_in_order() {
     let mut s = S::with(Policy::opencode_1_17(), limits());
-    s.turn(&[5_000]); // too big for an 8k tail? no: 5k fits; the older one is dropped
+    s.turn(&[5_000]); // with turns 2 and 3 kept, this one no longer fits the 8k tail
     let (u2, a2, _) = s.turn(&[3_000]);
     let (u3, a3, _) = s.turn(&[1_000]);
     let t = s.tick();
@@ -905,4 +905,223 @@ fn summary_must_have_text_and_no_error_finish_and_a_running_job() {
 
 fn uuid_from(n: u8) -> uuid::Uuid {
     uuid::Uuid::from_bytes([n; 16])
+}
+
+#[test]
+fn tail_turn_that_exactly_fits_the_budget_is_kept() {
+    let mut s = S::with(Policy::opencode_1_17(), limits());
+    s.turn(&[1_000]);
+    let (u2, _, _) = s.turn(&[2_000]);
+    let t = s.tick();
+    let job =
+        s.r.request_compaction(t, true, CompactionTrigger::Manual)
+            .unwrap();
+    let u2_index = s.state().message_index(u2).unwrap();
+    let turn: Vec<_> = s.state().messages[u2_index..s.state().message_index(job).unwrap()]
+        .iter()
+        .filter_map(|m| ctxlog_core::window::render_message(s.state(), m))
+        .collect();
+    let size = ctxlog_core::window::estimate_json(&turn, &s.state().policy.estimator);
+    let with_budget = |tokens| {
+        let mut p = Policy::opencode_1_17();
+        p.tail.as_mut().unwrap().preserve_recent_tokens = Some(tokens);
+        p
+    };
+    assert_eq!(
+        select_tail(s.state(), &with_budget(size), job),
+        Some(u2),
+        "turn == budget fits"
+    );
+    // one token less: the turn does not fit; its suffix (the assistant message) does
+    let a2 = s.state().messages[u2_index + 1].id;
+    assert_eq!(
+        select_tail(s.state(), &with_budget(size - 1), job),
+        Some(a2)
+    );
+}
+
+#[test]
+fn an_errored_or_reopened_summary_never_becomes_a_pivot() {
+    let mut s = S::new();
+    s.turn(&[10]);
+    let t = s.tick();
+    let job =
+        s.r.request_compaction(t, true, CompactionTrigger::Manual)
+            .unwrap();
+    let first = MessageId(s.r.uuid(t));
+    let start = |summary_message| Event::CompactionStarted {
+        job,
+        summary_message,
+        agent: None,
+        model: None,
+        prompt: None,
+        tail_start: None,
+        source_id: None,
+    };
+    s.record(start(first)).unwrap();
+    s.text(first, "first attempt");
+    // an error goes through the job, never directly on the summary
+    let err = s
+        .record(Event::MessageErrored {
+            message: first,
+            error: MessageError {
+                name: "APIError".into(),
+                message: "x".into(),
+            },
+        })
+        .unwrap_err();
+    assert_eq!(err.violation, Violation::SummaryErrorNeedsJobEvent(first));
+    // a summary takes no tool parts
+    let t = s.tick();
+    let tool = PartBody::Tool {
+        call_id: "c".into(),
+        tool: "bash".into(),
+        state: ToolState::Pending {
+            input: Json::Null,
+            raw: String::new(),
+        },
+    };
+    let err = s.r.part(t, first, tool).unwrap_err();
+    assert!(
+        matches!(err.violation, Violation::ClosedMessage { .. }),
+        "{err}"
+    );
+    // a second attempt of the running job supersedes the first
+    let second = MessageId(s.r.uuid(t));
+    s.record(start(second)).unwrap();
+    assert_eq!(
+        s.state()
+            .message(first)
+            .unwrap()
+            .error
+            .as_ref()
+            .unwrap()
+            .name,
+        "CompactionRestarted"
+    );
+    let t = s.tick();
+    assert!(matches!(
+        s.r.part(
+            t,
+            first,
+            PartBody::Text {
+                text: "late".into(),
+                synthetic: false,
+                time: None
+            }
+        )
+        .unwrap_err()
+        .violation,
+        Violation::ClosedMessage { .. }
+    ));
+    s.text(second, "second attempt");
+    let p = PartId(s.r.uuid(1));
+    s.record(Event::SummaryCompleted {
+        job,
+        part: p,
+        reason: FinishReason::Stop,
+        tokens: TokenUsage::default(),
+        redactions: 0,
+    })
+    .unwrap();
+    assert_eq!(
+        window_texts(s.state()),
+        [COMPACTION_QUESTION, "second attempt"]
+    );
+    assert_eq!(s.state().job(job).unwrap().attempts, 2);
+    // the completed pivot is closed: no new parts, no updates, no errors
+    let t = s.tick();
+    let err =
+        s.r.part(
+            t,
+            second,
+            PartBody::Text {
+                text: "rewrite".into(),
+                synthetic: false,
+                time: None,
+            },
+        )
+        .unwrap_err();
+    assert!(matches!(err.violation, Violation::ClosedMessage { .. }));
+    let text_part = s.state().message(second).unwrap().parts[0].id;
+    let err = s
+        .record(Event::PartUpdated {
+            part: text_part,
+            body: PartBody::Text {
+                text: "rewrite".into(),
+                synthetic: false,
+                time: None,
+            },
+        })
+        .unwrap_err();
+    assert!(matches!(err.violation, Violation::ClosedMessage { .. }));
+    // and markers hold nothing but their compaction part
+    let t = s.tick();
+    assert!(matches!(
+        s.r.part(
+            t,
+            job,
+            PartBody::Text {
+                text: "x".into(),
+                synthetic: false,
+                time: None
+            }
+        )
+        .unwrap_err()
+        .violation,
+        Violation::ClosedMessage { .. }
+    ));
+}
+
+#[test]
+fn huge_token_counts_saturate_instead_of_panicking() {
+    let mut s = S::new();
+    let u = s.user("x");
+    let a = s.assistant(u);
+    let t = s.tick();
+    let tokens = TokenUsage {
+        total: None,
+        input: u64::MAX,
+        output: u64::MAX,
+        reasoning: u64::MAX,
+        cache_read: u64::MAX,
+        cache_write: u64::MAX,
+    };
+    s.r.finish_step(t, a, FinishReason::Stop, tokens).unwrap();
+    let c = s.state().overflow().unwrap();
+    assert_eq!(c.count, u64::MAX);
+    assert!(c.overflow);
+    let o17 = Policy::opencode_1_17();
+    assert_eq!(
+        o17.check_overflow(
+            &ModelLimits {
+                context: u64::MAX,
+                input: None,
+                output: None
+            },
+            &tokens
+        )
+        .count,
+        u64::MAX
+    );
+    let huge = ModelLimits {
+        context: u64::MAX,
+        input: Some(u64::MAX),
+        output: Some(u64::MAX),
+    };
+    s.record(Event::LimitsChanged { limits: huge }).unwrap();
+    assert_eq!(ctxlog_core::tail::tail_budget(&o17, s.state()), Some(8_000));
+}
+
+#[test]
+fn a_late_step_of_an_older_message_does_not_move_last_finished_back() {
+    let mut s = S::new();
+    let u = s.user("x");
+    let older = s.assistant(u);
+    let newer = s.assistant(u);
+    s.step(newer, 500);
+    s.step(older, 200_000);
+    let last = s.state().last_finished.as_ref().unwrap();
+    assert_eq!(last.message, newer);
+    assert!(!s.state().overflow().unwrap().overflow);
 }

@@ -167,7 +167,11 @@ pub fn window_texts(state: &SessionState) -> Vec<String> {
 
 fn short(s: &str) -> String {
     if s.len() > 32 {
-        format!("{}…({} chars)", &s[..10], s.len())
+        format!(
+            "{}…({} chars)",
+            s.chars().take(10).collect::<String>(),
+            s.len()
+        )
     } else {
         s.to_string()
     }
