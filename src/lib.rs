@@ -4,3 +4,4 @@
 //! top-level `tests/` exercise them end to end.
 
 pub use ctxlog_core as core;
+pub use ctxlog_store as store;

@@ -7,7 +7,10 @@ use ctxlog_core::sim::{simulate, SimConfig};
 use ctxlog_core::{
     plan_prune, window, Envelope, Event, JobStatus, ModelLimits, Policy, RefusedEvent, SessionState,
 };
+use ctxlog_store::SledStore;
 use serde_json::json;
+
+mod stress;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -23,6 +26,9 @@ struct Cli {
     /// Print one JSON document on stdout instead of human output.
     #[arg(long, global = true)]
     json: bool,
+    /// The store directory (a sled database), before or after the command.
+    #[arg(long, global = true, env = "CTXLOG_DB", default_value = "ctxlog-data")]
+    db: PathBuf,
     #[command(subcommand)]
     command: Command,
 }
@@ -61,6 +67,21 @@ enum Command {
     },
     /// Print the built-in policy presets as JSON.
     Presets,
+    /// Append synthetic sessions durably, printing `ACK <session> <seq>` as
+    /// each append is acknowledged.
+    Stress {
+        /// Sessions written concurrently.
+        #[arg(long, default_value_t = 4)]
+        sessions: u32,
+        /// Events per session.
+        #[arg(long, default_value_t = 1000)]
+        events: u32,
+        /// Events per append.
+        #[arg(long, default_value_t = 1)]
+        batch: u32,
+    },
+    /// Check every record of the store (CRC, chain, contiguity, heads).
+    Verify,
 }
 
 /// A failure, with the exit code it maps to.
@@ -70,13 +91,16 @@ enum CliError {
     BadInput(String),
     #[error("{0}")]
     Failed(String),
+    /// The failure is already in the command's output.
+    #[error("{0} problems found")]
+    Reported(usize),
 }
 
 impl CliError {
     fn code(&self) -> u8 {
         match self {
             CliError::BadInput(_) => 2,
-            CliError::Failed(_) => 1,
+            CliError::Failed(_) | CliError::Reported(_) => 1,
         }
     }
 }
@@ -85,6 +109,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e @ CliError::Reported(_)) => {
+            eprintln!("ctxlog: {e}");
+            ExitCode::from(e.code())
+        }
         Err(e) => {
             if cli.json {
                 println!("{}", json!({"ok": false, "error": e.to_string()}));
@@ -149,6 +177,12 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             report(cli.json, &events, &state);
             Ok(())
         }
+        Command::Stress {
+            sessions,
+            events,
+            batch,
+        } => stress::run(&cli.db, *sessions, *events, *batch),
+        Command::Verify => verify(cli),
         Command::Presets => {
             let presets: Vec<Policy> = Policy::preset_names()
                 .iter()
@@ -160,6 +194,57 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             );
             Ok(())
         }
+    }
+}
+
+fn open_store(db: &Path) -> Result<SledStore, CliError> {
+    SledStore::open(db)
+        .map_err(|e| CliError::Failed(format!("cannot open the store at {}: {e}", db.display())))
+}
+
+fn verify(cli: &Cli) -> Result<(), CliError> {
+    let store = open_store(&cli.db)?;
+    let report = store
+        .verify()
+        .map_err(|e| CliError::Failed(format!("verify failed: {e}")))?;
+    if cli.json {
+        let heads: serde_json::Map<String, serde_json::Value> = report
+            .heads
+            .iter()
+            .map(|(s, q)| (s.to_string(), json!(q)))
+            .collect();
+        let errors: Vec<_> = report
+            .errors
+            .iter()
+            .map(|e| {
+                json!({
+                    "session": e.session.map(|s| s.to_string()),
+                    "seq": e.seq,
+                    "problem": e.problem,
+                    "message": e.to_string(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            json!({"ok": report.ok(), "sessions": report.sessions, "events": report.events, "heads": heads, "errors": errors})
+        );
+    } else {
+        println!(
+            "{}: {} sessions, {} events",
+            store.path().display(),
+            report.sessions,
+            report.events
+        );
+        for e in &report.errors {
+            println!("error: {e}");
+        }
+        println!("{}", if report.ok() { "ok" } else { "NOT OK" });
+    }
+    if report.ok() {
+        Ok(())
+    } else {
+        Err(CliError::Reported(report.errors.len()))
     }
 }
 

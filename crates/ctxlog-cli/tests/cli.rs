@@ -145,3 +145,86 @@ fn presets_round_trip_as_policy_files() {
         .iter()
         .any(|t| t["what"].as_str().unwrap().contains("policy tight")));
 }
+
+#[test]
+fn stress_then_verify_report_the_same_heads_with_db_before_or_after_the_command() {
+    let db = tmp("stress-db");
+    let _ = std::fs::remove_dir_all(&db);
+    let out = ctxlog(&[
+        "--db",
+        db.to_str().unwrap(),
+        "stress",
+        "--sessions",
+        "3",
+        "--events",
+        "25",
+        "--batch",
+        "4",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut last: std::collections::BTreeMap<String, u64> = Default::default();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split(' ').collect();
+        assert_eq!((f.len(), f[0]), (3, "ACK"), "{line}");
+        last.insert(f[1].to_owned(), f[2].parse().unwrap());
+    }
+    assert_eq!(
+        text.lines().count(),
+        3 * 7,
+        "25 events in batches of 4 is 7 appends per session"
+    );
+    assert!(last.values().all(|&q| q == 25));
+    let out = ctxlog(&["verify", "--json", "--db", db.to_str().unwrap()]);
+    assert!(out.status.success());
+    let report = json(&out);
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["sessions"], 3);
+    assert_eq!(report["events"], 75);
+    assert_eq!(report["errors"].as_array().unwrap().len(), 0);
+    for (session, seq) in &last {
+        assert_eq!(
+            report["heads"][session], *seq,
+            "verify names sessions as the ACK lines do"
+        );
+    }
+    // damage one record: verify says where and exits 1
+    {
+        let store_db = sled::open(&db).unwrap();
+        let events = store_db.open_tree("events").unwrap();
+        let (k, v) = events.iter().nth(30).unwrap().unwrap();
+        let mut v = v.to_vec();
+        let n = v.len();
+        v[n / 2] ^= 0xff;
+        events.insert(k, v).unwrap();
+        store_db.flush().unwrap();
+    }
+    let out = ctxlog(&["--json", "verify", "--db", db.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    assert_eq!(report["ok"], false);
+    let err = &report["errors"][0];
+    assert!(last.contains_key(err["session"].as_str().unwrap()), "{err}");
+    assert!(err["seq"].as_u64().unwrap() >= 1);
+    let human = ctxlog(&["verify", "--db", db.to_str().unwrap()]);
+    assert_eq!(human.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&human.stdout).contains("NOT OK"));
+    // a store that cannot be opened is an operation failure (exit 1)
+    std::fs::write(tmp("not-a-dir"), "x").unwrap();
+    assert_eq!(
+        ctxlog(&["verify", "--db", tmp("not-a-dir").to_str().unwrap()])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(
+        ctxlog(&["stress", "--events", "0", "--db", db.to_str().unwrap()])
+            .status
+            .code(),
+        Some(2)
+    );
+}

@@ -1,0 +1,93 @@
+//! Store errors.
+
+use crate::record::RecordProblem;
+use ctxlog_core::{codec::CodecError, EventId, RefusedEvent, Seq, SessionId};
+use thiserror::Error;
+
+/// What an append expects the session's head to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected {
+    /// The session must not exist yet.
+    NoStream,
+    /// The head must be exactly this seq (0 = no stream).
+    Exactly(Seq),
+    /// No check.
+    Any,
+}
+
+impl std::fmt::Display for Expected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expected::NoStream => f.write_str("no stream"),
+            Expected::Exactly(n) => write!(f, "head {n}"),
+            Expected::Any => f.write_str("any"),
+        }
+    }
+}
+
+/// Everything a store call can fail with.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The session's head is not what the append expected.
+    #[error("wrong expected version for session {session}: expected {expected}, head is {actual}")]
+    WrongExpectedVersion {
+        /// The session.
+        session: SessionId,
+        /// What the append expected.
+        expected: Expected,
+        /// The actual head (0 = no stream).
+        actual: Seq,
+    },
+    /// An event id already stored with different content.
+    #[error("event {id} is already stored at session {session} seq {seq} with different content")]
+    IdConflict {
+        /// The event id.
+        id: EventId,
+        /// Where it is stored.
+        session: SessionId,
+        /// Its seq.
+        seq: Seq,
+    },
+    /// A batch that mixes already-stored and new events, or repeats an id.
+    #[error("batch mixes stored and new events or repeats an id (event {id})")]
+    PartialDuplicate {
+        /// The first offending id.
+        id: EventId,
+    },
+    /// An empty batch.
+    #[error("empty append")]
+    EmptyAppend,
+    /// A stored record is damaged or unreadable.
+    #[error("record session {session} seq {seq}: {problem}")]
+    Corrupt {
+        /// The session.
+        session: SessionId,
+        /// The seq.
+        seq: Seq,
+        /// What is wrong.
+        problem: RecordProblem,
+    },
+    /// A stored value that is not a ctxlog record at all (bad key, bad head).
+    #[error("store damaged: {0}")]
+    Damaged(String),
+    /// An event could not be encoded (e.g. larger than the record limit).
+    #[error("event {id} cannot be encoded: {source}")]
+    Encode {
+        /// The event.
+        id: EventId,
+        /// Why.
+        source: CodecError,
+    },
+    /// A stored event was refused by the reducer during a replay.
+    #[error(transparent)]
+    Refused(#[from] RefusedEvent),
+    /// A flush failed earlier; the store refuses all calls.
+    #[error("store poisoned by an earlier failure: {0}")]
+    Poisoned(String),
+    /// The store is shut down.
+    #[error("store is closed")]
+    Closed,
+    /// An error from sled.
+    #[error("sled: {0}")]
+    Sled(#[from] sled::Error),
+}

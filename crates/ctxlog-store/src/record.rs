@@ -1,0 +1,205 @@
+//! The on-disk record layout and keys.
+//!
+//! Key: session id (16 bytes) ‖ seq (u64 big endian), so one range scan reads
+//! a session in order.
+//!
+//! Value:
+//! ```text
+//! format u8 (=1) ‖ codec u8 (=1: bincode varint LE) ‖ event kind u8 ‖ schema u16 LE
+//! ‖ payload (the envelope, ctxlog_core::codec)
+//! ‖ chain [32] = SHA-256("ctxlog/chain\0" ‖ previous chain ‖ header ‖ payload)
+//! ‖ crc32c u32 LE over everything before it
+//! ```
+//! The chain of seq 1 starts from [`genesis`] of the session, so a record
+//! moved to another session or position breaks the chain.
+
+use ctxlog_core::{codec, Envelope, Seq, SessionId, EVENT_SCHEMA_VERSION};
+use sha2::{Digest, Sha256};
+
+/// Current record format.
+pub const FORMAT: u8 = 1;
+/// Codec id of `ctxlog_core::codec` (bincode 1.3.3, varint, little endian).
+pub const CODEC: u8 = 1;
+/// Header length in bytes.
+pub const HEADER_LEN: usize = 5;
+/// Chain digest length.
+pub const CHAIN_LEN: usize = 32;
+/// Smallest possible record.
+pub const MIN_RECORD_LEN: usize = HEADER_LEN + CHAIN_LEN + 4;
+
+/// A chain digest.
+pub type Chain = [u8; CHAIN_LEN];
+
+/// The chain value before a session's first record.
+pub fn genesis(session: SessionId) -> Chain {
+    let mut h = Sha256::new();
+    h.update(b"ctxlog/genesis\0");
+    h.update(session.as_bytes());
+    h.finalize().into()
+}
+
+/// Key of (session, seq).
+pub fn key(session: SessionId, seq: Seq) -> [u8; 24] {
+    let mut k = [0u8; 24];
+    k[..16].copy_from_slice(session.as_bytes());
+    k[16..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
+/// Splits a key into (session, seq); `None` if it is not 24 bytes.
+pub fn parse_key(k: &[u8]) -> Option<(SessionId, Seq)> {
+    if k.len() != 24 {
+        return None;
+    }
+    let session = SessionId(uuid::Uuid::from_slice(&k[..16]).ok()?);
+    let seq = Seq::from_be_bytes(k[16..].try_into().ok()?);
+    Some((session, seq))
+}
+
+fn chain_next(prev: &Chain, header_and_payload: &[u8]) -> Chain {
+    let mut h = Sha256::new();
+    h.update(b"ctxlog/chain\0");
+    h.update(prev);
+    h.update(header_and_payload);
+    h.finalize().into()
+}
+
+/// Encodes `env` as a record chained to `prev`; returns the bytes and the new chain.
+pub fn encode(env: &Envelope, prev: &Chain) -> Result<(Vec<u8>, Chain), codec::CodecError> {
+    let payload = codec::encode(env)?;
+    let mut out = Vec::with_capacity(HEADER_LEN + payload.len() + CHAIN_LEN + 4);
+    out.push(FORMAT);
+    out.push(CODEC);
+    out.push(env.event.kind_index());
+    out.extend_from_slice(&EVENT_SCHEMA_VERSION.to_le_bytes());
+    out.extend_from_slice(&payload);
+    let chain = chain_next(prev, &out);
+    out.extend_from_slice(&chain);
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    Ok((out, chain))
+}
+
+/// What is wrong with a record.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RecordProblem {
+    /// Shorter than any record can be.
+    #[error("truncated record ({0} bytes)")]
+    Truncated(usize),
+    /// The CRC does not match: the bytes changed.
+    #[error("CRC32C mismatch (stored {stored:08x}, computed {computed:08x})")]
+    Crc {
+        /// Stored value.
+        stored: u32,
+        /// Computed value.
+        computed: u32,
+    },
+    /// Written by a newer (or unknown) format, codec or schema.
+    #[error("unsupported record: format {format}, codec {codec}, schema {schema} (this build reads format {FORMAT}, codec {CODEC}, schema ≤ {EVENT_SCHEMA_VERSION})")]
+    Unsupported {
+        /// Format byte.
+        format: u8,
+        /// Codec byte.
+        codec: u8,
+        /// Schema version.
+        schema: u16,
+    },
+    /// The payload does not decode.
+    #[error("payload does not decode: {0}")]
+    Undecodable(String),
+    /// The header's event kind differs from the payload's.
+    #[error("header says event kind {header}, payload is {payload}")]
+    KindMismatch {
+        /// Header byte.
+        header: u8,
+        /// Payload's kind index.
+        payload: u8,
+    },
+    /// The payload belongs to another key (a moved or swapped record).
+    #[error("record for session {session} seq {seq} stored under this key")]
+    Misplaced {
+        /// Payload's session.
+        session: SessionId,
+        /// Payload's seq.
+        seq: Seq,
+    },
+    /// The chain does not follow from the previous record.
+    #[error("chain digest does not follow from the previous record")]
+    Chain,
+}
+
+/// A decoded, CRC-checked record.
+#[derive(Debug, Clone)]
+pub struct Decoded {
+    /// The envelope.
+    pub envelope: Envelope,
+    /// The stored chain value.
+    pub chain: Chain,
+    /// Header ‖ payload (what the chain covers).
+    header_and_payload_len: usize,
+}
+
+impl Decoded {
+    /// Whether the stored chain follows from `prev` (given the record bytes).
+    pub fn chain_follows(&self, prev: &Chain, bytes: &[u8]) -> bool {
+        chain_next(prev, &bytes[..self.header_and_payload_len]) == self.chain
+    }
+}
+
+/// Decodes a record stored under (`session`, `seq`): CRC, header, payload,
+/// and that the payload belongs to that key. The chain is checked separately.
+pub fn decode(bytes: &[u8], session: SessionId, seq: Seq) -> Result<Decoded, RecordProblem> {
+    // The format byte decides the layout: check it before anything else.
+    if let Some(&format) = bytes.first() {
+        if format != FORMAT {
+            let schema = match bytes.get(3..5) {
+                Some(s) => u16::from_le_bytes([s[0], s[1]]),
+                None => 0,
+            };
+            return Err(RecordProblem::Unsupported {
+                format,
+                codec: bytes.get(1).copied().unwrap_or(0),
+                schema,
+            });
+        }
+    }
+    if bytes.len() < MIN_RECORD_LEN {
+        return Err(RecordProblem::Truncated(bytes.len()));
+    }
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
+    let stored = u32::from_le_bytes(crc.try_into().expect("4 bytes"));
+    let computed = crc32c::crc32c(body);
+    if stored != computed {
+        return Err(RecordProblem::Crc { stored, computed });
+    }
+    let (format, codec_id, kind) = (body[0], body[1], body[2]);
+    let schema = u16::from_le_bytes([body[3], body[4]]);
+    if codec_id != CODEC || schema > EVENT_SCHEMA_VERSION || schema == 0 {
+        return Err(RecordProblem::Unsupported {
+            format,
+            codec: codec_id,
+            schema,
+        });
+    }
+    let payload_end = body.len() - CHAIN_LEN;
+    let envelope: Envelope = codec::decode(&body[HEADER_LEN..payload_end])
+        .map_err(|e| RecordProblem::Undecodable(e.to_string()))?;
+    if envelope.event.kind_index() != kind {
+        return Err(RecordProblem::KindMismatch {
+            header: kind,
+            payload: envelope.event.kind_index(),
+        });
+    }
+    if envelope.session != session || envelope.seq != seq {
+        return Err(RecordProblem::Misplaced {
+            session: envelope.session,
+            seq: envelope.seq,
+        });
+    }
+    let chain: Chain = body[payload_end..].try_into().expect("32 bytes");
+    Ok(Decoded {
+        envelope,
+        chain,
+        header_and_payload_len: payload_end,
+    })
+}

@@ -1,0 +1,96 @@
+//! Schema stability: the current binary encoding of every event kind, as
+//! payload and as a whole store record, is checked in under
+//! `fixtures/golden/`. Each is decoded and re-encoded to the same bytes, so a
+//! change that would break old logs fails here.
+//!
+//! Regenerate only for an intended, compatible change:
+//! `CTXLOG_BLESS=1 cargo test --test golden`.
+
+use ctxlog::core::{codec, Envelope, EVENT_KINDS};
+use ctxlog::store::record;
+use std::path::PathBuf;
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+/// One envelope of each kind, from the lifecycle fixture (its first occurrence).
+fn one_of_each_kind() -> Vec<Envelope> {
+    let text = std::fs::read_to_string(fixtures().join("lifecycle.jsonl")).unwrap();
+    let events: Vec<Envelope> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    EVENT_KINDS
+        .iter()
+        .map(|k| {
+            events
+                .iter()
+                .find(|e| e.event.kind() == *k)
+                .unwrap_or_else(|| panic!("no {k} in the fixture"))
+                .clone()
+        })
+        .collect()
+}
+
+#[test]
+fn every_event_kind_decodes_from_its_golden_bytes_and_re_encodes_identically() {
+    let path = fixtures().join("golden").join("events.txt");
+    if std::env::var_os("CTXLOG_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut out = String::from(
+            "# kind payload-hex record-hex (record chained from the session genesis)\n",
+        );
+        for e in one_of_each_kind() {
+            let payload = codec::encode(&e).unwrap();
+            let (rec, _) = record::encode(&e, &record::genesis(e.session)).unwrap();
+            out.push_str(&format!(
+                "{} {} {}\n",
+                e.event.kind(),
+                hex(&payload),
+                hex(&rec)
+            ));
+        }
+        std::fs::write(&path, out).unwrap();
+    }
+    let text = std::fs::read_to_string(&path).expect("fixtures/golden/events.txt");
+    let mut kinds = Vec::new();
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let mut f = line.split(' ');
+        let (kind, payload, rec) = (
+            f.next().unwrap(),
+            unhex(f.next().unwrap()),
+            unhex(f.next().unwrap()),
+        );
+        let e: Envelope = codec::decode(&payload)
+            .unwrap_or_else(|err| panic!("{kind}: old payload no longer decodes: {err}"));
+        assert_eq!(e.event.kind(), kind);
+        assert_eq!(
+            codec::encode(&e).unwrap(),
+            payload,
+            "{kind}: payload re-encodes differently"
+        );
+        let d = record::decode(&rec, e.session, e.seq)
+            .unwrap_or_else(|p| panic!("{kind}: old record no longer decodes: {p}"));
+        assert_eq!(d.envelope, e);
+        assert!(d.chain_follows(&record::genesis(e.session), &rec));
+        let (again, _) = record::encode(&e, &record::genesis(e.session)).unwrap();
+        assert_eq!(again, rec, "{kind}: record re-encodes differently");
+        kinds.push(kind.to_owned());
+    }
+    assert_eq!(
+        kinds, EVENT_KINDS,
+        "every event kind has golden bytes, in variant order"
+    );
+}
