@@ -30,7 +30,7 @@ mod subscribe;
 
 pub use error::{Expected, StoreError};
 pub use store::{
-    Appended, Durability, EventLog, LoadedState, NewEvent, SledStore, StoreConfig, VerifyError,
-    VerifyReport,
+    Appended, Durability, EventLog, LoadedState, NewEvent, SledStore, StoreConfig, StoreStats,
+    VerifyError, VerifyReport,
 };
 pub use subscribe::{Follower, Notification, Subscription};

@@ -237,7 +237,26 @@ struct Request {
 }
 
 /// State shared between handles and the writer.
+/// Counters of the writer's work since the store was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StoreStats {
+    /// Appends committed (idempotent retries excluded).
+    pub appends: u64,
+    /// Events committed.
+    pub events: u64,
+    /// Flushes (fsyncs) performed: fewer than `appends` means group commit.
+    pub flushes: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    appends: std::sync::atomic::AtomicU64,
+    events: std::sync::atomic::AtomicU64,
+    flushes: std::sync::atomic::AtomicU64,
+}
+
 struct Shared {
+    counters: Counters,
     poison: Mutex<Option<String>>,
     /// Heads known to be flushed (initialised from disk at open).
     durable: RwLock<BTreeMap<SessionId, Seq>>,
@@ -333,6 +352,7 @@ impl SledStore {
             poison: Mutex::new(None),
             durable: RwLock::new(durable),
             hub: Hub::default(),
+            counters: Counters::default(),
         });
         let (tx, rx) = bounded(config.queue);
         let writer = Writer {
@@ -381,6 +401,17 @@ impl SledStore {
             .read()
             .expect("durable lock")
             .clone()
+    }
+
+    /// What the writer has done since the store was opened.
+    pub fn stats(&self) -> StoreStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = &self.inner.shared.counters;
+        StoreStats {
+            appends: c.appends.load(Relaxed),
+            events: c.events.load(Relaxed),
+            flushes: c.flushes.load(Relaxed),
+        }
     }
 
     /// Subscribes to commit notifications (delivered after the flush).
@@ -605,7 +636,7 @@ impl Writer {
                 match self.rx.recv_timeout(interval) {
                     Ok(r) => r,
                     Err(RecvTimeoutError::Timeout) => {
-                        self.flush(&mut unflushed, Vec::new());
+                        self.flush(&mut unflushed, Vec::new(), false);
                         continue;
                     }
                     Err(RecvTimeoutError::Disconnected) => break,
@@ -632,6 +663,10 @@ impl Writer {
                 };
                 if let Ok(a) = &result {
                     if !a.duplicate {
+                        use std::sync::atomic::Ordering::Relaxed;
+                        let c = &self.shared.counters;
+                        c.appends.fetch_add(1, Relaxed);
+                        c.events.fetch_add(a.last - a.first + 1, Relaxed);
                         let last = unflushed.entry(a.session).or_insert(0);
                         *last = (*last).max(a.last);
                     }
@@ -644,7 +679,7 @@ impl Writer {
                 }
                 continue;
             }
-            self.flush(&mut unflushed, replies);
+            self.flush(&mut unflushed, replies, explicit_flush);
         }
         // A final flush of what was acknowledged in buffered mode. Never after
         // a failure: sled 0.34 can block forever flushing after an I/O error.
@@ -655,8 +690,9 @@ impl Writer {
         }
     }
 
-    /// Flushes, then answers `replies` (errors if the flush failed) and
-    /// notifies subscribers of what became durable.
+    /// Flushes (when anything was committed, or when `force`d), then answers
+    /// `replies` (errors if the flush failed) and notifies subscribers of what
+    /// became durable.
     #[allow(clippy::type_complexity)]
     fn flush(
         &self,
@@ -665,14 +701,22 @@ impl Writer {
             Sender<Result<Appended, StoreError>>,
             Result<Option<Appended>, StoreError>,
         )>,
+        force: bool,
     ) {
         let flushed = match self.shared.check() {
             Err(e) => Err(e),
-            Ok(()) => self.trees.db.flush().map(|_| ()).map_err(|e| {
-                let why = format!("flush failed: {e}");
-                self.shared.poison(why.clone());
-                StoreError::Poisoned(why)
-            }),
+            Ok(()) if unflushed.is_empty() && !force => Ok(()),
+            Ok(()) => {
+                self.shared
+                    .counters
+                    .flushes
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.trees.db.flush().map(|_| ()).map_err(|e| {
+                    let why = format!("flush failed: {e}");
+                    self.shared.poison(why.clone());
+                    StoreError::Poisoned(why)
+                })
+            }
         };
         let committed = std::mem::take(unflushed);
         if flushed.is_ok() && !committed.is_empty() {

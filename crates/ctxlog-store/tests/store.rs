@@ -209,6 +209,10 @@ fn concurrent_appenders_to_one_session_never_fork_it() {
     });
     let total = threads * per;
     assert_eq!(store.head(s).unwrap(), total);
+    // group commit: eight writers waiting on flushes share them
+    let stats = store.stats();
+    assert_eq!(stats.appends, total);
+    assert!(stats.flushes < stats.appends, "no grouping: {stats:?}");
     let events: Vec<Envelope> = store.read(s, 1).unwrap().map(Result::unwrap).collect();
     assert_eq!(events.len() as u64, total);
     let ids: BTreeSet<EventId> = events.iter().map(|e| e.id).collect();
