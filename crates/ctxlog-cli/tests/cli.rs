@@ -193,6 +193,7 @@ fn stress_then_verify_report_the_same_heads_with_db_before_or_after_the_command(
         );
     }
     // damage one record: verify says where and exits 1
+    let damaged: (String, u64);
     {
         let store_db = sled::open(&db).unwrap();
         let events = store_db.open_tree("events").unwrap();
@@ -200,16 +201,21 @@ fn stress_then_verify_report_the_same_heads_with_db_before_or_after_the_command(
         let mut v = v.to_vec();
         let n = v.len();
         v[n / 2] ^= 0xff;
-        events.insert(k, v).unwrap();
+        events.insert(&k, v).unwrap();
         store_db.flush().unwrap();
+        damaged = (
+            uuid::Uuid::from_slice(&k[..16]).unwrap().to_string(),
+            u64::from_be_bytes(k[16..24].try_into().unwrap()),
+        );
     }
     let out = ctxlog(&["--json", "verify", "--db", db.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let report = json(&out);
     assert_eq!(report["ok"], false);
+    assert_eq!(report["errors"].as_array().unwrap().len(), 1, "{report}");
     let err = &report["errors"][0];
-    assert!(last.contains_key(err["session"].as_str().unwrap()), "{err}");
-    assert!(err["seq"].as_u64().unwrap() >= 1);
+    assert_eq!(err["session"], damaged.0, "{err}");
+    assert_eq!(err["seq"], damaged.1, "{err}");
     let human = ctxlog(&["verify", "--db", db.to_str().unwrap()]);
     assert_eq!(human.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&human.stdout).contains("NOT OK"));

@@ -11,7 +11,9 @@
 //! ‖ crc32c u32 LE over everything before it
 //! ```
 //! The chain of seq 1 starts from [`genesis`] of the session, so a record
-//! moved to another session or position breaks the chain.
+//! moved to another session or position breaks the chain. Every future
+//! format must keep the trailing CRC32C over the rest of the record, so that
+//! damage is told apart from a newer format.
 
 use ctxlog_core::{codec, Envelope, Seq, SessionId, EVENT_SCHEMA_VERSION};
 use sha2::{Digest, Sha256};
@@ -126,6 +128,17 @@ pub enum RecordProblem {
     /// The chain does not follow from the previous record.
     #[error("chain digest does not follow from the previous record")]
     Chain,
+    /// The record is not stored although the head says it exists.
+    #[error("record missing (head is {head}{})", .next.map(|n| format!(", next stored is seq {n}")).unwrap_or_default())]
+    Missing {
+        /// The session's head.
+        head: Seq,
+        /// The next seq actually stored, if any.
+        next: Option<Seq>,
+    },
+    /// The event-id index does not point at this record.
+    #[error("event id index does not point at this record")]
+    Index,
 }
 
 /// A decoded, CRC-checked record.
@@ -149,20 +162,6 @@ impl Decoded {
 /// Decodes a record stored under (`session`, `seq`): CRC, header, payload,
 /// and that the payload belongs to that key. The chain is checked separately.
 pub fn decode(bytes: &[u8], session: SessionId, seq: Seq) -> Result<Decoded, RecordProblem> {
-    // The format byte decides the layout: check it before anything else.
-    if let Some(&format) = bytes.first() {
-        if format != FORMAT {
-            let schema = match bytes.get(3..5) {
-                Some(s) => u16::from_le_bytes([s[0], s[1]]),
-                None => 0,
-            };
-            return Err(RecordProblem::Unsupported {
-                format,
-                codec: bytes.get(1).copied().unwrap_or(0),
-                schema,
-            });
-        }
-    }
     if bytes.len() < MIN_RECORD_LEN {
         return Err(RecordProblem::Truncated(bytes.len()));
     }
@@ -170,11 +169,13 @@ pub fn decode(bytes: &[u8], session: SessionId, seq: Seq) -> Result<Decoded, Rec
     let stored = u32::from_le_bytes(crc.try_into().expect("4 bytes"));
     let computed = crc32c::crc32c(body);
     if stored != computed {
+        // A damaged record, whatever its format byte says (every format
+        // keeps a trailing CRC32C over the rest).
         return Err(RecordProblem::Crc { stored, computed });
     }
     let (format, codec_id, kind) = (body[0], body[1], body[2]);
     let schema = u16::from_le_bytes([body[3], body[4]]);
-    if codec_id != CODEC || schema > EVENT_SCHEMA_VERSION || schema == 0 {
+    if format != FORMAT || codec_id != CODEC || schema > EVENT_SCHEMA_VERSION || schema == 0 {
         return Err(RecordProblem::Unsupported {
             format,
             codec: codec_id,

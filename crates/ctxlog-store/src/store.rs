@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 /// When an append is acknowledged.
@@ -229,11 +229,19 @@ struct Trees {
     snapshots: sled::Tree,
 }
 
-struct Request {
-    session: SessionId,
-    expected: Expected,
-    events: Vec<NewEvent>,
-    reply: Sender<Result<Appended, StoreError>>,
+enum Request {
+    Append {
+        session: SessionId,
+        expected: Expected,
+        events: Vec<NewEvent>,
+        reply: Sender<Result<Appended, StoreError>>,
+    },
+    Flush {
+        reply: Sender<Result<(), StoreError>>,
+    },
+    Verify {
+        reply: Sender<Result<VerifyReport, StoreError>>,
+    },
 }
 
 /// State shared between handles and the writer.
@@ -424,13 +432,8 @@ impl SledStore {
         self.inner.shared.check()?;
         // Route through the writer so that notifications and durable heads follow.
         let (reply, rx) = bounded(1);
-        self.send(Request {
-            session: SessionId(Uuid::nil()),
-            expected: Expected::Any,
-            events: Vec::new(),
-            reply,
-        })?;
-        rx.recv().map_err(|_| StoreError::Closed)?.map(|_| ())
+        self.send(Request::Flush { reply })?;
+        rx.recv().map_err(|_| StoreError::Closed)?
     }
 
     fn send(&self, req: Request) -> Result<(), StoreError> {
@@ -448,15 +451,35 @@ impl SledStore {
         let Some(session) = state.session else {
             return Ok(());
         };
-        let mut bytes = state.to_snapshot();
+        // The chain of the record at the snapshot's head ties the snapshot to
+        // the log it was derived from.
+        let Some(chain) = self.chain_at(session, state.head)? else {
+            return Ok(());
+        };
+        let mut bytes = chain.to_vec();
+        bytes.extend_from_slice(&state.to_snapshot());
         let crc = crc32c::crc32c(&bytes);
         bytes.extend_from_slice(&crc.to_le_bytes());
         let snaps = &self.inner.trees.snapshots;
+        let mut batch = sled::Batch::default();
         for old in snaps.scan_prefix(session.as_bytes()).keys() {
-            snaps.remove(old?)?;
+            batch.remove(old?);
         }
-        snaps.insert(snapshot_key(session, REDUCER_VERSION, state.head), bytes)?;
+        batch.insert(snapshot_key(session, REDUCER_VERSION, state.head), bytes);
+        snaps.apply_batch(batch)?;
         Ok(())
+    }
+
+    /// The chain value of the record at (`session`, `seq`), if it is stored
+    /// and sound.
+    fn chain_at(&self, session: SessionId, seq: Seq) -> Result<Option<Chain>, StoreError> {
+        Ok(self
+            .inner
+            .trees
+            .events
+            .get(record::key(session, seq))?
+            .and_then(|v| record::decode(&v, session, seq).ok())
+            .map(|d| d.chain))
     }
 
     /// Loads a session's state: the newest usable snapshot of this reducer
@@ -470,12 +493,23 @@ impl SledStore {
         let mut start = None;
         for kv in self.inner.trees.snapshots.scan_prefix(&prefix).rev() {
             let (k, v) = kv?;
-            let seq = Seq::from_be_bytes(k[20..28].try_into().expect("snapshot key"));
+            let Some(seq) = k
+                .get(20..28)
+                .and_then(|b| b.try_into().ok())
+                .map(Seq::from_be_bytes)
+            else {
+                tracing::warn!(%session, "snapshot with a damaged key ignored");
+                continue;
+            };
             if seq > head {
                 continue;
             }
             match decode_snapshot(&v) {
-                Some(state) if state.session == Some(session) && state.head == seq => {
+                Some((chain, state))
+                    if state.session == Some(session)
+                        && state.head == seq
+                        && self.chain_at(session, seq)? == Some(chain) =>
+                {
                     start = Some(state);
                     break;
                 }
@@ -498,9 +532,14 @@ impl SledStore {
 
     /// Checks every record (CRC, header, decode, key, chain, contiguity) and
     /// every head, and reports every problem in key order.
+    ///
+    /// It runs on the writer thread between append groups, so appends in
+    /// flight never make it report a false error.
     pub fn verify(&self) -> Result<VerifyReport, StoreError> {
         self.inner.shared.check()?;
-        verify(&self.inner.trees)
+        let (reply, rx) = bounded(1);
+        self.send(Request::Verify { reply })?;
+        rx.recv().map_err(|_| StoreError::Closed)?
     }
 }
 
@@ -511,15 +550,20 @@ fn snapshot_key(session: SessionId, version: u32, seq: Seq) -> Vec<u8> {
     k
 }
 
-fn decode_snapshot(v: &[u8]) -> Option<SessionState> {
-    if v.len() < 4 {
+/// A snapshot value: chain of the record at its head ‖ state ‖ CRC32C.
+fn decode_snapshot(v: &[u8]) -> Option<(Chain, SessionState)> {
+    if v.len() < record::CHAIN_LEN + 4 {
         return None;
     }
     let (body, crc) = v.split_at(v.len() - 4);
     if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().ok()?) {
         return None;
     }
-    SessionState::from_snapshot(body).ok()
+    let (chain, state) = body.split_at(record::CHAIN_LEN);
+    Some((
+        chain.try_into().ok()?,
+        SessionState::from_snapshot(state).ok()?,
+    ))
 }
 
 impl EventLog for SledStore {
@@ -534,7 +578,7 @@ impl EventLog for SledStore {
             return Err(StoreError::EmptyAppend);
         }
         let (reply, rx) = bounded(1);
-        self.send(Request {
+        self.send(Request::Append {
             session,
             expected,
             events,
@@ -550,38 +594,15 @@ impl EventLog for SledStore {
     ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError> {
         self.inner.shared.check()?;
         let from = from.max(1);
+        let head = self.head(session)?;
         let range = record::key(session, from)..=record::key(session, Seq::MAX);
-        let mut expect = from;
-        let mut failed = false;
-        let iter = self.inner.trees.events.range(range).map_while(move |kv| {
-            if failed {
-                return None;
-            }
-            let item = (|| {
-                let (k, v) = kv?;
-                let (_, seq) = record::parse_key(&k).expect("range keys are 24 bytes");
-                if seq != expect {
-                    return Err(StoreError::Corrupt {
-                        session,
-                        seq: expect,
-                        problem: RecordProblem::Undecodable(format!(
-                            "record missing (next stored is seq {seq})"
-                        )),
-                    });
-                }
-                expect += 1;
-                record::decode(&v, session, seq)
-                    .map(|d| d.envelope)
-                    .map_err(|problem| StoreError::Corrupt {
-                        session,
-                        seq,
-                        problem,
-                    })
-            })();
-            failed = item.is_err();
-            Some(item)
-        });
-        Ok(Box::new(iter))
+        Ok(Box::new(ReadIter {
+            inner: self.inner.trees.events.range(range),
+            session,
+            expect: from,
+            head,
+            done: false,
+        }))
     }
 
     fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
@@ -604,6 +625,64 @@ impl EventLog for SledStore {
     }
 }
 
+/// Reads one session in order, checking every record and that no seq is
+/// missing up to the head read when it started; stops at the first error.
+struct ReadIter {
+    inner: sled::Iter,
+    session: SessionId,
+    expect: Seq,
+    head: Seq,
+    done: bool,
+}
+
+impl ReadIter {
+    fn missing(&self, next: Option<Seq>) -> StoreError {
+        StoreError::Corrupt {
+            session: self.session,
+            seq: self.expect,
+            problem: RecordProblem::Missing {
+                head: self.head,
+                next,
+            },
+        }
+    }
+}
+
+impl Iterator for ReadIter {
+    type Item = Result<Envelope, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let item = match self.inner.next() {
+            None if self.expect <= self.head => Err(self.missing(None)),
+            None => {
+                self.done = true;
+                return None;
+            }
+            Some(Err(e)) => Err(e.into()),
+            Some(Ok((k, v))) => {
+                let (_, seq) = record::parse_key(&k).expect("range keys are 24 bytes");
+                if seq != self.expect {
+                    Err(self.missing(Some(seq)))
+                } else {
+                    self.expect += 1;
+                    record::decode(&v, self.session, seq)
+                        .map(|d| d.envelope)
+                        .map_err(|problem| StoreError::Corrupt {
+                            session: self.session,
+                            seq,
+                            problem,
+                        })
+                }
+            }
+        };
+        self.done = item.is_err();
+        Some(item)
+    }
+}
+
 fn session_of(k: &[u8]) -> Result<SessionId, StoreError> {
     let bytes: [u8; 16] = k
         .try_into()
@@ -612,12 +691,22 @@ fn session_of(k: &[u8]) -> Result<SessionId, StoreError> {
 }
 
 /// The single writer: applies appends one transaction each, flushes once per
-/// group, then acknowledges and notifies.
+/// group, then acknowledges and notifies. Verification also runs here, between
+/// groups, so it sees no half-applied append.
 struct Writer {
     trees: Trees,
     shared: Arc<Shared>,
     rx: Receiver<Request>,
     config: StoreConfig,
+}
+
+/// A reply waiting for the group's flush.
+enum Pending {
+    Append(
+        Sender<Result<Appended, StoreError>>,
+        Result<Appended, StoreError>,
+    ),
+    Flush(Sender<Result<(), StoreError>>),
 }
 
 impl Writer {
@@ -626,21 +715,23 @@ impl Writer {
         let interval = Duration::from_millis(self.config.buffered_flush_ms.max(1));
         // Committed but not yet flushed: session -> last seq.
         let mut unflushed: BTreeMap<SessionId, Seq> = BTreeMap::new();
+        // Buffered mode: when the oldest unflushed commit must be flushed by.
+        let mut deadline: Option<Instant> = None;
         loop {
-            let first = if unflushed.is_empty() {
-                match self.rx.recv() {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                self.flush(&mut unflushed, Vec::new(), false);
+                deadline = None;
+            }
+            let first = match deadline {
+                None => match self.rx.recv() {
                     Ok(r) => r,
                     Err(_) => break,
-                }
-            } else {
-                match self.rx.recv_timeout(interval) {
+                },
+                Some(d) => match self.rx.recv_deadline(d) {
                     Ok(r) => r,
-                    Err(RecvTimeoutError::Timeout) => {
-                        self.flush(&mut unflushed, Vec::new(), false);
-                        continue;
-                    }
+                    Err(RecvTimeoutError::Timeout) => continue,
                     Err(RecvTimeoutError::Disconnected) => break,
-                }
+                },
             };
             let mut group = vec![first];
             while group.len() < self.config.max_group {
@@ -649,37 +740,56 @@ impl Writer {
                     Err(_) => break,
                 }
             }
-            let mut replies = Vec::with_capacity(group.len());
-            let mut explicit_flush = false;
+            let mut pending = Vec::with_capacity(group.len());
+            let mut verifies = Vec::new();
+            let mut force = false;
             for req in group {
-                if req.events.is_empty() {
-                    explicit_flush = true;
-                    replies.push((req.reply, Ok(None)));
-                    continue;
+                match req {
+                    Request::Append {
+                        session,
+                        expected,
+                        events,
+                        reply,
+                    } => {
+                        let result = self
+                            .shared
+                            .check()
+                            .and_then(|()| self.apply(session, expected, &events));
+                        if let Ok(a) = &result {
+                            if !a.duplicate {
+                                use std::sync::atomic::Ordering::Relaxed;
+                                let c = &self.shared.counters;
+                                c.appends.fetch_add(1, Relaxed);
+                                c.events.fetch_add(a.last - a.first + 1, Relaxed);
+                                let last = unflushed.entry(a.session).or_insert(0);
+                                *last = (*last).max(a.last);
+                            }
+                        }
+                        pending.push(Pending::Append(reply, result));
+                    }
+                    Request::Flush { reply } => {
+                        force = true;
+                        pending.push(Pending::Flush(reply));
+                    }
+                    Request::Verify { reply } => verifies.push(reply),
                 }
-                let result = match self.shared.check() {
-                    Err(e) => Err(e),
-                    Ok(()) => self.apply(&req),
-                };
-                if let Ok(a) = &result {
-                    if !a.duplicate {
-                        use std::sync::atomic::Ordering::Relaxed;
-                        let c = &self.shared.counters;
-                        c.appends.fetch_add(1, Relaxed);
-                        c.events.fetch_add(a.last - a.first + 1, Relaxed);
-                        let last = unflushed.entry(a.session).or_insert(0);
-                        *last = (*last).max(a.last);
+            }
+            if buffered && !force {
+                for p in pending {
+                    if let Pending::Append(reply, r) = p {
+                        let _ = reply.send(r);
                     }
                 }
-                replies.push((req.reply, result.map(Some)));
-            }
-            if buffered && !explicit_flush && unflushed.len() < 4096 {
-                for (reply, r) in replies {
-                    let _ = reply.send(r.map(|a| a.unwrap_or_else(flush_ack)));
+                if !unflushed.is_empty() && deadline.is_none() {
+                    deadline = Some(Instant::now() + interval);
                 }
-                continue;
+            } else {
+                self.flush(&mut unflushed, pending, force);
+                deadline = None;
             }
-            self.flush(&mut unflushed, replies, explicit_flush);
+            for reply in verifies {
+                let _ = reply.send(self.shared.check().and_then(|()| verify(&self.trees)));
+            }
         }
         // A final flush of what was acknowledged in buffered mode. Never after
         // a failure: sled 0.34 can block forever flushing after an I/O error.
@@ -691,18 +801,9 @@ impl Writer {
     }
 
     /// Flushes (when anything was committed, or when `force`d), then answers
-    /// `replies` (errors if the flush failed) and notifies subscribers of what
+    /// `pending` (errors if the flush failed) and notifies subscribers of what
     /// became durable.
-    #[allow(clippy::type_complexity)]
-    fn flush(
-        &self,
-        unflushed: &mut BTreeMap<SessionId, Seq>,
-        replies: Vec<(
-            Sender<Result<Appended, StoreError>>,
-            Result<Option<Appended>, StoreError>,
-        )>,
-        force: bool,
-    ) {
+    fn flush(&self, unflushed: &mut BTreeMap<SessionId, Seq>, pending: Vec<Pending>, force: bool) {
         let flushed = match self.shared.check() {
             Err(e) => Err(e),
             Ok(()) if unflushed.is_empty() && !force => Ok(()),
@@ -718,6 +819,10 @@ impl Writer {
                 })
             }
         };
+        let failed = |e: &StoreError| match e {
+            StoreError::Poisoned(why) => StoreError::Poisoned(why.clone()),
+            _ => StoreError::Closed,
+        };
         let committed = std::mem::take(unflushed);
         if flushed.is_ok() && !committed.is_empty() {
             let mut durable = self.shared.durable.write().expect("durable lock");
@@ -725,25 +830,35 @@ impl Writer {
                 durable.insert(*s, *q);
             }
         }
-        for (reply, r) in replies {
-            let r = match (&flushed, r) {
-                (_, Err(e)) => Err(e),
-                (Err(StoreError::Poisoned(why)), Ok(_)) => Err(StoreError::Poisoned(why.clone())),
-                (Err(_), Ok(_)) => Err(StoreError::Closed),
-                (Ok(()), Ok(a)) => Ok(a.unwrap_or_else(flush_ack)),
-            };
-            let _ = reply.send(r);
+        for p in pending {
+            match p {
+                Pending::Append(reply, r) => {
+                    let r = match (&flushed, r) {
+                        (_, Err(e)) => Err(e),
+                        (Err(e), Ok(_)) => Err(failed(e)),
+                        (Ok(()), Ok(a)) => Ok(a),
+                    };
+                    let _ = reply.send(r);
+                }
+                Pending::Flush(reply) => {
+                    let _ = reply.send(flushed.as_ref().map(|_| ()).map_err(failed));
+                }
+            }
         }
         if flushed.is_ok() {
             self.shared.hub.notify(&committed);
         }
     }
 
-    fn apply(&self, req: &Request) -> Result<Appended, StoreError> {
-        let session = req.session;
+    fn apply(
+        &self,
+        session: SessionId,
+        expected: Expected,
+        events: &[NewEvent],
+    ) -> Result<Appended, StoreError> {
         // Repeated ids inside the batch can never be stored.
         let mut seen = std::collections::BTreeSet::new();
-        for e in &req.events {
+        for e in events {
             if !seen.insert(e.id) {
                 return Err(StoreError::PartialDuplicate { id: e.id });
             }
@@ -753,13 +868,13 @@ impl Writer {
             let abort = ConflictableTransactionError::Abort;
             // Idempotency first (a retry of a stored batch must not fail the version check).
             let mut stored = Vec::new();
-            for e in &req.events {
+            for e in events {
                 if let Some(pos) = ix.get(e.id.as_bytes())? {
                     stored.push((e, pos));
                 }
             }
             if !stored.is_empty() {
-                if stored.len() != req.events.len() {
+                if stored.len() != events.len() {
                     return Err(abort(StoreError::PartialDuplicate { id: stored[0].0.id }));
                 }
                 let mut prev: Option<Seq> = None;
@@ -785,10 +900,14 @@ impl Writer {
                             e.id
                         )))
                     })?;
-                    let same = record::decode(&bytes, s, seq)
-                        .map(|d| d.envelope == e.at(s, seq))
-                        .unwrap_or(false);
-                    if !same {
+                    let stored = record::decode(&bytes, s, seq).map_err(|problem| {
+                        abort(StoreError::Corrupt {
+                            session: s,
+                            seq,
+                            problem,
+                        })
+                    })?;
+                    if stored.envelope != e.at(s, seq) {
                         return Err(abort(conflict));
                     }
                 }
@@ -804,7 +923,7 @@ impl Writer {
                 Some(v) => decode_head(session, &v).map_err(abort)?,
                 None => (0, record::genesis(session)),
             };
-            let ok = match req.expected {
+            let ok = match expected {
                 Expected::Any => true,
                 Expected::NoStream => head == 0,
                 Expected::Exactly(n) => head == n,
@@ -812,12 +931,12 @@ impl Writer {
             if !ok {
                 return Err(abort(StoreError::WrongExpectedVersion {
                     session,
-                    expected: req.expected,
+                    expected,
                     actual: head,
                 }));
             }
             let mut seq = head;
-            for e in &req.events {
+            for e in events {
                 seq += 1;
                 let env = e.at(session, seq);
                 let (bytes, next) = record::encode(&env, &chain)
@@ -845,16 +964,6 @@ impl Writer {
     }
 }
 
-/// The acknowledgement of an explicit flush request.
-fn flush_ack() -> Appended {
-    Appended {
-        session: SessionId(Uuid::nil()),
-        first: 0,
-        last: 0,
-        duplicate: false,
-    }
-}
-
 fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
     let mut report = VerifyReport::default();
     let mut heads: BTreeMap<SessionId, (Seq, Chain)> = BTreeMap::new();
@@ -871,9 +980,10 @@ fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
             }),
         }
     }
-    // Per session: (last seq seen, chain to continue from, chain trustworthy).
-    let mut cur: Option<(SessionId, Seq, Chain)> = None;
-    let mut finished: BTreeMap<SessionId, (Seq, Chain)> = BTreeMap::new();
+    // Per session: (last seq seen, chain to continue from, whether that chain
+    // can be trusted: not after a gap or a record that did not decode).
+    let mut cur: Option<(SessionId, Seq, Chain, bool)> = None;
+    let mut finished: BTreeMap<SessionId, (Seq, Chain, bool)> = BTreeMap::new();
     let err = |report: &mut VerifyReport, s: SessionId, q: Seq, p: String| {
         report.errors.push(VerifyError {
             session: Some(s),
@@ -892,51 +1002,46 @@ fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
             });
             continue;
         };
-        let (mut last, mut chain) = match cur {
-            Some((s, last, chain)) if s == session => (last, chain),
+        let (last, mut chain, mut trusted) = match cur {
+            Some((s, last, chain, trusted)) if s == session => (last, chain, trusted),
             other => {
-                if let Some((s, last, chain)) = other {
-                    finished.insert(s, (last, chain));
+                if let Some((s, last, chain, trusted)) = other {
+                    finished.insert(s, (last, chain, trusted));
                 }
-                (0, record::genesis(session))
+                (0, record::genesis(session), true)
             }
         };
-        let mut chain_known = true;
-        if seq != last + 1 {
-            if seq > last + 1 {
-                let missing = if seq == last + 2 {
-                    format!("record missing (seq {} absent)", last + 1)
-                } else {
-                    format!("records missing (seq {} to {} absent)", last + 1, seq - 1)
-                };
-                err(&mut report, session, last + 1, missing);
-            }
-            chain_known = false;
+        if seq > last + 1 {
+            let missing = if seq == last + 2 {
+                format!("record missing (seq {} absent)", last + 1)
+            } else {
+                format!("records missing (seq {} to {} absent)", last + 1, seq - 1)
+            };
+            err(&mut report, session, last + 1, missing);
+            trusted = false;
         }
         match record::decode(&v, session, seq) {
             Ok(d) => {
-                if chain_known && !d.chain_follows(&chain, &v) {
+                if trusted && !d.chain_follows(&chain, &v) {
                     err(&mut report, session, seq, RecordProblem::Chain.to_string());
                 }
+                if t.ids.get(d.envelope.id.as_bytes())?.as_deref() != Some(&k[..]) {
+                    err(&mut report, session, seq, RecordProblem::Index.to_string());
+                }
                 chain = d.chain;
+                trusted = true;
             }
             Err(p) => {
+                // One bad record is one error: the next one's chain is not
+                // checked against bytes that could not be read.
                 err(&mut report, session, seq, p.to_string());
-                // Continue from the stored chain bytes if present, so one bad
-                // record is one error, not a cascade.
-                if v.len() >= record::MIN_RECORD_LEN {
-                    let end = v.len() - 4;
-                    chain = v[end - record::CHAIN_LEN..end]
-                        .try_into()
-                        .expect("32 bytes");
-                }
+                trusted = false;
             }
         }
-        last = seq;
-        cur = Some((session, last, chain));
+        cur = Some((session, seq, chain, trusted));
     }
-    if let Some((s, last, chain)) = cur {
-        finished.insert(s, (last, chain));
+    if let Some((s, last, chain, trusted)) = cur {
+        finished.insert(s, (last, chain, trusted));
     }
     for (s, (head, head_chain)) in &heads {
         match finished.get(s) {
@@ -946,7 +1051,7 @@ fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
                 1,
                 format!("head is {head} but no record is stored"),
             ),
-            Some((last, chain)) => {
+            Some((last, chain, trusted)) => {
                 if last < head {
                     err(
                         &mut report,
@@ -961,7 +1066,7 @@ fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
                         head + 1,
                         format!("record beyond head {head}"),
                     );
-                } else if chain != head_chain {
+                } else if *trusted && chain != head_chain {
                     err(
                         &mut report,
                         *s,
@@ -972,7 +1077,7 @@ fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
             }
         }
     }
-    for (s, (last, _)) in &finished {
+    for (s, (last, _, _)) in &finished {
         if !heads.contains_key(s) {
             err(
                 &mut report,

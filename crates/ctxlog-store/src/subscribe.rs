@@ -126,8 +126,8 @@ impl Follower {
     /// The next durable events, waiting up to `timeout` for new ones. Events
     /// of one session come in seq order, each exactly once.
     pub fn poll(&mut self, timeout: Duration) -> Result<Vec<Envelope>, StoreError> {
-        let targets: Vec<(SessionId, Seq)> = if !self.caught_up {
-            self.caught_up = true;
+        let catching_up = !self.caught_up;
+        let targets: Vec<(SessionId, Seq)> = if catching_up {
             self.store.durable_heads().into_iter().collect()
         } else {
             match self.sub.recv_timeout(timeout) {
@@ -135,9 +135,12 @@ impl Follower {
                 Some(n) => n.into_iter().map(|n| (n.session, n.seq)).collect(),
             }
         };
+        // Checkpoints advance only with events actually returned: a failed
+        // read returns nothing and changes nothing, so the next poll retries.
+        let mut checkpoints = self.checkpoints.clone();
         let mut out = Vec::new();
         for (session, upto) in targets {
-            let from = self.checkpoints.get(&session).copied().unwrap_or(0) + 1;
+            let from = checkpoints.get(&session).copied().unwrap_or(0) + 1;
             if upto < from {
                 continue;
             }
@@ -146,10 +149,12 @@ impl Follower {
                 if e.seq > upto {
                     break;
                 }
-                self.checkpoints.insert(session, e.seq);
+                checkpoints.insert(session, e.seq);
                 out.push(e);
             }
         }
+        self.checkpoints = checkpoints;
+        self.caught_up = true;
         Ok(out)
     }
 }

@@ -273,11 +273,13 @@ fn flipped_deleted_and_swapped_records_are_named() {
     let (a, ev_a) = session_events(5, 20);
     let (b, ev_b) = session_events(6, 20);
     let (c, ev_c) = session_events(7, 20);
+    let (d, ev_d) = session_events(8, 20);
     {
         let store = SledStore::open(&dir.0).unwrap();
         store.append(a, Expected::NoStream, ev_a).unwrap();
         store.append(b, Expected::NoStream, ev_b).unwrap();
         store.append(c, Expected::NoStream, ev_c).unwrap();
+        store.append(d, Expected::NoStream, ev_d).unwrap();
         assert!(store.verify().unwrap().ok());
     }
     corrupt(&dir.0, |t| {
@@ -293,6 +295,8 @@ fn flipped_deleted_and_swapped_records_are_named() {
         let (v3, v4) = (t.get(k3).unwrap().unwrap(), t.get(k4).unwrap().unwrap());
         t.insert(k3, v4).unwrap();
         t.insert(k4, v3).unwrap();
+        // delete the last record of d
+        t.remove(record::key(d, 20)).unwrap();
     });
     let store = SledStore::open(&dir.0).unwrap();
     let report = store.verify().unwrap();
@@ -338,14 +342,29 @@ fn flipped_deleted_and_swapped_records_are_named() {
     assert!(matches!(err, Some(StoreError::Corrupt { seq: 7, .. })));
     let gap = store.read(b, 10).unwrap().nth(2).unwrap().unwrap_err();
     assert!(matches!(gap, StoreError::Corrupt { seq: 12, .. }), "{gap}");
+    // a read never ends quietly below the head
+    let tail = store.read(d, 18).unwrap().collect::<Vec<_>>();
+    assert_eq!(tail.len(), 3);
+    assert!(
+        matches!(tail[2], Err(StoreError::Corrupt { seq: 20, .. })),
+        "{:?}",
+        tail[2]
+    );
+    assert!(store.replay(d).is_err());
+    // a retry over a damaged record names the damage
+    let (_, ev_a_again) = session_events(5, 20);
+    match store.append(a, Expected::Any, ev_a_again[6..7].to_vec()) {
+        Err(StoreError::Corrupt { seq: 7, .. }) => {}
+        other => panic!("{other:?}"),
+    }
     // a damaged session fails loudly; new sessions still append and replay
     assert!(
         store.replay(a).is_err(),
         "a damaged session does not replay silently"
     );
-    let (d, ev_d) = session_events(8, 10);
-    store.append(d, Expected::NoStream, ev_d).unwrap();
-    assert_eq!(store.replay(d).unwrap().head, 10);
+    let (e, ev_e) = session_events(18, 10);
+    store.append(e, Expected::NoStream, ev_e).unwrap();
+    assert_eq!(store.replay(e).unwrap().head, 10);
 }
 
 #[test]
@@ -359,7 +378,10 @@ fn a_record_from_a_newer_format_is_refused_by_name_and_nothing_is_lost() {
     corrupt(&dir.0, |t| {
         let k = record::key(a, 10);
         let mut v = t.get(k).unwrap().unwrap().to_vec();
-        v[0] = 2; // format 2
+        v[0] = 2; // format 2, with a valid CRC: a genuine newer record
+        let n = v.len();
+        let crc = crc32c::crc32c(&v[..n - 4]);
+        v[n - 4..].copy_from_slice(&crc.to_le_bytes());
         t.insert(k, v).unwrap();
         // and a truncated value at 9
         let k9 = record::key(a, 9);
@@ -420,7 +442,13 @@ fn followers_see_every_durable_event_once_across_restarts() {
         })
     };
     // consume some, then "crash" the follower and restart from its checkpoints
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while delivered.len() < 90 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "follower stalled at {} events",
+            delivered.len()
+        );
         delivered.extend(
             follower
                 .poll(Duration::from_millis(200))
@@ -433,7 +461,13 @@ fn followers_see_every_durable_event_once_across_restarts() {
     drop(follower);
     let mut follower = Follower::new(&store, checkpoints);
     writer.join().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "follower stalled at {} events",
+            delivered.len()
+        );
         let got = follower.poll(Duration::from_millis(200)).unwrap();
         if got.is_empty() && delivered.len() >= 180 {
             break;
@@ -467,7 +501,13 @@ fn notifications_come_only_after_the_flush_and_name_the_head() {
         .unwrap();
     let mut got = Vec::new();
     while got.last().map(|n: &Notification| n.seq) != Some(10) {
-        got.extend(sub.recv_timeout(Duration::from_secs(5)).unwrap());
+        for n in sub.recv_timeout(Duration::from_secs(5)).unwrap() {
+            assert!(
+                store.durable_head(n.session) >= n.seq,
+                "notified before durable"
+            );
+            got.push(n);
+        }
     }
     assert!(got.iter().all(|n| n.session == s));
     assert_eq!(store.durable_head(s), 10);
@@ -503,6 +543,38 @@ fn buffered_mode_acknowledges_then_flushes() {
 }
 
 #[test]
+fn buffered_mode_flushes_on_time_under_a_steady_stream() {
+    let dir = tempdir();
+    let mut cfg = StoreConfig::new(&dir.0);
+    cfg.durability = Durability::Buffered;
+    cfg.buffered_flush_ms = 10;
+    let store = SledStore::open_with(cfg).unwrap();
+    let (s, ev) = session_events(32, 400);
+    let start = std::time::Instant::now();
+    let mut durable_while_streaming = 0;
+    for (i, e) in ev.iter().enumerate() {
+        store
+            .append(s, Expected::Exactly(i as u64), vec![e.clone()])
+            .unwrap();
+        if start.elapsed() > Duration::from_millis(50) && store.durable_head(s) > 0 {
+            durable_while_streaming = store.durable_head(s);
+        }
+        std::thread::sleep(Duration::from_micros(300));
+    }
+    assert!(
+        durable_while_streaming > 0,
+        "appends arriving faster than the interval must not postpone the flush forever"
+    );
+    let stats = store.stats();
+    assert!(
+        stats.flushes >= 1 && stats.flushes < stats.appends,
+        "{stats:?}"
+    );
+    store.flush().unwrap();
+    assert_eq!(store.durable_head(s), 400);
+}
+
+#[test]
 fn snapshot_plus_tail_equals_full_replay_and_bad_snapshots_fall_back() {
     let dir = tempdir();
     let store = SledStore::open(&dir.0).unwrap();
@@ -535,6 +607,11 @@ fn snapshot_plus_tail_equals_full_replay_and_bad_snapshots_fall_back() {
         other.extend_from_slice(&(REDUCER_VERSION + 1).to_be_bytes());
         other.extend_from_slice(&150u64.to_be_bytes());
         t.insert(other, vec![1, 2, 3]).unwrap();
+        // and a damaged, short key of this version does not panic
+        let mut short = s.as_bytes().to_vec();
+        short.extend_from_slice(&REDUCER_VERSION.to_be_bytes());
+        short.push(7);
+        t.insert(short, vec![0]).unwrap();
         db.flush().unwrap();
     }
     let store = SledStore::open(&dir.0).unwrap();
@@ -589,7 +666,20 @@ fn a_failed_flush_poisons_the_store() {
         }
     }
     let _unmount = Unmount(dir.0.clone());
-    let store = SledStore::open(dir.0.join("db")).unwrap();
+    // A watchdog: a hang in sled after ENOSPC fails the test instead of CI.
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    let path = dir.0.join("db");
+    std::thread::spawn(move || {
+        fill_until_poisoned(path);
+        let _ = done_tx.send(());
+    });
+    done_rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the poisoning test hung");
+}
+
+fn fill_until_poisoned(path: PathBuf) {
+    let store = SledStore::open(path).unwrap();
     let s = sid(3);
     let mut ids = SeededIds::new(3);
     let big = "x".repeat(256 * 1024);
