@@ -239,6 +239,17 @@ fn scenario() -> Vec<Envelope> {
             CompactionTrigger::Overflow { step: a4, check },
         )
         .unwrap();
+    r.record(
+        tick(),
+        Event::CompactionAttempted {
+            job,
+            strategy: "full".into(),
+            request_tokens: 9_000,
+            limit: Some(56_000),
+            fits: true,
+        },
+    )
+    .unwrap();
     r.summarize(
         tick(),
         job,
@@ -252,6 +263,15 @@ fn scenario() -> Vec<Envelope> {
     )
     .unwrap();
     r.user_text(tick(), CONTINUE_TEXT, true).unwrap();
+    r.record(
+        tick(),
+        Event::AutoCompactionPaused {
+            reason: "the compaction did not shrink the window enough".into(),
+            window_before: 57_100,
+            window_after: 56_000,
+        },
+    )
+    .unwrap();
     r.into_events()
 }
 

@@ -435,6 +435,30 @@ pub enum Event {
         /// The new limits.
         limits: ModelLimits,
     },
+    /// One attempt at building a compaction request: which strategy, how
+    /// large the request was estimated, and whether it fits the model.
+    CompactionAttempted {
+        /// The job (marker message).
+        job: MessageId,
+        /// `full`, `truncated-tool-outputs` or `recent-turns`.
+        strategy: String,
+        /// Estimated tokens of the request.
+        request_tokens: u64,
+        /// The usable input budget it was checked against (`None` = unlimited).
+        limit: Option<u64>,
+        /// Whether it fits.
+        fits: bool,
+    },
+    /// The loop guard stopped automatic compaction until the next real user
+    /// message.
+    AutoCompactionPaused {
+        /// Why, in words.
+        reason: String,
+        /// Estimated window tokens before the last automatic compaction.
+        window_before: u64,
+        /// Estimated window tokens after it.
+        window_after: u64,
+    },
 }
 
 /// Every event kind name, in variant order. A test checks this list against
@@ -454,6 +478,8 @@ pub const EVENT_KINDS: &[&str] = &[
     "parts_restored",
     "message_errored",
     "limits_changed",
+    "compaction_attempted",
+    "auto_compaction_paused",
 ];
 
 impl Event {
@@ -479,6 +505,8 @@ impl Event {
             Event::PartsRestored { .. } => 11,
             Event::MessageErrored { .. } => 12,
             Event::LimitsChanged { .. } => 13,
+            Event::CompactionAttempted { .. } => 14,
+            Event::AutoCompactionPaused { .. } => 15,
         }
     }
 }

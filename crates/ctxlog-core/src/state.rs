@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Version of the reducer's output; snapshots of another version are
 /// discarded and rebuilt by a full replay.
-pub const REDUCER_VERSION: u32 = 1;
+pub const REDUCER_VERSION: u32 = 2;
 
 /// A pruning mark on a tool part: its output is hidden from the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,6 +202,9 @@ pub struct SessionState {
     pub jobs: Vec<Job>,
     /// The last finished model call.
     pub last_finished: Option<LastFinished>,
+    /// Set while the loop guard has paused automatic compaction (until the
+    /// next real user message).
+    pub auto_paused: Option<String>,
     #[serde(skip)]
     index: Index,
 }
@@ -416,7 +419,18 @@ impl SessionState {
             Event::SessionStarted { policy, .. } | Event::PolicyChanged { policy } => {
                 validate_policy(policy)
             }
-            Event::LimitsChanged { .. } => Ok(()),
+            Event::LimitsChanged { .. } | Event::AutoCompactionPaused { .. } => Ok(()),
+            Event::CompactionAttempted { job, .. } => {
+                let j = self.existing_job(*job)?;
+                if !j.status.is_pending() {
+                    return Err(Violation::JobState {
+                        job: *job,
+                        status: j.status.name(),
+                        expected: "requested or running",
+                    });
+                }
+                Ok(())
+            }
             Event::MessageAppended {
                 message, parent, ..
             } => {
@@ -660,6 +674,8 @@ impl SessionState {
             }
             Event::PolicyChanged { policy } => self.policy = policy.clone(),
             Event::LimitsChanged { limits } => self.limits = limits.clone(),
+            Event::CompactionAttempted { .. } => {}
+            Event::AutoCompactionPaused { reason, .. } => self.auto_paused = Some(reason.clone()),
             Event::MessageAppended {
                 message,
                 role,
@@ -669,6 +685,9 @@ impl SessionState {
                 parent,
                 source_id,
             } => {
+                if *role == Role::User && !*synthetic {
+                    self.auto_paused = None;
+                }
                 let mut m = Self::new_message(env, *message, *role);
                 m.agent = agent.clone();
                 m.model = model.clone();

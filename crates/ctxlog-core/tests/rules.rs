@@ -1125,3 +1125,47 @@ fn a_late_step_of_an_older_message_does_not_move_last_finished_back() {
     assert_eq!(last.message, newer);
     assert!(!s.state().overflow().unwrap().overflow);
 }
+
+#[test]
+fn the_loop_guard_pause_lasts_until_the_next_real_user_message() {
+    let mut s = S::new();
+    s.turn(&[1]);
+    let pause = Event::AutoCompactionPaused {
+        reason: "no progress".into(),
+        window_before: 10,
+        window_after: 10,
+    };
+    s.record(pause).unwrap();
+    assert_eq!(s.state().auto_paused.as_deref(), Some("no progress"));
+    let t = s.tick();
+    s.r.user_text(t, ctxlog_core::window::CONTINUE_TEXT, true)
+        .unwrap();
+    assert!(
+        s.state().auto_paused.is_some(),
+        "a synthetic message does not lift the pause"
+    );
+    s.user("a real prompt");
+    assert_eq!(s.state().auto_paused, None);
+    // attempts are recorded only for pending jobs
+    let t = s.tick();
+    let job =
+        s.r.request_compaction(t, false, CompactionTrigger::Manual)
+            .unwrap();
+    let attempt = |fits| Event::CompactionAttempted {
+        job,
+        strategy: "full".into(),
+        request_tokens: 5,
+        limit: None,
+        fits,
+    };
+    s.record(attempt(true)).unwrap();
+    s.record(Event::CompactionFailed {
+        job,
+        error: "x".into(),
+    })
+    .unwrap();
+    assert!(matches!(
+        s.record(attempt(true)).unwrap_err().violation,
+        Violation::JobState { .. }
+    ));
+}
