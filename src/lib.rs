@@ -4,4 +4,5 @@
 //! top-level `tests/` exercise them end to end.
 
 pub use ctxlog_core as core;
+pub use ctxlog_engine as engine;
 pub use ctxlog_store as store;

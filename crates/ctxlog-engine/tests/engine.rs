@@ -1,0 +1,803 @@
+//! The engine's lifecycle on a real store, with injected clock and ids.
+
+use ctxlog_core::window::{ToolResult, WindowPart, COMPACTION_QUESTION, CONTINUE_TEXT};
+use ctxlog_core::*;
+use ctxlog_engine::summarize::*;
+use ctxlog_engine::*;
+use ctxlog_store::{EventLog, SledStore};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+struct TempDir(PathBuf);
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+fn tempdir() -> TempDir {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let p = std::env::temp_dir().join(format!(
+        "ctxlog-engine-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&p);
+    TempDir(p)
+}
+
+fn engine_with(
+    dir: &TempDir,
+    summarizer: Arc<dyn Summarizer>,
+    hook: Option<Arc<dyn CompactingHook>>,
+) -> Engine {
+    engine_seeded(dir, summarizer, hook, 9)
+}
+
+/// An engine whose ids come from `seed` (a reopened store needs a source
+/// that does not repeat the ids already stored).
+fn engine_seeded(
+    dir: &TempDir,
+    summarizer: Arc<dyn Summarizer>,
+    hook: Option<Arc<dyn CompactingHook>>,
+    seed: u64,
+) -> Engine {
+    let store = SledStore::open(&dir.0).unwrap();
+    let mut cfg = EngineConfig::new(
+        Box::new(SeededIds::new(seed)),
+        Arc::new(ManualClock::new(1_780_000_000_000)),
+    );
+    cfg.summarizer = summarizer;
+    cfg.hook = hook;
+    Engine::new(store, cfg)
+}
+
+fn limits() -> ModelLimits {
+    // usable = 100k - min(8k, 32k) = 92k
+    ModelLimits {
+        context: 100_000,
+        input: None,
+        output: Some(8_000),
+    }
+}
+
+fn tool(name: &str, path: &str, output: &str) -> PartBody {
+    PartBody::Tool {
+        call_id: format!("call_{path}"),
+        tool: name.into(),
+        state: ToolState::Completed {
+            input: Json::Object(vec![("filePath".into(), path.into())]),
+            output: output.into(),
+            title: None,
+            metadata: Json::Null,
+            start: 1,
+            end: 2,
+            attachments: vec![],
+        },
+    }
+}
+
+fn text(t: &str) -> PartBody {
+    PartBody::Text {
+        text: t.into(),
+        synthetic: false,
+        time: None,
+    }
+}
+
+fn usage(input: u64) -> TokenUsage {
+    TokenUsage {
+        input,
+        output: 100,
+        ..Default::default()
+    }
+}
+
+fn texts(w: &Window) -> Vec<String> {
+    w.messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .map(|p| match p {
+            WindowPart::Text(t) => t.clone(),
+            WindowPart::Tool { tool, .. } => format!("tool:{tool}"),
+            other => format!("{other:?}"),
+        })
+        .collect()
+}
+
+/// Captures requests and answers with a fixed text.
+struct Capture {
+    answer: String,
+    seen: Mutex<Vec<SummaryRequest>>,
+}
+impl Summarizer for Capture {
+    fn name(&self) -> &str {
+        "capture"
+    }
+    fn summarize(&self, r: &SummaryRequest) -> Result<SummaryOutput, SummarizeError> {
+        self.seen.lock().unwrap().push(r.clone());
+        Ok(SummaryOutput {
+            text: self.answer.clone(),
+            tokens: usage(10),
+            finish: FinishReason::Stop,
+        })
+    }
+}
+fn capture(answer: &str) -> Arc<Capture> {
+    Arc::new(Capture {
+        answer: answer.into(),
+        seen: Mutex::new(vec![]),
+    })
+}
+
+#[test]
+fn overflow_queues_an_auto_marker_that_runs_and_continues() {
+    let dir = tempdir();
+    let cap = capture("We fixed parse_block in src/parse.rs; next: run cargo test.");
+    let e = engine_with(&dir, cap.clone(), None);
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    let u = e.user_message(s, "Fix the parser.").unwrap();
+    let step = e
+        .record_step(
+            s,
+            u,
+            None,
+            vec![
+                tool("read", "src/parse.rs", "fn parse_block() {}"),
+                text("reading"),
+            ],
+            usage(50_000),
+            FinishReason::ToolCalls,
+        )
+        .unwrap();
+    assert_eq!(step.queued, None, "50k fits in 92k");
+    let step = e
+        .record_step(
+            s,
+            u,
+            None,
+            vec![text("almost")],
+            usage(91_950),
+            FinishReason::ToolCalls,
+        )
+        .unwrap();
+    let job = step
+        .queued
+        .expect("91,950 + 100 > 92,000 queues a compaction");
+    assert!(step.overflow.unwrap().overflow);
+    let state = e.state(s).unwrap();
+    assert!(state.job(job).unwrap().auto);
+    assert_eq!(state.pending_jobs().count(), 1);
+
+    let outcomes = e.run_pending(s).unwrap();
+    assert!(matches!(
+        outcomes[..],
+        [JobOutcome::Completed {
+            continued: true,
+            redactions: 0,
+            ..
+        }]
+    ));
+    // the request: system prompt with the secrets rule, the window ending with
+    // the marker question, the seed's final instruction
+    let req = cap.seen.lock().unwrap()[0].clone();
+    assert!(req
+        .system
+        .starts_with("You are a helpful AI assistant tasked with summarizing conversations."));
+    assert!(req.system.contains("Never include secrets or credentials"));
+    assert_eq!(req.instruction, COMPACTION_INSTRUCTION);
+    let last = req.messages.last().unwrap();
+    assert_eq!(
+        (last.id, &last.parts[..]),
+        (job, &[WindowPart::Text(COMPACTION_QUESTION.into())][..])
+    );
+    assert_eq!(
+        texts(&e.window(s).unwrap()),
+        [
+            COMPACTION_QUESTION,
+            "We fixed parse_block in src/parse.rs; next: run cargo test.",
+            CONTINUE_TEXT
+        ]
+    );
+    // the prompt actually used is recorded by hash and size
+    let state = e.state(s).unwrap();
+    let j = state.job(job).unwrap();
+    let rec = j.prompt.as_ref().unwrap();
+    assert_eq!(rec.bytes, req.prompt_text().len() as u64);
+    use sha2::Digest;
+    let want: String = sha2::Sha256::digest(req.prompt_text().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(rec.sha256, want);
+    // no re-trigger straight after a summary
+    assert_eq!(state.overflow(), None);
+    assert_eq!(
+        e.run_pending(s).unwrap(),
+        vec![],
+        "a completed job never runs twice"
+    );
+}
+
+#[test]
+fn manual_compaction_never_continues() {
+    let dir = tempdir();
+    let e = engine_with(&dir, capture("summary"), None);
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    let u = e.user_message(s, "hello").unwrap();
+    e.record_step(s, u, None, vec![text("hi")], usage(10), FinishReason::Stop)
+        .unwrap();
+    let job = e.request_compaction(s).unwrap();
+    assert!(!e.state(s).unwrap().job(job).unwrap().auto);
+    assert!(matches!(
+        e.run_pending(s).unwrap()[..],
+        [JobOutcome::Completed {
+            continued: false,
+            ..
+        }]
+    ));
+    assert_eq!(
+        texts(&e.window(s).unwrap()),
+        [COMPACTION_QUESTION, "summary"]
+    );
+}
+
+#[test]
+fn hook_context_is_appended_capped_or_replaces_the_prompt() {
+    struct Hook(HookOutput);
+    impl CompactingHook for Hook {
+        fn compacting(&self, _: SessionId) -> HookOutput {
+            self.0.clone()
+        }
+    }
+    let dir = tempdir();
+    let cap = capture("s");
+    let long = "x".repeat(10_000);
+    let many: Vec<String> = (0..100).map(|i| format!("line {i}")).collect();
+    let hook = Hook(HookOutput {
+        context: [vec!["branch: main".to_string(), long.clone()], many].concat(),
+        prompt: None,
+    });
+    let e = engine_with(&dir, cap.clone(), Some(Arc::new(hook)));
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    e.user_message(s, "x").unwrap();
+    e.request_compaction(s).unwrap();
+    e.run_pending(s).unwrap();
+    let req = cap.seen.lock().unwrap()[0].clone();
+    let parts: Vec<&str> = req.instruction.split("\n\n").collect();
+    assert_eq!(parts[0], COMPACTION_INSTRUCTION);
+    assert_eq!(parts[1], "branch: main");
+    assert_eq!(parts[2].chars().count(), HOOK_MAX_LINE_CHARS);
+    assert_eq!(parts.len(), 1 + HOOK_MAX_LINES);
+
+    let dir = tempdir();
+    let cap = capture("s");
+    let hook = Hook(HookOutput {
+        context: vec!["ignored".into()],
+        prompt: Some(format!("Summarize in French. {long}")),
+    });
+    let e = engine_with(&dir, cap.clone(), Some(Arc::new(hook)));
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    e.user_message(s, "x").unwrap();
+    e.request_compaction(s).unwrap();
+    e.run_pending(s).unwrap();
+    let req = cap.seen.lock().unwrap()[0].clone();
+    assert!(req.instruction.starts_with("Summarize in French."));
+    assert_eq!(req.instruction.chars().count(), HOOK_MAX_PROMPT_CHARS);
+    assert!(!req.instruction.contains("ignored"));
+}
+
+struct Failing(SummarizeError);
+impl Summarizer for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn summarize(&self, _: &SummaryRequest) -> Result<SummaryOutput, SummarizeError> {
+        Err(self.0.clone())
+    }
+}
+
+#[test]
+fn a_failed_summary_never_replaces_history() {
+    for summarizer in [
+        Arc::new(Failing(SummarizeError::Failed("HTTP 500".into()))) as Arc<dyn Summarizer>,
+        capture("   "),
+        Arc::new(RecordedSummarizer::default()),
+    ] {
+        let dir = tempdir();
+        let e = engine_with(&dir, summarizer, None);
+        let s = e
+            .start_session(Policy::opencode_seed(), limits(), None)
+            .unwrap();
+        let u = e.user_message(s, "keep me").unwrap();
+        e.record_step(s, u, None, vec![text("ok")], usage(10), FinishReason::Stop)
+            .unwrap();
+        let before = texts(&e.window(s).unwrap());
+        let job = e.request_compaction(s).unwrap();
+        let out = e.run_pending(s).unwrap();
+        assert!(matches!(&out[..], [JobOutcome::Failed { .. }]), "{out:?}");
+        let state = e.state(s).unwrap();
+        assert!(matches!(
+            state.job(job).unwrap().status,
+            JobStatus::Failed { .. }
+        ));
+        let after = texts(&e.window(s).unwrap());
+        assert_eq!(&after[..before.len()], &before[..], "history is intact");
+        assert_eq!(state.pending_jobs().count(), 0);
+    }
+}
+
+#[test]
+fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
+    let dir = tempdir();
+    let cap = capture("short summary");
+    let e = engine_with(&dir, cap.clone(), None);
+    // usable = 12,000 - 4,000 = 8,000 tokens
+    let small = ModelLimits {
+        context: 12_000,
+        input: None,
+        output: Some(4_000),
+    };
+    let s = e
+        .start_session(
+            Policy {
+                auto: false,
+                ..Policy::opencode_seed()
+            },
+            small.clone(),
+            None,
+        )
+        .unwrap();
+    let u = e.user_message(s, "read the big file").unwrap();
+    let big = "y".repeat(40_000); // 10k tokens: the full request cannot fit
+    e.record_step(
+        s,
+        u,
+        None,
+        vec![tool("read", "big.txt", &big)],
+        usage(10),
+        FinishReason::ToolCalls,
+    )
+    .unwrap();
+    let job = e.request_compaction(s).unwrap();
+    assert!(matches!(
+        e.run_pending(s).unwrap()[..],
+        [JobOutcome::Completed { .. }]
+    ));
+    let events: Vec<Envelope> = e.store().read(s, 1).unwrap().map(Result::unwrap).collect();
+    let attempts: Vec<(String, bool)> = events
+        .iter()
+        .filter_map(|x| match &x.event {
+            Event::CompactionAttempted {
+                job: j,
+                strategy,
+                fits,
+                ..
+            } if *j == job => Some((strategy.clone(), *fits)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            ("full".to_string(), false),
+            ("truncated-tool-outputs".to_string(), true)
+        ]
+    );
+    let req = cap.seen.lock().unwrap()[0].clone();
+    let WindowPart::Tool {
+        result: ToolResult::Output { text: out, .. },
+        ..
+    } = &req.messages[1].parts[0]
+    else {
+        panic!()
+    };
+    assert!(
+        out.ends_with("[Tool output truncated for compaction: omitted 38000 chars]"),
+        "{}",
+        &out[out.len() - 80..]
+    );
+
+    // when even that does not fit, only the recent turns are sent; when nothing fits, it fails
+    let dir = tempdir();
+    let cap = capture("s");
+    let e = engine_with(&dir, cap.clone(), None);
+    let s = e
+        .start_session(
+            Policy {
+                auto: false,
+                ..Policy::opencode_seed()
+            },
+            small,
+            None,
+        )
+        .unwrap();
+    for i in 0..30 {
+        let u = e
+            .user_message(s, &format!("turn {i}: {}", "z".repeat(1_500)))
+            .unwrap();
+        e.record_step(
+            s,
+            u,
+            None,
+            vec![text(&"w".repeat(1_500))],
+            usage(10),
+            FinishReason::Stop,
+        )
+        .unwrap();
+    }
+    e.request_compaction(s).unwrap();
+    assert!(matches!(
+        e.run_pending(s).unwrap()[..],
+        [JobOutcome::Completed { .. }]
+    ));
+    let req = cap.seen.lock().unwrap()[0].clone();
+    assert!(
+        req.messages.len() < 61 && req.messages.len() >= 3,
+        "{}",
+        req.messages.len()
+    );
+    assert_eq!(req.messages[0].role, Role::User);
+    assert!(
+        texts(&Window {
+            pivot: None,
+            messages: req.messages.clone()
+        })
+        .last()
+        .unwrap()
+            == COMPACTION_QUESTION
+    );
+
+    let dir = tempdir();
+    let e = engine_with(&dir, capture("s"), None);
+    let tiny = ModelLimits {
+        context: 1_000,
+        input: Some(500),
+        output: Some(100),
+    };
+    let s = e
+        .start_session(
+            Policy {
+                auto: false,
+                ..Policy::opencode_seed()
+            },
+            tiny,
+            None,
+        )
+        .unwrap();
+    let u = e.user_message(s, &"q".repeat(8_000)).unwrap();
+    e.record_step(s, u, None, vec![text("a")], usage(10), FinishReason::Stop)
+        .unwrap();
+    e.request_compaction(s).unwrap();
+    let out = e.run_pending(s).unwrap();
+    assert!(
+        matches!(&out[..], [JobOutcome::Failed { error, .. }] if error.contains("does not fit")),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn the_loop_guard_pauses_auto_compaction_until_a_real_user_message() {
+    let dir = tempdir();
+    // A summary as large as the history: compaction does not help.
+    let e = engine_with(&dir, capture(&"summary ".repeat(30_000)), None);
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    let u = e.user_message(s, "go").unwrap();
+    e.record_step(
+        s,
+        u,
+        None,
+        vec![text(&"t".repeat(20_000))],
+        usage(95_000),
+        FinishReason::ToolCalls,
+    )
+    .unwrap();
+    assert!(matches!(
+        e.run_pending(s).unwrap()[..],
+        [JobOutcome::Completed { .. }]
+    ));
+    let state = e.state(s).unwrap();
+    let reason = state.auto_paused.clone().expect("paused");
+    assert!(reason.contains("shrank the window"), "{reason}");
+    // overflow again: nothing is queued while paused
+    let cont = state.messages.last().unwrap().id;
+    let step = e
+        .record_step(
+            s,
+            cont,
+            None,
+            vec![text("more")],
+            usage(95_000),
+            FinishReason::ToolCalls,
+        )
+        .unwrap();
+    assert!(step.overflow.unwrap().overflow);
+    assert_eq!(step.queued, None);
+    // a real user message lifts the pause
+    let u2 = e.user_message(s, "try again").unwrap();
+    let step = e
+        .record_step(
+            s,
+            u2,
+            None,
+            vec![text("more")],
+            usage(95_000),
+            FinishReason::ToolCalls,
+        )
+        .unwrap();
+    assert!(step.queued.is_some());
+}
+
+#[test]
+fn secrets_are_redacted_from_the_summary_and_counted() {
+    let dir = tempdir();
+    let e = engine_with(
+        &dir,
+        capture("Use OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuv to call it."),
+        None,
+    );
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    e.user_message(s, "x").unwrap();
+    let job = e.request_compaction(s).unwrap();
+    assert!(matches!(
+        e.run_pending(s).unwrap()[..],
+        [JobOutcome::Completed { redactions: 1, .. }]
+    ));
+    assert_eq!(
+        texts(&e.window(s).unwrap())[1],
+        "Use OPENAI_API_KEY=[REDACTED] to call it."
+    );
+    assert_eq!(e.state(s).unwrap().job(job).unwrap().redactions, 1);
+    let log: Vec<Envelope> = e.store().read(s, 1).unwrap().map(Result::unwrap).collect();
+    let json = serde_json::to_string(&log).unwrap();
+    assert!(
+        !json.contains("sk-proj-abcdefghijklmnopqrstuv"),
+        "the secret is nowhere in the log"
+    );
+}
+
+/// A scripted session run through the engine.
+fn script(e: &Engine) -> SessionId {
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), Some("scripted".into()))
+        .unwrap();
+    for turn in 0..6u64 {
+        let u = e.user_message(s, &format!("turn {turn}")).unwrap();
+        for step in 0..3u64 {
+            // three calm turns with big outputs (pruned at a turn's end), then
+            // turns whose last step overflows (compacted)
+            let out = "o".repeat(40_000 * (step as usize + 1));
+            let tokens = if turn < 3 {
+                usage(20_000)
+            } else {
+                usage(40_000 + 30_000 * step)
+            };
+            e.record_step(
+                s,
+                u,
+                None,
+                vec![tool("read", &format!("f{turn}{step}.rs"), &out), text("ok")],
+                tokens,
+                FinishReason::ToolCalls,
+            )
+            .unwrap();
+            e.run_pending(s).unwrap();
+        }
+        e.end_turn(s).unwrap();
+    }
+    s
+}
+
+fn log_bytes(e: &Engine, s: SessionId) -> Vec<u8> {
+    e.store()
+        .read(s, 1)
+        .unwrap()
+        .flat_map(|x| codec::encode(&x.unwrap()).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_same_commands_give_byte_identical_logs() {
+    let (d1, d2) = (tempdir(), tempdir());
+    let e1 = engine_with(&d1, Arc::new(ExtractiveSummarizer::default()), None);
+    let s1 = script(&e1);
+    let first = log_bytes(&e1, s1);
+    let events: Vec<Envelope> = e1
+        .store()
+        .read(s1, 1)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(
+        events
+            .iter()
+            .any(|x| matches!(x.event, Event::SummaryCompleted { .. })),
+        "the script compacts"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|x| matches!(x.event, Event::PartsPruned { .. })),
+        "the script prunes"
+    );
+    // replaying with the recorded summaries gives the same bytes
+    let e2 = engine_with(&d2, Arc::new(RecordedSummarizer::from_log(&events)), None);
+    let s2 = script(&e2);
+    assert_eq!(s1, s2);
+    assert_eq!(log_bytes(&e2, s2), first);
+}
+
+/// Panics inside the summarizer: a crash between start and completion.
+struct Crash;
+impl Summarizer for Crash {
+    fn name(&self) -> &str {
+        "crash"
+    }
+    fn summarize(&self, _: &SummaryRequest) -> Result<SummaryOutput, SummarizeError> {
+        panic!("simulated crash inside the summarizer");
+    }
+}
+
+#[test]
+fn a_job_interrupted_after_it_started_runs_again_on_reopen() {
+    let dir = tempdir();
+    let (s, job) = {
+        let e = engine_with(&dir, Arc::new(Crash), None);
+        let s = e
+            .start_session(Policy::opencode_seed(), limits(), None)
+            .unwrap();
+        e.user_message(s, "x").unwrap();
+        let job = e.request_compaction(s).unwrap();
+        let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| e.run_pending(s)));
+        assert!(crashed.is_err());
+        (s, job)
+    };
+    let e = engine_seeded(&dir, capture("recovered"), None, 10);
+    let state = e.state(s).unwrap();
+    assert_eq!(
+        state.job(job).unwrap().status,
+        JobStatus::Running,
+        "started, never completed"
+    );
+    let out = e.run_pending(s).unwrap();
+    assert!(matches!(&out[..], [JobOutcome::Completed { job: j, .. }] if *j == job));
+    let state = e.state(s).unwrap();
+    assert_eq!(state.job(job).unwrap().attempts, 2);
+    assert_eq!(
+        texts(&e.window(s).unwrap()),
+        [COMPACTION_QUESTION, "recovered"]
+    );
+    assert_eq!(e.run_pending(s).unwrap(), vec![]);
+}
+
+#[test]
+fn window_at_shows_the_past() {
+    let dir = tempdir();
+    let e = engine_with(&dir, capture("S"), None);
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    e.user_message(s, "first").unwrap();
+    let head_before = e.store().head(s).unwrap();
+    e.request_compaction(s).unwrap();
+    e.run_pending(s).unwrap();
+    assert_eq!(texts(&e.window_at(s, head_before).unwrap()), ["first"]);
+    assert_eq!(texts(&e.window(s).unwrap()), [COMPACTION_QUESTION, "S"]);
+    assert!(matches!(
+        e.window_at(s, 10_000),
+        Err(EngineError::NoSuchSeq { .. })
+    ));
+}
+
+#[test]
+fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget() {
+    let dir = tempdir();
+    let e = engine_with(&dir, Arc::new(ExtractiveSummarizer::default()), None);
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    let u = e
+        .user_message(s, "Make the parser test in src/parse.rs pass.")
+        .unwrap();
+    let bash = |cmd: &str, ok: bool| PartBody::Tool {
+        call_id: format!("c-{cmd}"),
+        tool: "bash".into(),
+        state: if ok {
+            ToolState::Completed {
+                input: Json::Object(vec![("command".into(), cmd.into())]),
+                output: "ok".into(),
+                title: None,
+                metadata: Json::Null,
+                start: 1,
+                end: 2,
+                attachments: vec![],
+            }
+        } else {
+            ToolState::Error {
+                input: Json::Object(vec![("command".into(), cmd.into())]),
+                error: "test parse_block ... FAILED".into(),
+                start: 1,
+                end: 2,
+            }
+        },
+    };
+    e.record_step(
+        s,
+        u,
+        None,
+        vec![
+            tool("read", "src/parse.rs", "fn parse_block() {}"),
+            bash("cargo test", false),
+        ],
+        usage(10),
+        FinishReason::ToolCalls,
+    )
+    .unwrap();
+    e.record_step(
+        s,
+        u,
+        None,
+        vec![
+            tool("edit", "src/parse.rs", "patched"),
+            bash("cargo test", true),
+            text("Fixed the off-by-one in parse_block."),
+        ],
+        usage(10),
+        FinishReason::Stop,
+    )
+    .unwrap();
+    e.request_compaction(s).unwrap();
+    e.run_pending(s).unwrap();
+    let summary = texts(&e.window(s).unwrap())[1].clone();
+    for want in [
+        "Make the parser test in src/parse.rs pass.",
+        "### Files changed\n- src/parse.rs",
+        "### Files read\n- src/parse.rs",
+        "`cargo test` (failed: test parse_block ... FAILED)",
+        "`cargo test` (ok)",
+        "bash: test parse_block ... FAILED",
+        "Fixed the off-by-one in parse_block.",
+    ] {
+        assert!(summary.contains(want), "missing {want:?} in:\n{summary}");
+    }
+    // bounded by its budget
+    let tight = ExtractiveSummarizer {
+        budget_tokens: 40,
+        ..ExtractiveSummarizer::default()
+    };
+    let state = e.state(s).unwrap();
+    let req = SummaryRequest {
+        session: s,
+        job: state.jobs[0].marker,
+        system: String::new(),
+        messages: window(
+            &SessionState::replay(
+                &e.store()
+                    .read(s, 1)
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .take(12)
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap(),
+        )
+        .messages,
+        instruction: String::new(),
+        model: None,
+        max_output_tokens: 100,
+    };
+    let out = tight.summarize(&req).unwrap();
+    assert!(state.policy.estimate(&out.text) <= 45, "{}", out.text);
+}
