@@ -400,6 +400,43 @@ fn fixture_replays_to_its_digest_and_window() {
 }
 
 #[test]
+fn the_audit_trail_of_the_fixture() {
+    let text = std::fs::read_to_string(fixture("lifecycle.jsonl")).unwrap();
+    let events: Vec<Envelope> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let trail = audit(&events);
+    let kinds: Vec<&str> = trail.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "policy_changed",
+            "parts_pruned",
+            "parts_restored",
+            "parts_pruned",
+            "compaction_requested",
+            "compaction_failed",
+            "compaction_requested",
+            "compaction_attempted",
+            "compaction_started",
+            "summary_completed",
+            "continue",
+            "auto_compaction_paused",
+        ]
+    );
+    // the policy in force is named on every line, and the prunes name their parts
+    assert!(trail[1..].iter().all(|e| e.policy == "tight"), "{trail:?}");
+    assert_eq!(trail[1].ids.len(), 1);
+    assert_eq!(trail[1].tokens, Some(2_000));
+    assert_eq!(trail[4].tokens, Some(57_100), "the overflow count");
+    // strictly increasing seqs, each pointing at a real event
+    for w in trail.windows(2) {
+        assert!(w[0].seq < w[1].seq);
+    }
+}
+
+#[test]
 fn kind_index_is_the_binary_variant_tag_and_the_kind_list_is_checked_in() {
     for e in scenario() {
         let bytes = codec::encode(&e.event).unwrap();

@@ -4,11 +4,15 @@
 
 use clap::{Parser, Subcommand};
 use ctxlog_core::sim::{simulate, SimConfig};
+use ctxlog_core::window::ToolResult;
+use ctxlog_core::{audit, Role, SeededIds, SessionId, Window, WindowPart};
 use ctxlog_core::{
-    plan_prune, window, Envelope, Event, JobStatus, ModelLimits, Policy, RefusedEvent, SessionState,
+    plan_prune, window, Envelope, JobStatus, ModelLimits, Policy, RefusedEvent, SessionState,
 };
-use ctxlog_store::SledStore;
+use ctxlog_engine::{Clock, Engine, EngineConfig, EngineError, JobOutcome, SystemClock};
+use ctxlog_store::{EventLog, SledStore};
 use serde_json::json;
+use std::sync::Arc;
 
 mod stress;
 use std::fs::File;
@@ -82,6 +86,36 @@ enum Command {
     },
     /// Check every record of the store (CRC, chain, contiguity, heads).
     Verify,
+    /// Print the exact model input of a stored session, at its head or as it
+    /// was right after event `--at SEQ`.
+    Window {
+        /// The session id.
+        session: String,
+        /// Show the window as it was right after this event.
+        #[arg(long)]
+        at: Option<u64>,
+    },
+    /// Every prune, compaction request, start, attempt, summary, failure,
+    /// pause and continue of a stored session.
+    Audit {
+        /// The session id.
+        session: String,
+    },
+    /// Compact a stored session by hand and run the job now.
+    Compact {
+        /// The session id.
+        session: String,
+        /// The summarizer.
+        #[arg(long, value_enum, default_value_t = SummarizerKind::Extractive)]
+        summarizer: SummarizerKind,
+    },
+}
+
+/// Summarizers the command line can use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SummarizerKind {
+    /// Deterministic, built from the log, no network.
+    Extractive,
 }
 
 /// A failure, with the exit code it maps to.
@@ -183,6 +217,12 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             batch,
         } => stress::run(&cli.db, *sessions, *events, *batch),
         Command::Verify => verify(cli),
+        Command::Window { session, at } => show_window(cli, session, *at),
+        Command::Audit { session } => show_audit(cli, session),
+        Command::Compact {
+            session,
+            summarizer,
+        } => compact(cli, session, *summarizer),
         Command::Presets => {
             let presets: Vec<Policy> = Policy::preset_names()
                 .iter()
@@ -248,6 +288,182 @@ fn verify(cli: &Cli) -> Result<(), CliError> {
     }
 }
 
+fn parse_session(text: &str) -> Result<SessionId, CliError> {
+    uuid::Uuid::parse_str(text)
+        .map(SessionId)
+        .map_err(|e| CliError::BadInput(format!("{text:?} is not a session id: {e}")))
+}
+
+/// Opens the store and checks that `session` exists in it.
+fn stored_session(cli: &Cli, text: &str) -> Result<(SledStore, SessionId), CliError> {
+    let session = parse_session(text)?;
+    let store = open_store(&cli.db)?;
+    let head = store
+        .head(session)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    if head == 0 {
+        return Err(CliError::BadInput(format!(
+            "no session {session} in {}",
+            cli.db.display()
+        )));
+    }
+    Ok((store, session))
+}
+
+fn engine(store: SledStore) -> Engine {
+    let now = SystemClock.now_ms();
+    let seed = now ^ ((std::process::id() as u64) << 32) ^ 0x5EED;
+    Engine::new(
+        store,
+        EngineConfig::new(Box::new(SeededIds::new(seed)), Arc::new(SystemClock)),
+    )
+}
+
+fn window_json(w: &Window) -> serde_json::Value {
+    let parts = |m: &ctxlog_core::WindowMessage| -> Vec<serde_json::Value> {
+        m.parts
+            .iter()
+            .map(|p| match p {
+                WindowPart::Text(t) => json!({"type": "text", "text": t}),
+                WindowPart::Reasoning(t) => json!({"type": "reasoning", "text": t}),
+                WindowPart::File(a) => json!({"type": "file", "mime": a.mime, "filename": a.filename, "url": a.url}),
+                WindowPart::Tool { call_id, tool, input, result } => {
+                    let input = serde_json::to_value(input).expect("json");
+                    match result {
+                        ToolResult::Output { text, attachments } => json!({
+                            "type": "tool", "call_id": call_id, "tool": tool, "input": input,
+                            "output": text,
+                            "attachments": attachments.iter().map(|a| json!({"mime": a.mime, "filename": a.filename, "url": a.url})).collect::<Vec<_>>(),
+                        }),
+                        ToolResult::Error(e) => json!({
+                            "type": "tool", "call_id": call_id, "tool": tool, "input": input, "error": e,
+                        }),
+                    }
+                }
+            })
+            .collect()
+    };
+    json!({
+        "pivot": w.pivot.map(|p| p.to_string()),
+        "messages": w.messages.iter().map(|m| json!({
+            "role": match m.role { Role::User => "user", Role::Assistant => "assistant" },
+            "id": m.id.to_string(),
+            "parts": parts(m),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn show_window(cli: &Cli, session: &str, at: Option<u64>) -> Result<(), CliError> {
+    let (store, session) = stored_session(cli, session)?;
+    let engine = engine(store);
+    let w = match at {
+        Some(seq) => engine.window_at(session, seq),
+        None => engine.window(session),
+    }
+    .map_err(|e| match e {
+        EngineError::NoSuchSeq { .. } => CliError::BadInput(e.to_string()),
+        e => CliError::Failed(e.to_string()),
+    })?;
+    if cli.json {
+        println!("{}", window_json(&w));
+        return Ok(());
+    }
+    for m in &w.messages {
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        for p in &m.parts {
+            let line = match p {
+                WindowPart::Text(t) => t.clone(),
+                WindowPart::Reasoning(t) => format!("(reasoning) {t}"),
+                WindowPart::File(a) => {
+                    format!("(file) {}", a.filename.as_deref().unwrap_or(&a.url))
+                }
+                WindowPart::Tool {
+                    tool,
+                    input,
+                    result,
+                    ..
+                } => match result {
+                    ToolResult::Output { text, .. } => {
+                        format!("[{tool} {}] {}", input.to_json_string(), text)
+                    }
+                    ToolResult::Error(e) => {
+                        format!("[{tool} {}] error: {e}", input.to_json_string())
+                    }
+                },
+            };
+            println!("{role:>9}: {line}");
+        }
+    }
+    Ok(())
+}
+
+fn read_log(store: &SledStore, session: SessionId) -> Result<Vec<Envelope>, CliError> {
+    store
+        .read(session, 1)
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Failed(e.to_string()))
+}
+
+fn show_audit(cli: &Cli, session: &str) -> Result<(), CliError> {
+    let (store, session) = stored_session(cli, session)?;
+    let entries = audit(&read_log(&store, session)?);
+    if cli.json {
+        println!(
+            "{}",
+            json!({"session": session.to_string(), "entries": entries})
+        );
+        return Ok(());
+    }
+    for e in &entries {
+        println!("#{:<7} {} {:<24} {}", e.seq, e.at, e.kind, e.what);
+    }
+    if entries.is_empty() {
+        println!("nothing was pruned or compacted in {session}");
+    }
+    Ok(())
+}
+
+fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), CliError> {
+    let (store, session) = stored_session(cli, session)?;
+    let SummarizerKind::Extractive = summarizer;
+    let engine = engine(store);
+    let fail = |e: EngineError| CliError::Failed(e.to_string());
+    let job = engine.request_compaction(session).map_err(fail)?;
+    let outcomes = engine.run_pending(session).map_err(fail)?;
+    let mine = outcomes.iter().find(|o| match o {
+        JobOutcome::Completed { job: j, .. } | JobOutcome::Failed { job: j, .. } => *j == job,
+    });
+    let doc = match mine {
+        Some(JobOutcome::Completed {
+            summary,
+            redactions,
+            ..
+        }) => json!({
+            "ok": true, "session": session.to_string(), "job": job.to_string(),
+            "summary": summary.to_string(), "redactions": redactions,
+        }),
+        Some(JobOutcome::Failed { error, .. }) => {
+            return Err(CliError::Failed(format!(
+                "compaction of {session} failed: {error}"
+            )))
+        }
+        None => return Err(CliError::Failed("the compaction job did not run".into())),
+    };
+    if cli.json {
+        println!("{doc}");
+    } else {
+        println!(
+            "compacted {session}: job {job}, summary {}",
+            doc["summary"].as_str().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
 fn read_policy(path: &Path) -> Result<Policy, CliError> {
     let file = File::open(path)
         .map_err(|e| CliError::BadInput(format!("{}: cannot open: {e}", path.display())))?;
@@ -304,7 +520,7 @@ fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
         .iter()
         .filter(|j| matches!(j.status, JobStatus::Failed { .. }))
         .count();
-    let timeline: Vec<_> = events.iter().filter_map(lifecycle_entry).collect();
+    let timeline = audit(events);
     let plan = plan_prune(state, &state.policy);
     let overflow = state.overflow();
     let doc = json!({
@@ -346,7 +562,7 @@ fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
         println!("lifecycle");
     }
     for t in &timeline {
-        println!("  #{:<6} {}", t["seq"], t["what"].as_str().unwrap_or(""));
+        println!("  #{:<6} {}", t.seq, t.what);
     }
     println!(
         "window    {} messages, ~{} tokens of content; {} pruned outputs still stored (~{} tool-output tokens kept in the log)",
@@ -364,51 +580,4 @@ fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
         );
     }
     println!("digest    {}", state.digest());
-}
-
-/// One line of the compaction lifecycle for the audit timeline.
-fn lifecycle_entry(e: &Envelope) -> Option<serde_json::Value> {
-    use ctxlog_core::CompactionTrigger as T;
-    let what = match &e.event {
-        Event::CompactionRequested { auto, trigger, .. } => {
-            let why = match trigger {
-                T::Overflow { check, .. } => format!(
-                    "overflow: {} tokens > {} usable",
-                    check.count,
-                    check.usable.unwrap_or(0)
-                ),
-                T::ProviderOverflow { error } => format!("provider overflow: {error}"),
-                T::Manual => "manual".into(),
-                T::Imported => "imported".into(),
-            };
-            format!(
-                "compaction requested ({}; {why})",
-                if *auto { "auto" } else { "manual" }
-            )
-        }
-        Event::CompactionStarted { .. } => "compaction started".into(),
-        Event::SummaryCompleted { tokens, .. } => {
-            format!(
-                "summary completed ({} output tokens): window pivots here",
-                tokens.output
-            )
-        }
-        Event::CompactionFailed { error, .. } => {
-            format!("compaction failed: {error}; history kept")
-        }
-        Event::PartsPruned {
-            parts,
-            total_tokens,
-            policy,
-        } => {
-            format!(
-                "pruned {} tool outputs, ~{total_tokens} tokens (policy {policy})",
-                parts.len()
-            )
-        }
-        Event::PartsRestored { parts, .. } => format!("restored {} tool outputs", parts.len()),
-        Event::PolicyChanged { policy } => format!("policy changed to {}", policy.name),
-        _ => return None,
-    };
-    Some(json!({"seq": e.seq, "at": e.recorded_at, "kind": e.event.kind(), "what": what}))
 }

@@ -234,3 +234,118 @@ fn stress_then_verify_report_the_same_heads_with_db_before_or_after_the_command(
         Some(2)
     );
 }
+
+#[test]
+fn window_audit_and_compact_on_a_stored_session() {
+    let db = tmp("engine-db");
+    let _ = std::fs::remove_dir_all(&db);
+    let d = db.to_str().unwrap();
+    let out = ctxlog(&[
+        "stress",
+        "--db",
+        d,
+        "--sessions",
+        "1",
+        "--events",
+        "600",
+        "--batch",
+        "50",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let session = text
+        .lines()
+        .last()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+
+    // the window, exactly, as JSON
+    let w = json(&ctxlog(&["window", &session, "--json", "--db", d]));
+    let messages = w["messages"].as_array().unwrap();
+    assert!(!messages.is_empty());
+    for m in messages {
+        assert!(m["role"] == "user" || m["role"] == "assistant", "{m}");
+        assert!(!m["parts"].as_array().unwrap().is_empty());
+    }
+    // the audit names what the simulated agent did to its context
+    let a = json(&ctxlog(&["audit", &session, "--json", "--db", d]));
+    let entries = a["entries"].as_array().unwrap();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"parts_pruned") || kinds.contains(&"summary_completed"),
+        "{kinds:?}"
+    );
+    for e in entries {
+        assert!(
+            e["seq"].as_u64().unwrap() >= 1 && e["policy"] == "opencode-seed",
+            "{e}"
+        );
+    }
+    // a window in the past differs from the head's once the session has moved on
+    let early = json(&ctxlog(&[
+        "window", &session, "--at", "3", "--json", "--db", d,
+    ]));
+    assert!(early["messages"].as_array().unwrap().len() <= 1);
+    assert_eq!(
+        ctxlog(&["window", &session, "--at", "100000", "--db", d])
+            .status
+            .code(),
+        Some(2)
+    );
+
+    // manual compaction: the window becomes the pivot, the audit shows it, no continue
+    let c = ctxlog(&["compact", &session, "--json", "--db", d]);
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    let c = json(&c);
+    assert_eq!(c["ok"], true);
+    let w = json(&ctxlog(&["window", &session, "--json", "--db", d]));
+    let msgs = w["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 2, "{w}");
+    assert_eq!(msgs[0]["parts"][0]["text"], "What did we do so far?");
+    assert!(msgs[1]["parts"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Summary of the conversation so far"));
+    assert_eq!(w["pivot"], c["job"]);
+    let a = json(&ctxlog(&["audit", &session, "--json", "--db", d]));
+    let last: Vec<&str> = a["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .take(4)
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        last,
+        [
+            "summary_completed",
+            "compaction_attempted",
+            "compaction_started",
+            "compaction_requested"
+        ]
+    );
+    // the store still verifies
+    assert!(ctxlog(&["verify", "--db", d]).status.success());
+    // bad session ids are bad input
+    assert_eq!(
+        ctxlog(&["window", "not-a-uuid", "--db", d]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        ctxlog(&["audit", "00000000-0000-0000-0000-000000000000", "--db", d])
+            .status
+            .code(),
+        Some(2)
+    );
+}

@@ -11,6 +11,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod codec;
 pub mod digest;
 pub mod error;
@@ -25,6 +26,7 @@ pub mod state;
 pub mod tail;
 pub mod window;
 
+pub use audit::{audit, AuditEntry};
 pub use digest::StateDigest;
 pub use error::{RefusedEvent, Violation};
 pub use event::{
