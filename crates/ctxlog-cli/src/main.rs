@@ -9,6 +9,7 @@ use ctxlog_core::{audit, Role, SeededIds, SessionId, Window, WindowPart};
 use ctxlog_core::{
     plan_prune, window, Envelope, JobStatus, ModelLimits, Policy, RefusedEvent, SessionState,
 };
+use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
 use ctxlog_engine::{Clock, Engine, EngineConfig, EngineError, JobOutcome, SystemClock};
 use ctxlog_store::{EventLog, SledStore};
 use serde_json::json;
@@ -116,6 +117,9 @@ enum Command {
 enum SummarizerKind {
     /// Deterministic, built from the log, no network.
     Extractive,
+    /// An OpenAI-compatible endpoint: `OPENAI_BASE_URL`, `OPENAI_API_KEY`,
+    /// `CTXLOG_COMPACTION_MODEL`.
+    Openai,
 }
 
 /// A failure, with the exit code it maps to.
@@ -310,13 +314,14 @@ fn stored_session(cli: &Cli, text: &str) -> Result<(SledStore, SessionId), CliEr
     Ok((store, session))
 }
 
-fn engine(store: SledStore) -> Engine {
+fn engine(store: SledStore, summarizer: SummarizerKind) -> Engine {
     let now = SystemClock.now_ms();
     let seed = now ^ ((std::process::id() as u64) << 32) ^ 0x5EED;
-    Engine::new(
-        store,
-        EngineConfig::new(Box::new(SeededIds::new(seed)), Arc::new(SystemClock)),
-    )
+    let mut config = EngineConfig::new(Box::new(SeededIds::new(seed)), Arc::new(SystemClock));
+    if summarizer == SummarizerKind::Openai {
+        config.summarizer = Arc::new(OpenAiSummarizer::new(OpenAiConfig::from_env()));
+    }
+    Engine::new(store, config)
 }
 
 fn window_json(w: &Window) -> serde_json::Value {
@@ -355,7 +360,7 @@ fn window_json(w: &Window) -> serde_json::Value {
 
 fn show_window(cli: &Cli, session: &str, at: Option<u64>) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
-    let engine = engine(store);
+    let engine = engine(store, SummarizerKind::Extractive);
     let w = match at {
         Some(seq) => engine.window_at(session, seq),
         None => engine.window(session),
@@ -429,8 +434,7 @@ fn show_audit(cli: &Cli, session: &str) -> Result<(), CliError> {
 
 fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
-    let SummarizerKind::Extractive = summarizer;
-    let engine = engine(store);
+    let engine = engine(store, summarizer);
     let fail = |e: EngineError| CliError::Failed(e.to_string());
     let job = engine.request_compaction(session).map_err(fail)?;
     let outcomes = engine.run_pending(session).map_err(fail)?;

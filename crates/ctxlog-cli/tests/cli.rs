@@ -349,3 +349,78 @@ fn window_audit_and_compact_on_a_stored_session() {
         Some(2)
     );
 }
+
+#[test]
+fn compact_with_the_openai_summarizer_calls_the_configured_endpoint() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let (mut len, mut path) = (0usize, String::new());
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if path.is_empty() {
+                path = line.clone();
+            }
+            if line == "\r\n" {
+                break;
+            }
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                len = v.trim().parse().unwrap();
+            }
+        }
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).unwrap();
+        let answer = r#"{"choices":[{"message":{"content":"Remote summary."},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":3}}"#;
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+            answer.len()
+        )
+        .unwrap();
+        (path, String::from_utf8(body).unwrap())
+    });
+    let db = tmp("openai-db");
+    let _ = std::fs::remove_dir_all(&db);
+    let d = db.to_str().unwrap();
+    let out = ctxlog(&["stress", "--db", d, "--sessions", "1", "--events", "40"]);
+    let session = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .args([
+            "compact",
+            &session,
+            "--summarizer",
+            "openai",
+            "--json",
+            "--db",
+            d,
+        ])
+        .env("OPENAI_BASE_URL", &url)
+        .env("CTXLOG_COMPACTION_MODEL", "local-model")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (path, body) = server.join().unwrap();
+    assert!(path.starts_with("POST /v1/chat/completions "), "{path}");
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["model"], "local-model");
+    assert!(body.get("tools").is_none());
+    let w = json(&ctxlog(&["window", &session, "--json", "--db", d]));
+    assert_eq!(w["messages"][1]["parts"][0]["text"], "Remote summary.");
+}

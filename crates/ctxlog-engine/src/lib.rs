@@ -17,6 +17,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod openai;
 pub mod redact;
 pub mod summarize;
 
