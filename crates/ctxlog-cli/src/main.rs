@@ -102,7 +102,8 @@ enum Command {
         /// The session id.
         session: String,
     },
-    /// Compact a stored session by hand and run the job now.
+    /// Compact a stored session by hand and run the job now (a job already
+    /// pending, e.g. one cut off by a crash, runs instead of a new one).
     Compact {
         /// The session id.
         session: String,
@@ -436,7 +437,18 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
     let (store, session) = stored_session(cli, session)?;
     let engine = engine(store, summarizer);
     let fail = |e: EngineError| CliError::Failed(e.to_string());
-    let job = engine.request_compaction(session).map_err(fail)?;
+    // A job already pending (queued, or started and cut off by a crash) runs
+    // instead of a new one.
+    let pending = engine
+        .state(session)
+        .map_err(fail)?
+        .pending_jobs()
+        .next()
+        .map(|j| j.marker);
+    let job = match pending {
+        Some(job) => job,
+        None => engine.request_compaction(session).map_err(fail)?,
+    };
     let outcomes = engine.run_pending(session).map_err(fail)?;
     let mine = outcomes.iter().find(|o| match o {
         JobOutcome::Completed { job: j, .. } | JobOutcome::Failed { job: j, .. } => *j == job,

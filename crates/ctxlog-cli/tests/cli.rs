@@ -424,3 +424,89 @@ fn compact_with_the_openai_summarizer_calls_the_configured_endpoint() {
     let w = json(&ctxlog(&["window", &session, "--json", "--db", d]));
     assert_eq!(w["messages"][1]["parts"][0]["text"], "Remote summary.");
 }
+
+/// A crash between the start and the completion of a compaction: the child
+/// is killed with SIGKILL while its summarizer waits on the endpoint; the
+/// job is found running on reopen and completes exactly once.
+#[test]
+fn a_compaction_cut_off_by_sigkill_runs_again_and_completes_once() {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let (got_tx, got_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream);
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        got_tx.send(()).unwrap();
+        // never answer: hold the connection until the child is killed
+        std::thread::sleep(std::time::Duration::from_secs(30));
+    });
+    let db = tmp("crash-db");
+    let _ = std::fs::remove_dir_all(&db);
+    let d = db.to_str().unwrap();
+    let out = ctxlog(&["stress", "--db", d, "--sessions", "1", "--events", "60"]);
+    let session = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .last()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let before = json(&ctxlog(&["audit", &session, "--json", "--db", d]))["entries"]
+        .as_array()
+        .unwrap()
+        .len();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .args(["compact", &session, "--summarizer", "openai", "--db", d])
+        .env("OPENAI_BASE_URL", &url)
+        .spawn()
+        .unwrap();
+    got_rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the summarizer called the endpoint");
+    child.kill().unwrap(); // SIGKILL, between start and completion
+    child.wait().unwrap();
+    assert!(ctxlog(&["verify", "--db", d]).status.success());
+    let a = json(&ctxlog(&["audit", &session, "--json", "--db", d]));
+    let entries = &a["entries"].as_array().unwrap()[before..];
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "compaction_requested",
+            "compaction_started",
+            "compaction_attempted"
+        ],
+        "started, never completed"
+    );
+    let job = entries[0]["ids"][0].as_str().unwrap().to_owned();
+    // reopen: the same job runs again and completes
+    let c = json(&ctxlog(&["compact", &session, "--json", "--db", d]));
+    assert_eq!(c["job"], job.as_str());
+    let a = json(&ctxlog(&["audit", &session, "--json", "--db", d]));
+    let completed: Vec<&serde_json::Value> = a["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "summary_completed")
+        .collect();
+    assert_eq!(
+        completed
+            .iter()
+            .filter(|e| e["ids"][0] == job.as_str())
+            .count(),
+        1
+    );
+    let w = json(&ctxlog(&["window", &session, "--json", "--db", d]));
+    assert_eq!(w["pivot"], job.as_str());
+    // a completed job never runs twice: the next compact is a new job
+    let c2 = json(&ctxlog(&["compact", &session, "--json", "--db", d]));
+    assert_ne!(c2["job"], job.as_str());
+}
