@@ -20,6 +20,7 @@
 pub mod openai;
 pub mod redact;
 pub mod summarize;
+pub mod workers;
 
 use ctxlog_core::policy::Estimator;
 use ctxlog_core::window::{estimate_json, window, Window, CONTINUE_TEXT};
@@ -661,6 +662,18 @@ impl Engine {
     /// A copy of the session's state.
     pub fn state(&self, session: SessionId) -> Result<SessionState, EngineError> {
         self.with(session, |state| Ok(state.clone()))
+    }
+
+    /// Sessions of the store with compaction jobs still pending (to resubmit
+    /// to workers after a restart). Reads every session's state.
+    pub fn pending_sessions(&self) -> Result<Vec<SessionId>, EngineError> {
+        let mut out = Vec::new();
+        for (session, _) in self.store.sessions()? {
+            if self.state(session)?.pending_jobs().next().is_some() {
+                out.push(session);
+            }
+        }
+        Ok(out)
     }
 
     /// Runs every pending compaction job of `session`, oldest first (jobs
