@@ -211,6 +211,43 @@ pub enum JobOutcome {
     },
 }
 
+/// What the engine tells its subscribers, after the events are durable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// A compaction completed: the window now starts at its marker.
+    Compacted {
+        /// The session.
+        session: SessionId,
+        /// The job.
+        job: MessageId,
+    },
+    /// A compaction failed; history is as it was.
+    CompactionFailed {
+        /// The session.
+        session: SessionId,
+        /// The job.
+        job: MessageId,
+        /// Why.
+        error: String,
+    },
+    /// Tool outputs were pruned.
+    Pruned {
+        /// The session.
+        session: SessionId,
+        /// How many parts.
+        parts: usize,
+        /// Their estimated tokens.
+        tokens: u64,
+    },
+    /// The loop guard paused automatic compaction.
+    AutoCompactionPaused {
+        /// The session.
+        session: SessionId,
+        /// Why.
+        reason: String,
+    },
+}
+
 /// The engine: a store, injected clock and ids, a summarizer, and the cached
 /// state of each open session.
 pub struct Engine {
@@ -222,6 +259,7 @@ pub struct Engine {
     hook: Option<Arc<dyn CompactingHook>>,
     loop_guard: LoopGuard,
     sessions: Mutex<BTreeMap<SessionId, Arc<Mutex<SessionState>>>>,
+    subscribers: Mutex<Vec<crossbeam_channel::Sender<Notice>>>,
 }
 
 impl Engine {
@@ -236,12 +274,34 @@ impl Engine {
             hook: config.hook,
             loop_guard: config.loop_guard,
             sessions: Mutex::new(BTreeMap::new()),
+            subscribers: Mutex::new(Vec::new()),
         }
     }
 
     /// The underlying store.
     pub fn store(&self) -> &SledStore {
         &self.store
+    }
+
+    /// Subscribes to notices (compacted, failed, pruned, paused) on a bounded
+    /// channel of `capacity`. A notice that does not fit is dropped for that
+    /// subscriber (the log, and `audit`, always have the full story).
+    pub fn subscribe(&self, capacity: usize) -> crossbeam_channel::Receiver<Notice> {
+        let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+        self.subscribers.lock().expect("subscribers lock").push(tx);
+        rx
+    }
+
+    fn notify(&self, notice: Notice) {
+        self.subscribers
+            .lock()
+            .expect("subscribers lock")
+            .retain(|tx| {
+                !matches!(
+                    tx.try_send(notice.clone()),
+                    Err(crossbeam_channel::TrySendError::Disconnected(_))
+                )
+            });
     }
 
     fn uuid(&self, at: TimestampMs) -> uuid::Uuid {
@@ -622,6 +682,11 @@ impl Engine {
             match plan.to_event(&policy) {
                 Some(event) => {
                     self.commit(session, state, vec![event])?;
+                    self.notify(Notice::Pruned {
+                        session,
+                        parts: plan.parts.len(),
+                        tokens: plan.prunable_tokens,
+                    });
                     Ok(Some(plan.prunable_tokens))
                 }
                 None => Ok(None),
@@ -827,6 +892,11 @@ impl Engine {
                     error: last_error.clone(),
                 }],
             )?;
+            self.notify(Notice::CompactionFailed {
+                session,
+                job,
+                error: last_error.clone(),
+            });
             return Ok(JobOutcome::Failed {
                 job,
                 error: last_error,
@@ -880,6 +950,7 @@ impl Engine {
             state.job(job).map(|j| &j.status),
             Some(JobStatus::Completed { .. })
         ));
+        self.notify(Notice::Compacted { session, job });
         if auto {
             self.guard(session, state, window_before)?;
         }
@@ -932,11 +1003,12 @@ impl Engine {
                 session,
                 state,
                 vec![Event::AutoCompactionPaused {
-                    reason,
+                    reason: reason.clone(),
                     window_before: before,
                     window_after: after,
                 }],
             )?;
+            self.notify(Notice::AutoCompactionPaused { session, reason });
         }
         Ok(())
     }

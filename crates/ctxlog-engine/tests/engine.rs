@@ -801,3 +801,69 @@ fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget
     let out = tight.summarize(&req).unwrap();
     assert!(state.policy.estimate(&out.text) <= 45, "{}", out.text);
 }
+
+#[test]
+fn subscribers_hear_of_compactions_failures_prunes_and_pauses() {
+    let dir = tempdir();
+    let e = engine_with(&dir, capture(&"big summary ".repeat(20_000)), None);
+    let rx = e.subscribe(16);
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    let u = e.user_message(s, "go").unwrap();
+    e.record_step(
+        s,
+        u,
+        None,
+        vec![text(&"t".repeat(20_000))],
+        usage(95_000),
+        FinishReason::ToolCalls,
+    )
+    .unwrap();
+    e.run_pending(s).unwrap();
+    let notices: Vec<Notice> = rx.try_iter().collect();
+    assert!(
+        matches!(notices[0], Notice::Compacted { session, .. } if session == s),
+        "{notices:?}"
+    );
+    assert!(
+        matches!(notices[1], Notice::AutoCompactionPaused { .. }),
+        "{notices:?}"
+    );
+    // prunes
+    for i in 0..3 {
+        let u = e.user_message(s, &format!("turn {i}")).unwrap();
+        e.record_step(
+            s,
+            u,
+            None,
+            vec![tool("read", &format!("f{i}"), &"r".repeat(200_000))],
+            usage(10),
+            FinishReason::Stop,
+        )
+        .unwrap();
+        e.end_turn(s).unwrap();
+    }
+    assert!(rx
+        .try_iter()
+        .any(|n| matches!(n, Notice::Pruned { parts: 1.., .. })));
+    drop(rx);
+    // a dropped subscriber is forgotten; a failure reaches a new one
+    let dir = tempdir();
+    let e = engine_with(
+        &dir,
+        Arc::new(Failing(SummarizeError::Failed("down".into()))),
+        None,
+    );
+    let rx = e.subscribe(1);
+    let s = e
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    e.user_message(s, "x").unwrap();
+    e.request_compaction(s).unwrap();
+    e.run_pending(s).unwrap();
+    assert!(matches!(
+        rx.try_recv().unwrap(),
+        Notice::CompactionFailed { .. }
+    ));
+}
