@@ -867,3 +867,62 @@ fn subscribers_hear_of_compactions_failures_prunes_and_pauses() {
         Notice::CompactionFailed { .. }
     ));
 }
+
+/// Run by `the_same_commands_give_byte_identical_logs_across_processes` in a
+/// child process (this test binary, re-executed): writes the scripted session
+/// into `$CTXLOG_CHILD_DIR` and prints its log's bytes as hex. Does nothing
+/// when run as an ordinary test.
+#[test]
+fn child_writes_the_script() {
+    let Some(dir) = std::env::var_os("CTXLOG_CHILD_DIR") else {
+        return;
+    };
+    let dir = TempDir(PathBuf::from(dir));
+    let e = engine_with(&dir, Arc::new(ExtractiveSummarizer::default()), None);
+    let s = script(&e);
+    let hex: String = log_bytes(&e, s)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    println!("\nLOG {hex}");
+}
+
+#[test]
+fn the_same_commands_give_byte_identical_logs_across_processes() {
+    let run_child = || {
+        let dir = tempdir();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_writes_the_script",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env("CTXLOG_CHILD_DIR", &dir.0)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("LOG "))
+            .expect("the child printed its log")
+            .to_owned()
+    };
+    let (a, b) = (run_child(), run_child());
+    assert!(a.len() > 10_000);
+    assert_eq!(a, b, "two processes wrote different logs");
+    // and the same as this process
+    let dir = tempdir();
+    let e = engine_with(&dir, Arc::new(ExtractiveSummarizer::default()), None);
+    let s = script(&e);
+    let here: String = log_bytes(&e, s)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(here, a);
+}
