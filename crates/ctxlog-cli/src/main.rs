@@ -84,6 +84,10 @@ enum Command {
         /// Events per append.
         #[arg(long, default_value_t = 1)]
         batch: u32,
+        /// Seed of the synthetic sessions (default: from the clock, so every
+        /// run writes new sessions).
+        #[arg(long)]
+        seed: Option<u64>,
     },
     /// Check every record of the store (CRC, chain, contiguity, heads).
     Verify,
@@ -220,7 +224,8 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             sessions,
             events,
             batch,
-        } => stress::run(&cli.db, *sessions, *events, *batch),
+            seed,
+        } => stress::run(&cli.db, *sessions, *events, *batch, *seed),
         Command::Verify => verify(cli),
         Command::Window { session, at } => show_window(cli, session, *at),
         Command::Audit { session } => show_audit(cli, session),

@@ -37,18 +37,26 @@ fn synthetic(seed: u64, events: usize) -> (SessionId, Vec<NewEvent>) {
     }
 }
 
-pub(crate) fn run(db: &Path, sessions: u32, events: u32, batch: u32) -> Result<(), CliError> {
+pub(crate) fn run(
+    db: &Path,
+    sessions: u32,
+    events: u32,
+    batch: u32,
+    seed: Option<u64>,
+) -> Result<(), CliError> {
     if sessions == 0 || events == 0 || batch == 0 {
         return Err(CliError::BadInput(
             "--sessions, --events and --batch must be at least 1".into(),
         ));
     }
     let store = crate::open_store(db)?;
-    // A nonce so that every run writes new sessions.
-    let nonce = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0);
+    // A nonce so that every run writes new sessions, unless a seed is given.
+    let nonce = seed.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    });
     let threads = (sessions as usize).min(MAX_THREADS);
     let failure = std::sync::Mutex::new(None::<String>);
     std::thread::scope(|scope| {

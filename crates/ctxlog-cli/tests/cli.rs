@@ -250,6 +250,8 @@ fn window_audit_and_compact_on_a_stored_session() {
         "600",
         "--batch",
         "50",
+        "--seed",
+        "11",
     ]);
     assert!(
         out.status.success(),
@@ -392,7 +394,17 @@ fn compact_with_the_openai_summarizer_calls_the_configured_endpoint() {
     let db = tmp("openai-db");
     let _ = std::fs::remove_dir_all(&db);
     let d = db.to_str().unwrap();
-    let out = ctxlog(&["stress", "--db", d, "--sessions", "1", "--events", "40"]);
+    let out = ctxlog(&[
+        "stress",
+        "--db",
+        d,
+        "--sessions",
+        "1",
+        "--events",
+        "40",
+        "--seed",
+        "12",
+    ]);
     let session = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -452,7 +464,17 @@ fn a_compaction_cut_off_by_sigkill_runs_again_and_completes_once() {
     let db = tmp("crash-db");
     let _ = std::fs::remove_dir_all(&db);
     let d = db.to_str().unwrap();
-    let out = ctxlog(&["stress", "--db", d, "--sessions", "1", "--events", "60"]);
+    let out = ctxlog(&[
+        "stress",
+        "--db",
+        d,
+        "--sessions",
+        "1",
+        "--events",
+        "60",
+        "--seed",
+        "13",
+    ]);
     let session = String::from_utf8(out.stdout)
         .unwrap()
         .lines()

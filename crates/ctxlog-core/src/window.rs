@@ -8,8 +8,9 @@
 //!   attachments are dropped; the stored output is untouched.
 //! - A pending or running tool renders as the error [`INTERRUPTED_TOOL`], so
 //!   every call has a result.
-//! - Summaries that never completed, and assistant messages with an error
-//!   (other than an abort that left content), are left out.
+//! - Summaries that never completed, markers of failed compactions, and
+//!   assistant messages with an error (other than an abort that left
+//!   content), are left out.
 //! - Step markers carry no content and are not sent.
 
 use crate::event::{Attachment, PartBody, Role, ToolState};
@@ -193,6 +194,14 @@ impl Window {
 /// Renders one stored message as model input; `None` when it sends nothing.
 pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage> {
     if m.summary && !summary_completed(state, m.id) {
+        return None;
+    }
+    // A failed compaction leaves the window as it was: its marker is not sent.
+    if m.marker
+        && state
+            .job(m.id)
+            .is_some_and(|j| matches!(j.status, JobStatus::Failed { .. }))
+    {
         return None;
     }
     if m.role == Role::Assistant {

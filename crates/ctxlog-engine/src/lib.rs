@@ -126,15 +126,18 @@ pub struct LoopGuard {
     /// An automatic compaction must shrink the estimated window by at least
     /// this many percent.
     pub min_shrink_percent: u64,
-    /// Most automatic compactions between two real user messages.
-    pub max_auto_per_user_turn: u32,
+    /// Most automatic compactions (completed or failed)...
+    pub max_auto: u32,
+    /// ...within this many finished steps.
+    pub within_steps: u32,
 }
 
 impl Default for LoopGuard {
     fn default() -> Self {
         LoopGuard {
             min_shrink_percent: 20,
-            max_auto_per_user_turn: 3,
+            max_auto: 3,
+            within_steps: 6,
         }
     }
 }
@@ -382,7 +385,17 @@ impl Engine {
         f: impl FnOnce(&mut SessionState) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
         let s = self.session(session)?;
-        let mut state = s.lock().expect("session lock");
+        let mut state = match s.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                // A panic under this lock (a bug, or a hook) may have left
+                // the cached state half-updated: the log is the truth.
+                let mut guard = poisoned.into_inner();
+                s.clear_poison();
+                self.reload(session, &mut guard)?;
+                guard
+            }
+        };
         f(&mut state)
     }
 
@@ -729,12 +742,17 @@ impl Engine {
         self.with(session, |state| Ok(state.clone()))
     }
 
+    /// Whether `session` has compaction jobs still to run.
+    pub fn has_pending(&self, session: SessionId) -> Result<bool, EngineError> {
+        self.with(session, |state| Ok(state.pending_jobs().next().is_some()))
+    }
+
     /// Sessions of the store with compaction jobs still pending (to resubmit
     /// to workers after a restart). Reads every session's state.
     pub fn pending_sessions(&self) -> Result<Vec<SessionId>, EngineError> {
         let mut out = Vec::new();
         for (session, _) in self.store.sessions()? {
-            if self.state(session)?.pending_jobs().next().is_some() {
+            if self.has_pending(session)? {
                 out.push(session);
             }
         }
@@ -843,12 +861,25 @@ impl Engine {
             "the compaction request does not fit the model, even with only the most recent turns",
         );
         let mut output = None;
-        for strategy in Strategy::ALL {
-            let Some(request) = strategy.apply(&base, limit, &estimator) else {
+        // The size each attempt must stay under: the model's budget, lowered
+        // below the last request whenever the provider says it was too large.
+        let mut target = limit;
+        let mut previous: Option<u64> = None;
+        let mut plan: std::collections::VecDeque<Strategy> = Strategy::ALL.into();
+        // After a "too large" answer, recent turns are tried again with a
+        // smaller target, a bounded number of times.
+        let mut shrinks_left = 4;
+        while let Some(strategy) = plan.pop_front() {
+            let Some(request) = strategy.apply(&base, target, &estimator) else {
                 continue;
             };
             let request_tokens = request_tokens(&request, &estimator);
-            let fits = limit.is_none_or(|l| request_tokens <= l);
+            if previous == Some(request_tokens) {
+                // The same request again would get the same answer.
+                continue;
+            }
+            previous = Some(request_tokens);
+            let fits = target.is_none_or(|l| request_tokens <= l);
             self.commit(
                 session,
                 state,
@@ -856,14 +887,27 @@ impl Engine {
                     job,
                     strategy: strategy.name().into(),
                     request_tokens,
-                    limit,
+                    limit: target,
                     fits,
                 }],
             )?;
             if !fits {
                 continue;
             }
-            match self.summarizer.summarize(&request) {
+            let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.summarizer.summarize(&request)
+            }))
+            .unwrap_or_else(|panic| {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                Err(SummarizeError::Failed(format!(
+                    "the summarizer panicked: {why}"
+                )))
+            });
+            match called {
                 Ok(out) if out.text.trim().is_empty() => {
                     last_error = "the summarizer returned no text".into();
                     break;
@@ -876,7 +920,14 @@ impl Engine {
                     output = Some(out);
                     break;
                 }
-                Err(e @ SummarizeError::TooLarge(_)) => last_error = e.to_string(),
+                Err(e @ SummarizeError::TooLarge(_)) => {
+                    last_error = e.to_string();
+                    target = Some(request_tokens.saturating_mul(2) / 3);
+                    if strategy == Strategy::RecentTurns && shrinks_left > 0 {
+                        shrinks_left -= 1;
+                        plan.push_front(Strategy::RecentTurns);
+                    }
+                }
                 Err(e) => {
                     last_error = e.to_string();
                     break;
@@ -884,6 +935,8 @@ impl Engine {
             }
         }
         let Some(out) = output else {
+            // Provider error bodies can echo what they were sent.
+            let last_error = redact::redact(&last_error).0;
             self.commit(
                 session,
                 state,
@@ -897,12 +950,16 @@ impl Engine {
                 job,
                 error: last_error.clone(),
             });
+            if auto {
+                self.guard(session, state, None)?;
+            }
             return Ok(JobOutcome::Failed {
                 job,
                 error: last_error,
             });
         };
-        let (text, redactions) = redact::redact(&out.text);
+        let (text, found) = redact::redact(&out.text);
+        let redactions = found + out.redacted;
         let at = self.clock.now_ms();
         let mut events = vec![
             Event::PartAppended {
@@ -952,7 +1009,7 @@ impl Engine {
         ));
         self.notify(Notice::Compacted { session, job });
         if auto {
-            self.guard(session, state, window_before)?;
+            self.guard(session, state, Some(window_before))?;
         }
         Ok(JobOutcome::Completed {
             job,
@@ -962,37 +1019,46 @@ impl Engine {
         })
     }
 
-    /// After an automatic compaction: pause automatic compaction when it did
-    /// not shrink the window enough, or when too many fired since the last
-    /// real user message.
+    /// After an automatic compaction (completed, with the window size
+    /// before it, or failed): pause automatic compaction when it did not
+    /// shrink the window enough, or when too many fired within the last few
+    /// steps.
     fn guard(
         &self,
         session: SessionId,
         state: &mut SessionState,
-        before: u64,
+        before: Option<u64>,
     ) -> Result<(), EngineError> {
         let after = window(state).estimate(&state.policy.estimator);
         let g = self.loop_guard;
-        let shrunk_enough =
-            after.saturating_mul(100) <= before.saturating_mul(100 - g.min_shrink_percent.min(100));
-        let last_real = state
+        let shrunk_enough = before.is_none_or(|b| {
+            after.saturating_mul(100) <= b.saturating_mul(100 - g.min_shrink_percent.min(100))
+        });
+        // The message of the `within_steps`-th most recent finished step.
+        let since = state
             .messages
             .iter()
-            .rposition(|m| m.role == Role::User && !m.synthetic && !m.marker);
+            .enumerate()
+            .rev()
+            .filter(|(_, m)| m.role == Role::Assistant && !m.summary && m.finish.is_some())
+            .nth(g.within_steps.saturating_sub(1) as usize)
+            .map(|(i, _)| i);
         let recent_auto = state
             .jobs
             .iter()
-            .filter(|j| j.auto && matches!(j.status, JobStatus::Completed { .. }))
-            .filter(|j| state.message_index(j.marker) > last_real)
+            .filter(|j| j.auto && !j.status.is_pending())
+            .filter(|j| since.is_none_or(|s| state.message_index(j.marker).is_some_and(|i| i > s)))
             .count() as u32;
         let reason = if !shrunk_enough {
             Some(format!(
-                "automatic compaction shrank the window from ~{before} to ~{after} tokens, less than {}%",
+                "automatic compaction shrank the window from ~{} to ~{after} tokens, less than {}%",
+                before.unwrap_or(0),
                 g.min_shrink_percent
             ))
-        } else if recent_auto >= g.max_auto_per_user_turn {
+        } else if recent_auto >= g.max_auto {
             Some(format!(
-                "{recent_auto} automatic compactions since the last user message"
+                "{recent_auto} automatic compactions within the last {} steps",
+                g.within_steps
             ))
         } else {
             None
@@ -1004,7 +1070,7 @@ impl Engine {
                 state,
                 vec![Event::AutoCompactionPaused {
                     reason: reason.clone(),
-                    window_before: before,
+                    window_before: before.unwrap_or(after),
                     window_after: after,
                 }],
             )?;
@@ -1080,21 +1146,25 @@ impl Strategy {
         if self == Strategy::TruncatedToolOutputs {
             return Some(r);
         }
-        // Recent turns: the longest suffix starting at a user message that
-        // fits, always ending with the marker, with at least one turn.
+        // Recent turns: the longest suffix that fits, always ending with the
+        // marker; it starts at a user message when one is in reach, else (a
+        // long autonomous turn) at any message, as long as it keeps at least
+        // two messages of the conversation.
         let limit = limit?;
         let fixed = e.estimate(&r.system) + e.estimate(&r.instruction);
         let n = r.messages.len();
-        let mut start = None;
+        let (mut at_user, mut at_any) = (None, None);
         for i in (0..n.saturating_sub(1)).rev() {
             let tokens = fixed + estimate_json(&r.messages[i..], e);
             if tokens > limit {
                 break;
             }
+            at_any = Some(i);
             if r.messages[i].role == Role::User {
-                start = Some(i);
+                at_user = Some(i);
             }
         }
+        let start = at_user.or(at_any.filter(|&i| n - 1 - i >= 2));
         let start = start?;
         r.messages.drain(..start);
         Some(r)

@@ -221,6 +221,7 @@ fn parse(v: &Value) -> Result<SummaryOutput, SummarizeError> {
             cache_write: 0,
         },
         finish,
+        redacted: 0,
     })
 }
 

@@ -126,14 +126,18 @@ fn redact_private_keys(text: &str, count: &mut u32) -> String {
             Some(i) => start + i,
             None => break,
         };
-        let Some(end_rel) = rest[header_end..].find("-----END ") else {
-            break;
+        // A block cut off before its end (a truncated summary) is redacted
+        // to the end of the text.
+        let stop = match rest[header_end..].find("-----END ") {
+            Some(end_rel) => {
+                let end_marker = header_end + end_rel;
+                match rest[end_marker..].find("PRIVATE KEY-----") {
+                    Some(close) => end_marker + close + "PRIVATE KEY-----".len(),
+                    None => rest.len(),
+                }
+            }
+            None => rest.len(),
         };
-        let end_marker = header_end + end_rel;
-        let Some(close) = rest[end_marker..].find("PRIVATE KEY-----") else {
-            break;
-        };
-        let stop = end_marker + close + "PRIVATE KEY-----".len();
         out.push_str(&rest[..start]);
         out.push_str("[REDACTED PRIVATE KEY]");
         *count += 1;

@@ -71,6 +71,9 @@ pub struct SummaryOutput {
     pub tokens: TokenUsage,
     /// Finish reason of the call.
     pub finish: FinishReason,
+    /// Secrets already redacted from `text` by the source (a recorded summary
+    /// carries its original count, so a replay records the same number).
+    pub redacted: u32,
 }
 
 /// Why a summary could not be produced.
@@ -273,6 +276,7 @@ impl Summarizer for ExtractiveSummarizer {
             },
             text,
             finish: FinishReason::Stop,
+            redacted: 0,
         })
     }
 }
@@ -314,6 +318,7 @@ impl RecordedSummarizer {
                 text: text.join("\n\n"),
                 tokens: summary.tokens.unwrap_or_default(),
                 finish: summary.finish.clone().unwrap_or(FinishReason::Stop),
+                redacted: job.redactions,
             };
             by_job.insert(job.marker, out.clone());
             in_order.push(out);
@@ -334,6 +339,7 @@ impl RecordedSummarizer {
                     text: (*t).to_owned(),
                     tokens: TokenUsage::default(),
                     finish: FinishReason::Stop,
+                    redacted: 0,
                 })
                 .collect(),
             ..Self::default()

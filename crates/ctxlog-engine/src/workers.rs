@@ -160,20 +160,16 @@ fn work(
         };
         loop {
             let result = engine.run_pending(session);
-            // Under the active lock, `submit` cannot race this check: a job
-            // queued before it is seen here; one queued after it is
-            // submitted again once the session has left the set.
-            let mut active = shared.active.lock().expect("active lock");
+            // Leave the active set first, then look for work queued during
+            // the run without holding the set's lock (a session's lock can be
+            // held for a whole summarizer call). If there is more and nobody
+            // queued the session meanwhile, take it back and run again; if
+            // someone did, their queue entry will run it.
+            shared.active.lock().expect("active lock").remove(&session);
             let more = result.is_ok()
                 && !shared.stop.load(Ordering::SeqCst)
-                && engine
-                    .state(session)
-                    .map(|s| s.pending_jobs().next().is_some())
-                    .unwrap_or(false);
-            if !more {
-                active.remove(&session);
-            }
-            drop(active);
+                && engine.has_pending(session).unwrap_or(false)
+                && shared.active.lock().expect("active lock").insert(session);
             if reports.try_send(WorkerReport { session, result }).is_err() {
                 shared.dropped_reports.fetch_add(1, Ordering::Relaxed);
             }
