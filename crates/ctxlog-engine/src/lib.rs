@@ -90,6 +90,9 @@ pub struct HookOutput {
 }
 
 /// The seeds' `experimental.session.compacting` plugin hook.
+///
+/// It is called while the engine holds the session's lock: it must not call
+/// back into the engine for the same session (it would wait on itself).
 pub trait CompactingHook: Send + Sync {
     /// Called before each compaction request is built.
     fn compacting(&self, session: SessionId) -> HookOutput;
@@ -106,7 +109,10 @@ pub const HOOK_MAX_PROMPT_CHARS: usize = 8_000;
 pub struct EngineConfig {
     /// Time source.
     pub clock: Arc<dyn Clock>,
-    /// Id source.
+    /// Id source. It must never repeat an id already in the store: a
+    /// deterministic source reopened on the same store needs a new seed (the
+    /// store refuses a repeated id with different content, so nothing is
+    /// corrupted, but the command fails).
     pub ids: Box<dyn IdSource + Send>,
     /// The summarizer.
     pub summarizer: Arc<dyn Summarizer>,

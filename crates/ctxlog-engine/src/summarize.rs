@@ -90,7 +90,9 @@ pub enum SummarizeError {
     NotRecorded(MessageId),
 }
 
-/// Turns a compaction request into a summary.
+/// Turns a compaction request into a summary. Called while the engine holds
+/// the session's lock: it must not call back into the engine for the same
+/// session. A panic is caught and recorded as a failed compaction.
 pub trait Summarizer: Send + Sync {
     /// A short name, recorded nowhere secret (`extractive`, `openai`, `recorded`).
     fn name(&self) -> &str;
