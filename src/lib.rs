@@ -5,4 +5,5 @@
 
 pub use ctxlog_core as core;
 pub use ctxlog_engine as engine;
+pub use ctxlog_import as import;
 pub use ctxlog_store as store;

@@ -11,7 +11,8 @@ use ctxlog_core::{
 };
 use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
 use ctxlog_engine::{Clock, Engine, EngineConfig, EngineError, JobOutcome, SystemClock};
-use ctxlog_store::{EventLog, SledStore};
+use ctxlog_import::{claude_code, Format, ImportOptions};
+use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -91,6 +92,14 @@ enum Command {
     },
     /// Check every record of the store (CRC, chain, contiguity, heads).
     Verify,
+    /// Import a recorded session into the store, whole or not at all.
+    Import {
+        /// The recording.
+        file: PathBuf,
+        /// Its format.
+        #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+        format: FormatArg,
+    },
     /// Print the exact model input of a stored session, at its head or as it
     /// was right after event `--at SEQ`.
     Window {
@@ -115,6 +124,15 @@ enum Command {
         #[arg(long, value_enum, default_value_t = SummarizerKind::Extractive)]
         summarizer: SummarizerKind,
     },
+}
+
+/// Recorded formats `import` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum FormatArg {
+    /// Detect from the first line.
+    Auto,
+    /// Claude Code transcript JSONL.
+    ClaudeCode,
 }
 
 /// Summarizers the command line can use.
@@ -227,6 +245,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             seed,
         } => stress::run(&cli.db, *sessions, *events, *batch, *seed),
         Command::Verify => verify(cli),
+        Command::Import { file, format } => import(cli, file, *format),
         Command::Window { session, at } => show_window(cli, session, *at),
         Command::Audit { session } => show_audit(cli, session),
         Command::Compact {
@@ -480,6 +499,75 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
         println!(
             "compacted {session}: job {job}, summary {}",
             doc["summary"].as_str().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+fn import(cli: &Cli, file: &Path, format: FormatArg) -> Result<(), CliError> {
+    use std::io::BufRead as _;
+    let name = file.display().to_string();
+    let open = || {
+        File::open(file)
+            .map(BufReader::new)
+            .map_err(|e| CliError::BadInput(format!("{name}: cannot open: {e}")))
+    };
+    let format = match format {
+        FormatArg::ClaudeCode => Format::ClaudeCode,
+        FormatArg::Auto => {
+            let mut first = String::new();
+            for line in open()?.lines() {
+                let line = line.map_err(|e| CliError::BadInput(format!("{name}:1: {e}")))?;
+                if !line.trim().is_empty() {
+                    first = line;
+                    break;
+                }
+            }
+            Format::detect(&first).ok_or_else(|| {
+                CliError::BadInput(format!("{name}: unknown format (use --format)"))
+            })?
+        }
+    };
+    let imported = match format {
+        Format::ClaudeCode => claude_code::import(open()?, &name, &ImportOptions::default()),
+    }
+    .map_err(|e| CliError::BadInput(e.to_string()))?;
+    let store = open_store(&cli.db)?;
+    let events: Vec<NewEvent> = imported
+        .events
+        .iter()
+        .cloned()
+        .map(NewEvent::from)
+        .collect();
+    let appended = store
+        .append(imported.session, Expected::NoStream, events)
+        .map_err(|e| CliError::Failed(format!("{name}: not stored: {e}")))?;
+    let doc = json!({
+        "session": imported.session.to_string(),
+        "format": imported.format.name(),
+        "source_session": imported.source_session,
+        "messages": imported.messages,
+        "tool_calls": imported.tool_calls,
+        "steps": imported.steps,
+        "events": imported.events.len(),
+        "already_imported": appended.duplicate,
+    });
+    if cli.json {
+        println!("{doc}");
+    } else {
+        println!(
+            "{} {}: {} messages, {} tool calls, {} steps, {} events{}",
+            imported.format.name(),
+            imported.session,
+            imported.messages,
+            imported.tool_calls,
+            imported.steps,
+            imported.events.len(),
+            if appended.duplicate {
+                " (already imported)"
+            } else {
+                ""
+            }
         );
     }
     Ok(())

@@ -538,3 +538,69 @@ fn a_compaction_cut_off_by_sigkill_runs_again_and_completes_once() {
     let c2 = json(&ctxlog(&["compact", &session, "--json", "--db", d]));
     assert_ne!(c2["job"], job.as_str());
 }
+
+#[test]
+fn import_a_real_claude_code_session_once_and_refuse_bad_input_without_writing() {
+    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/sessions/claude-code/full-session.jsonl");
+    if !real.exists() {
+        eprintln!("skipping: ../shared/sessions is absent");
+        return;
+    }
+    let db = tmp("import-db");
+    let _ = std::fs::remove_dir_all(&db);
+    let d = db.to_str().unwrap();
+    let first = ctxlog(&["import", real.to_str().unwrap(), "--json", "--db", d]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let first = json(&first);
+    assert_eq!(first["format"], "claude-code");
+    assert_eq!(
+        first["source_session"],
+        "cfa1e878-62b5-4e40-b281-bbf9b250d766"
+    );
+    assert_eq!(
+        (
+            first["tool_calls"].as_u64(),
+            first["already_imported"].as_bool()
+        ),
+        (Some(23), Some(false))
+    );
+    // a second import is deduplicated: same session, nothing added
+    let again = json(&ctxlog(&[
+        "--json",
+        "import",
+        real.to_str().unwrap(),
+        "--format",
+        "claude-code",
+        "--db",
+        d,
+    ]));
+    assert_eq!(again["session"], first["session"]);
+    assert_eq!(again["already_imported"], true);
+    let v = json(&ctxlog(&["verify", "--json", "--db", d]));
+    assert_eq!(v["events"], first["events"]);
+    // the imported session has a window and an audit
+    let session = first["session"].as_str().unwrap();
+    let w = json(&ctxlog(&["window", session, "--json", "--db", d]));
+    assert!(!w["messages"].as_array().unwrap().is_empty());
+    // truncated JSON: exit 2, file and line named, nothing written
+    let bad = tmp("bad-claude.jsonl");
+    let text = std::fs::read_to_string(&real).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let cut = &lines[5][..lines[5].len() / 2];
+    lines[5] = cut;
+    std::fs::write(&bad, lines.join("\n").replace("cfa1e878", "dfa1e878")).unwrap();
+    let out = ctxlog(&["import", bad.to_str().unwrap(), "--db", d]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bad-claude.jsonl:6: not JSON"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&ctxlog(&["verify", "--json", "--db", d]));
+    assert_eq!(v["sessions"], 1, "nothing of the bad file was stored");
+}

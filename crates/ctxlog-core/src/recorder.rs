@@ -31,6 +31,18 @@ impl<I: IdSource> Recorder<I> {
         policy: Policy,
         limits: ModelLimits,
     ) -> Result<Self, RefusedEvent> {
+        Self::start_from(session, ids, at, policy, limits, None)
+    }
+
+    /// Starts a session imported from a recording whose own id is `source_id`.
+    pub fn start_from(
+        session: SessionId,
+        ids: I,
+        at: TimestampMs,
+        policy: Policy,
+        limits: ModelLimits,
+        source_id: Option<String>,
+    ) -> Result<Self, RefusedEvent> {
         let mut r = Recorder {
             session,
             state: SessionState::new(),
@@ -44,7 +56,7 @@ impl<I: IdSource> Recorder<I> {
                 policy,
                 limits,
                 title: None,
-                source_id: None,
+                source_id,
             },
         )?;
         Ok(r)

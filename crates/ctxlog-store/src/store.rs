@@ -337,12 +337,7 @@ impl SledStore {
     /// Opens a store with `config`.
     pub fn open_with(config: StoreConfig) -> Result<Self, StoreError> {
         assert!(config.max_group >= 1 && config.queue >= 1);
-        let db = sled::Config::new()
-            .path(&config.path)
-            // The writer flushes itself; sled's background flusher would
-            // blur what "acknowledged" means.
-            .flush_every_ms(None)
-            .open()?;
+        let db = open_db(&config.path)?;
         let trees = Trees {
             events: db.open_tree("events")?,
             heads: db.open_tree("heads")?,
@@ -540,6 +535,31 @@ impl SledStore {
         let (reply, rx) = bounded(1);
         self.send(Request::Verify { reply })?;
         rx.recv().map_err(|_| StoreError::Closed)?
+    }
+}
+
+/// How long `open` waits for the database lock a just-closed store of this
+/// process may still hold (sled releases it from a background thread).
+const LOCK_WAIT: Duration = Duration::from_secs(3);
+
+fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
+    let deadline = Instant::now() + LOCK_WAIT;
+    loop {
+        let opened = sled::Config::new()
+            .path(path)
+            // The writer flushes itself; sled's background flusher would
+            // blur what "acknowledged" means.
+            .flush_every_ms(None)
+            .open();
+        match opened {
+            Err(sled::Error::Io(e))
+                if e.to_string().contains("could not acquire lock")
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => return Ok(other?),
+        }
     }
 }
 
