@@ -840,7 +840,8 @@ impl Engine {
     ) -> Result<JobOutcome, EngineError> {
         let auto = state.job(job).map(|j| j.auto).unwrap_or(false);
         let estimator: Estimator = state.policy.estimator;
-        let window_before = window(state).estimate(&estimator);
+        // Only the loop guard needs it, and only after automatic jobs.
+        let window_before = auto.then(|| window(state).estimate(&estimator));
         let base = self.build_request(session, state, job);
         let prompt = base.prompt_text();
         let limit = state.policy.usable(&state.limits);
@@ -1015,7 +1016,7 @@ impl Engine {
         ));
         self.notify(Notice::Compacted { session, job });
         if auto {
-            self.guard(session, state, Some(window_before))?;
+            self.guard(session, state, window_before)?;
         }
         Ok(JobOutcome::Completed {
             job,

@@ -10,9 +10,7 @@ use ctxlog_core::window::{
     ToolResult, WindowMessage, WindowPart, COMPACTION_QUESTION, CONTINUE_TEXT,
 };
 use ctxlog_core::{Envelope, JobStatus};
-use ctxlog_core::{
-    Event, FinishReason, MessageId, ModelRef, PartBody, Role, SessionId, TokenUsage,
-};
+use ctxlog_core::{FinishReason, MessageId, ModelRef, PartBody, Role, SessionId, TokenUsage};
 use std::collections::BTreeMap;
 use thiserror::Error;
 
@@ -364,12 +362,4 @@ impl Summarizer for RecordedSummarizer {
             .cloned()
             .ok_or(SummarizeError::NotRecorded(request.job))
     }
-}
-
-/// The events of a log that carry summaries, for callers that want to check
-/// what a recorded summarizer will return.
-pub fn summary_events(events: &[Envelope]) -> impl Iterator<Item = &Envelope> {
-    events
-        .iter()
-        .filter(|e| matches!(e.event, Event::SummaryCompleted { .. }))
 }

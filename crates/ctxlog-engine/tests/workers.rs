@@ -11,13 +11,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Counts summaries in flight per session and overall; sleeps a little.
+/// Counts summaries in flight per session; sleeps a little.
 #[derive(Default)]
 struct Watch {
     in_flight: Mutex<BTreeMap<SessionId, u32>>,
     max_per_session: AtomicU32,
-    max_overall: AtomicU32,
-    overall: AtomicU32,
 }
 struct Slow(Arc<Watch>);
 impl Summarizer for Slow {
@@ -32,10 +30,7 @@ impl Summarizer for Slow {
             *n += 1;
             w.max_per_session.fetch_max(*n, Ordering::SeqCst);
         }
-        let all = w.overall.fetch_add(1, Ordering::SeqCst) + 1;
-        w.max_overall.fetch_max(all, Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(20));
-        w.overall.fetch_sub(1, Ordering::SeqCst);
         *w.in_flight.lock().unwrap().get_mut(&r.session).unwrap() -= 1;
         Ok(SummaryOutput {
             text: "summary".into(),
