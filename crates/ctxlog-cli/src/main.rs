@@ -11,12 +11,15 @@ use ctxlog_core::{
 };
 use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
 use ctxlog_engine::{Clock, Engine, EngineConfig, EngineError, JobOutcome, SystemClock};
-use ctxlog_import::{claude_code, Format, ImportOptions};
-use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
+use ctxlog_store::{EventLog, SledStore};
+use recorded::{FormatArg, LimitArgs, SimulateArgs};
 use serde_json::json;
 use std::sync::Arc;
 
+mod demo;
+mod recorded;
 mod stress;
+mod ui;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -26,13 +29,15 @@ use std::process::ExitCode;
 #[command(
     name = "ctxlog",
     version,
-    about = "Event-sourced context log for LLM agent sessions"
+    about = "Event-sourced context log for LLM agent sessions",
+    after_help = "Examples:\n  ctxlog demo\n  ctxlog import ~/.claude/projects/app/3f2a.jsonl\n  ctxlog sessions\n  ctxlog simulate rollout.jsonl --policy opencode-1.17 --context 128000\n\nExit codes: 0 success, 1 the operation failed, 2 bad input or usage."
 )]
 struct Cli {
     /// Print one JSON document on stdout instead of human output.
     #[arg(long, global = true)]
     json: bool,
-    /// The store directory (a sled database), before or after the command.
+    /// The store directory (a sled database), before or after the command;
+    /// default `ctxlog-data` in the current directory, or `$CTXLOG_DB`.
     #[arg(long, global = true, env = "CTXLOG_DB", default_value = "ctxlog-data")]
     db: PathBuf,
     #[command(subcommand)]
@@ -41,9 +46,17 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Simulate a session through the compaction lifecycle and report what
-    /// the reducers derived (runs on the built-in default with no options).
-    Demo {
+    /// Import the built-in OpenCode fixture (an already compacted and pruned
+    /// session) into a throw-away store, print its audit, and simulate it
+    /// under a policy with pruning on: the Quick start's main command.
+    #[command(after_help = "Example:\n  ctxlog demo\n  ctxlog demo --json")]
+    Demo,
+    /// Generate a seeded synthetic session, run it through the compaction
+    /// lifecycle and report what the reducers derived.
+    #[command(
+        after_help = "Example:\n  ctxlog generate --seed 7 --turns 30 --events-out session.jsonl"
+    )]
+    Generate {
         /// Seed of the simulated session.
         #[arg(long, default_value_t = 3)]
         seed: u64,
@@ -67,14 +80,19 @@ enum Command {
         events_out: Option<PathBuf>,
     },
     /// Replay a JSON-lines file of event envelopes and report the state.
+    #[command(after_help = "Example:\n  ctxlog replay-events session.jsonl")]
     ReplayEvents {
-        /// The file (one envelope per line, as `demo --events-out` writes).
+        /// The file (one envelope per line, as `generate --events-out` writes).
         file: PathBuf,
     },
     /// Print the built-in policy presets as JSON.
+    #[command(after_help = "Example:\n  ctxlog presets > policy.json")]
     Presets,
     /// Append synthetic sessions durably, printing `ACK <session> <seq>` as
     /// each append is acknowledged.
+    #[command(
+        after_help = "Example:\n  ctxlog --db /tmp/s stress --sessions 8 --events 500 --seed 1"
+    )]
     Stress {
         /// Sessions written concurrently.
         #[arg(long, default_value_t = 4)]
@@ -91,19 +109,64 @@ enum Command {
         seed: Option<u64>,
     },
     /// Check every record of the store (CRC, chain, contiguity, heads).
+    #[command(after_help = "Example:\n  ctxlog --db ctxlog-data verify --json")]
     Verify,
-    /// Import a recorded session into the store, whole or not at all.
+    /// Import a recorded session (OpenCode export, Claude Code, Codex or pi)
+    /// into the store, whole or not at all. Importing the same file again
+    /// writes nothing (the ids derive from the recording's own session id).
+    #[command(
+        after_help = "Example:\n  ctxlog import ~/.codex/sessions/2025/09/25/rollout-….jsonl\n  ctxlog import export.json --format opencode --context 128000"
+    )]
     Import {
         /// The recording.
         file: PathBuf,
         /// Its format.
         #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
         format: FormatArg,
+        /// Policy preset recorded with the session.
+        #[arg(long, default_value = "opencode-seed")]
+        policy: String,
+        #[command(flatten)]
+        limits: LimitArgs,
     },
+    /// List the stored sessions.
+    #[command(
+        after_help = "Example:\n  ctxlog sessions\n  ctxlog --db other-store sessions --json"
+    )]
+    Sessions,
+    /// Re-derive a session's state from its whole log; prints its digest.
+    #[command(after_help = "Example:\n  ctxlog replay ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --json")]
+    Replay {
+        /// The session: a ctxlog id or the recording's own session id.
+        session: String,
+    },
+    /// Write a stored session as an OpenCode export (markers, summaries and
+    /// pruned marks included) to stdout or `--out`.
+    #[command(
+        after_help = "Example:\n  ctxlog export 0199812e-64f0-7f73-91fc-095dda01c36e --format opencode > session.json"
+    )]
+    Export {
+        /// The session: a ctxlog id or the recording's own session id.
+        session: String,
+        /// The output format.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Opencode)]
+        format: ExportFormat,
+        /// Write to this file instead of stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Run a recording through the engine in a throw-away store under a
+    /// policy, as if the agent had run under it, and print the decisions
+    /// (prunes, compactions, summaries, continues, stalls).
+    #[command(
+        after_help = "Example:\n  ctxlog simulate rollout.jsonl --policy opencode-1.17 --json\n  ctxlog simulate session.jsonl --context 100000 --prune true --prune-protect 20000"
+    )]
+    Simulate(SimulateArgs),
     /// Print the exact model input of a stored session, at its head or as it
     /// was right after event `--at SEQ`.
+    #[command(after_help = "Example:\n  ctxlog window ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --at 40")]
     Window {
-        /// The session id.
+        /// The session: a ctxlog id or the recording's own session id.
         session: String,
         /// Show the window as it was right after this event.
         #[arg(long)]
@@ -111,14 +174,18 @@ enum Command {
     },
     /// Every prune, compaction request, start, attempt, summary, failure,
     /// pause and continue of a stored session.
+    #[command(after_help = "Example:\n  ctxlog audit ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v")]
     Audit {
-        /// The session id.
+        /// The session: a ctxlog id or the recording's own session id.
         session: String,
     },
     /// Compact a stored session by hand and run the job now (a job already
     /// pending, e.g. one cut off by a crash, runs instead of a new one).
+    #[command(
+        after_help = "Example:\n  ctxlog compact ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --summarizer openai"
+    )]
     Compact {
-        /// The session id.
+        /// The session: a ctxlog id or the recording's own session id.
         session: String,
         /// The summarizer.
         #[arg(long, value_enum, default_value_t = SummarizerKind::Extractive)]
@@ -126,13 +193,11 @@ enum Command {
     },
 }
 
-/// Recorded formats `import` reads.
+/// Formats `export` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum FormatArg {
-    /// Detect from the first line.
-    Auto,
-    /// Claude Code transcript JSONL.
-    ClaudeCode,
+enum ExportFormat {
+    /// `opencode export` JSON.
+    Opencode,
 }
 
 /// Summarizers the command line can use.
@@ -147,7 +212,7 @@ enum SummarizerKind {
 
 /// A failure, with the exit code it maps to.
 #[derive(Debug, thiserror::Error)]
-enum CliError {
+pub(crate) enum CliError {
     #[error("{0}")]
     BadInput(String),
     #[error("{0}")]
@@ -186,7 +251,8 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli) -> Result<(), CliError> {
     match &cli.command {
-        Command::Demo {
+        Command::Demo => demo::run(cli.json),
+        Command::Generate {
             seed,
             turns,
             context,
@@ -245,7 +311,20 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             seed,
         } => stress::run(&cli.db, *sessions, *events, *batch, *seed),
         Command::Verify => verify(cli),
-        Command::Import { file, format } => import(cli, file, *format),
+        Command::Import {
+            file,
+            format,
+            policy,
+            limits,
+        } => recorded::import(cli.json, &cli.db, file, *format, policy, limits),
+        Command::Sessions => recorded::sessions(cli.json, &cli.db),
+        Command::Replay { session } => recorded::replay(cli.json, &cli.db, session),
+        Command::Export {
+            session,
+            format: ExportFormat::Opencode,
+            out,
+        } => recorded::export(&cli.db, session, out.as_ref()),
+        Command::Simulate(args) => recorded::simulate(cli.json, args),
         Command::Window { session, at } => show_window(cli, session, *at),
         Command::Audit { session } => show_audit(cli, session),
         Command::Compact {
@@ -266,7 +345,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
     }
 }
 
-fn open_store(db: &Path) -> Result<SledStore, CliError> {
+pub(crate) fn open_store(db: &Path) -> Result<SledStore, CliError> {
     SledStore::open(db)
         .map_err(|e| CliError::Failed(format!("cannot open the store at {}: {e}", db.display())))
 }
@@ -317,25 +396,10 @@ fn verify(cli: &Cli) -> Result<(), CliError> {
     }
 }
 
-fn parse_session(text: &str) -> Result<SessionId, CliError> {
-    uuid::Uuid::parse_str(text)
-        .map(SessionId)
-        .map_err(|e| CliError::BadInput(format!("{text:?} is not a session id: {e}")))
-}
-
-/// Opens the store and checks that `session` exists in it.
+/// Opens the store and finds `text` in it (a ctxlog id or a source id).
 fn stored_session(cli: &Cli, text: &str) -> Result<(SledStore, SessionId), CliError> {
-    let session = parse_session(text)?;
     let store = open_store(&cli.db)?;
-    let head = store
-        .head(session)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-    if head == 0 {
-        return Err(CliError::BadInput(format!(
-            "no session {session} in {}",
-            cli.db.display()
-        )));
-    }
+    let session = recorded::resolve_session(&store, &cli.db, text)?;
     Ok((store, session))
 }
 
@@ -448,13 +512,30 @@ fn show_audit(cli: &Cli, session: &str) -> Result<(), CliError> {
         );
         return Ok(());
     }
-    for e in &entries {
-        println!("#{:<7} {} {:<24} {}", e.seq, e.at, e.kind, e.what);
-    }
+    print_audit(&entries);
     if entries.is_empty() {
         println!("nothing was pruned or compacted in {session}");
     }
     Ok(())
+}
+
+/// The audit trail as a table.
+pub(crate) fn print_audit(entries: &[ctxlog_core::AuditEntry]) {
+    let rows: Vec<Vec<String>> = entries
+        .iter()
+        .map(|e| {
+            vec![
+                e.seq.to_string(),
+                ctxlog_import::time::format_rfc3339_ms(e.at),
+                e.kind.clone(),
+                e.tokens.map_or("-".into(), |t| t.to_string()),
+                e.what.clone(),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        ui::table(&["SEQ", "TIME", "KIND", "TOKENS", "WHAT"], &rows);
+    }
 }
 
 fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), CliError> {
@@ -499,75 +580,6 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
         println!(
             "compacted {session}: job {job}, summary {}",
             doc["summary"].as_str().unwrap_or("")
-        );
-    }
-    Ok(())
-}
-
-fn import(cli: &Cli, file: &Path, format: FormatArg) -> Result<(), CliError> {
-    use std::io::BufRead as _;
-    let name = file.display().to_string();
-    let open = || {
-        File::open(file)
-            .map(BufReader::new)
-            .map_err(|e| CliError::BadInput(format!("{name}: cannot open: {e}")))
-    };
-    let format = match format {
-        FormatArg::ClaudeCode => Format::ClaudeCode,
-        FormatArg::Auto => {
-            let mut first = String::new();
-            for line in open()?.lines() {
-                let line = line.map_err(|e| CliError::BadInput(format!("{name}:1: {e}")))?;
-                if !line.trim().is_empty() {
-                    first = line;
-                    break;
-                }
-            }
-            Format::detect(&first).ok_or_else(|| {
-                CliError::BadInput(format!("{name}: unknown format (use --format)"))
-            })?
-        }
-    };
-    let imported = match format {
-        Format::ClaudeCode => claude_code::import(open()?, &name, &ImportOptions::default()),
-    }
-    .map_err(|e| CliError::BadInput(e.to_string()))?;
-    let store = open_store(&cli.db)?;
-    let events: Vec<NewEvent> = imported
-        .events
-        .iter()
-        .cloned()
-        .map(NewEvent::from)
-        .collect();
-    let appended = store
-        .append(imported.session, Expected::NoStream, events)
-        .map_err(|e| CliError::Failed(format!("{name}: not stored: {e}")))?;
-    let doc = json!({
-        "session": imported.session.to_string(),
-        "format": imported.format.name(),
-        "source_session": imported.source_session,
-        "messages": imported.messages,
-        "tool_calls": imported.tool_calls,
-        "steps": imported.steps,
-        "events": imported.events.len(),
-        "already_imported": appended.duplicate,
-    });
-    if cli.json {
-        println!("{doc}");
-    } else {
-        println!(
-            "{} {}: {} messages, {} tool calls, {} steps, {} events{}",
-            imported.format.name(),
-            imported.session,
-            imported.messages,
-            imported.tool_calls,
-            imported.steps,
-            imported.events.len(),
-            if appended.duplicate {
-                " (already imported)"
-            } else {
-                ""
-            }
         );
     }
     Ok(())

@@ -27,10 +27,55 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 #[test]
-fn demo_runs_the_lifecycle_and_is_deterministic_across_processes() {
+fn demo_imports_audits_and_simulates_the_embedded_fixture_deterministically() {
     let a = ctxlog(&["demo", "--json"]);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
     let b = ctxlog(&["--json", "demo"]);
+    assert_eq!(a.stdout, b.stdout, "byte-identical across processes");
+    let a = json(&a);
+    assert_eq!(a["import"]["format"], "opencode");
+    assert_eq!(
+        a["import"]["source_session"],
+        "ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v"
+    );
+    let kinds: Vec<&str> = a["audit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "parts_pruned",
+            "compaction_requested",
+            "compaction_started",
+            "summary_completed",
+            "continue"
+        ]
+    );
+    let decisions: Vec<&str> = a["simulation"]["decisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(decisions, ["prune", "compaction", "summary", "continue"]);
+    // the human output names the same digest and prints the audit table
+    let human = ctxlog(&["demo"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains(a["digest"].as_str().unwrap()), "{text}");
+    assert!(
+        text.contains("SEQ") && text.contains("compaction_requested"),
+        "{text}"
+    );
+}
+
+#[test]
+fn generate_runs_the_lifecycle_and_is_deterministic_across_processes() {
+    let a = ctxlog(&["generate", "--json"]);
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let b = ctxlog(&["--json", "generate"]);
     let (a, b) = (json(&a), json(&b));
     assert_eq!(a["digest"], b["digest"]);
     assert_eq!(a["digest"].as_str().unwrap().len(), 64);
@@ -44,7 +89,7 @@ fn demo_runs_the_lifecycle_and_is_deterministic_across_processes() {
     assert!(kinds.contains(&"parts_pruned"), "{kinds:?}");
     assert!(kinds.contains(&"summary_completed"), "{kinds:?}");
     // the human output names the same digest
-    let human = ctxlog(&["demo"]);
+    let human = ctxlog(&["generate"]);
     assert!(String::from_utf8_lossy(&human.stdout).contains(a["digest"].as_str().unwrap()));
 }
 
@@ -52,7 +97,7 @@ fn demo_runs_the_lifecycle_and_is_deterministic_across_processes() {
 fn replaying_written_events_gives_the_demo_digest() {
     let file = tmp("events.jsonl");
     let demo = ctxlog(&[
-        "demo",
+        "generate",
         "--json",
         "--seed",
         "11",
@@ -75,7 +120,7 @@ fn replaying_written_events_gives_the_demo_digest() {
 #[test]
 fn bad_input_is_named_and_exits_2() {
     let file = tmp("bad.jsonl");
-    let demo = ctxlog(&["demo", "--events-out", file.to_str().unwrap()]);
+    let demo = ctxlog(&["generate", "--events-out", file.to_str().unwrap()]);
     assert!(demo.status.success());
     let text = std::fs::read_to_string(&file).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
@@ -101,7 +146,10 @@ fn bad_input_is_named_and_exits_2() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:3: not an event"));
 
     // unknown preset, missing file, bad policy file
-    assert_eq!(ctxlog(&["demo", "--policy", "nope"]).status.code(), Some(2));
+    assert_eq!(
+        ctxlog(&["generate", "--policy", "nope"]).status.code(),
+        Some(2)
+    );
     assert_eq!(
         ctxlog(&["replay-events", "/nonexistent/x.jsonl"])
             .status
@@ -110,7 +158,7 @@ fn bad_input_is_named_and_exits_2() {
     );
     let policy = tmp("policy.json");
     std::fs::write(&policy, "{\"name\": 3}").unwrap();
-    let out = ctxlog(&["demo", "--policy-file", policy.to_str().unwrap()]);
+    let out = ctxlog(&["generate", "--policy-file", policy.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("policy.json: not a policy"));
     // usage errors are exit 2 too
@@ -131,7 +179,12 @@ fn presets_round_trip_as_policy_files() {
     custom["prune_minimum"] = 1_000.into();
     let file = tmp("tight.json");
     std::fs::write(&file, custom.to_string()).unwrap();
-    let out = ctxlog(&["demo", "--json", "--policy-file", file.to_str().unwrap()]);
+    let out = ctxlog(&[
+        "generate",
+        "--json",
+        "--policy-file",
+        file.to_str().unwrap(),
+    ]);
     assert!(
         out.status.success(),
         "{}",

@@ -211,6 +211,15 @@ pub enum PartBody {
         /// Triggered by a provider context-overflow error.
         overflow: bool,
     },
+    /// A part type ctxlog does not model (OpenCode's `patch`, `agent`,
+    /// `subtask`, `retry`, `snapshot`, ...): kept verbatim so an export gives
+    /// it back, never sent to the model.
+    Other {
+        /// The source's type name.
+        kind: String,
+        /// The source's fields, minus the ids.
+        data: Json,
+    },
 }
 
 impl PartBody {
@@ -224,6 +233,7 @@ impl PartBody {
             PartBody::StepStart { .. } => "step-start",
             PartBody::StepFinish { .. } => "step-finish",
             PartBody::Compaction { .. } => "compaction",
+            PartBody::Other { .. } => "other",
         }
     }
 }

@@ -31,16 +31,18 @@ impl<I: IdSource> Recorder<I> {
         policy: Policy,
         limits: ModelLimits,
     ) -> Result<Self, RefusedEvent> {
-        Self::start_from(session, ids, at, policy, limits, None)
+        Self::start_from(session, ids, at, policy, limits, None, None)
     }
 
-    /// Starts a session imported from a recording whose own id is `source_id`.
+    /// Starts a session imported from a recording whose own id is
+    /// `source_id`, with its title when it has one.
     pub fn start_from(
         session: SessionId,
         ids: I,
         at: TimestampMs,
         policy: Policy,
         limits: ModelLimits,
+        title: Option<String>,
         source_id: Option<String>,
     ) -> Result<Self, RefusedEvent> {
         let mut r = Recorder {
@@ -55,7 +57,7 @@ impl<I: IdSource> Recorder<I> {
             Event::SessionStarted {
                 policy,
                 limits,
-                title: None,
+                title,
                 source_id,
             },
         )?;

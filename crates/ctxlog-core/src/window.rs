@@ -232,7 +232,9 @@ fn render_part(body: &PartBody, pruned: bool) -> Option<WindowPart> {
         PartBody::Reasoning { text, .. } => WindowPart::Reasoning(text.clone()),
         PartBody::File(a) => WindowPart::File(a.clone()),
         PartBody::Compaction { .. } => WindowPart::Text(COMPACTION_QUESTION.into()),
-        PartBody::StepStart { .. } | PartBody::StepFinish { .. } => return None,
+        PartBody::StepStart { .. } | PartBody::StepFinish { .. } | PartBody::Other { .. } => {
+            return None
+        }
         PartBody::Tool {
             call_id,
             tool,

@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod openai;
+pub mod recording;
 pub mod redact;
 pub mod summarize;
 pub mod workers;
@@ -70,6 +71,10 @@ impl ManualClock {
     /// Moves the clock forward.
     pub fn advance(&self, ms: u64) {
         self.0.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+    /// Moves the clock forward to `ms` if it is behind (never backwards).
+    pub fn advance_to(&self, ms: TimestampMs) {
+        self.0.fetch_max(ms, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -412,6 +417,17 @@ impl Engine {
         limits: ModelLimits,
         title: Option<String>,
     ) -> Result<SessionId, EngineError> {
+        self.start_session_from(policy, limits, title, None)
+    }
+
+    /// Starts a session replayed from a recording whose own id is `source_id`.
+    pub fn start_session_from(
+        &self,
+        policy: Policy,
+        limits: ModelLimits,
+        title: Option<String>,
+        source_id: Option<String>,
+    ) -> Result<SessionId, EngineError> {
         let session = SessionId(self.uuid(self.clock.now_ms()));
         let mut state = SessionState::new();
         self.commit(
@@ -421,7 +437,7 @@ impl Engine {
                 policy,
                 limits,
                 title,
-                source_id: None,
+                source_id,
             }],
         )?;
         self.sessions
@@ -429,6 +445,31 @@ impl Engine {
             .expect("sessions lock")
             .insert(session, Arc::new(Mutex::new(state)));
         Ok(session)
+    }
+
+    /// Appends `events` as they are (ids and source ids included) in one
+    /// atomic append: how a recording is fed through the engine. When the
+    /// last one finishes a step, the overflow check runs as after
+    /// [`Engine::finish_step`] and its outcome is returned.
+    pub fn apply(
+        &self,
+        session: SessionId,
+        events: Vec<Event>,
+    ) -> Result<Option<StepOutcome>, EngineError> {
+        if events.is_empty() {
+            return Ok(None);
+        }
+        let step = match events.last() {
+            Some(Event::StepFinished { message, .. }) => Some(*message),
+            _ => None,
+        };
+        self.with(session, |state| {
+            self.commit(session, state, events)?;
+            match step {
+                Some(message) => self.after_step(session, state, message).map(Some),
+                None => Ok(None),
+            }
+        })
     }
 
     /// Appends a user message with one text part. A real (non-synthetic)

@@ -12,16 +12,15 @@
 //!   `isCompactSummary` user line becomes its completed summary.
 //! - Source ids: user lines keep their `uuid`, steps their `message.id`.
 
-use crate::limits::limits_for;
+use crate::build::{Builder, NewMessage};
 use crate::time::parse_rfc3339_ms;
-use crate::{Format, ImportError, ImportOptions, Imported};
+use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
-    CompactionTrigger, Event, FinishReason, IdSource, Json, MessageId, ModelLimits, ModelRef,
-    PartBody, PartId, Recorder, Role, SeededIds, SessionId, TokenUsage, ToolState,
+    CompactionTrigger, Event, FinishReason, Json, MessageId, ModelRef, PartBody, PartId, Role,
+    TokenUsage, ToolState,
 };
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::BufRead;
 
 struct Group {
@@ -41,73 +40,36 @@ struct Call {
 }
 
 struct Importer<'a> {
-    file: &'a str,
-    line: u64,
-    options: &'a ImportOptions,
-    r: Option<Recorder<SeededIds>>,
-    source_session: Option<String>,
+    b: Builder<'a>,
     group: Option<Group>,
     calls: BTreeMap<String, Call>,
-    tool_ids: BTreeSet<String>,
     last_user: Option<MessageId>,
-    model: Option<String>,
     pending_compaction: Option<MessageId>,
-    steps: u64,
     last_at: u64,
 }
 
-fn as_json(v: &Value) -> Json {
-    // serde_json::Value -> Json through the human-readable serde path.
+/// serde_json::Value -> Json through the human-readable serde path.
+pub(crate) fn as_json(v: &Value) -> Json {
     serde_json::from_value(v.clone()).unwrap_or(Json::Null)
+}
+
+/// Text the runtime wrote into a user line (local command echoes, interrupt
+/// notices): kept, but flagged synthetic so it is not a real prompt.
+fn runtime_text(text: &str) -> bool {
+    let t = text.trim_start();
+    t.starts_with("<command-name>")
+        || t.starts_with("<local-command-stdout>")
+        || t.starts_with("<local-command-stderr>")
+        || t.starts_with("[Request interrupted by user")
 }
 
 impl<'a> Importer<'a> {
     fn err(&self, message: impl Into<String>) -> ImportError {
-        ImportError {
-            file: self.file.to_owned(),
-            line: self.line,
-            message: message.into(),
-        }
-    }
-
-    fn rec(&mut self) -> &mut Recorder<SeededIds> {
-        self.r.as_mut().expect("started before the first event")
+        self.b.err(message)
     }
 
     fn record(&mut self, at: u64, event: Event) -> Result<(), ImportError> {
-        let line = self.line;
-        let file = self.file.to_owned();
-        self.rec()
-            .record(at, event)
-            .map(|_| ())
-            .map_err(|e| ImportError {
-                file,
-                line,
-                message: format!("refused: {e}"),
-            })
-    }
-
-    /// Starts the session once the source session id is known: ids are
-    /// derived from it, so importing the same recording twice gives the same
-    /// events (the store then deduplicates).
-    fn start(&mut self, source: &str, at: u64) -> Result<(), ImportError> {
-        let digest = Sha256::digest(format!("ctxlog/import/claude-code/{source}").as_bytes());
-        let seed = u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"));
-        let mut ids = SeededIds::new(seed);
-        let session = SessionId(ids.next_uuid(at));
-        let limits = self.options.limits.clone().unwrap_or_default();
-        let r = Recorder::start_from(
-            session,
-            ids,
-            at,
-            self.options.policy.clone(),
-            limits,
-            Some(source.to_owned()),
-        )
-        .map_err(|e| self.err(format!("refused: {e}")))?;
-        self.r = Some(r);
-        self.source_session = Some(source.to_owned());
-        Ok(())
+        self.b.record(at, event)
     }
 
     fn finish_group(&mut self) -> Result<(), ImportError> {
@@ -123,19 +85,7 @@ impl<'a> Importer<'a> {
             None if g.has_tool => FinishReason::ToolCalls,
             None => FinishReason::Stop,
         };
-        let part = self.rec().part_id(g.at);
-        self.record(
-            g.at,
-            Event::StepFinished {
-                message: g.message,
-                part,
-                reason,
-                tokens: g.usage,
-                cost_micros: None,
-            },
-        )?;
-        self.steps += 1;
-        Ok(())
+        self.b.finish_step(g.at, g.message, reason, g.usage, None)
     }
 
     fn new_message(
@@ -145,21 +95,19 @@ impl<'a> Importer<'a> {
         parent: Option<MessageId>,
         source: Option<String>,
         model: Option<ModelRef>,
+        synthetic: bool,
     ) -> Result<MessageId, ImportError> {
-        let message = self.rec().message_id(at);
-        self.record(
+        self.b.message(
             at,
-            Event::MessageAppended {
-                message,
-                role,
-                agent: None,
-                model,
-                synthetic: false,
+            role,
+            NewMessage {
                 parent,
-                source_id: source,
+                source,
+                model,
+                agent: None,
+                synthetic,
             },
-        )?;
-        Ok(message)
+        )
     }
 
     fn part(
@@ -169,17 +117,7 @@ impl<'a> Importer<'a> {
         body: PartBody,
         source: Option<String>,
     ) -> Result<PartId, ImportError> {
-        let part = self.rec().part_id(at);
-        self.record(
-            at,
-            Event::PartAppended {
-                message,
-                part,
-                body,
-                source_id: source,
-            },
-        )?;
-        Ok(part)
+        self.b.part(at, message, body, source)
     }
 
     fn line(&mut self, v: &Value) -> Result<(), ImportError> {
@@ -198,13 +136,13 @@ impl<'a> Importer<'a> {
             None => self.last_at,
         };
         self.last_at = at;
-        if self.r.is_none() {
+        if !self.b.started() {
             let source = v
                 .get("sessionId")
                 .and_then(Value::as_str)
                 .ok_or_else(|| self.err("field `sessionId` missing on the first message line"))?
                 .to_owned();
-            self.start(&source, at)?;
+            self.b.start(&source, at, None)?;
         }
         match ty {
             "system" => {
@@ -214,8 +152,8 @@ impl<'a> Importer<'a> {
                         .pointer("/compactMetadata/trigger")
                         .and_then(Value::as_str)
                         != Some("manual");
-                    let message = self.rec().message_id(at);
-                    let part = self.rec().part_id(at);
+                    let message = self.b.message_id(at);
+                    let part = self.b.part_id(at);
                     self.record(
                         at,
                         Event::CompactionRequested {
@@ -262,7 +200,7 @@ impl<'a> Importer<'a> {
                         )
                     }
                 };
-                let summary_message = self.rec().message_id(at);
+                let summary_message = self.b.message_id(at);
                 self.record(
                     at,
                     Event::CompactionStarted {
@@ -285,7 +223,7 @@ impl<'a> Importer<'a> {
                     },
                     None,
                 )?;
-                let part = self.rec().part_id(at);
+                let part = self.b.part_id(at);
                 return self.record(
                     at,
                     Event::SummaryCompleted {
@@ -300,13 +238,14 @@ impl<'a> Importer<'a> {
         }
         match content {
             Value::String(text) => {
-                let m = self.new_message(at, Role::User, None, uuid, None)?;
+                let synthetic = runtime_text(text);
+                let m = self.new_message(at, Role::User, None, uuid, None, synthetic)?;
                 self.part(
                     at,
                     m,
                     PartBody::Text {
                         text: text.clone(),
-                        synthetic: false,
+                        synthetic,
                         time: None,
                     },
                     None,
@@ -338,14 +277,15 @@ impl<'a> Importer<'a> {
                     }
                 }
                 if !texts.is_empty() {
-                    let m = self.new_message(at, Role::User, None, uuid, None)?;
+                    let synthetic = texts.iter().all(|t| runtime_text(t));
+                    let m = self.new_message(at, Role::User, None, uuid, None, synthetic)?;
                     for text in texts {
                         self.part(
                             at,
                             m,
                             PartBody::Text {
                                 text,
-                                synthetic: false,
+                                synthetic,
                                 time: None,
                             },
                             None,
@@ -408,15 +348,13 @@ impl<'a> Importer<'a> {
                 attachments: Vec::new(),
             }
         };
-        self.record(
+        self.b.update(
             at,
-            Event::PartUpdated {
-                part: call.part,
-                body: PartBody::Tool {
-                    call_id: id.to_owned(),
-                    tool: call.tool,
-                    state,
-                },
+            call.part,
+            PartBody::Tool {
+                call_id: id.to_owned(),
+                tool: call.tool,
+                state,
             },
         )
     }
@@ -434,26 +372,24 @@ impl<'a> Importer<'a> {
             self.finish_group()?;
         }
         if let Some(model) = msg.get("model").and_then(Value::as_str) {
-            if self.model.as_deref() != Some(model) && model != "<synthetic>" {
-                self.model = Some(model.to_owned());
-                if self.options.limits.is_none() {
-                    let limits = limits_for(model).unwrap_or(ModelLimits {
-                        context: 200_000,
-                        input: None,
-                        output: Some(32_000),
-                    });
-                    self.record(at, Event::LimitsChanged { limits })?;
-                }
+            if model != "<synthetic>" {
+                self.b.set_model(at, model)?;
             }
         }
         if self.group.is_none() {
-            let model = self.model.clone().map(|m| ModelRef {
+            let model = self.b.model().map(|m| ModelRef {
                 provider: "anthropic".into(),
-                model: m,
+                model: m.to_owned(),
             });
             let parent = self.last_user;
-            let message =
-                self.new_message(at, Role::Assistant, parent, Some(source.clone()), model)?;
+            let message = self.new_message(
+                at,
+                Role::Assistant,
+                parent,
+                Some(source.clone()),
+                model,
+                false,
+            )?;
             self.group = Some(Group {
                 source: source.clone(),
                 message,
@@ -527,7 +463,6 @@ impl<'a> Importer<'a> {
                         },
                         Some(id.clone()),
                     )?;
-                    self.tool_ids.insert(id.clone());
                     self.calls.insert(
                         id,
                         Call {
@@ -573,45 +508,17 @@ pub fn import<R: BufRead>(
     options: &ImportOptions,
 ) -> Result<Imported, ImportError> {
     let mut im = Importer {
-        file,
-        line: 0,
-        options,
-        r: None,
-        source_session: None,
+        b: Builder::new(file, Format::ClaudeCode, options),
         group: None,
         calls: BTreeMap::new(),
-        tool_ids: BTreeSet::new(),
         last_user: None,
-        model: None,
         pending_compaction: None,
-        steps: 0,
         last_at: 0,
     };
-    for (i, line) in reader.lines().enumerate() {
-        im.line = i as u64 + 1;
-        let line = line.map_err(|e| im.err(format!("cannot read the line: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Value = serde_json::from_str(&line).map_err(|e| im.err(format!("not JSON: {e}")))?;
-        im.line(&v)?;
-    }
+    each_line(reader, file, |n, v| {
+        im.b.at.line = n;
+        im.line(&v)
+    })?;
     im.finish_group()?;
-    let Some(r) = im.r.take() else {
-        return Err(ImportError {
-            file: file.to_owned(),
-            line: 0,
-            message: "no user or assistant line: nothing to import".into(),
-        });
-    };
-    let messages = r.state().messages.len() as u64;
-    Ok(Imported {
-        session: r.session(),
-        format: Format::ClaudeCode,
-        source_session: im.source_session,
-        messages,
-        tool_calls: im.tool_ids.len() as u64,
-        steps: im.steps,
-        events: r.into_events(),
-    })
+    im.b.finish()
 }

@@ -1,5 +1,5 @@
-//! RFC 3339 timestamps (`2025-10-21T03:21:27.040Z`) to epoch milliseconds,
-//! without a date library.
+//! RFC 3339 timestamps (`2025-10-21T03:21:27.040Z`) to and from epoch
+//! milliseconds, without a date library.
 
 /// Parses `YYYY-MM-DDTHH:MM:SS[.fff…](Z|±HH:MM)`; `None` if malformed.
 pub fn parse_rfc3339_ms(s: &str) -> Option<u64> {
@@ -59,9 +59,44 @@ pub fn parse_rfc3339_ms(s: &str) -> Option<u64> {
     u64::try_from(secs * 1000 + ms).ok()
 }
 
+/// Formats epoch milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
+pub fn format_rfc3339_ms(ms: u64) -> String {
+    let secs = (ms / 1000) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_what_it_parses() {
+        for s in [
+            "1970-01-01T00:00:00.000Z",
+            "2025-10-21T03:21:27.040Z",
+            "2024-02-29T12:00:00.123Z",
+            "2000-12-31T23:59:59.999Z",
+        ] {
+            assert_eq!(format_rfc3339_ms(parse_rfc3339_ms(s).unwrap()), s);
+        }
+    }
 
     #[test]
     fn parses_timestamps() {

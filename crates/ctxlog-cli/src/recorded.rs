@@ -1,0 +1,577 @@
+//! Commands on recorded sessions: `import`, `sessions`, `replay`, `export`
+//! and `simulate`.
+
+use crate::ui::{self, Counting};
+use crate::{open_store, CliError};
+use ctxlog_core::{Envelope, Event, Policy, SessionId, SessionState};
+use ctxlog_engine::recording::{replay_recording, Decision, ReplayConfig};
+use ctxlog_engine::summarize::ExtractiveSummarizer;
+use ctxlog_import::limits::resolve;
+use ctxlog_import::{Format, ImportOptions, Imported, LimitOverrides};
+use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
+use serde_json::json;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `--format` of `import` and `simulate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// Detect from the first bytes.
+    Auto,
+    /// OpenCode `opencode export` JSON.
+    Opencode,
+    /// Claude Code transcript JSONL.
+    ClaudeCode,
+    /// Codex CLI rollout JSONL.
+    Codex,
+    /// pi coding-agent session JSONL.
+    Pi,
+}
+
+/// Model limit overrides, shared by `import` and `simulate`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct LimitArgs {
+    /// Use this model's limits from the built-in table instead of the
+    /// recorded model's.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Context window, tokens (overrides the table and the file).
+    #[arg(long)]
+    pub context: Option<u64>,
+    /// Output limit, tokens.
+    #[arg(long)]
+    pub output: Option<u64>,
+    /// Dedicated input limit, tokens (0 = none).
+    #[arg(long = "input-limit")]
+    pub input_limit: Option<u64>,
+}
+
+impl LimitArgs {
+    fn overrides(&self) -> LimitOverrides {
+        LimitOverrides {
+            model: self.model.clone(),
+            context: self.context,
+            input: self.input_limit,
+            output: self.output,
+        }
+    }
+}
+
+fn preset(name: &str) -> Result<Policy, CliError> {
+    Policy::preset(name).ok_or_else(|| {
+        CliError::BadInput(format!(
+            "unknown policy preset {name:?}; known: {}",
+            Policy::preset_names().join(", ")
+        ))
+    })
+}
+
+/// Reads and imports `file`; every input problem is exit code 2.
+pub fn read_recording(
+    json: bool,
+    file: &Path,
+    format: FormatArg,
+    options: &ImportOptions,
+) -> Result<Imported, CliError> {
+    let name = file.display().to_string();
+    let open =
+        || File::open(file).map_err(|e| CliError::BadInput(format!("{name}: cannot open: {e}")));
+    let format = match format {
+        FormatArg::Opencode => Format::OpenCode,
+        FormatArg::ClaudeCode => Format::ClaudeCode,
+        FormatArg::Codex => Format::Codex,
+        FormatArg::Pi => Format::Pi,
+        FormatArg::Auto => {
+            let mut head = Vec::with_capacity(64 << 10);
+            open()?
+                .take(64 << 10)
+                .read_to_end(&mut head)
+                .map_err(|e| CliError::BadInput(format!("{name}: cannot read: {e}")))?;
+            Format::sniff(&head).ok_or_else(|| {
+                CliError::BadInput(format!(
+                    "{name}: unknown format (use --format opencode|claude-code|codex|pi)"
+                ))
+            })?
+        }
+    };
+    let f = open()?;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let bar = ui::progress(json, len, ui::PROGRESS_MIN_BYTES, "import", true);
+    let reader = BufReader::with_capacity(256 << 10, Counting::new(f, bar.clone()));
+    let imported = ctxlog_import::import(reader, &name, format, options)
+        .map_err(|e| CliError::BadInput(e.to_string()));
+    bar.finish_and_clear();
+    let imported = imported?;
+    if !json {
+        for w in &imported.warnings {
+            eprintln!("ctxlog: warning: {name}: {w}");
+        }
+    }
+    Ok(imported)
+}
+
+/// `import FILE`.
+pub fn import(
+    json: bool,
+    db: &Path,
+    file: &Path,
+    format: FormatArg,
+    policy: &str,
+    limits: &LimitArgs,
+) -> Result<(), CliError> {
+    let options = ImportOptions {
+        policy: preset(policy)?,
+        limits: limits.overrides(),
+    };
+    let imported = read_recording(json, file, format, &options)?;
+    let store = open_store(db)?;
+    let stored = store_import(&store, &imported).map_err(|e| match e {
+        CliError::BadInput(m) => CliError::BadInput(format!("{}: {m}", file.display())),
+        e => e,
+    })?;
+    let doc = json!({
+        "session": imported.session.to_string(),
+        "format": imported.format.name(),
+        "source_session": imported.source_session,
+        "messages": imported.messages,
+        "tool_calls": imported.tool_calls,
+        "steps": imported.steps,
+        "events": imported.events.len(),
+        "already_imported": stored.new_events == 0,
+        "new_events": stored.new_events,
+        "warnings": imported.warnings,
+    });
+    if json {
+        println!("{doc}");
+    } else {
+        println!(
+            "{} {} (source {}): {} messages, {} tool calls, {} steps, {} events{}",
+            imported.format.name(),
+            imported.session,
+            imported.source_session.as_deref().unwrap_or("-"),
+            imported.messages,
+            imported.tool_calls,
+            imported.steps,
+            imported.events.len(),
+            match stored {
+                Stored { new_events: 0, .. } => " (already imported: nothing new written)".into(),
+                Stored {
+                    new_events,
+                    grew: true,
+                } => format!(" ({new_events} new events appended to the stored session)"),
+                _ => String::new(),
+            }
+        );
+    }
+    Ok(())
+}
+
+/// What [`store_import`] wrote.
+#[derive(Debug, Clone, Copy)]
+pub struct Stored {
+    /// Events written now.
+    pub new_events: usize,
+    /// The session was stored before and the recording grew since.
+    pub grew: bool,
+}
+
+/// Stores an imported session whole or not at all. The ids derive from the
+/// recording, so a second import of the same file writes nothing, and a
+/// recording that grew since (the agent went on) appends only its new
+/// events. A stored session that is not a prefix of the import is refused.
+pub fn store_import(store: &SledStore, imported: &Imported) -> Result<Stored, CliError> {
+    let fail = |e: ctxlog_store::StoreError| CliError::Failed(format!("not stored: {e}"));
+    let head = store.head(imported.session).map_err(fail)?;
+    let skip = if head == 0 {
+        0
+    } else {
+        let stored: Vec<Envelope> = store
+            .read(imported.session, 1)
+            .map_err(fail)?
+            .collect::<Result<_, _>>()
+            .map_err(fail)?;
+        let n = stored.len().min(imported.events.len());
+        if stored.len() > imported.events.len() || stored[..] != imported.events[..n] {
+            let at = stored
+                .iter()
+                .zip(&imported.events)
+                .position(|(a, b)| a != b)
+                .map_or(n + 1, |i| i + 1);
+            return Err(CliError::BadInput(format!(
+                "session {} is already stored with different events (from event {at} on: \
+                 a different file with the same session id, or other import options); \
+                 nothing was written",
+                imported.session
+            )));
+        }
+        stored.len()
+    };
+    let batch: Vec<NewEvent> = imported.events[skip..]
+        .iter()
+        .cloned()
+        .map(NewEvent::from)
+        .collect();
+    if batch.is_empty() {
+        return Ok(Stored {
+            new_events: 0,
+            grew: false,
+        });
+    }
+    let expected = if skip == 0 {
+        Expected::NoStream
+    } else {
+        Expected::Exactly(skip as u64)
+    };
+    store
+        .append(imported.session, expected, batch)
+        .map_err(fail)?;
+    Ok(Stored {
+        new_events: imported.events.len() - skip,
+        grew: skip > 0,
+    })
+}
+
+/// The source id recorded on a session's first event.
+fn source_of(store: &SledStore, session: SessionId) -> Result<Option<String>, CliError> {
+    let first = store
+        .read(session, 1)
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .next()
+        .transpose()
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    Ok(match first.map(|e| e.event) {
+        Some(Event::SessionStarted { source_id, .. }) => source_id,
+        _ => None,
+    })
+}
+
+/// Resolves SESSION: a ctxlog id, or a recording's own session id.
+pub fn resolve_session(store: &SledStore, db: &Path, text: &str) -> Result<SessionId, CliError> {
+    let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
+    if let Ok(u) = uuid::Uuid::parse_str(text) {
+        let s = SessionId(u);
+        if store.head(s).map_err(fail)? > 0 {
+            return Ok(s);
+        }
+    }
+    let mut found = Vec::new();
+    for (s, _) in store.sessions().map_err(fail)? {
+        if source_of(store, s)?.as_deref() == Some(text) {
+            found.push(s);
+        }
+    }
+    match found.as_slice() {
+        [s] => Ok(*s),
+        [] => Err(CliError::BadInput(format!(
+            "no session {text:?} in {} (neither a ctxlog id nor a source session id)",
+            db.display()
+        ))),
+        many => Err(CliError::BadInput(format!(
+            "{text:?} is the source of {} sessions ({}); use a ctxlog id",
+            many.len(),
+            many.iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// `sessions`.
+pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
+    let store = open_store(db)?;
+    let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
+    let mut rows = Vec::new();
+    for (s, head) in store.sessions().map_err(fail)? {
+        let loaded = store.load_state(s).map_err(fail)?;
+        let st = &loaded.state;
+        let completed = st
+            .jobs
+            .iter()
+            .filter(|j| matches!(j.status, ctxlog_core::JobStatus::Completed { .. }))
+            .count();
+        rows.push(json!({
+            "session": s.to_string(),
+            "source_session": st.source_id,
+            "title": st.title,
+            "started_at": st.started_at,
+            "events": head,
+            "messages": st.messages.len(),
+            "compactions": completed,
+            "pruned_parts": st.pruned_parts().count(),
+            "policy": st.policy.name,
+        }));
+    }
+    if json {
+        println!("{}", json!({ "sessions": rows }));
+        return Ok(());
+    }
+    if rows.is_empty() {
+        println!("no sessions in {}", db.display());
+        return Ok(());
+    }
+    let s = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "-".into(),
+        v => v.to_string(),
+    };
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                s(&r["session"]),
+                s(&r["source_session"]),
+                s(&r["events"]),
+                s(&r["messages"]),
+                s(&r["compactions"]),
+                s(&r["pruned_parts"]),
+                s(&r["policy"]),
+                s(&r["title"]),
+            ]
+        })
+        .collect();
+    ui::table(
+        &[
+            "SESSION",
+            "SOURCE",
+            "EVENTS",
+            "MESSAGES",
+            "COMPACTIONS",
+            "PRUNED",
+            "POLICY",
+            "TITLE",
+        ],
+        &table,
+    );
+    Ok(())
+}
+
+/// `replay SESSION`: re-derives the state from the whole log.
+pub fn replay(json: bool, db: &Path, session: &str) -> Result<(), CliError> {
+    let store = open_store(db)?;
+    let session = resolve_session(&store, db, session)?;
+    let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
+    let head = store.head(session).map_err(fail)?;
+    let bar = ui::progress(json, head, ui::PROGRESS_MIN_EVENTS, "replay", false);
+    let mut state = SessionState::new();
+    let mut events = 0u64;
+    for e in store.read(session, 1).map_err(fail)? {
+        let e = e.map_err(fail)?;
+        state.evolve(&e).map_err(|r| {
+            CliError::Failed(format!(
+                "session {session} does not replay at event {}: {r}",
+                e.seq
+            ))
+        })?;
+        events += 1;
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let digest = state.digest().to_string();
+    if json {
+        println!(
+            "{}",
+            json!({"session": session.to_string(), "events": events, "head": state.head, "digest": digest})
+        );
+    } else {
+        println!(
+            "{session}: {events} events replayed, head {}, digest {digest}",
+            state.head
+        );
+    }
+    Ok(())
+}
+
+/// `export SESSION --format opencode`.
+pub fn export(db: &Path, session: &str, out: Option<&PathBuf>) -> Result<(), CliError> {
+    let store = open_store(db)?;
+    let session = resolve_session(&store, db, session)?;
+    let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
+    let events: Vec<Envelope> = store
+        .read(session, 1)
+        .map_err(fail)?
+        .collect::<Result<_, _>>()
+        .map_err(fail)?;
+    let result = match out {
+        Some(path) => {
+            let f = File::create(path)
+                .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
+            ctxlog_import::export::opencode(&events, std::io::BufWriter::new(f))
+        }
+        None => ctxlog_import::export::opencode(&events, std::io::stdout().lock()),
+    };
+    result.map_err(|e| CliError::Failed(e.to_string()))
+}
+
+/// `simulate FILE` options beyond the file.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SimulateArgs {
+    /// The recording.
+    pub file: PathBuf,
+    /// Its format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+    /// Policy preset to simulate.
+    #[arg(long, default_value = "opencode-seed")]
+    pub policy: String,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Automatic compaction on overflow.
+    #[arg(long, action = clap::ArgAction::Set)]
+    pub auto: Option<bool>,
+    /// Tool-output pruning at the end of each turn.
+    #[arg(long, action = clap::ArgAction::Set)]
+    pub prune: Option<bool>,
+    /// Newest estimated tool-output tokens kept from pruning.
+    #[arg(long)]
+    pub prune_protect: Option<u64>,
+    /// Prune only if strictly more than this many tokens would be cleared.
+    #[arg(long)]
+    pub prune_minimum: Option<u64>,
+}
+
+/// `simulate FILE ...`.
+pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
+    let mut policy = preset(&a.policy)?;
+    if let Some(v) = a.auto {
+        policy.auto = v;
+    }
+    if let Some(v) = a.prune {
+        policy.prune = v;
+    }
+    if let Some(v) = a.prune_protect {
+        policy.prune_protect = v;
+    }
+    if let Some(v) = a.prune_minimum {
+        policy.prune_minimum = v;
+    }
+    let options = ImportOptions {
+        policy: policy.clone(),
+        limits: a.limits.overrides(),
+    };
+    let imported = read_recording(json, &a.file, a.format, &options)?;
+    // With --model, the recorded model switches no longer matter: one set of
+    // limits for the whole run. Otherwise the recording's (with overrides
+    // already applied by the importer) are followed.
+    let fixed = a
+        .limits
+        .model
+        .is_some()
+        .then(|| resolve(&options.limits, None, None).limits);
+    let dir = std::env::temp_dir().join(format!(
+        "ctxlog-simulate-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ));
+    let bar = ui::progress(
+        json,
+        imported.events.len() as u64,
+        ui::PROGRESS_MIN_EVENTS,
+        "simulate",
+        false,
+    );
+    let result = replay_recording(
+        &imported.events,
+        ReplayConfig {
+            policy: policy.clone(),
+            limits: fixed,
+            summarizer: Arc::new(ExtractiveSummarizer::default()),
+        },
+        &dir,
+        |i| bar.set_position(i as u64),
+    );
+    bar.finish_and_clear();
+    let _ = std::fs::remove_dir_all(&dir);
+    let report = result.map_err(|e| CliError::Failed(format!("simulation failed: {e}")))?;
+    if json {
+        println!(
+            "{}",
+            json!({
+                "decisions": report.decisions,
+                "source_session": imported.source_session,
+                "format": imported.format.name(),
+                "policy": policy,
+                "steps": report.steps,
+                "turns": report.turns,
+                "overhead_tokens": report.overhead,
+                "final_window_tokens": report.final_window,
+            })
+        );
+        return Ok(());
+    }
+    println!(
+        "{} {} under {} (auto {}, prune {}): {} turns, {} steps, overhead ~{} tokens",
+        imported.format.name(),
+        imported.source_session.as_deref().unwrap_or("-"),
+        policy.name,
+        policy.auto,
+        policy.prune,
+        report.turns,
+        report.steps,
+        report.overhead
+    );
+    if report.decisions.is_empty() {
+        println!("no decisions: nothing was pruned or compacted");
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = report
+        .decisions
+        .iter()
+        .map(|d| match d {
+            Decision::Prune {
+                after,
+                call_ids,
+                tokens,
+            } => vec![
+                "prune".into(),
+                after.clone(),
+                format!("{} outputs, ~{tokens} tokens", call_ids.len()),
+            ],
+            Decision::Compaction {
+                after,
+                count,
+                usable,
+                estimated,
+                ..
+            } => vec![
+                "compaction".into(),
+                after.clone(),
+                format!(
+                    "count {}{count}, usable {}",
+                    if *estimated { "~" } else { "" },
+                    usable.map_or("-".into(), |u| u.to_string())
+                ),
+            ],
+            Decision::Summary {
+                after,
+                window_before,
+                window_after,
+            } => vec![
+                "summary".into(),
+                after.clone(),
+                format!("window ~{window_before} -> ~{window_after} tokens"),
+            ],
+            Decision::Continue { after } => {
+                vec![
+                    "continue".into(),
+                    after.clone(),
+                    "synthetic continue".into(),
+                ]
+            }
+            Decision::CompactionFailed { after, error } => {
+                vec!["failed".into(), after.clone(), error.clone()]
+            }
+            Decision::Stalled { after, reason } => {
+                vec!["stalled".into(), after.clone(), reason.clone()]
+            }
+        })
+        .collect();
+    ui::table(&["DECISION", "AFTER", "DETAIL"], &rows);
+    println!("final window ~{} tokens", report.final_window);
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! Terminal feel: progress bars only on a terminal (never with `--json` or
+//! when piped), tables with aligned columns, colour only when stdout is a
+//! terminal and `NO_COLOR` is unset.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::{IsTerminal, Read};
+
+/// Inputs smaller than this get no progress bar.
+pub const PROGRESS_MIN_BYTES: u64 = 4 << 20;
+/// Logs shorter than this get no progress bar.
+pub const PROGRESS_MIN_EVENTS: u64 = 50_000;
+
+/// A progress bar on stderr when it is a terminal and output is for people;
+/// hidden otherwise.
+pub fn progress(json: bool, len: u64, min: u64, what: &str, bytes: bool) -> ProgressBar {
+    if json || len < min || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let template = if bytes {
+        "{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})"
+    } else {
+        "{msg} [{bar:30}] {pos}/{len} ({eta})"
+    };
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(template)
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(what.to_owned());
+    bar
+}
+
+/// A reader that advances a progress bar by the bytes read.
+pub struct Counting<R> {
+    inner: R,
+    bar: ProgressBar,
+}
+
+impl<R> Counting<R> {
+    /// Wraps `inner`.
+    pub fn new(inner: R, bar: ProgressBar) -> Self {
+        Counting { inner, bar }
+    }
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bar.inc(n as u64);
+        Ok(n)
+    }
+}
+
+/// Whether to colour stdout.
+pub fn color() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
+}
+
+/// A table: a header and rows, printed with aligned columns (numbers right).
+pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let cols = header.len();
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(cols) {
+            width[i] = width[i].max(c.chars().count());
+        }
+    }
+    let numeric: Vec<bool> = (0..cols)
+        .map(|i| {
+            !rows.is_empty()
+                && rows.iter().all(|r| {
+                    r.get(i)
+                        .is_some_and(|c| !c.is_empty() && c.chars().all(|ch| ch.is_ascii_digit()))
+                })
+        })
+        .collect();
+    let line = |cells: Vec<String>| {
+        let mut out = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = width[i].saturating_sub(c.chars().count());
+            if i > 0 {
+                out.push_str("  ");
+            }
+            if numeric[i] {
+                out.push_str(&" ".repeat(pad));
+                out.push_str(c);
+            } else if i + 1 == cells.len() {
+                out.push_str(c);
+            } else {
+                out.push_str(c);
+                out.push_str(&" ".repeat(pad));
+            }
+        }
+        out
+    };
+    let head = line(header.iter().map(|h| h.to_string()).collect());
+    if color() {
+        println!("\x1b[1m{head}\x1b[0m");
+    } else {
+        println!("{head}");
+    }
+    for r in rows {
+        println!("{}", line(r.clone()));
+    }
+}

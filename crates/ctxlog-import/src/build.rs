@@ -1,0 +1,300 @@
+//! [`Builder`]: what every importer shares. It wraps a [`Recorder`] (so each
+//! event is checked by the reducer as it is read), derives ids from the
+//! recording's own session id (a second import yields the same events),
+//! keeps times monotonic, tracks the model's limits, counts steps and
+//! distinct tool calls, and names the place in the input in every error.
+
+use crate::limits::{resolve, Resolved};
+use crate::{Format, ImportError, ImportOptions, Imported};
+use ctxlog_core::{
+    Event, FinishReason, IdSource, MessageId, ModelLimits, ModelRef, PartBody, PartId, Recorder,
+    Role, SeededIds, SessionId, TimestampMs, TokenUsage,
+};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+
+/// Where in the input an error is.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Location {
+    /// 1-based line (JSONL), 0 when unknown.
+    pub line: u64,
+    /// JSON path (`messages[3].parts[1]`), for whole-file JSON formats.
+    pub path: Option<String>,
+}
+
+/// A new message's attributes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct NewMessage {
+    pub parent: Option<MessageId>,
+    pub source: Option<String>,
+    pub model: Option<ModelRef>,
+    pub agent: Option<String>,
+    pub synthetic: bool,
+}
+
+pub(crate) struct Builder<'a> {
+    file: &'a str,
+    format: Format,
+    options: &'a ImportOptions,
+    pub at: Location,
+    r: Option<Recorder<SeededIds>>,
+    source_session: Option<String>,
+    tool_ids: BTreeSet<String>,
+    steps: u64,
+    last_at: TimestampMs,
+    model: Option<String>,
+    file_context: Option<u64>,
+    limits: ModelLimits,
+    warnings: Vec<String>,
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(file: &'a str, format: Format, options: &'a ImportOptions) -> Self {
+        Builder {
+            file,
+            format,
+            options,
+            at: Location::default(),
+            r: None,
+            source_session: None,
+            tool_ids: BTreeSet::new(),
+            steps: 0,
+            last_at: 0,
+            model: None,
+            file_context: None,
+            limits: ModelLimits::default(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// An error at the current location.
+    pub fn err(&self, message: impl Into<String>) -> ImportError {
+        ImportError {
+            file: self.file.to_owned(),
+            line: self.at.line,
+            path: self.at.path.clone(),
+            message: message.into(),
+        }
+    }
+
+    pub fn options(&self) -> &ImportOptions {
+        self.options
+    }
+
+    pub fn started(&self) -> bool {
+        self.r.is_some()
+    }
+
+    fn rec(&mut self) -> &mut Recorder<SeededIds> {
+        self.r.as_mut().expect("start() before the first event")
+    }
+
+    /// Starts the session once the recording's own id is known.
+    pub fn start(
+        &mut self,
+        source: &str,
+        at: TimestampMs,
+        title: Option<String>,
+    ) -> Result<(), ImportError> {
+        assert!(self.r.is_none(), "started twice");
+        let tag = format!("ctxlog/import/{}/{source}", self.format.name());
+        let digest = Sha256::digest(tag.as_bytes());
+        let seed = u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"));
+        let mut ids = SeededIds::new(seed);
+        let session = SessionId(ids.next_uuid(at));
+        let initial = resolve(&self.options.limits, None, None);
+        self.limits = initial.limits.clone();
+        let r = Recorder::start_from(
+            session,
+            ids,
+            at,
+            self.options.policy.clone(),
+            initial.limits,
+            title,
+            Some(source.to_owned()),
+        )
+        .map_err(|e| self.err(format!("refused: {e}")))?;
+        self.r = Some(r);
+        self.last_at = at;
+        self.source_session = Some(source.to_owned());
+        Ok(())
+    }
+
+    /// A time no earlier than the previous event's (recordings are not
+    /// always monotonic; the log is).
+    pub fn time(&mut self, at: Option<TimestampMs>) -> TimestampMs {
+        let t = at.unwrap_or(self.last_at).max(self.last_at);
+        self.last_at = t;
+        t
+    }
+
+    pub fn record(&mut self, at: TimestampMs, event: Event) -> Result<(), ImportError> {
+        let at = self.time(Some(at));
+        let kind = event.kind();
+        match self.rec().record(at, event) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.err(format!("cannot record {kind}: {e}"))),
+        }
+    }
+
+    pub fn message_id(&mut self, at: TimestampMs) -> MessageId {
+        self.rec().message_id(at)
+    }
+
+    pub fn part_id(&mut self, at: TimestampMs) -> PartId {
+        self.rec().part_id(at)
+    }
+
+    /// Appends a message with no parts.
+    pub fn message(
+        &mut self,
+        at: TimestampMs,
+        role: Role,
+        m: NewMessage,
+    ) -> Result<MessageId, ImportError> {
+        let message = self.message_id(at);
+        self.record(
+            at,
+            Event::MessageAppended {
+                message,
+                role,
+                agent: m.agent,
+                model: m.model,
+                synthetic: m.synthetic,
+                parent: m.parent,
+                source_id: m.source,
+            },
+        )?;
+        Ok(message)
+    }
+
+    /// Appends a part; a tool part's call id is counted once.
+    pub fn part(
+        &mut self,
+        at: TimestampMs,
+        message: MessageId,
+        body: PartBody,
+        source: Option<String>,
+    ) -> Result<PartId, ImportError> {
+        if let PartBody::Tool { call_id, .. } = &body {
+            self.tool_ids.insert(call_id.clone());
+        }
+        let part = self.part_id(at);
+        self.record(
+            at,
+            Event::PartAppended {
+                message,
+                part,
+                body,
+                source_id: source,
+            },
+        )?;
+        Ok(part)
+    }
+
+    pub fn update(
+        &mut self,
+        at: TimestampMs,
+        part: PartId,
+        body: PartBody,
+    ) -> Result<(), ImportError> {
+        self.record(at, Event::PartUpdated { part, body })
+    }
+
+    /// Records one model call's end.
+    pub fn finish_step(
+        &mut self,
+        at: TimestampMs,
+        message: MessageId,
+        reason: FinishReason,
+        tokens: TokenUsage,
+        cost_micros: Option<u64>,
+    ) -> Result<(), ImportError> {
+        let part = self.part_id(at);
+        self.record(
+            at,
+            Event::StepFinished {
+                message,
+                part,
+                reason,
+                tokens,
+                cost_micros,
+            },
+        )?;
+        self.steps += 1;
+        Ok(())
+    }
+
+    /// The model in use from now on; records `LimitsChanged` when its
+    /// limits differ from the current ones.
+    pub fn set_model(&mut self, at: TimestampMs, model: &str) -> Result<(), ImportError> {
+        if self.model.as_deref() == Some(model) {
+            return Ok(());
+        }
+        self.model = Some(model.to_owned());
+        self.refresh_limits(at)
+    }
+
+    /// The context window the recording itself states (Codex does).
+    pub fn set_file_context(&mut self, at: TimestampMs, context: u64) -> Result<(), ImportError> {
+        if self.file_context == Some(context) {
+            return Ok(());
+        }
+        self.file_context = Some(context);
+        self.refresh_limits(at)
+    }
+
+    fn refresh_limits(&mut self, at: TimestampMs) -> Result<(), ImportError> {
+        let Resolved { limits, unknown } = resolve(
+            &self.options.limits,
+            self.model.as_deref(),
+            self.file_context,
+        );
+        if let Some(model) = unknown {
+            let w = format!(
+                "model {model:?} is not in the limits table: assuming {} context, {} output \
+                 (override with --context/--output/--input-limit)",
+                limits.context,
+                limits.output.unwrap_or(0)
+            );
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
+        if limits != self.limits {
+            self.limits = limits.clone();
+            self.record(at, Event::LimitsChanged { limits })?;
+        }
+        Ok(())
+    }
+
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The state so far.
+    pub fn state(&self) -> Option<&ctxlog_core::SessionState> {
+        self.r.as_ref().map(|r| r.state())
+    }
+
+    pub fn finish(self) -> Result<Imported, ImportError> {
+        let Some(r) = self.r else {
+            return Err(ImportError {
+                file: self.file.to_owned(),
+                line: 0,
+                path: None,
+                message: "no session found: nothing to import".into(),
+            });
+        };
+        Ok(Imported {
+            session: r.session(),
+            format: self.format,
+            source_session: self.source_session,
+            messages: r.state().messages.len() as u64,
+            tool_calls: self.tool_ids.len() as u64,
+            steps: self.steps,
+            warnings: self.warnings,
+            events: r.into_events(),
+        })
+    }
+}

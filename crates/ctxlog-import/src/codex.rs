@@ -1,0 +1,554 @@
+//! Codex CLI rollout JSONL (`session-formats.md` §3).
+//!
+//! - `session_meta` starts the session (its `id` is the source session id).
+//! - A step is one model request: it opens at `turn_context` or at a
+//!   `token_count` that follows step items, and takes the `reasoning`,
+//!   assistant `message` and tool-call items after it. It closes at the next
+//!   `turn_context`, user message, `token_count` after items, `turn_aborted`,
+//!   `compacted`, or the end of the file. Steps have no id: the source id is
+//!   `line:N`, the last line the model produced in the step (its usage line
+//!   when it produced none).
+//! - `token_count.info.last_token_usage` is the step's usage. Codex's
+//!   `input_tokens` already includes `cached_input_tokens` and its
+//!   `output_tokens` includes `reasoning_output_tokens`; they are stored the
+//!   OpenCode way (input uncached, cache read apart, output without
+//!   reasoning, the recorded total kept). `model_context_window` is the
+//!   file's own context window and overrides the table's.
+//! - `function_call`, `custom_tool_call`, `local_shell_call` pair with their
+//!   `*_output` by `call_id`; the output's JSON `{"output", "metadata"}` is
+//!   unwrapped. Calls never answered stay pending (interrupted).
+//! - `turn_aborted` records a `MessageAbortedError` on the step it cut.
+//! - A top-level `compacted` item becomes a completed compaction whose
+//!   summary is `payload.message`.
+//! - User messages that are wholly injected context (`<environment_context>`,
+//!   `<user_instructions>`, AGENTS.md) are kept as synthetic. `event_msg`
+//!   copies of response items are skipped.
+
+use crate::build::{Builder, NewMessage};
+use crate::claude_code::as_json;
+use crate::time::parse_rfc3339_ms;
+use crate::{each_line, Format, ImportError, ImportOptions, Imported};
+use ctxlog_core::{
+    Attachment, CompactionTrigger, Event, FinishReason, Json, MessageError, MessageId, ModelRef,
+    PartBody, PartId, Role, TokenUsage, ToolState,
+};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+/// One item of a step not yet written (the step's source id is known only
+/// when it ends).
+struct Item {
+    body: PartBody,
+    source: Option<String>,
+}
+
+#[derive(Default)]
+struct Step {
+    usage: Option<TokenUsage>,
+    items: Vec<Item>,
+    /// call id → index in `items`.
+    calls: BTreeMap<String, usize>,
+    start: u64,
+    at: u64,
+    end_line: u64,
+}
+
+struct Importer<'a> {
+    b: Builder<'a>,
+    step: Option<Step>,
+    /// Answered later than their step was written: call id → (part, tool, input, start).
+    written: BTreeMap<String, (PartId, String, Json, u64)>,
+    last_user: Option<MessageId>,
+    last_step: Option<MessageId>,
+    line: u64,
+}
+
+const INJECTED: &[&str] = &[
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+];
+
+fn usage(u: &Value) -> TokenUsage {
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let input = n("input_tokens");
+    let cached = n("cached_input_tokens").min(input);
+    let output = n("output_tokens");
+    let reasoning = n("reasoning_output_tokens").min(output);
+    TokenUsage {
+        total: u.get("total_tokens").and_then(Value::as_u64),
+        input: input - cached,
+        output: output - reasoning,
+        reasoning,
+        cache_read: cached,
+        cache_write: 0,
+    }
+}
+
+impl<'a> Importer<'a> {
+    fn err(&self, m: impl Into<String>) -> ImportError {
+        self.b.err(m)
+    }
+
+    fn step(&mut self, at: u64) -> &mut Step {
+        self.step.get_or_insert_with(|| Step {
+            start: at,
+            at,
+            ..Step::default()
+        })
+    }
+
+    fn push_item(&mut self, at: u64, body: PartBody, source: Option<String>) -> usize {
+        let line = self.line;
+        let s = self.step(at);
+        s.items.push(Item { body, source });
+        s.at = at;
+        s.end_line = line;
+        s.items.len() - 1
+    }
+
+    /// Writes the open step: its message, its parts, its finish.
+    fn close_step(&mut self, aborted: bool) -> Result<(), ImportError> {
+        let Some(s) = self.step.take() else {
+            return Ok(());
+        };
+        if s.items.is_empty() && s.usage.is_none() {
+            return Ok(());
+        }
+        let model = self.b.model().map(|m| ModelRef {
+            provider: "openai".into(),
+            model: m.to_owned(),
+        });
+        let message = self.b.message(
+            s.start,
+            Role::Assistant,
+            NewMessage {
+                parent: self.last_user,
+                source: Some(format!("line:{}", s.end_line)),
+                model,
+                ..NewMessage::default()
+            },
+        )?;
+        let mut has_tool = false;
+        let mut ids = Vec::with_capacity(s.items.len());
+        for item in s.items {
+            if let PartBody::Tool {
+                call_id,
+                tool,
+                state,
+            } = &item.body
+            {
+                has_tool = true;
+                ids.push(Some((call_id.clone(), tool.clone(), state.clone())));
+            } else {
+                ids.push(None);
+            }
+            let part = self.b.part(s.at, message, item.body, item.source)?;
+            if let Some(Some((call, tool, ToolState::Pending { input, .. }))) = ids.last() {
+                self.written
+                    .insert(call.clone(), (part, tool.clone(), input.clone(), s.at));
+            }
+        }
+        let reason = if aborted {
+            FinishReason::Other("aborted".into())
+        } else if has_tool {
+            FinishReason::ToolCalls
+        } else {
+            FinishReason::Stop
+        };
+        self.b
+            .finish_step(s.at, message, reason, s.usage.unwrap_or_default(), None)?;
+        self.last_step = Some(message);
+        Ok(())
+    }
+
+    fn line(&mut self, v: &Value) -> Result<(), ImportError> {
+        let ty = v
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err("field `type` missing or not a string"))?;
+        let at = match v.get("timestamp") {
+            Some(Value::String(s)) => Some(parse_rfc3339_ms(s).ok_or_else(|| {
+                self.err(format!("field `timestamp`: not an RFC 3339 time: {s:?}"))
+            })?),
+            Some(_) => return Err(self.err("field `timestamp` is not a string")),
+            None => None,
+        };
+        let p = v
+            .get("payload")
+            .ok_or_else(|| self.err("field `payload` missing"))?;
+        if ty == "session_meta" {
+            if self.b.started() {
+                return Ok(()); // a resumed rollout repeats its meta
+            }
+            let id = p
+                .get("id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| self.err("field `payload.id` missing or not a string"))?;
+            let at = at.unwrap_or(0);
+            return self.b.start(id, at, None);
+        }
+        if !self.b.started() {
+            return Err(self.err(format!(
+                "a {ty:?} line before `session_meta`: not a Codex rollout"
+            )));
+        }
+        let at = self.b.time(at);
+        let pt = p.get("type").and_then(Value::as_str);
+        match (ty, pt) {
+            ("turn_context", _) => {
+                self.close_step(false)?;
+                if let Some(m) = p.get("model").and_then(Value::as_str) {
+                    self.b.set_model(at, m)?;
+                }
+                self.step(at);
+                Ok(())
+            }
+            ("event_msg", Some("token_count")) => {
+                let Some(info) = p.get("info").filter(|i| !i.is_null()) else {
+                    return Ok(());
+                };
+                if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
+                    self.b.set_file_context(at, w)?;
+                }
+                let u = info
+                    .get("last_token_usage")
+                    .ok_or_else(|| self.err("field `payload.info.last_token_usage` missing"))?;
+                if !u.is_object() {
+                    return Err(self.err("field `payload.info.last_token_usage` is not an object"));
+                }
+                if self
+                    .step
+                    .as_ref()
+                    .is_some_and(|s| s.usage.is_some() || !s.items.is_empty())
+                {
+                    self.close_step(false)?;
+                }
+                let line = self.line;
+                let s = self.step(at);
+                s.usage = Some(usage(u));
+                if s.items.is_empty() {
+                    s.end_line = line;
+                }
+                Ok(())
+            }
+            ("event_msg", Some("turn_aborted")) => {
+                let cut = self.step.as_ref().is_some_and(|s| !s.items.is_empty());
+                self.close_step(cut)?;
+                if let Some(m) = self.last_step {
+                    let reason = p
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("interrupted");
+                    self.b.record(
+                        at,
+                        Event::MessageErrored {
+                            message: m,
+                            error: MessageError {
+                                name: "MessageAbortedError".into(),
+                                message: format!("turn aborted: {reason}"),
+                            },
+                        },
+                    )?;
+                }
+                Ok(())
+            }
+            ("event_msg", _) => Ok(()), // UI copies of response items
+            ("compacted", _) => self.compacted(p, at),
+            ("response_item", Some(kind)) => self.item(kind, p, at),
+            ("response_item", None) => Err(self.err("field `payload.type` missing")),
+            _ => Ok(()),
+        }
+    }
+
+    fn compacted(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
+        self.close_step(false)?;
+        let text = p
+            .get("message")
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+            .unwrap_or("(the recording holds no summary text)")
+            .to_owned();
+        let source = Some(format!("line:{}", self.line));
+        let (job, part) = (self.b.message_id(at), self.b.part_id(at));
+        self.b.record(
+            at,
+            Event::CompactionRequested {
+                message: job,
+                part,
+                auto: true,
+                overflow: false,
+                trigger: CompactionTrigger::Imported,
+                agent: None,
+                model: None,
+                source_id: source.clone(),
+            },
+        )?;
+        let summary_message = self.b.message_id(at);
+        self.b.record(
+            at,
+            Event::CompactionStarted {
+                job,
+                summary_message,
+                agent: Some("compaction".into()),
+                model: None,
+                prompt: None,
+                tail_start: None,
+                source_id: source,
+            },
+        )?;
+        self.b.part(
+            at,
+            summary_message,
+            PartBody::Text {
+                text,
+                synthetic: false,
+                time: None,
+            },
+            None,
+        )?;
+        let part = self.b.part_id(at);
+        self.b.record(
+            at,
+            Event::SummaryCompleted {
+                job,
+                part,
+                reason: FinishReason::Stop,
+                tokens: TokenUsage::default(),
+                redactions: 0,
+            },
+        )
+    }
+
+    fn user(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
+        self.close_step(false)?;
+        let content = p
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| self.err("field `payload.content` is not an array"))?;
+        let mut bodies = Vec::new();
+        let mut texts = Vec::new();
+        for (i, c) in content.iter().enumerate() {
+            match c.get("type").and_then(Value::as_str) {
+                Some("input_text") | Some("text") => {
+                    let t = c.get("text").and_then(Value::as_str).ok_or_else(|| {
+                        self.err(format!("field `payload.content[{i}].text` is not a string"))
+                    })?;
+                    texts.push(t.to_owned());
+                }
+                Some("input_image") => bodies.push(PartBody::File(Attachment {
+                    mime: "image/*".into(),
+                    filename: None,
+                    url: c
+                        .get("image_url")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                })),
+                _ => {}
+            }
+        }
+        let synthetic = !texts.is_empty()
+            && texts
+                .iter()
+                .all(|t| INJECTED.iter().any(|p| t.trim_start().starts_with(p)));
+        let message = self.b.message(
+            at,
+            Role::User,
+            NewMessage {
+                source: Some(format!("line:{}", self.line)),
+                synthetic,
+                ..NewMessage::default()
+            },
+        )?;
+        for text in texts {
+            self.b.part(
+                at,
+                message,
+                PartBody::Text {
+                    text,
+                    synthetic,
+                    time: None,
+                },
+                None,
+            )?;
+        }
+        for body in bodies {
+            self.b.part(at, message, body, None)?;
+        }
+        if !synthetic {
+            self.last_user = Some(message);
+        }
+        Ok(())
+    }
+
+    fn item(&mut self, kind: &str, p: &Value, at: u64) -> Result<(), ImportError> {
+        match kind {
+            "message" => match p.get("role").and_then(Value::as_str) {
+                Some("user") | Some("developer") | Some("system") => self.user(p, at),
+                Some("assistant") => {
+                    let content = p
+                        .get("content")
+                        .and_then(Value::as_array)
+                        .ok_or_else(|| self.err("field `payload.content` is not an array"))?;
+                    for c in content {
+                        if let Some(t) = c.get("text").and_then(Value::as_str) {
+                            let body = PartBody::Text {
+                                text: t.to_owned(),
+                                synthetic: false,
+                                time: None,
+                            };
+                            self.push_item(at, body, None);
+                        }
+                    }
+                    Ok(())
+                }
+                _ => Err(self.err("field `payload.role` missing or unknown")),
+            },
+            "reasoning" => {
+                let text = p
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .map(|s| {
+                        s.iter()
+                            .filter_map(|x| x.get("text").and_then(Value::as_str))
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    })
+                    .unwrap_or_default();
+                self.push_item(at, PartBody::Reasoning { text, time: None }, None);
+                Ok(())
+            }
+            "function_call" | "custom_tool_call" | "local_shell_call" => {
+                let call_id = p
+                    .get("call_id")
+                    .or_else(|| p.get("id"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| self.err("field `payload.call_id` missing"))?
+                    .to_owned();
+                let tool = p
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or(if kind == "local_shell_call" {
+                        "local_shell"
+                    } else {
+                        "tool"
+                    })
+                    .to_owned();
+                let (input, raw) = match p
+                    .get("arguments")
+                    .or_else(|| p.get("input"))
+                    .or_else(|| p.get("action"))
+                {
+                    Some(Value::String(s)) => (
+                        serde_json::from_str::<Value>(s)
+                            .map(|v| as_json(&v))
+                            .unwrap_or_else(|_| Json::String(s.clone())),
+                        s.clone(),
+                    ),
+                    Some(v) => (as_json(v), v.to_string()),
+                    None => (Json::Null, String::new()),
+                };
+                let body = PartBody::Tool {
+                    call_id: call_id.clone(),
+                    tool,
+                    state: ToolState::Pending { input, raw },
+                };
+                let i = self.push_item(at, body, Some(call_id.clone()));
+                self.step(at).calls.insert(call_id, i);
+                Ok(())
+            }
+            "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
+                self.output(p, at)
+            }
+            _ => Ok(()), // web_search_call and future items: not replayed
+        }
+    }
+
+    fn output(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
+        let call_id = p
+            .get("call_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err("field `payload.call_id` missing"))?
+            .to_owned();
+        let (text, metadata) = match p.get("output") {
+            Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
+                Ok(Value::Object(o)) if o.get("output").is_some_and(Value::is_string) => (
+                    o["output"].as_str().unwrap_or("").to_owned(),
+                    o.get("metadata").map(as_json).unwrap_or(Json::Null),
+                ),
+                _ => (s.clone(), Json::Null),
+            },
+            Some(Value::Object(o)) => (
+                o.get("content")
+                    .or_else(|| o.get("output"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                Json::Null,
+            ),
+            Some(Value::Null) | None => (String::new(), Json::Null),
+            Some(_) => return Err(self.err("field `payload.output` is not a string")),
+        };
+        let complete = |input: Json, start: u64| ToolState::Completed {
+            input,
+            output: text.clone(),
+            title: None,
+            metadata: metadata.clone(),
+            start,
+            end: at,
+            attachments: Vec::new(),
+        };
+        // The call is still in the open step: complete it in place.
+        if let Some(s) = self.step.as_mut() {
+            if let Some(&i) = s.calls.get(&call_id) {
+                let start = s.start;
+                if let PartBody::Tool { state, .. } = &mut s.items[i].body {
+                    if matches!(state, ToolState::Pending { .. }) {
+                        *state = complete(state.input().clone(), start);
+                        return Ok(());
+                    }
+                }
+                return Err(self.err(format!("a second output for call {call_id:?}")));
+            }
+        }
+        let (part, tool, input, start) = self
+            .written
+            .remove(&call_id)
+            .ok_or_else(|| self.err(format!("tool output for unknown call {call_id:?}")))?;
+        self.b.update(
+            at,
+            part,
+            PartBody::Tool {
+                call_id,
+                tool,
+                state: complete(input, start),
+            },
+        )
+    }
+}
+
+/// Imports a Codex rollout read from `reader`; `file` names it in errors.
+pub fn import<R: BufRead>(
+    reader: R,
+    file: &str,
+    options: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    let mut im = Importer {
+        b: Builder::new(file, Format::Codex, options),
+        step: None,
+        written: BTreeMap::new(),
+        last_user: None,
+        last_step: None,
+        line: 0,
+    };
+    each_line(reader, file, |n, v| {
+        im.line = n;
+        im.b.at.line = n;
+        im.line(&v)
+    })?;
+    im.close_step(false)?;
+    im.b.finish()
+}

@@ -1,0 +1,370 @@
+//! A session written back as an OpenCode export (`opencode export` JSON),
+//! markers, summaries and pruned marks included, so OpenCode's own tools
+//! (and [`crate::opencode`]) can read it.
+//!
+//! Ids: a message or part imported from OpenCode keeps its id; any other
+//! gets `msg_`/`prt_` and its ctxlog uuid (time-ordered, like OpenCode's).
+//! The session keeps its source id when it has one. Written message by
+//! message, so memory stays bounded by the session state.
+
+use crate::opencode::finish_name;
+use ctxlog_core::{
+    Envelope, Event, JobStatus, Message, MessageId, Part, PartBody, RefusedEvent, Role,
+    SessionState, TimestampMs, TokenUsage, ToolState,
+};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::io::Write;
+use thiserror::Error;
+
+/// Why an export failed.
+#[derive(Debug, Error)]
+pub enum ExportError {
+    /// The log does not replay (a damaged store).
+    #[error("the log does not replay: {0}")]
+    Refused(#[from] RefusedEvent),
+    /// Writing failed.
+    #[error("cannot write the export: {0}")]
+    Io(#[from] std::io::Error),
+    /// Serializing failed.
+    #[error("cannot serialize the export: {0}")]
+    Json(#[from] serde_json::Error),
+    /// No events.
+    #[error("the session has no events")]
+    Empty,
+}
+
+fn id_for(source: Option<&str>, prefix: &str, uuid: uuid::Uuid) -> String {
+    match source {
+        Some(s) if s.starts_with(prefix) => s.to_owned(),
+        _ => format!("{prefix}{}", uuid.simple()),
+    }
+}
+
+fn tokens_json(t: &TokenUsage) -> Value {
+    let mut v = json!({
+        "input": t.input,
+        "output": t.output,
+        "reasoning": t.reasoning,
+        "cache": {"read": t.cache_read, "write": t.cache_write},
+    });
+    if let Some(total) = t.total {
+        v["total"] = json!(total);
+    }
+    v
+}
+
+fn cost_json(micros: Option<u64>) -> Value {
+    json!(micros.unwrap_or(0) as f64 / 1_000_000.0)
+}
+
+/// Per-message facts the state does not keep: step finish times and costs.
+#[derive(Default)]
+struct Extra {
+    completed: BTreeMap<MessageId, TimestampMs>,
+    step_cost: BTreeMap<ctxlog_core::PartId, (Option<u64>, TimestampMs)>,
+}
+
+/// Writes the session whose events are `events` (seq 1 onwards) to `out`.
+pub fn opencode<'a, W: Write>(
+    events: impl IntoIterator<Item = &'a Envelope>,
+    mut out: W,
+) -> Result<(), ExportError> {
+    let mut state = SessionState::new();
+    let mut extra = Extra::default();
+    let mut updated = 0;
+    for e in events {
+        state.evolve(e)?;
+        updated = e.recorded_at;
+        match &e.event {
+            Event::StepFinished {
+                message,
+                part,
+                cost_micros,
+                ..
+            } => {
+                extra.completed.insert(*message, e.recorded_at);
+                extra.step_cost.insert(*part, (*cost_micros, e.recorded_at));
+            }
+            Event::SummaryCompleted { job, part, .. } => {
+                if let Some(s) = state.job(*job).and_then(|j| j.summary) {
+                    extra.completed.insert(s, e.recorded_at);
+                }
+                extra.step_cost.insert(*part, (None, e.recorded_at));
+            }
+            _ => {}
+        }
+    }
+    let session = state.session.ok_or(ExportError::Empty)?;
+    let sid = match &state.source_id {
+        Some(s) => s.clone(),
+        None => format!("ses_{}", session.0.simple()),
+    };
+    let msg_ids: BTreeMap<MessageId, String> = state
+        .messages
+        .iter()
+        .map(|m| (m.id, id_for(m.source_id.as_deref(), "msg_", m.id.0)))
+        .collect();
+    let info = json!({
+        "id": sid,
+        "title": state.title.clone().unwrap_or_default(),
+        "version": concat!("ctxlog-", env!("CARGO_PKG_VERSION")),
+        "time": {"created": state.started_at, "updated": updated},
+    });
+    out.write_all(b"{\"info\":")?;
+    serde_json::to_writer(&mut out, &info)?;
+    out.write_all(b",\"messages\":[")?;
+    for (i, m) in state.messages.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",\n")?;
+        } else {
+            out.write_all(b"\n")?;
+        }
+        let v = message_json(&state, &extra, &sid, &msg_ids, m);
+        serde_json::to_writer(&mut out, &v)?;
+    }
+    out.write_all(b"\n]}\n")?;
+    out.flush()?;
+    Ok(())
+}
+
+fn message_json(
+    state: &SessionState,
+    extra: &Extra,
+    sid: &str,
+    ids: &BTreeMap<MessageId, String>,
+    m: &Message,
+) -> Value {
+    let mid = ids[&m.id].clone();
+    let mut info = Map::new();
+    info.insert("id".into(), json!(mid));
+    info.insert("sessionID".into(), json!(sid));
+    let role = match m.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    info.insert("role".into(), json!(role));
+    let mut time = json!({"created": m.created_at});
+    if let Some(t) = extra.completed.get(&m.id) {
+        time["completed"] = json!(t);
+    }
+    info.insert("time".into(), time);
+    if let Some(a) = &m.agent {
+        info.insert("agent".into(), json!(a));
+    }
+    match m.role {
+        Role::User => {
+            if let Some(model) = &m.model {
+                info.insert(
+                    "model".into(),
+                    json!({"providerID": model.provider, "modelID": model.model}),
+                );
+            }
+        }
+        Role::Assistant => {
+            if let Some(model) = &m.model {
+                info.insert("modelID".into(), json!(model.model));
+                info.insert("providerID".into(), json!(model.provider));
+            }
+            if let Some(a) = &m.agent {
+                info.insert("mode".into(), json!(a));
+            }
+            if let Some(p) = m.parent.and_then(|p| ids.get(&p)) {
+                info.insert("parentID".into(), json!(p));
+            }
+            if m.summary {
+                info.insert("summary".into(), json!(true));
+            }
+            if let Some(f) = &m.finish {
+                info.insert("finish".into(), json!(finish_name(f)));
+            }
+            if let Some(t) = &m.tokens {
+                info.insert("tokens".into(), tokens_json(t));
+            }
+            let cost: u64 = m
+                .parts
+                .iter()
+                .filter_map(|p| extra.step_cost.get(&p.id).and_then(|c| c.0))
+                .sum();
+            info.insert("cost".into(), cost_json(Some(cost)));
+            let failed = if m.summary {
+                m.parent
+                    .and_then(|j| state.job(j))
+                    .filter(|j| j.summary == Some(m.id) || !j.status.is_pending())
+                    .and_then(|j| match &j.status {
+                        JobStatus::Failed { error } => Some(error.clone()),
+                        _ => None,
+                    })
+            } else {
+                None
+            };
+            if let Some(e) = &m.error {
+                info.insert(
+                    "error".into(),
+                    json!({"name": e.name, "data": {"message": e.message}}),
+                );
+            } else if let Some(error) = failed {
+                info.insert(
+                    "error".into(),
+                    json!({"name": "CompactionFailed", "data": {"message": error}}),
+                );
+            }
+        }
+    }
+    let parts: Vec<Value> = m
+        .parts
+        .iter()
+        .map(|p| part_json(state, extra, sid, &mid, ids, m, p))
+        .collect();
+    json!({"info": Value::Object(info), "parts": parts})
+}
+
+fn part_json(
+    state: &SessionState,
+    extra: &Extra,
+    sid: &str,
+    mid: &str,
+    ids: &BTreeMap<MessageId, String>,
+    m: &Message,
+    p: &Part,
+) -> Value {
+    let mut o = Map::new();
+    o.insert(
+        "id".into(),
+        json!(id_for(p.source_id.as_deref(), "prt_", p.id.0)),
+    );
+    o.insert("sessionID".into(), json!(sid));
+    o.insert("messageID".into(), json!(mid));
+    o.insert("type".into(), json!(p.body.kind()));
+    let span = |s: &Option<ctxlog_core::Span>| {
+        s.map(|s| {
+            let mut t = json!({"start": s.start});
+            if let Some(e) = s.end {
+                t["end"] = json!(e);
+            }
+            t
+        })
+    };
+    match &p.body {
+        PartBody::Text {
+            text,
+            synthetic,
+            time,
+        } => {
+            o.insert("text".into(), json!(text));
+            if *synthetic {
+                o.insert("synthetic".into(), json!(true));
+            }
+            if let Some(t) = span(time) {
+                o.insert("time".into(), t);
+            }
+        }
+        PartBody::Reasoning { text, time } => {
+            o.insert("text".into(), json!(text));
+            if let Some(t) = span(time) {
+                o.insert("time".into(), t);
+            }
+        }
+        PartBody::Tool {
+            call_id,
+            tool,
+            state: s,
+        } => {
+            o.insert("tool".into(), json!(tool));
+            o.insert("callID".into(), json!(call_id));
+            let input = serde_json::to_value(s.input()).unwrap_or(Value::Null);
+            let st = match s {
+                ToolState::Pending { raw, .. } => {
+                    json!({"status": "pending", "input": input, "raw": raw})
+                }
+                ToolState::Running { title, start, .. } => {
+                    let mut v =
+                        json!({"status": "running", "input": input, "time": {"start": start}});
+                    if let Some(t) = title {
+                        v["title"] = json!(t);
+                    }
+                    v
+                }
+                ToolState::Completed {
+                    output,
+                    title,
+                    metadata,
+                    start,
+                    end,
+                    attachments,
+                    ..
+                } => {
+                    let mut time = json!({"start": start, "end": end});
+                    if let Some(mark) = &p.pruned {
+                        time["compacted"] = json!(mark.at);
+                    }
+                    let mut v = json!({
+                        "status": "completed",
+                        "input": input,
+                        "output": output,
+                        "title": title.clone().unwrap_or_default(),
+                        "metadata": serde_json::to_value(metadata).unwrap_or(Value::Null),
+                        "time": time,
+                    });
+                    if !attachments.is_empty() {
+                        v["attachments"] = attachments
+                            .iter()
+                            .map(|a| json!({"type": "file", "mime": a.mime, "filename": a.filename, "url": a.url}))
+                            .collect();
+                    }
+                    v
+                }
+                ToolState::Error {
+                    error, start, end, ..
+                } => {
+                    json!({"status": "error", "input": input, "error": error, "time": {"start": start, "end": end}})
+                }
+            };
+            o.insert("state".into(), st);
+        }
+        PartBody::File(a) => {
+            o.insert("mime".into(), json!(a.mime));
+            if let Some(f) = &a.filename {
+                o.insert("filename".into(), json!(f));
+            }
+            o.insert("url".into(), json!(a.url));
+        }
+        PartBody::StepStart { snapshot } => {
+            if let Some(s) = snapshot {
+                o.insert("snapshot".into(), json!(s));
+            }
+        }
+        PartBody::StepFinish {
+            reason,
+            tokens,
+            cost_micros,
+        } => {
+            o.insert("reason".into(), json!(finish_name(reason)));
+            o.insert("tokens".into(), tokens_json(tokens));
+            o.insert("cost".into(), cost_json(*cost_micros));
+            if let Some((_, at)) = extra.step_cost.get(&p.id) {
+                o.insert("time".into(), json!({"end": at}));
+            }
+        }
+        PartBody::Compaction { auto, overflow } => {
+            o.insert("auto".into(), json!(auto));
+            o.insert("overflow".into(), json!(overflow));
+            if let Some(t) = state
+                .job(m.id)
+                .and_then(|j| j.tail_start)
+                .and_then(|t| ids.get(&t))
+            {
+                o.insert("tail_start_id".into(), json!(t));
+            }
+        }
+        PartBody::Other { kind, data } => {
+            o.insert("type".into(), json!(kind));
+            if let Ok(Value::Object(d)) = serde_json::to_value(data) {
+                for (k, v) in d {
+                    o.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+    Value::Object(o)
+}

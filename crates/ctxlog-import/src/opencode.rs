@@ -1,0 +1,705 @@
+//! OpenCode `opencode export` JSON (`session-formats.md` §1,
+//! `opencode-behavior.md` §2.3).
+//!
+//! Streaming: the top-level object is read with a serde visitor that takes
+//! one message (`{info, parts}`) at a time, so only one message's tree is in
+//! memory. `info` may come before or after `messages`.
+//!
+//! - A user message with a `compaction` part is a compaction marker
+//!   (`CompactionRequested`, `auto` and `overflow` kept; `tail_start_id`
+//!   becomes the job's tail start).
+//! - An assistant message with `summary: true` whose `parentID` is a marker
+//!   is that job's summary: `CompactionStarted`, its text and reasoning
+//!   parts, then `SummaryCompleted` when it has a `finish` and no `error`,
+//!   `CompactionFailed` when it has an `error`; with neither it stays
+//!   running (interrupted), as in OpenCode.
+//! - Other assistant messages: their parts in order; each `step-finish`
+//!   becomes `StepFinished` (a message with a `finish` but no step-finish
+//!   part gets one from its `info.tokens`); `error` becomes `MessageErrored`.
+//! - Tool parts keep their state (`pending`, `running`, `completed`,
+//!   `error`). A completed part with `state.time.compacted` was pruned:
+//!   `PartsPruned` events (policy `imported`, one per distinct time) are
+//!   placed before the first later message created after that time.
+//! - `file` parts become attachments; `patch`, `agent`, `subtask`, `retry`,
+//!   `snapshot` and any other type are kept verbatim (`PartBody::Other`).
+//! - A user message whose text parts are all `synthetic` (the continue
+//!   message) is synthetic. Source ids are OpenCode's message, part and call
+//!   ids; errors name the JSON path (`messages[3].parts[1].state`).
+
+use crate::build::{Builder, NewMessage};
+use crate::claude_code::as_json;
+use crate::{Format, ImportError, ImportOptions, Imported};
+use ctxlog_core::{
+    Attachment, CompactionTrigger, Event, FinishReason, MessageError, MessageId, ModelRef,
+    PartBody, PartId, PrunedPart, Role, Span, TokenUsage, ToolState,
+};
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::BufRead;
+
+/// An OpenCode finish reason.
+pub fn finish_from(s: &str) -> FinishReason {
+    match s {
+        "stop" => FinishReason::Stop,
+        "tool-calls" => FinishReason::ToolCalls,
+        "length" => FinishReason::Length,
+        "content-filter" => FinishReason::ContentFilter,
+        "error" => FinishReason::Error,
+        other => FinishReason::Other(other.into()),
+    }
+}
+
+/// OpenCode's name for a finish reason.
+pub fn finish_name(f: &FinishReason) -> String {
+    match f {
+        FinishReason::Stop => "stop".into(),
+        FinishReason::ToolCalls => "tool-calls".into(),
+        FinishReason::Length => "length".into(),
+        FinishReason::ContentFilter => "content-filter".into(),
+        FinishReason::Error => "error".into(),
+        FinishReason::Other(o) => o.clone(),
+    }
+}
+
+/// Reads OpenCode's `tokens` object.
+pub fn tokens_from(v: &Value) -> TokenUsage {
+    let n = |p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+    TokenUsage {
+        total: v.get("total").and_then(Value::as_u64),
+        input: n("/input"),
+        output: n("/output"),
+        reasoning: n("/reasoning"),
+        cache_read: n("/cache/read"),
+        cache_write: n("/cache/write"),
+    }
+}
+
+fn cost_micros(v: Option<&Value>) -> Option<u64> {
+    let c = v?.as_f64()?;
+    (c.is_finite() && c >= 0.0).then(|| (c * 1_000_000.0).round() as u64)
+}
+
+struct Marker {
+    tail: Option<MessageId>,
+}
+
+struct Importer<'a> {
+    b: Builder<'a>,
+    info: Option<Value>,
+    /// OpenCode message id → ctxlog message id.
+    ids: BTreeMap<String, MessageId>,
+    /// Marker (job) → what its compaction part said.
+    markers: BTreeMap<MessageId, Marker>,
+    /// Pruned parts waiting to be placed: (time, part, tokens).
+    prunes: Vec<(u64, PartId, u64)>,
+    failed: Option<ImportError>,
+}
+
+fn str_at<'v>(o: &'v Value, k: &str) -> Option<&'v str> {
+    o.get(k).and_then(Value::as_str)
+}
+
+impl<'a> Importer<'a> {
+    fn err(&self, path: String, m: impl Into<String>) -> ImportError {
+        let mut e = self.b.err(m);
+        e.path = Some(path);
+        e
+    }
+
+    fn start(&mut self, fallback: Option<&str>, at: u64) -> Result<(), ImportError> {
+        if self.b.started() {
+            return Ok(());
+        }
+        let info = self.info.clone();
+        let id = info
+            .as_ref()
+            .and_then(|i| str_at(i, "id"))
+            .or(fallback)
+            .ok_or_else(|| self.err("info.id".into(), "missing: no session id"))?
+            .to_owned();
+        let created = info
+            .as_ref()
+            .and_then(|i| i.pointer("/time/created"))
+            .and_then(Value::as_u64)
+            .unwrap_or(at);
+        let title = info
+            .as_ref()
+            .and_then(|i| str_at(i, "title"))
+            .map(str::to_owned);
+        self.b.start(&id, created, title)
+    }
+
+    /// Places the prune marks whose time has come before a message created at `at`.
+    fn flush_prunes(&mut self, before: Option<u64>) -> Result<(), ImportError> {
+        let mut due: Vec<(u64, PartId, u64)> = Vec::new();
+        self.prunes.retain(|p| {
+            let is_due = before.is_none_or(|t| p.0 < t);
+            if is_due {
+                due.push(*p);
+            }
+            !is_due
+        });
+        due.sort_by_key(|p| p.0);
+        let mut i = 0;
+        while i < due.len() {
+            let t = due[i].0;
+            let group: Vec<_> = due[i..].iter().take_while(|p| p.0 == t).copied().collect();
+            i += group.len();
+            let parts: Vec<PrunedPart> = group
+                .iter()
+                .map(|&(_, part, tokens)| PrunedPart { part, tokens })
+                .collect();
+            let total_tokens = parts.iter().map(|p| p.tokens).sum();
+            self.b.record(
+                t,
+                Event::PartsPruned {
+                    parts,
+                    total_tokens,
+                    policy: "imported".into(),
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    fn message(&mut self, index: usize, v: Value) -> Result<(), ImportError> {
+        let path = format!("messages[{index}]");
+        let info = v
+            .get("info")
+            .filter(|i| i.is_object())
+            .ok_or_else(|| self.err(format!("{path}.info"), "missing or not an object"))?;
+        let id = str_at(info, "id")
+            .ok_or_else(|| self.err(format!("{path}.info.id"), "missing or not a string"))?
+            .to_owned();
+        let created = info
+            .pointer("/time/created")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| {
+                self.err(
+                    format!("{path}.info.time.created"),
+                    "missing or not a number",
+                )
+            })?;
+        self.start(str_at(info, "sessionID"), created)?;
+        self.flush_prunes(Some(created))?;
+        let parts = match v.get("parts") {
+            Some(Value::Array(p)) => p.as_slice(),
+            None | Some(Value::Null) => &[],
+            Some(_) => return Err(self.err(format!("{path}.parts"), "not an array")),
+        };
+        let at = created;
+        match str_at(info, "role") {
+            Some("user") => self.user(&path, info, id, parts, at),
+            Some("assistant") => self.assistant(&path, info, id, parts, at),
+            Some(r) => Err(self.err(format!("{path}.info.role"), format!("unknown role {r:?}"))),
+            None => Err(self.err(format!("{path}.info.role"), "missing")),
+        }
+    }
+
+    fn user_model(info: &Value) -> Option<ModelRef> {
+        let m = info.get("model")?;
+        Some(ModelRef {
+            provider: str_at(m, "providerID").unwrap_or("").to_owned(),
+            model: str_at(m, "modelID")?.to_owned(),
+        })
+    }
+
+    fn user(
+        &mut self,
+        path: &str,
+        info: &Value,
+        id: String,
+        parts: &[Value],
+        at: u64,
+    ) -> Result<(), ImportError> {
+        let agent = str_at(info, "agent").map(str::to_owned);
+        let model = Self::user_model(info);
+        if let Some((pi, c)) = parts
+            .iter()
+            .enumerate()
+            .find(|(_, p)| str_at(p, "type") == Some("compaction"))
+        {
+            let message = self.b.message_id(at);
+            let part = self.b.part_id(at);
+            let tail = match str_at(c, "tail_start_id") {
+                Some(t) => Some(*self.ids.get(t).ok_or_else(|| {
+                    self.err(
+                        format!("{path}.parts[{pi}].tail_start_id"),
+                        format!("names no earlier message: {t:?}"),
+                    )
+                })?),
+                None => None,
+            };
+            self.b.record(
+                at,
+                Event::CompactionRequested {
+                    message,
+                    part,
+                    auto: c.get("auto").and_then(Value::as_bool).unwrap_or(false),
+                    overflow: c.get("overflow").and_then(Value::as_bool).unwrap_or(false),
+                    trigger: CompactionTrigger::Imported,
+                    agent,
+                    model,
+                    source_id: Some(id.clone()),
+                },
+            )?;
+            self.ids.insert(id, message);
+            self.markers.insert(message, Marker { tail });
+            return Ok(());
+        }
+        let texts: Vec<&Value> = parts
+            .iter()
+            .filter(|p| str_at(p, "type") == Some("text"))
+            .collect();
+        let synthetic = !texts.is_empty()
+            && texts
+                .iter()
+                .all(|p| p.get("synthetic").and_then(Value::as_bool) == Some(true));
+        let message = self.b.message(
+            at,
+            Role::User,
+            NewMessage {
+                parent: None,
+                source: Some(id.clone()),
+                model,
+                agent,
+                synthetic,
+            },
+        )?;
+        self.ids.insert(id, message);
+        self.parts(path, message, parts, at, false).map(|_| ())
+    }
+
+    fn assistant(
+        &mut self,
+        path: &str,
+        info: &Value,
+        id: String,
+        parts: &[Value],
+        at: u64,
+    ) -> Result<(), ImportError> {
+        let model = str_at(info, "modelID").map(|m| ModelRef {
+            provider: str_at(info, "providerID").unwrap_or("").to_owned(),
+            model: m.to_owned(),
+        });
+        let agent = str_at(info, "agent")
+            .or_else(|| str_at(info, "mode"))
+            .map(str::to_owned);
+        let parent = str_at(info, "parentID").and_then(|p| self.ids.get(p).copied());
+        let finish = str_at(info, "finish").map(finish_from);
+        let error = info
+            .get("error")
+            .filter(|e| !e.is_null())
+            .map(|e| MessageError {
+                name: str_at(e, "name").unwrap_or("UnknownError").to_owned(),
+                message: e
+                    .pointer("/data/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            });
+        let completed = info.pointer("/time/completed").and_then(Value::as_u64);
+        let job = parent.filter(|p| {
+            self.markers.contains_key(p)
+                && self
+                    .b
+                    .state()
+                    .and_then(|s| s.job(*p))
+                    .is_some_and(|j| j.status.is_pending())
+        });
+        if info.get("summary").and_then(Value::as_bool) == Some(true) {
+            if let Some(job) = job {
+                return self.summary(path, info, id, parts, at, job, model, agent, finish, error);
+            }
+        }
+        if let Some(m) = model.as_ref() {
+            self.b.set_model(at, &m.model)?;
+        }
+        let message = self.b.message(
+            at,
+            Role::Assistant,
+            NewMessage {
+                parent,
+                source: Some(id.clone()),
+                model,
+                agent,
+                synthetic: false,
+            },
+        )?;
+        self.ids.insert(id, message);
+        let stepped = self.parts(path, message, parts, at, false)?;
+        if !stepped {
+            if let Some(reason) = finish {
+                let tokens = info.get("tokens").map(tokens_from).unwrap_or_default();
+                let t = completed.unwrap_or(at);
+                self.b
+                    .finish_step(t, message, reason, tokens, cost_micros(info.get("cost")))?;
+            }
+        }
+        if let Some(error) = error {
+            self.b.record(
+                completed.unwrap_or(at),
+                Event::MessageErrored { message, error },
+            )?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn summary(
+        &mut self,
+        path: &str,
+        info: &Value,
+        id: String,
+        parts: &[Value],
+        at: u64,
+        job: MessageId,
+        model: Option<ModelRef>,
+        agent: Option<String>,
+        finish: Option<FinishReason>,
+        error: Option<MessageError>,
+    ) -> Result<(), ImportError> {
+        let summary_message = self.b.message_id(at);
+        let tail_start = self.markers.get(&job).and_then(|m| m.tail);
+        self.b.record(
+            at,
+            Event::CompactionStarted {
+                job,
+                summary_message,
+                agent,
+                model,
+                prompt: None,
+                tail_start,
+                source_id: Some(id.clone()),
+            },
+        )?;
+        self.ids.insert(id, summary_message);
+        self.parts(path, summary_message, parts, at, true)?;
+        let completed = info
+            .pointer("/time/completed")
+            .and_then(Value::as_u64)
+            .unwrap_or(at);
+        if let Some(error) = error {
+            return self.b.record(
+                completed,
+                Event::CompactionFailed {
+                    job,
+                    error: format!("{}: {}", error.name, error.message),
+                },
+            );
+        }
+        let Some(reason) = finish else {
+            return Ok(()); // interrupted: the job stays running, as in OpenCode
+        };
+        let tokens = parts
+            .iter()
+            .rev()
+            .find(|p| str_at(p, "type") == Some("step-finish"))
+            .and_then(|p| p.get("tokens"))
+            .or_else(|| info.get("tokens"))
+            .map(tokens_from)
+            .unwrap_or_default();
+        let part = self.b.part_id(completed);
+        self.b.record(
+            completed,
+            Event::SummaryCompleted {
+                job,
+                part,
+                reason,
+                tokens,
+                redactions: 0,
+            },
+        )
+    }
+
+    /// Appends `parts`; returns whether a step-finish was among them.
+    fn parts(
+        &mut self,
+        path: &str,
+        message: MessageId,
+        parts: &[Value],
+        at: u64,
+        summary: bool,
+    ) -> Result<bool, ImportError> {
+        let mut stepped = false;
+        for (i, p) in parts.iter().enumerate() {
+            let ppath = format!("{path}.parts[{i}]");
+            if !p.is_object() {
+                return Err(self.err(ppath, "not an object"));
+            }
+            let kind = str_at(p, "type")
+                .ok_or_else(|| self.err(format!("{ppath}.type"), "missing or not a string"))?;
+            let source = str_at(p, "id").map(str::to_owned);
+            let span = |p: &Value| {
+                p.pointer("/time/start")
+                    .and_then(Value::as_u64)
+                    .map(|start| Span {
+                        start,
+                        end: p.pointer("/time/end").and_then(Value::as_u64),
+                    })
+            };
+            let body = match kind {
+                "text" => PartBody::Text {
+                    text: str_at(p, "text")
+                        .ok_or_else(|| self.err(format!("{ppath}.text"), "not a string"))?
+                        .to_owned(),
+                    synthetic: p.get("synthetic").and_then(Value::as_bool) == Some(true),
+                    time: span(p),
+                },
+                "reasoning" => PartBody::Reasoning {
+                    text: str_at(p, "text").unwrap_or("").to_owned(),
+                    time: span(p),
+                },
+                "step-finish" => {
+                    if summary {
+                        continue; // becomes SummaryCompleted's part
+                    }
+                    let t = p.pointer("/time/end").and_then(Value::as_u64).unwrap_or(at);
+                    let reason = str_at(p, "reason")
+                        .map(finish_from)
+                        .unwrap_or(FinishReason::Stop);
+                    let tokens = p.get("tokens").map(tokens_from).unwrap_or_default();
+                    self.b
+                        .finish_step(t, message, reason, tokens, cost_micros(p.get("cost")))?;
+                    stepped = true;
+                    continue;
+                }
+                _ if summary => continue, // a summary holds only text and reasoning
+                "step-start" => PartBody::StepStart {
+                    snapshot: str_at(p, "snapshot").map(str::to_owned),
+                },
+                "file" => PartBody::File(Attachment {
+                    mime: str_at(p, "mime")
+                        .unwrap_or("application/octet-stream")
+                        .to_owned(),
+                    filename: str_at(p, "filename").map(str::to_owned),
+                    url: str_at(p, "url").unwrap_or("").to_owned(),
+                }),
+                "tool" => {
+                    let (body, compacted) = self.tool(&ppath, p, at)?;
+                    let part = self.b.part(at, message, body.clone(), source)?;
+                    if let (
+                        Some(t),
+                        PartBody::Tool {
+                            state: ToolState::Completed { output, .. },
+                            ..
+                        },
+                    ) = (compacted, &body)
+                    {
+                        let tokens = self.b.options().policy.estimate(output);
+                        self.prunes.push((t, part, tokens));
+                    }
+                    continue;
+                }
+                "compaction" => {
+                    return Err(self.err(
+                        format!("{ppath}.type"),
+                        "a compaction part outside a user marker message",
+                    ))
+                }
+                other => {
+                    let mut data: Map<String, Value> = p.as_object().cloned().unwrap_or_default();
+                    for k in ["id", "sessionID", "messageID", "type"] {
+                        data.remove(k);
+                    }
+                    PartBody::Other {
+                        kind: other.to_owned(),
+                        data: as_json(&Value::Object(data)),
+                    }
+                }
+            };
+            if matches!(
+                body,
+                PartBody::Tool { .. } | PartBody::Reasoning { .. } | PartBody::StepStart { .. }
+            ) && self
+                .b
+                .state()
+                .and_then(|s| s.message(message))
+                .is_some_and(|m| m.role == Role::User)
+            {
+                continue; // OpenCode never puts these on user messages
+            }
+            self.b.part(at, message, body, source)?;
+        }
+        Ok(stepped)
+    }
+
+    fn tool(&self, path: &str, p: &Value, at: u64) -> Result<(PartBody, Option<u64>), ImportError> {
+        let tool = str_at(p, "tool")
+            .ok_or_else(|| self.err(format!("{path}.tool"), "missing or not a string"))?
+            .to_owned();
+        let call_id = str_at(p, "callID")
+            .ok_or_else(|| self.err(format!("{path}.callID"), "missing or not a string"))?
+            .to_owned();
+        let s = p
+            .get("state")
+            .filter(|s| s.is_object())
+            .ok_or_else(|| self.err(format!("{path}.state"), "missing or not an object"))?;
+        let input = as_json(s.get("input").unwrap_or(&Value::Null));
+        let time = |k: &str| s.pointer(&format!("/time/{k}")).and_then(Value::as_u64);
+        let status = str_at(s, "status")
+            .ok_or_else(|| self.err(format!("{path}.state.status"), "missing or not a string"))?;
+        let title = str_at(s, "title").map(str::to_owned);
+        let state = match status {
+            "pending" => ToolState::Pending {
+                input,
+                raw: str_at(s, "raw").unwrap_or("").to_owned(),
+            },
+            "running" => ToolState::Running {
+                input,
+                title,
+                start: time("start").unwrap_or(at),
+            },
+            "completed" => ToolState::Completed {
+                input,
+                output: match s.get("output") {
+                    Some(Value::String(o)) => o.clone(),
+                    None | Some(Value::Null) => String::new(),
+                    Some(_) => return Err(self.err(format!("{path}.state.output"), "not a string")),
+                },
+                title,
+                metadata: as_json(s.get("metadata").unwrap_or(&Value::Null)),
+                start: time("start").unwrap_or(at),
+                end: time("end").unwrap_or(at),
+                attachments: s
+                    .get("attachments")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .map(|f| Attachment {
+                                mime: str_at(f, "mime").unwrap_or("").to_owned(),
+                                filename: str_at(f, "filename").map(str::to_owned),
+                                url: str_at(f, "url").unwrap_or("").to_owned(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            },
+            "error" => ToolState::Error {
+                input,
+                error: str_at(s, "error").unwrap_or("").to_owned(),
+                start: time("start").unwrap_or(at),
+                end: time("end").unwrap_or(at),
+            },
+            other => {
+                return Err(self.err(
+                    format!("{path}.state.status"),
+                    format!("unknown status {other:?}"),
+                ))
+            }
+        };
+        let compacted = if status == "completed" {
+            time("compacted")
+        } else {
+            None
+        };
+        Ok((
+            PartBody::Tool {
+                call_id,
+                tool,
+                state,
+            },
+            compacted,
+        ))
+    }
+}
+
+struct Top<'i, 'a>(&'i mut Importer<'a>);
+struct Messages<'i, 'a>(&'i mut Importer<'a>);
+
+impl<'de> DeserializeSeed<'de> for Top<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Top<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an OpenCode export object {info, messages}")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "info" => {
+                    let info: Value = map.next_value()?;
+                    if !info.is_object() {
+                        return Err(serde::de::Error::custom("`info` is not an object"));
+                    }
+                    self.0.info = Some(info);
+                }
+                "messages" => map.next_value_seed(Messages(&mut *self.0))?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Messages<'_, '_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Messages<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of messages")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0usize;
+        loop {
+            self.0.b.at.path = Some(format!("messages[{i}]"));
+            let Some(v) = seq.next_element::<Value>()? else {
+                break;
+            };
+            if let Err(e) = self.0.message(i, v) {
+                self.0.failed = Some(e);
+                return Err(serde::de::Error::custom("import failed"));
+            }
+            i += 1;
+        }
+        self.0.b.at.path = None;
+        Ok(())
+    }
+}
+
+/// Imports an OpenCode export read from `reader`; `file` names it in errors.
+pub fn import<R: BufRead>(
+    reader: R,
+    file: &str,
+    options: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    let mut im = Importer {
+        b: Builder::new(file, Format::OpenCode, options),
+        info: None,
+        ids: BTreeMap::new(),
+        markers: BTreeMap::new(),
+        prunes: Vec::new(),
+        failed: None,
+    };
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let parsed = Top(&mut im).deserialize(&mut de).and_then(|()| de.end());
+    if let Some(e) = im.failed.take() {
+        return Err(e);
+    }
+    if let Err(e) = parsed {
+        let mut err = im.b.err(format!("not a valid OpenCode export: {e}"));
+        err.line = e.line() as u64;
+        return Err(err);
+    }
+    im.b.at.path = None;
+    if !im.b.started() {
+        // An export with no messages: the session still exists.
+        im.start(None, 0)?;
+    }
+    im.flush_prunes(None)?;
+    im.b.finish()
+}

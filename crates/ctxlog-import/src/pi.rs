@@ -1,0 +1,486 @@
+//! pi coding-agent session JSONL (`session-formats.md` §4).
+//!
+//! - The `session` line starts the session (its `id` is the source id) and
+//!   names the first model; `model_change` switches it.
+//! - Each `assistant` message is one step, with source id `line:N` (its own
+//!   line). Its usage is Anthropic-style (`input` uncached, `cacheRead`,
+//!   `cacheWrite`, `output`, `totalTokens`). `stopReason` `aborted` or
+//!   `error` also records a message error.
+//! - `toolCall` blocks become pending tool parts; a later `toolResult`
+//!   message completes them by `toolCallId` (errored when `isError`). Calls
+//!   never answered stay pending.
+//! - `bashExecution` (a command the user ran with `!`) is kept as a synthetic
+//!   user message: it reaches the model but is not a prompt.
+//! - A `compaction` entry becomes a completed compaction whose summary is its
+//!   `summary`; `firstKeptEntryIndex` (0-based line index) is the tail start.
+//! - `thinking_level_change` and unknown entries are skipped.
+
+use crate::build::{Builder, NewMessage};
+use crate::claude_code::as_json;
+use crate::time::parse_rfc3339_ms;
+use crate::{each_line, Format, ImportError, ImportOptions, Imported};
+use ctxlog_core::{
+    Attachment, CompactionTrigger, Event, FinishReason, Json, MessageError, MessageId, ModelRef,
+    PartBody, PartId, Role, TokenUsage, ToolState,
+};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::BufRead;
+
+struct Importer<'a> {
+    b: Builder<'a>,
+    line: u64,
+    /// call id → (part, tool, input, start).
+    calls: BTreeMap<String, (PartId, String, Json, u64)>,
+    /// 1-based line → message created from it (for `firstKeptEntryIndex`).
+    by_line: BTreeMap<u64, MessageId>,
+    last_user: Option<MessageId>,
+    provider: String,
+}
+
+impl<'a> Importer<'a> {
+    fn err(&self, m: impl Into<String>) -> ImportError {
+        self.b.err(m)
+    }
+
+    fn text_blocks(&self, content: &Value, field: &str) -> Result<Vec<PartBody>, ImportError> {
+        match content {
+            Value::String(s) => Ok(vec![PartBody::Text {
+                text: s.clone(),
+                synthetic: false,
+                time: None,
+            }]),
+            Value::Array(blocks) => {
+                let mut out = Vec::new();
+                for (i, c) in blocks.iter().enumerate() {
+                    match c.get("type").and_then(Value::as_str) {
+                        Some("text") => out.push(PartBody::Text {
+                            text: c
+                                .get("text")
+                                .and_then(Value::as_str)
+                                .ok_or_else(|| {
+                                    self.err(format!("field `{field}[{i}].text` is not a string"))
+                                })?
+                                .to_owned(),
+                            synthetic: false,
+                            time: None,
+                        }),
+                        Some("image") => out.push(PartBody::File(Attachment {
+                            mime: c
+                                .get("mimeType")
+                                .and_then(Value::as_str)
+                                .unwrap_or("image/*")
+                                .to_owned(),
+                            filename: None,
+                            url: String::new(),
+                        })),
+                        _ => {}
+                    }
+                }
+                Ok(out)
+            }
+            _ => Err(self.err(format!("field `{field}` is neither a string nor an array"))),
+        }
+    }
+
+    fn line(&mut self, v: &Value) -> Result<(), ImportError> {
+        let ty = v
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err("field `type` missing or not a string"))?;
+        let at = match v.get("timestamp") {
+            Some(Value::String(s)) => Some(parse_rfc3339_ms(s).ok_or_else(|| {
+                self.err(format!("field `timestamp`: not an RFC 3339 time: {s:?}"))
+            })?),
+            Some(_) => return Err(self.err("field `timestamp` is not a string")),
+            None => None,
+        };
+        if ty == "session" {
+            if self.b.started() {
+                return Err(self.err("a second `session` line"));
+            }
+            let id = v
+                .get("id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| self.err("field `id` missing or not a string"))?;
+            self.b.start(id, at.unwrap_or(0), None)?;
+            if let Some(p) = v.get("provider").and_then(Value::as_str) {
+                self.provider = p.to_owned();
+            }
+            if let Some(m) = v.get("modelId").and_then(Value::as_str) {
+                let at = self.b.time(at);
+                self.b.set_model(at, m)?;
+            }
+            return Ok(());
+        }
+        if !self.b.started() {
+            return Err(self.err(format!(
+                "a {ty:?} line before the `session` line: not a pi session"
+            )));
+        }
+        match ty {
+            "model_change" => {
+                let at = self.b.time(at);
+                if let Some(p) = v.get("provider").and_then(Value::as_str) {
+                    self.provider = p.to_owned();
+                }
+                match v.get("modelId").and_then(Value::as_str) {
+                    Some(m) => self.b.set_model(at, m),
+                    None => Err(self.err("field `modelId` missing or not a string")),
+                }
+            }
+            "message" => {
+                let m = v
+                    .get("message")
+                    .ok_or_else(|| self.err("field `message` missing"))?;
+                let at = m.get("timestamp").and_then(Value::as_u64).or(at);
+                let at = self.b.time(at);
+                match m.get("role").and_then(Value::as_str) {
+                    Some("user") => self.user(m, at),
+                    Some("assistant") => self.assistant(m, at),
+                    Some("toolResult") => self.tool_result(m, at),
+                    Some("bashExecution") => self.bash(m, at),
+                    Some(other) => {
+                        Err(self.err(format!("field `message.role`: unknown {other:?}")))
+                    }
+                    None => Err(self.err("field `message.role` missing")),
+                }
+            }
+            "compaction" => {
+                let at = self.b.time(at);
+                self.compaction(v, at)
+            }
+            _ => Ok(()), // thinking_level_change, ...
+        }
+    }
+
+    fn user(&mut self, m: &Value, at: u64) -> Result<(), ImportError> {
+        let content = m
+            .get("content")
+            .ok_or_else(|| self.err("field `message.content` missing"))?;
+        let bodies = self.text_blocks(content, "message.content")?;
+        let message = self.b.message(
+            at,
+            Role::User,
+            NewMessage {
+                source: Some(format!("line:{}", self.line)),
+                ..NewMessage::default()
+            },
+        )?;
+        for body in bodies {
+            self.b.part(at, message, body, None)?;
+        }
+        self.by_line.insert(self.line, message);
+        self.last_user = Some(message);
+        Ok(())
+    }
+
+    fn bash(&mut self, m: &Value, at: u64) -> Result<(), ImportError> {
+        let s = |k: &str| m.get(k).and_then(Value::as_str).unwrap_or("");
+        let text = format!("$ {}\n{}", s("command"), s("output"));
+        let message = self.b.message(
+            at,
+            Role::User,
+            NewMessage {
+                source: Some(format!("line:{}", self.line)),
+                synthetic: true,
+                ..NewMessage::default()
+            },
+        )?;
+        self.by_line.insert(self.line, message);
+        self.b
+            .part(
+                at,
+                message,
+                PartBody::Text {
+                    text,
+                    synthetic: true,
+                    time: None,
+                },
+                None,
+            )
+            .map(|_| ())
+    }
+
+    fn assistant(&mut self, m: &Value, at: u64) -> Result<(), ImportError> {
+        if let Some(model) = m.get("model").and_then(Value::as_str) {
+            self.b.set_model(at, model)?;
+        }
+        if let Some(p) = m.get("provider").and_then(Value::as_str) {
+            self.provider = p.to_owned();
+        }
+        let model = self.b.model().map(|mo| ModelRef {
+            provider: self.provider.clone(),
+            model: mo.to_owned(),
+        });
+        let message = self.b.message(
+            at,
+            Role::Assistant,
+            NewMessage {
+                parent: self.last_user,
+                source: Some(format!("line:{}", self.line)),
+                model,
+                ..NewMessage::default()
+            },
+        )?;
+        self.by_line.insert(self.line, message);
+        let blocks = m
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| self.err("field `message.content` is not an array"))?;
+        let mut has_tool = false;
+        for (i, c) in blocks.iter().enumerate() {
+            let field = |k: &str| format!("message.content[{i}].{k}");
+            match c.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    let text = c
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| {
+                            self.err(format!("field `{}` is not a string", field("text")))
+                        })?
+                        .to_owned();
+                    self.b.part(
+                        at,
+                        message,
+                        PartBody::Text {
+                            text,
+                            synthetic: false,
+                            time: None,
+                        },
+                        None,
+                    )?;
+                }
+                Some("thinking") => {
+                    let text = c
+                        .get("thinking")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
+                    self.b
+                        .part(at, message, PartBody::Reasoning { text, time: None }, None)?;
+                }
+                Some("toolCall") => {
+                    has_tool = true;
+                    let id = c
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| self.err(format!("field `{}` missing", field("id"))))?
+                        .to_owned();
+                    let tool = c
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| self.err(format!("field `{}` missing", field("name"))))?
+                        .to_owned();
+                    let args = c.get("arguments").cloned().unwrap_or(Value::Null);
+                    let input = as_json(&args);
+                    let part = self.b.part(
+                        at,
+                        message,
+                        PartBody::Tool {
+                            call_id: id.clone(),
+                            tool: tool.clone(),
+                            state: ToolState::Pending {
+                                input: input.clone(),
+                                raw: args.to_string(),
+                            },
+                        },
+                        Some(id.clone()),
+                    )?;
+                    self.calls.insert(id, (part, tool, input, at));
+                }
+                _ => {}
+            }
+        }
+        let stop = m.get("stopReason").and_then(Value::as_str);
+        let reason = match stop {
+            Some("toolUse") => FinishReason::ToolCalls,
+            Some("stop") | Some("endTurn") => FinishReason::Stop,
+            Some("length") => FinishReason::Length,
+            Some("error") => FinishReason::Error,
+            Some(other) => FinishReason::Other(other.into()),
+            None if has_tool => FinishReason::ToolCalls,
+            None => FinishReason::Stop,
+        };
+        let u = m.get("usage");
+        let n = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_u64);
+        let tokens = TokenUsage {
+            total: n("totalTokens"),
+            input: n("input").unwrap_or(0),
+            output: n("output").unwrap_or(0),
+            reasoning: 0,
+            cache_read: n("cacheRead").unwrap_or(0),
+            cache_write: n("cacheWrite").unwrap_or(0),
+        };
+        self.b.finish_step(at, message, reason, tokens, None)?;
+        if matches!(stop, Some("aborted") | Some("error")) {
+            let (name, text) = if stop == Some("aborted") {
+                ("MessageAbortedError", "aborted")
+            } else {
+                ("APIError", "error")
+            };
+            let text = m
+                .get("errorMessage")
+                .and_then(Value::as_str)
+                .unwrap_or(text)
+                .to_owned();
+            self.b.record(
+                at,
+                Event::MessageErrored {
+                    message,
+                    error: MessageError {
+                        name: name.into(),
+                        message: text,
+                    },
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    fn tool_result(&mut self, m: &Value, at: u64) -> Result<(), ImportError> {
+        let id = m
+            .get("toolCallId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err("field `message.toolCallId` missing"))?
+            .to_owned();
+        let (part, tool, input, start) = self
+            .calls
+            .remove(&id)
+            .ok_or_else(|| self.err(format!("tool result for unknown call {id:?}")))?;
+        let content = m.get("content").cloned().unwrap_or(Value::Null);
+        let output = match &content {
+            Value::Null => String::new(),
+            c => self
+                .text_blocks(c, "message.content")?
+                .into_iter()
+                .filter_map(|b| match b {
+                    PartBody::Text { text, .. } => Some(text),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+        };
+        let state = if m.get("isError").and_then(Value::as_bool) == Some(true) {
+            ToolState::Error {
+                input,
+                error: output,
+                start,
+                end: at,
+            }
+        } else {
+            ToolState::Completed {
+                input,
+                output,
+                title: None,
+                metadata: Json::Null,
+                start,
+                end: at,
+                attachments: Vec::new(),
+            }
+        };
+        self.b.update(
+            at,
+            part,
+            PartBody::Tool {
+                call_id: id,
+                tool,
+                state,
+            },
+        )
+    }
+
+    fn compaction(&mut self, v: &Value, at: u64) -> Result<(), ImportError> {
+        let text = v
+            .get("summary")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err("field `summary` missing or not a string"))?
+            .to_owned();
+        let tail_start = match v.get("firstKeptEntryIndex") {
+            Some(Value::Number(n)) => {
+                let idx = n.as_u64().ok_or_else(|| {
+                    self.err("field `firstKeptEntryIndex` is not a non-negative integer")
+                })?;
+                self.by_line.get(&(idx + 1)).copied()
+            }
+            Some(Value::Null) | None => None,
+            Some(_) => return Err(self.err("field `firstKeptEntryIndex` is not a number")),
+        };
+        let source = Some(format!("line:{}", self.line));
+        let (job, part) = (self.b.message_id(at), self.b.part_id(at));
+        self.b.record(
+            at,
+            Event::CompactionRequested {
+                message: job,
+                part,
+                auto: true,
+                overflow: false,
+                trigger: CompactionTrigger::Imported,
+                agent: None,
+                model: None,
+                source_id: source.clone(),
+            },
+        )?;
+        let summary_message = self.b.message_id(at);
+        self.b.record(
+            at,
+            Event::CompactionStarted {
+                job,
+                summary_message,
+                agent: Some("compaction".into()),
+                model: None,
+                prompt: None,
+                tail_start,
+                source_id: source,
+            },
+        )?;
+        let text = if text.trim().is_empty() {
+            "(the recording holds no summary text)".to_owned()
+        } else {
+            text
+        };
+        self.b.part(
+            at,
+            summary_message,
+            PartBody::Text {
+                text,
+                synthetic: false,
+                time: None,
+            },
+            None,
+        )?;
+        let part = self.b.part_id(at);
+        self.b.record(
+            at,
+            Event::SummaryCompleted {
+                job,
+                part,
+                reason: FinishReason::Stop,
+                tokens: TokenUsage::default(),
+                redactions: 0,
+            },
+        )
+    }
+}
+
+/// Imports a pi session read from `reader`; `file` names it in errors.
+pub fn import<R: BufRead>(
+    reader: R,
+    file: &str,
+    options: &ImportOptions,
+) -> Result<Imported, ImportError> {
+    let mut im = Importer {
+        b: Builder::new(file, Format::Pi, options),
+        line: 0,
+        calls: BTreeMap::new(),
+        by_line: BTreeMap::new(),
+        last_user: None,
+        provider: "unknown".into(),
+    };
+    each_line(reader, file, |n, v| {
+        im.line = n;
+        im.b.at.line = n;
+        im.line(&v)
+    })?;
+    im.b.finish()
+}
