@@ -323,7 +323,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             session,
             format: ExportFormat::Opencode,
             out,
-        } => recorded::export(&cli.db, session, out.as_ref()),
+        } => recorded::export(cli.json, &cli.db, session, out.as_ref()),
         Command::Simulate(args) => recorded::simulate(cli.json, args),
         Command::Window { session, at } => show_window(cli, session, *at),
         Command::Audit { session } => show_audit(cli, session),

@@ -384,8 +384,9 @@ pub fn replay(json: bool, db: &Path, session: &str) -> Result<(), CliError> {
     Ok(())
 }
 
-/// `export SESSION --format opencode`.
-pub fn export(db: &Path, session: &str, out: Option<&PathBuf>) -> Result<(), CliError> {
+/// `export SESSION --format opencode`: the export itself on stdout, or to
+/// `--out` with a short report (JSON with `--json`) on stdout.
+pub fn export(json: bool, db: &Path, session: &str, out: Option<&PathBuf>) -> Result<(), CliError> {
     let store = open_store(db)?;
     let session = resolve_session(&store, db, session)?;
     let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
@@ -398,7 +399,23 @@ pub fn export(db: &Path, session: &str, out: Option<&PathBuf>) -> Result<(), Cli
         Some(path) => {
             let f = File::create(path)
                 .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
-            ctxlog_import::export::opencode(&events, std::io::BufWriter::new(f))
+            let r = ctxlog_import::export::opencode(&events, std::io::BufWriter::new(f));
+            if r.is_ok() {
+                let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                if json {
+                    println!(
+                        "{}",
+                        json!({"session": session.to_string(), "format": "opencode", "out": path.display().to_string(), "events": events.len(), "bytes": bytes})
+                    );
+                } else {
+                    println!(
+                        "exported {session} ({} events) to {} ({bytes} bytes)",
+                        events.len(),
+                        path.display()
+                    );
+                }
+            }
+            r
         }
         None => ctxlog_import::export::opencode(&events, std::io::stdout().lock()),
     };

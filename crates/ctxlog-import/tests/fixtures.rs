@@ -1,0 +1,415 @@
+//! The hand-written fixtures under fixtures/sessions: every edge case each
+//! importer handles, bad input named by file and line or JSON path, and the
+//! OpenCode export round trip.
+
+use ctxlog_core::window::{COMPACTION_QUESTION, CONTINUE_TEXT};
+use ctxlog_core::*;
+use ctxlog_import::{export, import, Format, ImportError, ImportOptions, Imported};
+use std::path::PathBuf;
+
+fn fixture(rel: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sessions")
+        .join(rel);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn load(rel: &str, format: Format) -> (Imported, SessionState) {
+    let text = fixture(rel);
+    assert_eq!(Format::sniff(text.as_bytes()), Some(format), "{rel}");
+    let a = import(text.as_bytes(), rel, format, &ImportOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let s = SessionState::replay(&a.events).unwrap();
+    (a, s)
+}
+
+fn by_source<'a>(s: &'a SessionState, id: &str) -> &'a Message {
+    s.messages
+        .iter()
+        .find(|m| m.source_id.as_deref() == Some(id))
+        .unwrap_or_else(|| panic!("no message {id}"))
+}
+
+fn tool<'a>(s: &'a SessionState, call: &str) -> &'a Part {
+    s.messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .find(|p| matches!(&p.body, PartBody::Tool { call_id, .. } if call_id == call))
+        .unwrap_or_else(|| panic!("no call {call}"))
+}
+
+fn status(p: &Part) -> &'static str {
+    match &p.body {
+        PartBody::Tool { state, .. } => state.status(),
+        _ => "not a tool",
+    }
+}
+
+fn texts(w: &Window) -> Vec<String> {
+    w.messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .map(|p| match p {
+            WindowPart::Text(t) => t.clone(),
+            WindowPart::Tool { call_id, .. } => format!("tool {call_id}"),
+            WindowPart::Reasoning(_) => "reasoning".into(),
+            WindowPart::File(_) => "file".into(),
+        })
+        .collect()
+}
+
+#[test]
+fn opencode_export_replays_to_the_window_opencode_built() {
+    let (a, s) = load("opencode/compacted-and-pruned.json", Format::OpenCode);
+    assert_eq!(
+        (a.messages, a.tool_calls, a.steps),
+        (15, 7, 6),
+        "summary steps are not agent steps"
+    );
+    assert_eq!(s.title.as_deref(), Some("Fix failing parser test"));
+    // the pruned mark became a PartsPruned placed before the next message
+    let read = tool(&s, "toolu_01Nc8cHPow5epgXnpMZT5HN1");
+    let mark = read.pruned.as_ref().expect("pruned");
+    assert_eq!(
+        (mark.at, mark.policy.as_str()),
+        (1_783_841_899_000, "imported")
+    );
+    // statuses kept: error, running, pending
+    assert_eq!(status(tool(&s, "toolu_01Gr3pErr0rCa11Xx9Yy8Zz7")), "error");
+    assert_eq!(status(tool(&s, "toolu_03RunN1ngRunN1ngRunN1ng")), "running");
+    assert_eq!(
+        status(tool(&s, "toolu_03PendPendPendPendPendPe")),
+        "pending"
+    );
+    // the interrupted message: no finish, an error
+    let aborted = by_source(&s, "msg_f553fb000001Oo9Pp8Qq7Rr6Ss");
+    assert_eq!(aborted.finish, None);
+    assert_eq!(aborted.error.as_ref().unwrap().name, "MessageAbortedError");
+    // the patch part is kept verbatim, the file part as an attachment
+    let kinds: Vec<&str> = s
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .map(|p| p.body.kind())
+        .collect();
+    assert!(
+        kinds.contains(&"other") && kinds.contains(&"file"),
+        "{kinds:?}"
+    );
+    // the compaction: completed, automatic, its tail starting at the user turn
+    let job = &s.jobs[0];
+    assert!(job.auto && !job.overflow);
+    assert!(matches!(job.status, JobStatus::Completed { .. }));
+    let tail = by_source(&s, "msg_f553e1c3a001Pq9Rs8Tu7Vw6Xy").id;
+    assert_eq!(job.tail_start, Some(tail));
+    assert!(by_source(&s, "msg_f553fa2f0001Ct1Nu2Ee3Xx4Yy").synthetic);
+    // The model view, per opencode-behavior.md §2.3: the marker question,
+    // the summary, the tail (user turn and its step), the continue message,
+    // then what followed. Nothing older than the tail.
+    let w = window(&s);
+    assert_eq!(w.pivot, Some(job.marker));
+    let t = texts(&w);
+    assert_eq!(t[0], COMPACTION_QUESTION);
+    assert!(t[1].starts_with("## Objective"), "{t:?}");
+    assert_eq!(t[2], "Now fix it and run cargo test.");
+    assert_eq!(
+        t[3..5],
+        [
+            "tool toolu_02Ed1tEd1tEd1tEd1tEd1tEd",
+            "tool toolu_02Zz9Yy8Xx7Ww6Vv5Uu4Tt3"
+        ]
+    );
+    assert!(t[5].starts_with(CONTINUE_TEXT), "{t:?}");
+    assert_eq!(
+        t.last().unwrap(),
+        "Tests pass. The diff:\n```diff\n-i < n - 1\n+i < n\n```"
+    );
+    assert!(
+        !t.iter().any(|x| x.contains("Also look at the lexer")),
+        "{t:?}"
+    );
+}
+
+#[test]
+fn opencode_round_trip_export_import_export_import_keeps_the_digest() {
+    let (a, s) = load("opencode/compacted-and-pruned.json", Format::OpenCode);
+    let mut e1 = Vec::new();
+    export::opencode(&a.events, &mut e1).unwrap();
+    let b = import(&e1[..], "e1", Format::OpenCode, &ImportOptions::default()).unwrap();
+    let mut e2 = Vec::new();
+    export::opencode(&b.events, &mut e2).unwrap();
+    assert_eq!(e1, e2, "the export is a fixed point");
+    let c = import(&e2[..], "e2", Format::OpenCode, &ImportOptions::default()).unwrap();
+    let (sb, sc) = (
+        SessionState::replay(&b.events).unwrap(),
+        SessionState::replay(&c.events).unwrap(),
+    );
+    assert_eq!(sb.digest(), sc.digest());
+    assert_eq!(sb.digest(), s.digest(), "even the first import survives it");
+    // the export is valid OpenCode JSON: markers, summaries, pruned marks
+    let v: serde_json::Value = serde_json::from_slice(&e1).unwrap();
+    let parts: Vec<&serde_json::Value> = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap())
+        .collect();
+    assert!(parts
+        .iter()
+        .any(|p| p["type"] == "compaction" && p["auto"] == true));
+    assert!(parts
+        .iter()
+        .any(|p| !p["state"]["time"]["compacted"].is_null()));
+    assert!(v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["info"]["summary"] == true && m["info"]["finish"] == "stop"));
+}
+
+#[test]
+fn every_format_round_trips_through_an_opencode_export() {
+    for (rel, format) in [
+        ("claude-code/edge-cases.jsonl", Format::ClaudeCode),
+        ("codex/edge-cases.jsonl", Format::Codex),
+        ("pi/edge-cases.jsonl", Format::Pi),
+    ] {
+        let (a, s) = load(rel, format);
+        let mut e1 = Vec::new();
+        export::opencode(&a.events, &mut e1).unwrap();
+        let b = import(&e1[..], rel, Format::OpenCode, &ImportOptions::default())
+            .unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let sb = SessionState::replay(&b.events).unwrap();
+        assert_eq!(sb.messages.len(), s.messages.len(), "{rel}");
+        assert_eq!(
+            texts(&window(&sb)),
+            texts(&window(&s)),
+            "{rel}: the same model view"
+        );
+        let mut e2 = Vec::new();
+        export::opencode(&b.events, &mut e2).unwrap();
+        let c = import(&e2[..], rel, Format::OpenCode, &ImportOptions::default()).unwrap();
+        assert_eq!(
+            sb.digest(),
+            SessionState::replay(&c.events).unwrap().digest(),
+            "{rel}"
+        );
+    }
+}
+
+#[test]
+fn claude_code_edge_cases() {
+    let (a, s) = load("claude-code/edge-cases.jsonl", Format::ClaudeCode);
+    assert_eq!((a.steps, a.tool_calls), (4, 4));
+    // four content-block lines, one step, usage once, output the max
+    let step = by_source(&s, "msg_01AAA");
+    let t = step.tokens.unwrap();
+    assert_eq!(
+        (t.input, t.cache_write, t.cache_read, t.output),
+        (3, 690, 17055, 212)
+    );
+    assert_eq!(
+        step.parts
+            .iter()
+            .filter(|p| p.body.kind() == "tool")
+            .count(),
+        2
+    );
+    assert_eq!(status(tool(&s, "toolu_01Glob")), "error");
+    assert_eq!(status(tool(&s, "toolu_02Read")), "pending", "unanswered");
+    assert_eq!(status(tool(&s, "toolu_04Bash")), "pending", "unanswered");
+    // isMeta skipped; the /clear echo and the interrupt notice are synthetic
+    assert!(!s
+        .messages
+        .iter()
+        .any(|m| m.source_id.as_deref() == Some("u-0001")));
+    assert!(by_source(&s, "u-0002").synthetic);
+    assert!(by_source(&s, "u-0006").synthetic);
+    assert!(!by_source(&s, "u-0003").synthetic);
+    // compact_boundary (manual) + isCompactSummary: a completed compaction
+    let job = &s.jobs[0];
+    assert!(!job.auto && matches!(job.status, JobStatus::Completed { .. }));
+    let t = texts(&window(&s));
+    assert_eq!(t[0], COMPACTION_QUESTION);
+    assert!(t[1].contains("200 handlers"), "{t:?}");
+}
+
+#[test]
+fn codex_edge_cases() {
+    let (a, s) = load("codex/edge-cases.jsonl", Format::Codex);
+    assert_eq!((a.steps, a.tool_calls), (5, 5));
+    // injected context is synthetic; a real prompt is not
+    assert!(by_source(&s, "line:2").synthetic);
+    assert!(!by_source(&s, "line:3").synthetic);
+    // a step's source id is the last line the model produced in it
+    let step = by_source(&s, "line:14");
+    assert_eq!(
+        step.parts
+            .iter()
+            .filter(|p| p.body.kind() == "tool")
+            .count(),
+        2
+    );
+    let t = step.tokens.unwrap();
+    assert_eq!(
+        (t.input, t.cache_read, t.output, t.reasoning),
+        (2272, 3712, 104, 64)
+    );
+    // outputs unwrapped from their JSON; plain text outputs kept as they are
+    match &tool(&s, "call_rg").body {
+        PartBody::Tool {
+            state: ToolState::Completed { output, .. },
+            ..
+        } => assert_eq!(output, "apps/web/src/page_7.tsx"),
+        other => panic!("{other:?}"),
+    }
+    match &tool(&s, "call_test2").body {
+        PartBody::Tool {
+            state: ToolState::Completed { output, input, .. },
+            ..
+        } => {
+            assert_eq!(output, "plain text output, not the JSON wrapper");
+            assert_eq!(input, &Json::String("not json at all".into()));
+        }
+        other => panic!("{other:?}"),
+    }
+    // the aborted turn: its call unanswered, its step errored
+    assert_eq!(status(tool(&s, "call_test")), "pending");
+    let cut = s
+        .messages
+        .iter()
+        .find(|m| {
+            m.parts
+                .iter()
+                .any(|p| p.source_id.as_deref() == Some("call_test"))
+        })
+        .unwrap();
+    assert_eq!(cut.error.as_ref().unwrap().name, "MessageAbortedError");
+    // compacted → a completed compaction; the file's window is the context
+    assert!(matches!(s.jobs[0].status, JobStatus::Completed { .. }));
+    assert_eq!(s.limits.context, 272_000);
+    assert_eq!(s.limits.input, Some(272_000));
+}
+
+#[test]
+fn pi_edge_cases() {
+    let (a, s) = load("pi/edge-cases.jsonl", Format::Pi);
+    assert_eq!((a.steps, a.tool_calls), (4, 3));
+    assert_eq!(status(tool(&s, "toolu_pi_read")), "completed");
+    assert_eq!(status(tool(&s, "toolu_pi_bash")), "error");
+    assert_eq!(status(tool(&s, "toolu_pi_find")), "pending");
+    let aborted = by_source(&s, "line:8");
+    assert_eq!(aborted.error.as_ref().unwrap().name, "MessageAbortedError");
+    assert_eq!(aborted.model.as_ref().unwrap().model, "gpt-5.1-codex");
+    assert!(
+        by_source(&s, "line:9").synthetic,
+        "a bash execution is not a prompt"
+    );
+    // the compaction keeps the tail from firstKeptEntryIndex 9 (line 10)
+    let job = &s.jobs[0];
+    assert_eq!(job.tail_start, Some(by_source(&s, "line:10").id));
+    let t = texts(&window(&s));
+    assert_eq!(t[0], COMPACTION_QUESTION);
+    assert!(t[1].starts_with("# Context Checkpoint"));
+    assert_eq!(t[2], "Go on, port it.");
+    assert_eq!(t.last().unwrap(), "Added `selector.test.ts`.");
+    // gpt-5.1-codex is in the table: no warning, its input limit
+    assert!(a.warnings.is_empty());
+    assert_eq!(s.limits.input, Some(272_000));
+}
+
+fn err_of(text: &[u8], format: Format) -> ImportError {
+    match import(text, "bad", format, &ImportOptions::default()) {
+        Ok(a) => panic!("imported {} events from bad input", a.events.len()),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn bad_input_in_every_format_is_named_by_line_or_json_path() {
+    // JSONL formats: truncated JSON, invalid UTF-8, a result for an unknown
+    // call, a wrong type — each on the line it is on.
+    for (rel, format, result_line) in [
+        (
+            "codex/edge-cases.jsonl",
+            Format::Codex,
+            r#"{"timestamp":"2025-09-25T01:30:00.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"call_nobody","output":"x"}}"#,
+        ),
+        (
+            "pi/edge-cases.jsonl",
+            Format::Pi,
+            r#"{"type":"message","timestamp":"2025-11-21T00:00:00.000Z","message":{"role":"toolResult","toolCallId":"toolu_nobody","toolName":"read","content":[],"isError":false}}"#,
+        ),
+        (
+            "claude-code/edge-cases.jsonl",
+            Format::ClaudeCode,
+            r#"{"type":"user","sessionId":"7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f","uuid":"u-x","timestamp":"2025-10-26T11:00:00.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_nobody","content":"x"}]}}"#,
+        ),
+    ] {
+        let text = fixture(rel);
+        let lines: Vec<&str> = text.lines().collect();
+        let n = lines.len() as u64;
+        // truncated last line
+        let mut t = lines.join("\n");
+        t.truncate(t.len() - 10);
+        let e = err_of(t.as_bytes(), format);
+        assert_eq!(e.line, n, "{rel}: {e}");
+        assert!(e.message.contains("not JSON"), "{rel}: {e}");
+        // invalid UTF-8 on line 3
+        let mut bytes = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            bytes.extend_from_slice(l.as_bytes());
+            if i == 2 {
+                bytes.extend_from_slice(b"\xff");
+            }
+            bytes.push(b'\n');
+        }
+        let e = err_of(&bytes, format);
+        assert_eq!(e.line, 3, "{rel}: {e}");
+        assert!(e.message.contains("UTF-8"), "{rel}: {e}");
+        // a result for a call nobody made
+        let t = format!("{text}{result_line}\n");
+        let e = err_of(t.as_bytes(), format);
+        assert_eq!(e.line, n + 1, "{rel}: {e}");
+        assert!(e.message.contains("unknown call"), "{rel}: {e}");
+        assert!(
+            e.to_string().starts_with(&format!("bad:{}: ", n + 1)),
+            "{e}"
+        );
+        // a wrong type: `type` is a number
+        let t = format!("{text}{{\"type\":7}}\n");
+        let e = err_of(t.as_bytes(), format);
+        assert_eq!(e.line, n + 1, "{rel}: {e}");
+    }
+    // OpenCode: one JSON document; errors name the JSON path (and the line).
+    let text = fixture("opencode/compacted-and-pruned.json");
+    let e = err_of(&text.as_bytes()[..text.len() / 2], Format::OpenCode);
+    assert!(
+        e.line > 0 && e.message.contains("not a valid OpenCode export"),
+        "{e}"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["messages"][1]["parts"][2]["state"]["output"] = 42.into();
+    let e = err_of(v.to_string().as_bytes(), Format::OpenCode);
+    assert_eq!(
+        e.path.as_deref(),
+        Some("messages[1].parts[2].state.output"),
+        "{e}"
+    );
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["messages"][4]["info"]["role"] = "robot".into();
+    let e = err_of(v.to_string().as_bytes(), Format::OpenCode);
+    assert_eq!(e.path.as_deref(), Some("messages[4].info.role"), "{e}");
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["messages"][9]["parts"][0]["tail_start_id"] = "msg_nowhere".into();
+    let e = err_of(v.to_string().as_bytes(), Format::OpenCode);
+    assert!(e.message.contains("names no earlier message"), "{e}");
+    let mut bytes = text.as_bytes().to_vec();
+    let at = text.find("Find out why").unwrap();
+    bytes[at] = 0xff;
+    let e = err_of(&bytes, Format::OpenCode);
+    assert!(e.line > 0, "{e}");
+    // not a format at all
+    assert_eq!(Format::sniff(b"hello world"), None);
+    assert_eq!(Format::sniff(b"[1,2,3]"), None);
+}
