@@ -11,8 +11,8 @@
 //!   (its `LimitsChanged` events are then left out).
 //! - Prune runs at the end of each turn: before each later real user prompt
 //!   and at the end of the recording.
-//! - Until the first compaction the recorded usage drives the overflow
-//!   check. From the first compaction on the recording no longer matches
+//! - Until the first compaction (the simulation's or the recording's own)
+//!   the recorded usage drives the overflow check. From then on the recording no longer matches
 //!   what the agent would have seen, so each later step's usage is the
 //!   engine's own estimate: the prompt is the estimated window when the step
 //!   started plus the fixed overhead (system prompt, tool schemas) measured
@@ -225,8 +225,13 @@ pub fn replay_recording(
                 skipped_messages.insert(*summary_message);
                 continue;
             }
-            Event::SummaryCompleted { .. }
-            | Event::CompactionFailed { .. }
+            Event::SummaryCompleted { .. } => {
+                // The agent compacted here: from now on its recorded usage
+                // measures a window the simulation does not have.
+                compacted = true;
+                continue;
+            }
+            Event::CompactionFailed { .. }
             | Event::PartsPruned { .. }
             | Event::PartsRestored { .. }
             | Event::PolicyChanged { .. }
@@ -241,6 +246,13 @@ pub fn replay_recording(
             Event::PartUpdated { part, .. } if skipped_parts.contains(part) => continue,
             Event::MessageErrored { message, .. } if skipped_messages.contains(message) => continue,
             _ => {}
+        }
+        let mut event = event;
+        if let Event::MessageAppended { parent, .. } = &mut event {
+            // A message answering a left-out summary or marker answers nothing here.
+            if parent.is_some_and(|p| skipped_messages.contains(&p)) {
+                *parent = None;
+            }
         }
         match &event {
             Event::MessageAppended {

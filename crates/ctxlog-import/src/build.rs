@@ -7,11 +7,25 @@
 use crate::limits::{resolve, Resolved};
 use crate::{Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
-    Event, FinishReason, IdSource, MessageId, ModelLimits, ModelRef, PartBody, PartId, Recorder,
-    Role, SeededIds, SessionId, TimestampMs, TokenUsage,
+    CompactionTrigger, Event, FinishReason, IdSource, Json, MessageId, ModelLimits, ModelRef,
+    PartBody, PartId, Recorder, Role, SeededIds, SessionId, TimestampMs, TokenUsage, ToolState,
 };
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
+
+/// serde_json::Value → Json through the human-readable serde path.
+pub(crate) fn as_json(v: &serde_json::Value) -> Json {
+    serde_json::from_value(v.clone()).unwrap_or(Json::Null)
+}
+
+/// A tool call waiting for its result.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenCall {
+    pub part: PartId,
+    pub tool: String,
+    pub input: Json,
+    pub start: TimestampMs,
+}
 
 /// Where in the input an error is.
 #[derive(Debug, Clone, Default)]
@@ -137,12 +151,122 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// A fresh message id, drawn at the (clamped) time of its event.
     pub fn message_id(&mut self, at: TimestampMs) -> MessageId {
+        let at = self.time(Some(at));
         self.rec().message_id(at)
     }
 
+    /// A fresh part id, drawn at the (clamped) time of its event.
     pub fn part_id(&mut self, at: TimestampMs) -> PartId {
+        let at = self.time(Some(at));
         self.rec().part_id(at)
+    }
+
+    /// Completes (or errors) a waiting tool call with its result.
+    pub fn complete_call(
+        &mut self,
+        at: TimestampMs,
+        call_id: &str,
+        call: OpenCall,
+        output: String,
+        is_error: bool,
+        metadata: Json,
+    ) -> Result<(), ImportError> {
+        let state = if is_error {
+            ToolState::Error {
+                input: call.input,
+                error: output,
+                start: call.start,
+                end: at,
+            }
+        } else {
+            ToolState::Completed {
+                input: call.input,
+                output,
+                title: None,
+                metadata,
+                start: call.start,
+                end: at,
+                attachments: Vec::new(),
+            }
+        };
+        self.update(
+            at,
+            call.part,
+            PartBody::Tool {
+                call_id: call_id.to_owned(),
+                tool: call.tool,
+                state,
+            },
+        )
+    }
+
+    /// A compaction the recording already did: marker, summary message with
+    /// its text, completed. `tail` is the first message kept verbatim.
+    pub fn imported_compaction(
+        &mut self,
+        at: TimestampMs,
+        auto: bool,
+        source: Option<String>,
+        summary_source: Option<String>,
+        text: &str,
+        tail: Option<MessageId>,
+    ) -> Result<MessageId, ImportError> {
+        let (job, part) = (self.message_id(at), self.part_id(at));
+        self.record(
+            at,
+            Event::CompactionRequested {
+                message: job,
+                part,
+                auto,
+                overflow: false,
+                trigger: CompactionTrigger::Imported,
+                agent: None,
+                model: None,
+                source_id: source,
+            },
+        )?;
+        let summary_message = self.message_id(at);
+        self.record(
+            at,
+            Event::CompactionStarted {
+                job,
+                summary_message,
+                agent: Some("compaction".into()),
+                model: None,
+                prompt: None,
+                tail_start: tail,
+                source_id: summary_source,
+            },
+        )?;
+        let text = if text.trim().is_empty() {
+            "(the recording holds no summary text)"
+        } else {
+            text
+        };
+        self.part(
+            at,
+            summary_message,
+            PartBody::Text {
+                text: text.to_owned(),
+                synthetic: false,
+                time: None,
+            },
+            None,
+        )?;
+        let part = self.part_id(at);
+        self.record(
+            at,
+            Event::SummaryCompleted {
+                job,
+                part,
+                reason: FinishReason::Stop,
+                tokens: TokenUsage::default(),
+                redactions: 0,
+            },
+        )?;
+        Ok(job)
     }
 
     /// Appends a message with no parts.

@@ -12,7 +12,7 @@
 //!   `isCompactSummary` user line becomes its completed summary.
 //! - Source ids: user lines keep their `uuid`, steps their `message.id`.
 
-use crate::build::{Builder, NewMessage};
+use crate::build::{as_json, Builder, NewMessage, OpenCall};
 use crate::time::parse_rfc3339_ms;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
@@ -32,25 +32,13 @@ struct Group {
     at: u64,
 }
 
-struct Call {
-    part: PartId,
-    tool: String,
-    input: Json,
-    start: u64,
-}
-
 struct Importer<'a> {
     b: Builder<'a>,
     group: Option<Group>,
-    calls: BTreeMap<String, Call>,
+    calls: BTreeMap<String, OpenCall>,
     last_user: Option<MessageId>,
     pending_compaction: Option<MessageId>,
     last_at: u64,
-}
-
-/// serde_json::Value -> Json through the human-readable serde path.
-pub(crate) fn as_json(v: &Value) -> Json {
-    serde_json::from_value(v.clone()).unwrap_or(Json::Null)
 }
 
 /// Text the runtime wrote into a user line (local command echoes, interrupt
@@ -128,6 +116,9 @@ impl<'a> Importer<'a> {
         if !matches!(ty, "user" | "assistant" | "system") {
             return Ok(()); // summary, file-history-snapshot, queue-operation, ...
         }
+        if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
+            return Ok(()); // an inline sub-agent's turn, not this conversation
+        }
         let at = match v.get("timestamp") {
             Some(Value::String(s)) => parse_rfc3339_ms(s).ok_or_else(|| {
                 self.err(format!("field `timestamp`: not an RFC 3339 time: {s:?}"))
@@ -180,12 +171,13 @@ impl<'a> Importer<'a> {
         if v.get("isMeta").and_then(Value::as_bool) == Some(true) {
             return Ok(());
         }
-        self.finish_group()?;
         let uuid = v.get("uuid").and_then(Value::as_str).map(str::to_owned);
         let content = v
             .pointer("/message/content")
             .ok_or_else(|| self.err("field `message.content` missing"))?;
-        if v.get("isCompactSummary").and_then(Value::as_bool) == Some(true) {
+        let compact_summary = v.get("isCompactSummary").and_then(Value::as_bool) == Some(true);
+        if compact_summary {
+            self.finish_group()?;
             if let Some(job) = self.pending_compaction.take() {
                 let text = match content {
                     Value::String(s) => s.clone(),
@@ -238,7 +230,10 @@ impl<'a> Importer<'a> {
         }
         match content {
             Value::String(text) => {
-                let synthetic = runtime_text(text);
+                // A prompt ends the step in progress; a summary with no
+                // boundary before it is kept, as synthetic.
+                self.finish_group()?;
+                let synthetic = compact_summary || runtime_text(text);
                 let m = self.new_message(at, Role::User, None, uuid, None, synthetic)?;
                 self.part(
                     at,
@@ -276,8 +271,11 @@ impl<'a> Importer<'a> {
                         }
                     }
                 }
+                // Tool results alone complete calls of the step in progress
+                // (parallel calls can be answered between its lines).
                 if !texts.is_empty() {
-                    let synthetic = texts.iter().all(|t| runtime_text(t));
+                    self.finish_group()?;
+                    let synthetic = compact_summary || texts.iter().all(|t| runtime_text(t));
                     let m = self.new_message(at, Role::User, None, uuid, None, synthetic)?;
                     for text in texts {
                         self.part(
@@ -330,33 +328,9 @@ impl<'a> Importer<'a> {
                 )))
             }
         };
-        let state = if b.get("is_error").and_then(Value::as_bool) == Some(true) {
-            ToolState::Error {
-                input: call.input,
-                error: output,
-                start: call.start,
-                end: at,
-            }
-        } else {
-            ToolState::Completed {
-                input: call.input,
-                output,
-                title: None,
-                metadata: Json::Null,
-                start: call.start,
-                end: at,
-                attachments: Vec::new(),
-            }
-        };
-        self.b.update(
-            at,
-            call.part,
-            PartBody::Tool {
-                call_id: id.to_owned(),
-                tool: call.tool,
-                state,
-            },
-        )
+        let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+        self.b
+            .complete_call(at, id, call, output, is_error, Json::Null)
     }
 
     fn assistant(&mut self, v: &Value, at: u64) -> Result<(), ImportError> {
@@ -465,7 +439,7 @@ impl<'a> Importer<'a> {
                     )?;
                     self.calls.insert(
                         id,
-                        Call {
+                        OpenCall {
                             part,
                             tool,
                             input,

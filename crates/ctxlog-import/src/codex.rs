@@ -21,16 +21,16 @@
 //! - A top-level `compacted` item becomes a completed compaction whose
 //!   summary is `payload.message`.
 //! - User messages that are wholly injected context (`<environment_context>`,
-//!   `<user_instructions>`, AGENTS.md) are kept as synthetic. `event_msg`
+//!   `<user_instructions>`, AGENTS.md) and developer/system messages are kept
+//!   as synthetic. `event_msg`
 //!   copies of response items are skipped.
 
-use crate::build::{Builder, NewMessage};
-use crate::claude_code::as_json;
+use crate::build::{as_json, Builder, NewMessage, OpenCall};
 use crate::time::parse_rfc3339_ms;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
-    Attachment, CompactionTrigger, Event, FinishReason, Json, MessageError, MessageId, ModelRef,
-    PartBody, PartId, Role, TokenUsage, ToolState,
+    Attachment, Event, FinishReason, Json, MessageError, MessageId, ModelRef, PartBody, Role,
+    TokenUsage, ToolState,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -57,11 +57,12 @@ struct Step {
 struct Importer<'a> {
     b: Builder<'a>,
     step: Option<Step>,
-    /// Answered later than their step was written: call id → (part, tool, input, start).
-    written: BTreeMap<String, (PartId, String, Json, u64)>,
+    /// Calls of written steps still waiting for their output, by call id.
+    written: BTreeMap<String, OpenCall>,
     last_user: Option<MessageId>,
-    last_step: Option<MessageId>,
     line: u64,
+    /// The previous `total_token_usage`: a repeat reports no new request.
+    last_total: Option<Value>,
 }
 
 const INJECTED: &[&str] = &[
@@ -109,13 +110,14 @@ impl<'a> Importer<'a> {
         s.items.len() - 1
     }
 
-    /// Writes the open step: its message, its parts, its finish.
-    fn close_step(&mut self, aborted: bool) -> Result<(), ImportError> {
+    /// Writes the open step: its message, its parts, its finish. Returns
+    /// the message written, if any.
+    fn close_step(&mut self, aborted: bool) -> Result<Option<MessageId>, ImportError> {
         let Some(s) = self.step.take() else {
-            return Ok(());
+            return Ok(None);
         };
         if s.items.is_empty() && s.usage.is_none() {
-            return Ok(());
+            return Ok(None);
         }
         let model = self.b.model().map(|m| ModelRef {
             provider: "openai".into(),
@@ -147,8 +149,15 @@ impl<'a> Importer<'a> {
             }
             let part = self.b.part(s.at, message, item.body, item.source)?;
             if let Some(Some((call, tool, ToolState::Pending { input, .. }))) = ids.last() {
-                self.written
-                    .insert(call.clone(), (part, tool.clone(), input.clone(), s.at));
+                self.written.insert(
+                    call.clone(),
+                    OpenCall {
+                        part,
+                        tool: tool.clone(),
+                        input: input.clone(),
+                        start: s.at,
+                    },
+                );
             }
         }
         let reason = if aborted {
@@ -160,8 +169,7 @@ impl<'a> Importer<'a> {
         };
         self.b
             .finish_step(s.at, message, reason, s.usage.unwrap_or_default(), None)?;
-        self.last_step = Some(message);
-        Ok(())
+        Ok(Some(message))
     }
 
     fn line(&mut self, v: &Value) -> Result<(), ImportError> {
@@ -210,21 +218,28 @@ impl<'a> Importer<'a> {
                 let Some(info) = p.get("info").filter(|i| !i.is_null()) else {
                     return Ok(());
                 };
-                if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
-                    self.b.set_file_context(at, w)?;
-                }
                 let u = info
                     .get("last_token_usage")
                     .ok_or_else(|| self.err("field `payload.info.last_token_usage` missing"))?;
                 if !u.is_object() {
                     return Err(self.err("field `payload.info.last_token_usage` is not an object"));
                 }
+                // A repeated report (same running total) is no new request.
+                let total = info.get("total_token_usage").cloned();
+                if total.is_some() && total == self.last_total {
+                    return Ok(());
+                }
+                self.last_total = total;
                 if self
                     .step
                     .as_ref()
                     .is_some_and(|s| s.usage.is_some() || !s.items.is_empty())
                 {
                     self.close_step(false)?;
+                }
+                // The window applies from this request on, not to the one closed.
+                if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
+                    self.b.set_file_context(at, w)?;
                 }
                 let line = self.line;
                 let s = self.step(at);
@@ -235,9 +250,11 @@ impl<'a> Importer<'a> {
                 Ok(())
             }
             ("event_msg", Some("turn_aborted")) => {
+                // Only a step the abort cut short gets the error; an abort
+                // before the model answered leaves nothing to mark.
                 let cut = self.step.as_ref().is_some_and(|s| !s.items.is_empty());
-                self.close_step(cut)?;
-                if let Some(m) = self.last_step {
+                let written = self.close_step(cut)?;
+                if let Some(m) = written.filter(|_| cut) {
                     let reason = p
                         .get("reason")
                         .and_then(Value::as_str)
@@ -265,64 +282,16 @@ impl<'a> Importer<'a> {
 
     fn compacted(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
         self.close_step(false)?;
-        let text = p
-            .get("message")
-            .and_then(Value::as_str)
-            .filter(|t| !t.trim().is_empty())
-            .unwrap_or("(the recording holds no summary text)")
-            .to_owned();
+        let text = p.get("message").and_then(Value::as_str).unwrap_or("");
         let source = Some(format!("line:{}", self.line));
-        let (job, part) = (self.b.message_id(at), self.b.part_id(at));
-        self.b.record(
-            at,
-            Event::CompactionRequested {
-                message: job,
-                part,
-                auto: true,
-                overflow: false,
-                trigger: CompactionTrigger::Imported,
-                agent: None,
-                model: None,
-                source_id: source.clone(),
-            },
-        )?;
-        let summary_message = self.b.message_id(at);
-        self.b.record(
-            at,
-            Event::CompactionStarted {
-                job,
-                summary_message,
-                agent: Some("compaction".into()),
-                model: None,
-                prompt: None,
-                tail_start: None,
-                source_id: source,
-            },
-        )?;
-        self.b.part(
-            at,
-            summary_message,
-            PartBody::Text {
-                text,
-                synthetic: false,
-                time: None,
-            },
-            None,
-        )?;
-        let part = self.b.part_id(at);
-        self.b.record(
-            at,
-            Event::SummaryCompleted {
-                job,
-                part,
-                reason: FinishReason::Stop,
-                tokens: TokenUsage::default(),
-                redactions: 0,
-            },
-        )
+        self.b
+            .imported_compaction(at, true, source.clone(), source, text, None)
+            .map(|_| ())
     }
 
-    fn user(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
+    /// A user-side message; `injected` marks runtime instructions
+    /// (developer/system roles), which are never a real prompt.
+    fn user(&mut self, p: &Value, at: u64, injected: bool) -> Result<(), ImportError> {
         self.close_step(false)?;
         let content = p
             .get("content")
@@ -350,10 +319,11 @@ impl<'a> Importer<'a> {
                 _ => {}
             }
         }
-        let synthetic = !texts.is_empty()
-            && texts
-                .iter()
-                .all(|t| INJECTED.iter().any(|p| t.trim_start().starts_with(p)));
+        let synthetic = injected
+            || (!texts.is_empty()
+                && texts
+                    .iter()
+                    .all(|t| INJECTED.iter().any(|p| t.trim_start().starts_with(p))));
         let message = self.b.message(
             at,
             Role::User,
@@ -387,7 +357,8 @@ impl<'a> Importer<'a> {
     fn item(&mut self, kind: &str, p: &Value, at: u64) -> Result<(), ImportError> {
         match kind {
             "message" => match p.get("role").and_then(Value::as_str) {
-                Some("user") | Some("developer") | Some("system") => self.user(p, at),
+                Some("user") => self.user(p, at, false),
+                Some("developer") | Some("system") => self.user(p, at, true),
                 Some("assistant") => {
                     let content = p
                         .get("content")
@@ -424,8 +395,8 @@ impl<'a> Importer<'a> {
             "function_call" | "custom_tool_call" | "local_shell_call" => {
                 let call_id = p
                     .get("call_id")
-                    .or_else(|| p.get("id"))
                     .and_then(Value::as_str)
+                    .or_else(|| p.get("id").and_then(Value::as_str))
                     .ok_or_else(|| self.err("field `payload.call_id` missing"))?
                     .to_owned();
                 let tool = p
@@ -492,41 +463,33 @@ impl<'a> Importer<'a> {
             Some(Value::Null) | None => (String::new(), Json::Null),
             Some(_) => return Err(self.err("field `payload.output` is not a string")),
         };
-        let complete = |input: Json, start: u64| ToolState::Completed {
-            input,
-            output: text.clone(),
-            title: None,
-            metadata: metadata.clone(),
-            start,
-            end: at,
-            attachments: Vec::new(),
-        };
         // The call is still in the open step: complete it in place.
         if let Some(s) = self.step.as_mut() {
             if let Some(&i) = s.calls.get(&call_id) {
                 let start = s.start;
                 if let PartBody::Tool { state, .. } = &mut s.items[i].body {
                     if matches!(state, ToolState::Pending { .. }) {
-                        *state = complete(state.input().clone(), start);
+                        *state = ToolState::Completed {
+                            input: state.input().clone(),
+                            output: text,
+                            title: None,
+                            metadata,
+                            start,
+                            end: at,
+                            attachments: Vec::new(),
+                        };
                         return Ok(());
                     }
                 }
                 return Err(self.err(format!("a second output for call {call_id:?}")));
             }
         }
-        let (part, tool, input, start) = self
+        let call = self
             .written
             .remove(&call_id)
             .ok_or_else(|| self.err(format!("tool output for unknown call {call_id:?}")))?;
-        self.b.update(
-            at,
-            part,
-            PartBody::Tool {
-                call_id,
-                tool,
-                state: complete(input, start),
-            },
-        )
+        self.b
+            .complete_call(at, &call_id, call, text, false, metadata)
     }
 }
 
@@ -541,8 +504,8 @@ pub fn import<R: BufRead>(
         step: None,
         written: BTreeMap::new(),
         last_user: None,
-        last_step: None,
         line: 0,
+        last_total: None,
     };
     each_line(reader, file, |n, v| {
         im.line = n;

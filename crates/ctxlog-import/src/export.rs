@@ -2,10 +2,13 @@
 //! markers, summaries and pruned marks included, so OpenCode's own tools
 //! (and [`crate::opencode`]) can read it.
 //!
-//! Ids: a message or part imported from OpenCode keeps its id; any other
-//! gets `msg_`/`prt_` and its ctxlog uuid (time-ordered, like OpenCode's).
-//! The session keeps its source id when it has one. Written message by
-//! message, so memory stays bounded by the session state.
+//! Ids: OpenCode orders messages and parts by id, so every id is
+//! OpenCode-shaped: the prefix, 12 hex digits of `ms × 4096 + counter`
+//! (ascending; `ses_` ids descend) and 14 base62 characters. A session that
+//! came from OpenCode keeps its own ids; any other id (a part ctxlog created,
+//! a session from another agent) is generated from the times, ascending after
+//! every kept id, with a suffix derived from the session id, so exporting the
+//! same state twice gives the same bytes. Written message by message.
 
 use crate::opencode::finish_name;
 use ctxlog_core::{
@@ -34,10 +37,49 @@ pub enum ExportError {
     Empty,
 }
 
-fn id_for(source: Option<&str>, prefix: &str, uuid: uuid::Uuid) -> String {
-    match source {
-        Some(s) if s.starts_with(prefix) => s.to_owned(),
-        _ => format!("{prefix}{}", uuid.simple()),
+/// OpenCode-shaped ids, ascending in the order they are asked for.
+struct Ids {
+    salt: String,
+    keep: bool,
+    last: u64,
+}
+
+const MASK48: u64 = 0xFFFF_FFFF_FFFF;
+
+impl Ids {
+    fn suffix(&self, v: u64) -> String {
+        use sha2::{Digest, Sha256};
+        const B62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+        let h = Sha256::digest(format!("{}/{v}", self.salt).as_bytes());
+        h.iter()
+            .take(14)
+            .map(|b| B62[*b as usize % 62] as char)
+            .collect()
+    }
+
+    /// The 12 hex digits of an OpenCode id, when `id` is one.
+    fn parse(id: &str, prefix: &str) -> Option<u64> {
+        let rest = id.strip_prefix(prefix)?;
+        let hex = rest.get(..12)?;
+        u64::from_str_radix(hex, 16).ok()
+    }
+
+    /// `source` when kept, else a new id at time `ms`.
+    fn id(&mut self, prefix: &str, source: Option<&str>, ms: TimestampMs) -> String {
+        if let Some(s) = source.filter(|_| self.keep) {
+            if let Some(v) = Self::parse(s, prefix) {
+                self.last = self.last.max(v);
+                return s.to_owned();
+            }
+        }
+        let v = (ms.saturating_mul(4096) & MASK48).max(self.last + 1) & MASK48;
+        self.last = v;
+        format!("{prefix}{v:012x}{}", self.suffix(v))
+    }
+
+    fn session(&self, started: TimestampMs) -> String {
+        let v = !(started.saturating_mul(4096)) & MASK48;
+        format!("ses_{v:012x}{}", self.suffix(v))
     }
 }
 
@@ -96,17 +138,41 @@ pub fn opencode<'a, W: Write>(
         }
     }
     let session = state.session.ok_or(ExportError::Empty)?;
-    let sid = match &state.source_id {
-        Some(s) => s.clone(),
-        None => format!("ses_{}", session.0.simple()),
+    let from_opencode = state
+        .source_id
+        .as_deref()
+        .is_some_and(|s| s.starts_with("ses_"));
+    let mut ids = Ids {
+        salt: state
+            .source_id
+            .clone()
+            .unwrap_or_else(|| session.to_string()),
+        keep: from_opencode,
+        last: 0,
     };
+    let sid = match &state.source_id {
+        Some(s) if from_opencode => s.clone(),
+        _ => ids.session(state.started_at),
+    };
+    // Message ids first (parents and tails refer to them), then part ids in
+    // the same order, so both ascend in export order.
     let msg_ids: BTreeMap<MessageId, String> = state
         .messages
         .iter()
-        .map(|m| (m.id, id_for(m.source_id.as_deref(), "msg_", m.id.0)))
+        .map(|m| (m.id, ids.id("msg_", m.source_id.as_deref(), m.created_at)))
         .collect();
+    let mut part_ids: BTreeMap<ctxlog_core::PartId, String> = BTreeMap::new();
+    for m in &state.messages {
+        for p in &m.parts {
+            part_ids.insert(p.id, ids.id("prt_", p.source_id.as_deref(), m.created_at));
+        }
+    }
+    let slug: String = sid.chars().skip(4).take(8).collect();
     let info = json!({
         "id": sid,
+        "slug": format!("ctxlog-{slug}"),
+        "projectID": "global",
+        "directory": "",
         "title": state.title.clone().unwrap_or_default(),
         "version": concat!("ctxlog-", env!("CARGO_PKG_VERSION")),
         "time": {"created": state.started_at, "updated": updated},
@@ -120,7 +186,7 @@ pub fn opencode<'a, W: Write>(
         } else {
             out.write_all(b"\n")?;
         }
-        let v = message_json(&state, &extra, &sid, &msg_ids, m);
+        let v = message_json(&state, &extra, &sid, &msg_ids, &part_ids, m);
         serde_json::to_writer(&mut out, &v)?;
     }
     out.write_all(b"\n]}\n")?;
@@ -133,6 +199,7 @@ fn message_json(
     extra: &Extra,
     sid: &str,
     ids: &BTreeMap<MessageId, String>,
+    part_ids: &BTreeMap<ctxlog_core::PartId, String>,
     m: &Message,
 ) -> Value {
     let mid = ids[&m.id].clone();
@@ -214,25 +281,24 @@ fn message_json(
     let parts: Vec<Value> = m
         .parts
         .iter()
-        .map(|p| part_json(state, extra, sid, &mid, ids, m, p))
+        .map(|p| part_json(state, extra, sid, &mid, ids, &part_ids[&p.id], m, p))
         .collect();
     json!({"info": Value::Object(info), "parts": parts})
 }
 
+#[allow(clippy::too_many_arguments)]
 fn part_json(
     state: &SessionState,
     extra: &Extra,
     sid: &str,
     mid: &str,
     ids: &BTreeMap<MessageId, String>,
+    pid: &str,
     m: &Message,
     p: &Part,
 ) -> Value {
     let mut o = Map::new();
-    o.insert(
-        "id".into(),
-        json!(id_for(p.source_id.as_deref(), "prt_", p.id.0)),
-    );
+    o.insert("id".into(), json!(pid));
     o.insert("sessionID".into(), json!(sid));
     o.insert("messageID".into(), json!(mid));
     o.insert("type".into(), json!(p.body.kind()));

@@ -85,19 +85,25 @@ impl Format {
             return Format::detect_object(&o);
         }
         // A pretty-printed or very long first line: an OpenCode export
-        // starts with its `info` or `messages` key.
+        // starts with its `info` or `messages` key; a JSONL line cut short
+        // still shows its type near the start.
         let rest = text.strip_prefix('{')?.trim_start();
         if rest.starts_with("\"info\"") || rest.starts_with("\"messages\"") {
             return Some(Format::OpenCode);
         }
-        None
-    }
-
-    /// Guesses the format from a file's first line, parsed.
-    pub fn detect(first_line: &str) -> Option<Format> {
-        match serde_json::from_str(first_line).ok()? {
-            serde_json::Value::Object(o) => Format::detect_object(&o),
-            _ => None,
+        let compact: String = first.chars().filter(|c| !c.is_whitespace()).collect();
+        if compact.contains("\"type\":\"session_meta\"") {
+            Some(Format::Codex)
+        } else if compact.contains("\"sessionId\":")
+            && ["user", "assistant", "summary", "system"]
+                .iter()
+                .any(|t| compact.contains(&format!("\"type\":\"{t}\"")))
+        {
+            Some(Format::ClaudeCode)
+        } else if compact.contains("\"type\":\"session\"") {
+            Some(Format::Pi)
+        } else {
+            None
         }
     }
 
@@ -239,6 +245,11 @@ pub(crate) fn each_line<R: BufRead>(
         };
         let text = std::str::from_utf8(&buf)
             .map_err(|e| err(format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
+        let text = if n == 1 {
+            text.trim_start_matches('\u{feff}')
+        } else {
+            text
+        };
         if text.trim().is_empty() {
             continue;
         }

@@ -26,8 +26,7 @@
 //!   message) is synthetic. Source ids are OpenCode's message, part and call
 //!   ids; errors name the JSON path (`messages[3].parts[1].state`).
 
-use crate::build::{Builder, NewMessage};
-use crate::claude_code::as_json;
+use crate::build::{as_json, Builder, NewMessage};
 use crate::{Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     Attachment, CompactionTrigger, Event, FinishReason, MessageError, MessageId, ModelRef,
@@ -381,18 +380,39 @@ impl<'a> Importer<'a> {
             .pointer("/time/completed")
             .and_then(Value::as_u64)
             .unwrap_or(at);
-        if let Some(error) = error {
-            return self.b.record(
-                completed,
-                Event::CompactionFailed {
-                    job,
-                    error: format!("{}: {}", error.name, error.message),
-                },
-            );
+        let fail = |b: &mut Builder, error: String| {
+            b.record(completed, Event::CompactionFailed { job, error })
+        };
+        match error {
+            // A superseded attempt (ctxlog's own export): the job goes on.
+            Some(e) if e.name == "CompactionRestarted" => return Ok(()),
+            // ctxlog's own failed job: its error text as it was.
+            Some(e) if e.name == "CompactionFailed" => return fail(&mut self.b, e.message),
+            Some(e) => return fail(&mut self.b, format!("{}: {}", e.name, e.message)),
+            None => {}
         }
         let Some(reason) = finish else {
             return Ok(()); // interrupted: the job stays running, as in OpenCode
         };
+        let has_text = self
+            .b
+            .state()
+            .and_then(|s| s.message(summary_message))
+            .is_some_and(|m| {
+                m.parts.iter().any(
+                    |p| matches!(&p.body, PartBody::Text { text, .. } if !text.trim().is_empty()),
+                )
+            });
+        if reason == FinishReason::Error || !has_text {
+            return fail(
+                &mut self.b,
+                format!(
+                    "the summary finished ({}) without {}",
+                    finish_name(&reason),
+                    if has_text { "success" } else { "text" }
+                ),
+            );
+        }
         let tokens = parts
             .iter()
             .rev()
@@ -432,6 +452,16 @@ impl<'a> Importer<'a> {
             let kind = str_at(p, "type")
                 .ok_or_else(|| self.err(format!("{ppath}.type"), "missing or not a string"))?;
             let source = str_at(p, "id").map(str::to_owned);
+            if !summary
+                && matches!(kind, "tool" | "reasoning" | "step-start" | "step-finish")
+                && self
+                    .b
+                    .state()
+                    .and_then(|s| s.message(message))
+                    .is_some_and(|m| m.role == Role::User)
+            {
+                continue; // OpenCode never puts these on user messages
+            }
             let span = |p: &Value| {
                 p.pointer("/time/start")
                     .and_then(Value::as_u64)
@@ -510,17 +540,6 @@ impl<'a> Importer<'a> {
                     }
                 }
             };
-            if matches!(
-                body,
-                PartBody::Tool { .. } | PartBody::Reasoning { .. } | PartBody::StepStart { .. }
-            ) && self
-                .b
-                .state()
-                .and_then(|s| s.message(message))
-                .is_some_and(|m| m.role == Role::User)
-            {
-                continue; // OpenCode never puts these on user messages
-            }
             self.b.part(at, message, body, source)?;
         }
         Ok(stepped)

@@ -15,13 +15,12 @@
 //!   `summary`; `firstKeptEntryIndex` (0-based line index) is the tail start.
 //! - `thinking_level_change` and unknown entries are skipped.
 
-use crate::build::{Builder, NewMessage};
-use crate::claude_code::as_json;
+use crate::build::{as_json, Builder, NewMessage, OpenCall};
 use crate::time::parse_rfc3339_ms;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
-    Attachment, CompactionTrigger, Event, FinishReason, Json, MessageError, MessageId, ModelRef,
-    PartBody, PartId, Role, TokenUsage, ToolState,
+    Attachment, Event, FinishReason, Json, MessageError, MessageId, ModelRef, PartBody, Role,
+    TokenUsage, ToolState,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -30,8 +29,8 @@ use std::io::BufRead;
 struct Importer<'a> {
     b: Builder<'a>,
     line: u64,
-    /// call id → (part, tool, input, start).
-    calls: BTreeMap<String, (PartId, String, Json, u64)>,
+    /// Calls waiting for their result, by call id.
+    calls: BTreeMap<String, OpenCall>,
     /// 1-based line → message created from it (for `firstKeptEntryIndex`).
     by_line: BTreeMap<u64, MessageId>,
     last_user: Option<MessageId>,
@@ -287,7 +286,15 @@ impl<'a> Importer<'a> {
                         },
                         Some(id.clone()),
                     )?;
-                    self.calls.insert(id, (part, tool, input, at));
+                    self.calls.insert(
+                        id,
+                        OpenCall {
+                            part,
+                            tool,
+                            input,
+                            start: at,
+                        },
+                    );
                 }
                 _ => {}
             }
@@ -344,7 +351,7 @@ impl<'a> Importer<'a> {
             .and_then(Value::as_str)
             .ok_or_else(|| self.err("field `message.toolCallId` missing"))?
             .to_owned();
-        let (part, tool, input, start) = self
+        let call = self
             .calls
             .remove(&id)
             .ok_or_else(|| self.err(format!("tool result for unknown call {id:?}")))?;
@@ -361,33 +368,9 @@ impl<'a> Importer<'a> {
                 .collect::<Vec<_>>()
                 .join("\n"),
         };
-        let state = if m.get("isError").and_then(Value::as_bool) == Some(true) {
-            ToolState::Error {
-                input,
-                error: output,
-                start,
-                end: at,
-            }
-        } else {
-            ToolState::Completed {
-                input,
-                output,
-                title: None,
-                metadata: Json::Null,
-                start,
-                end: at,
-                attachments: Vec::new(),
-            }
-        };
-        self.b.update(
-            at,
-            part,
-            PartBody::Tool {
-                call_id: id,
-                tool,
-                state,
-            },
-        )
+        let is_error = m.get("isError").and_then(Value::as_bool) == Some(true);
+        self.b
+            .complete_call(at, &id, call, output, is_error, Json::Null)
     }
 
     fn compaction(&mut self, v: &Value, at: u64) -> Result<(), ImportError> {
@@ -396,70 +379,22 @@ impl<'a> Importer<'a> {
             .and_then(Value::as_str)
             .ok_or_else(|| self.err("field `summary` missing or not a string"))?
             .to_owned();
-        let tail_start = match v.get("firstKeptEntryIndex") {
+        // The kept tail starts at the first message at or after the entry
+        // `firstKeptEntryIndex` (0-based over the file's lines) points at.
+        let tail = match v.get("firstKeptEntryIndex") {
             Some(Value::Number(n)) => {
                 let idx = n.as_u64().ok_or_else(|| {
                     self.err("field `firstKeptEntryIndex` is not a non-negative integer")
                 })?;
-                self.by_line.get(&(idx + 1)).copied()
+                self.by_line.range(idx + 1..).next().map(|(_, m)| *m)
             }
             Some(Value::Null) | None => None,
             Some(_) => return Err(self.err("field `firstKeptEntryIndex` is not a number")),
         };
         let source = Some(format!("line:{}", self.line));
-        let (job, part) = (self.b.message_id(at), self.b.part_id(at));
-        self.b.record(
-            at,
-            Event::CompactionRequested {
-                message: job,
-                part,
-                auto: true,
-                overflow: false,
-                trigger: CompactionTrigger::Imported,
-                agent: None,
-                model: None,
-                source_id: source.clone(),
-            },
-        )?;
-        let summary_message = self.b.message_id(at);
-        self.b.record(
-            at,
-            Event::CompactionStarted {
-                job,
-                summary_message,
-                agent: Some("compaction".into()),
-                model: None,
-                prompt: None,
-                tail_start,
-                source_id: source,
-            },
-        )?;
-        let text = if text.trim().is_empty() {
-            "(the recording holds no summary text)".to_owned()
-        } else {
-            text
-        };
-        self.b.part(
-            at,
-            summary_message,
-            PartBody::Text {
-                text,
-                synthetic: false,
-                time: None,
-            },
-            None,
-        )?;
-        let part = self.b.part_id(at);
-        self.b.record(
-            at,
-            Event::SummaryCompleted {
-                job,
-                part,
-                reason: FinishReason::Stop,
-                tokens: TokenUsage::default(),
-                redactions: 0,
-            },
-        )
+        self.b
+            .imported_compaction(at, true, source.clone(), source, &text, tail)
+            .map(|_| ())
     }
 }
 

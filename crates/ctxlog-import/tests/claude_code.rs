@@ -50,7 +50,7 @@ fn every_real_claude_code_session_imports_and_replays_deterministically() {
         let text = std::fs::read_to_string(&f).unwrap();
         let first = text.lines().next().unwrap();
         assert_eq!(
-            Format::detect(first),
+            Format::sniff(first.as_bytes()),
             Some(Format::ClaudeCode),
             "{}",
             f.display()

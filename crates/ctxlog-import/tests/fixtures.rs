@@ -409,6 +409,19 @@ fn bad_input_in_every_format_is_named_by_line_or_json_path() {
     bytes[at] = 0xff;
     let e = err_of(&bytes, Format::OpenCode);
     assert!(e.line > 0, "{e}");
+    // detection from a first line cut short (longer than what is read)
+    let codex = fixture("codex/edge-cases.jsonl");
+    assert_eq!(Format::sniff(&codex.as_bytes()[..80]), Some(Format::Codex));
+    let claude = fixture("claude-code/edge-cases.jsonl");
+    let third = claude.lines().nth(3).unwrap();
+    assert_eq!(
+        Format::sniff(&third.as_bytes()[..third.len() - 5]),
+        Some(Format::ClaudeCode)
+    );
+    // a byte-order mark is not an error
+    let pi = format!("\u{feff}{}", fixture("pi/edge-cases.jsonl"));
+    assert_eq!(Format::sniff(pi.as_bytes()), Some(Format::Pi));
+    import(pi.as_bytes(), "bom", Format::Pi, &ImportOptions::default()).unwrap();
     // not a format at all
     assert_eq!(Format::sniff(b"hello world"), None);
     assert_eq!(Format::sniff(b"[1,2,3]"), None);
