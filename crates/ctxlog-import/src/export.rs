@@ -134,6 +134,11 @@ pub fn opencode<'a, W: Write>(
                 }
                 extra.step_cost.insert(*part, (None, e.recorded_at));
             }
+            Event::CompactionFailed { job, .. } => {
+                if let Some(s) = state.job(*job).and_then(|j| j.summary) {
+                    extra.completed.insert(s, e.recorded_at);
+                }
+            }
             _ => {}
         }
     }
@@ -154,6 +159,9 @@ pub fn opencode<'a, W: Write>(
         Some(s) if from_opencode => s.clone(),
         _ => ids.session(state.started_at),
     };
+    // Every other id's suffix derives from the exported session id, which a
+    // re-import keeps: exporting the re-imported session gives the same ids.
+    ids.salt = sid.clone();
     // Message ids first (parents and tails refer to them), then part ids in
     // the same order, so both ascend in export order.
     let msg_ids: BTreeMap<MessageId, String> = state

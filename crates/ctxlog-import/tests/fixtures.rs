@@ -426,3 +426,129 @@ fn bad_input_in_every_format_is_named_by_line_or_json_path() {
     assert_eq!(Format::sniff(b"hello world"), None);
     assert_eq!(Format::sniff(b"[1,2,3]"), None);
 }
+
+#[test]
+fn a_native_session_with_restarted_failed_and_pruned_work_round_trips() {
+    let mut r = Recorder::start(
+        SessionId(uuid::Uuid::from_u128(7)),
+        SeededIds::new(7),
+        1_000,
+        Policy::opencode_seed(),
+        ModelLimits {
+            context: 50_000,
+            input: None,
+            output: Some(4_000),
+        },
+    )
+    .unwrap();
+    let u = r.user_text(1_100, "look at the logs", false).unwrap();
+    let a = r.message(1_200, Role::Assistant, Some(u), false).unwrap();
+    let t = r
+        .tool(1_250, a, "read", Json::Null, &"log line\n".repeat(400))
+        .unwrap();
+    r.finish_step(1_300, a, FinishReason::ToolCalls, TokenUsage::default())
+        .unwrap();
+    r.record(
+        1_350,
+        Event::PartsPruned {
+            parts: vec![PrunedPart {
+                part: t,
+                tokens: 900,
+            }],
+            total_tokens: 900,
+            policy: "manual".into(),
+        },
+    )
+    .unwrap();
+    // job 1: started, cut off (restarted), then completed
+    let job1 = r
+        .request_compaction(1_400, false, CompactionTrigger::Manual)
+        .unwrap();
+    let s1 = r.message_id(1_500);
+    r.record(
+        1_500,
+        Event::CompactionStarted {
+            job: job1,
+            summary_message: s1,
+            agent: None,
+            model: None,
+            prompt: None,
+            tail_start: None,
+            source_id: None,
+        },
+    )
+    .unwrap();
+    r.summarize(
+        1_600,
+        job1,
+        "the logs show a timeout",
+        None,
+        TokenUsage::default(),
+    )
+    .unwrap();
+    // job 2: started, then failed
+    let job2 = r
+        .request_compaction(1_700, true, CompactionTrigger::Manual)
+        .unwrap();
+    let s2 = r.message_id(1_800);
+    r.record(
+        1_800,
+        Event::CompactionStarted {
+            job: job2,
+            summary_message: s2,
+            agent: None,
+            model: None,
+            prompt: None,
+            tail_start: None,
+            source_id: None,
+        },
+    )
+    .unwrap();
+    r.record(
+        1_900,
+        Event::CompactionFailed {
+            job: job2,
+            error: "provider said no".into(),
+        },
+    )
+    .unwrap();
+    let events = r.into_events();
+    let original = SessionState::replay(&events).unwrap();
+    let mut e1 = Vec::new();
+    export::opencode(&events, &mut e1).unwrap();
+    let b = import(&e1[..], "e1", Format::OpenCode, &ImportOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sb = SessionState::replay(&b.events).unwrap();
+    let mut e2 = Vec::new();
+    export::opencode(&b.events, &mut e2).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&e1),
+        String::from_utf8_lossy(&e2),
+        "a fixed point"
+    );
+    let c = import(&e2[..], "e2", Format::OpenCode, &ImportOptions::default()).unwrap();
+    assert_eq!(
+        sb.digest(),
+        SessionState::replay(&c.events).unwrap().digest()
+    );
+    // what the export carried over
+    let statuses: Vec<&str> = sb.jobs.iter().map(|j| j.status.name()).collect();
+    assert_eq!(statuses, ["completed", "failed"]);
+    assert_eq!(sb.jobs[0].attempts, 2, "the restart is kept");
+    assert!(
+        matches!(&sb.jobs[1].status, JobStatus::Failed { error } if error == "provider said no")
+    );
+    assert_eq!(sb.pruned_parts().count(), 1);
+    assert_eq!(texts(&window(&sb)), texts(&window(&original)));
+    // ids are OpenCode-shaped and ascend in order
+    let v: serde_json::Value = serde_json::from_slice(&e1).unwrap();
+    assert!(v["info"]["id"].as_str().unwrap().starts_with("ses_"));
+    let mids: Vec<&str> = v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["info"]["id"].as_str().unwrap())
+        .collect();
+    assert!(mids.iter().all(|m| m.len() == 4 + 12 + 14), "{mids:?}");
+    assert!(mids.windows(2).all(|w| w[0] < w[1]), "{mids:?}");
+}
