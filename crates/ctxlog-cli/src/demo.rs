@@ -4,12 +4,13 @@
 //! recording under `opencode-1.17` with pruning switched on and small prune
 //! thresholds, so both layers show on a small file.
 
+use crate::recorded::{store_import, temp_dir};
 use crate::{print_audit, ui, CliError};
 use ctxlog_core::{audit, Policy, SessionState};
 use ctxlog_engine::recording::{replay_recording, ReplayConfig};
 use ctxlog_engine::summarize::ExtractiveSummarizer;
 use ctxlog_import::{Format, ImportOptions};
-use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
+use ctxlog_store::{EventLog, SledStore};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -17,17 +18,6 @@ use std::sync::Arc;
 pub const FIXTURE: &str =
     include_str!("../../../fixtures/sessions/opencode/compacted-and-pruned.json");
 const FIXTURE_NAME: &str = "fixtures/sessions/opencode/compacted-and-pruned.json";
-
-fn temp_dir(tag: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!(
-        "ctxlog-{tag}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ))
-}
 
 /// Runs the demo.
 pub fn run(json: bool) -> Result<(), CliError> {
@@ -44,15 +34,7 @@ pub fn run(json: bool) -> Result<(), CliError> {
     let dir = temp_dir("demo");
     let result = (|| {
         let store = SledStore::open(&dir).map_err(|e| failed("cannot open a store", &e))?;
-        let batch: Vec<NewEvent> = imported
-            .events
-            .iter()
-            .cloned()
-            .map(NewEvent::from)
-            .collect();
-        store
-            .append(imported.session, Expected::NoStream, batch)
-            .map_err(|e| failed("cannot store the session", &e))?;
+        store_import(&store, &imported)?;
         let log: Vec<_> = store
             .read(imported.session, 1)
             .and_then(|it| it.collect::<Result<Vec<_>, _>>())

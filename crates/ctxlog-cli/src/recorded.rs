@@ -422,6 +422,19 @@ pub fn export(json: bool, db: &Path, session: &str, out: Option<&PathBuf>) -> Re
     result.map_err(|e| CliError::Failed(e.to_string()))
 }
 
+/// A fresh directory name under the system temp dir for a throw-away store
+/// (the caller removes it).
+pub fn temp_dir(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "ctxlog-{tag}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ))
+}
+
 /// `simulate FILE` options beyond the file.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimulateArgs {
@@ -477,14 +490,7 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
         .model
         .is_some()
         .then(|| resolve(&options.limits, None, None).limits);
-    let dir = std::env::temp_dir().join(format!(
-        "ctxlog-simulate-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ));
+    let dir = temp_dir("simulate");
     let bar = ui::progress(
         json,
         imported.events.len() as u64,
