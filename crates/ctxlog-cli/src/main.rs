@@ -16,6 +16,7 @@ use recorded::{FormatArg, LimitArgs, SimulateArgs};
 use serde_json::json;
 use std::sync::Arc;
 
+mod bench;
 mod demo;
 mod recorded;
 mod stress;
@@ -162,6 +163,22 @@ enum Command {
         after_help = "Example:\n  ctxlog simulate rollout.jsonl --policy opencode-1.17 --json\n  ctxlog simulate session.jsonl --context 100000 --prune true --prune-protect 20000"
     )]
     Simulate(SimulateArgs),
+    /// Benchmark ctxlog against raw sled and against recomputing from
+    /// scratch; ratios measured in one run (build with --release).
+    #[command(
+        after_help = "Example:\n  cargo run --release -p ctxlog-cli -- bench --quick --json"
+    )]
+    Bench {
+        /// A smaller run (under a minute), as CI runs it.
+        #[arg(long)]
+        quick: bool,
+    },
+    /// The bench's child process: replay a session and report peak memory.
+    #[command(hide = true)]
+    BenchReplayRss {
+        /// The session id.
+        session: String,
+    },
     /// Print the exact model input of a stored session, at its head or as it
     /// was right after event `--at SEQ`.
     #[command(after_help = "Example:\n  ctxlog window ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --at 40")]
@@ -325,6 +342,8 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             out,
         } => recorded::export(cli.json, &cli.db, session, out.as_ref()),
         Command::Simulate(args) => recorded::simulate(cli.json, args),
+        Command::Bench { quick } => bench::run(cli.json, *quick),
+        Command::BenchReplayRss { session } => bench::replay_rss_child(cli.json, &cli.db, session),
         Command::Window { session, at } => show_window(cli, session, *at),
         Command::Audit { session } => show_audit(cli, session),
         Command::Compact {

@@ -84,6 +84,12 @@ impl<I: IdSource> Recorder<I> {
         self.events
     }
 
+    /// Hands over the events recorded so far and keeps recording (the state
+    /// stays): how a large session is generated without holding its log.
+    pub fn drain_events(&mut self) -> Vec<Envelope> {
+        std::mem::take(&mut self.events)
+    }
+
     /// A fresh id from the injected source.
     pub fn uuid(&mut self, at: TimestampMs) -> Uuid {
         self.ids.next_uuid(at)
@@ -107,7 +113,7 @@ impl<I: IdSource> Recorder<I> {
             seq: self.state.head + 1,
             id: EventId(self.ids.next_uuid(at)),
             recorded_at: at,
-            causation: self.events.last().map(|e| e.id),
+            causation: self.state.last_event,
             correlation: self.correlation,
             event,
         };

@@ -43,6 +43,9 @@ pub struct SimConfig {
     pub limits: ModelLimits,
     /// Time of the first event, ms.
     pub start_ms: u64,
+    /// Stop at the end of the first turn that reaches this many events
+    /// (0: after `turns` turns only).
+    pub max_events: u64,
 }
 
 impl Default for SimConfig {
@@ -63,6 +66,7 @@ impl Default for SimConfig {
                 output: Some(16_384),
             },
             start_ms: 1_767_225_600_000, // 2026-01-01T00:00:00Z
+            max_events: 0,
         }
     }
 }
@@ -122,6 +126,24 @@ fn text_of(rng: &mut Rng, lo: u64, hi: u64) -> String {
 
 /// Generates one session's events under `cfg`.
 pub fn simulate(cfg: &SimConfig) -> Result<Vec<Envelope>, RefusedEvent> {
+    let mut out = Vec::new();
+    simulate_into(cfg, |batch| out.extend(batch))?;
+    Ok(out)
+}
+
+/// Generates one session's events under `cfg`, handing them to `sink` a turn
+/// at a time (the log is never held whole; the state is). Returns how many
+/// events were generated. The provider usage of each step is the fixed
+/// overhead plus a running estimate of the window (exact at each pivot,
+/// then grown by every part and cut by every prune), so a step costs the
+/// same at any session length.
+pub fn simulate_into(
+    cfg: &SimConfig,
+    mut sink: impl FnMut(Vec<Envelope>),
+) -> Result<u64, RefusedEvent> {
+    let mut total = 0u64;
+    let est = |s: &str| cfg.policy.estimator.estimate(s);
+    let mut win: u64 = 0;
     let mut rng = Rng::new(cfg.seed);
     let mut ids = SeededIds::new(cfg.seed);
     let session = SessionId(crate::ids::IdSource::next_uuid(&mut ids, cfg.start_ms));
@@ -130,6 +152,7 @@ pub fn simulate(cfg: &SimConfig) -> Result<Vec<Envelope>, RefusedEvent> {
     for turn in 0..cfg.turns {
         t += rng.range(1_000, 60_000);
         let prompt = format!("turn {turn}: {}", text_of(&mut rng, 20, 400));
+        win += est(&prompt);
         let mut user = r.user_text(t, &prompt, false)?;
         let steps = rng.range(1, cfg.max_steps_per_turn.max(1) as u64);
         let mut step = 0;
@@ -140,6 +163,7 @@ pub fn simulate(cfg: &SimConfig) -> Result<Vec<Envelope>, RefusedEvent> {
             r.part(t, msg, PartBody::StepStart { snapshot: None })?;
             if rng.chance(30) {
                 let text = text_of(&mut rng, 50, 600);
+                win += est(&text);
                 r.part(t, msg, PartBody::Reasoning { text, time: None })?;
             }
             let last = step == steps;
@@ -190,10 +214,12 @@ pub fn simulate(cfg: &SimConfig) -> Result<Vec<Envelope>, RefusedEvent> {
                     let size =
                         rng.heavy_tail(cfg.min_output_chars as u64, cfg.max_output_chars as u64);
                     let output = text_of(&mut rng, size, size);
+                    win += est(&output);
                     r.tool(t, msg, name, input, &output)?;
                 }
             }
             let text = text_of(&mut rng, 20, 800);
+            win += est(&text);
             r.part(
                 t,
                 msg,
@@ -217,8 +243,7 @@ pub fn simulate(cfg: &SimConfig) -> Result<Vec<Envelope>, RefusedEvent> {
                 break;
             }
             // Usage: the window as the provider would count it, plus noise.
-            let prompt_tokens =
-                cfg.overhead_tokens + window(r.state()).estimate(&r.state().policy.estimator);
+            let prompt_tokens = cfg.overhead_tokens + win;
             let cached = prompt_tokens * rng.range(0, 90) / 100;
             let tokens = TokenUsage {
                 total: None,
@@ -264,12 +289,25 @@ pub fn simulate(cfg: &SimConfig) -> Result<Vec<Envelope>, RefusedEvent> {
                 r.summarize(t + 2_000, job, &summary, tail, usage)?;
                 t += 2_001;
                 user = r.user_text(t, CONTINUE_TEXT, true)?;
+                win = window(r.state()).estimate(&r.state().policy.estimator);
             }
         }
         let policy = r.state().policy.clone();
         if let Some(event) = plan_prune(r.state(), &policy).to_event(&policy) {
+            if let Event::PartsPruned { total_tokens, .. } = &event {
+                win = win.saturating_sub(*total_tokens);
+            }
             r.record(t, event)?;
         }
+        let batch = r.drain_events();
+        total += batch.len() as u64;
+        sink(batch);
+        if cfg.max_events > 0 && total >= cfg.max_events {
+            break;
+        }
     }
-    Ok(r.into_events())
+    let batch = r.drain_events();
+    total += batch.len() as u64;
+    sink(batch);
+    Ok(total)
 }

@@ -1,0 +1,757 @@
+//! `ctxlog bench`: ctxlog against raw sled and against recomputing from
+//! scratch, each figure measured in the same run as its baseline and
+//! reported as a ratio (absolute speeds drift on a shared machine; ratios
+//! measured side by side do not).
+//!
+//! Every measurement runs once to warm up (discarded), then `runs` times;
+//! the median is reported. Sessions come from the seeded generator
+//! (`ctxlog_core::sim`), so every run measures the same events. Nothing here
+//! asserts a speed.
+
+use crate::recorded::temp_dir;
+use crate::{ui, CliError};
+use ctxlog_core::sim::{simulate, simulate_into, SimConfig};
+use ctxlog_core::{
+    window, Envelope, Event, FinishReason, Json, ModelLimits, PartBody, Policy, SeededIds,
+    SessionId, SessionState, TokenUsage, ToolState,
+};
+use ctxlog_engine::{Engine, EngineConfig, ManualClock};
+use ctxlog_import::{export, Format, ImportOptions};
+use ctxlog_store::{record, Durability, EventLog, Expected, NewEvent, SledStore, StoreConfig};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Sizes of one bench run.
+#[derive(Debug, Clone, Copy)]
+struct Sizes {
+    runs: usize,
+    append: u64,
+    durable: u64,
+    writers: u64,
+    replay: u64,
+    small: u64,
+    large: u64,
+    steps: usize,
+    import: u64,
+    rss: u64,
+}
+
+const QUICK: Sizes = Sizes {
+    runs: 3,
+    append: 5_000,
+    durable: 150,
+    writers: 8,
+    replay: 20_000,
+    small: 1_000,
+    large: 100_000,
+    steps: 100,
+    import: 10_000,
+    rss: 100_000,
+};
+
+const FULL: Sizes = Sizes {
+    runs: 5,
+    append: 50_000,
+    durable: 1_000,
+    writers: 8,
+    replay: 200_000,
+    small: 1_000,
+    large: 100_000,
+    steps: 300,
+    import: 100_000,
+    rss: 1_000_000,
+};
+
+/// The generator's settings for bench sessions: heavy-tailed tool outputs
+/// (Pareto from 400 chars, cut at 40,000), a 128k window, compaction and
+/// pruning as the seed policy does them.
+fn sim(seed: u64, events: u64) -> SimConfig {
+    SimConfig {
+        seed,
+        turns: u32::MAX,
+        max_events: events,
+        min_output_chars: 400,
+        max_output_chars: 40_000,
+        ..SimConfig::default()
+    }
+}
+
+fn generate(seed: u64, events: u64) -> Result<Vec<Envelope>, CliError> {
+    simulate(&sim(seed, events)).map_err(|e| CliError::Failed(format!("generator: {e}")))
+}
+
+fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> CliError + '_ {
+    move |e| CliError::Failed(format!("bench: {what}: {e}"))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    assert!(!v.is_empty());
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// One warm-up, then `runs` measurements; the median.
+fn measure(runs: usize, mut f: impl FnMut() -> Result<f64, CliError>) -> Result<f64, CliError> {
+    f()?;
+    let mut v = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        v.push(f()?);
+    }
+    Ok(median(v))
+}
+
+/// A fresh directory for one measurement, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Self {
+        let p = temp_dir(&format!("bench-{tag}"));
+        let _ = std::fs::remove_dir_all(&p);
+        Scratch(p)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn raw_db(path: &Path) -> Result<sled::Db, CliError> {
+    // The same sled settings as the store: no background flusher.
+    sled::Config::new()
+        .path(path)
+        .flush_every_ms(None)
+        .open()
+        .map_err(|e| failed("raw sled")(&e))
+}
+
+fn store(path: &Path, durability: Durability) -> Result<SledStore, CliError> {
+    let mut c = StoreConfig::new(path);
+    c.durability = durability;
+    SledStore::open_with(c).map_err(|e| failed("store")(&e))
+}
+
+fn engine(store: SledStore, seed: u64) -> Engine {
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    Engine::new(
+        store,
+        EngineConfig::new(Box::new(SeededIds::new(seed)), clock),
+    )
+}
+
+/// A stored record: its key and bytes.
+type Record = ([u8; 24], Vec<u8>);
+
+/// The records the store writes for `events`, keyed as it keys them.
+fn encoded(events: &[Envelope]) -> Result<Vec<Record>, CliError> {
+    let mut prev = record::genesis(events[0].session);
+    let mut out = Vec::with_capacity(events.len());
+    for e in events {
+        let (bytes, chain) = record::encode(e, &prev).map_err(|e| failed("encode")(&e))?;
+        prev = chain;
+        out.push((record::key(e.session, e.seq), bytes));
+    }
+    Ok(out)
+}
+
+/// A session whose policy never queues compactions by itself (the recorded
+/// events carry their own), so the engine appends exactly these events.
+fn bench_session(engine: &Engine, events: &[Envelope]) -> Result<SessionId, CliError> {
+    let (policy, limits) = match &events[0].event {
+        Event::SessionStarted { policy, limits, .. } => (policy.clone(), limits.clone()),
+        _ => (Policy::opencode_seed(), ModelLimits::default()),
+    };
+    let policy = Policy {
+        auto: false,
+        ..policy
+    };
+    engine
+        .start_session_from(policy, limits, None, None)
+        .map_err(|e| failed("start")(&e))
+}
+
+/// Engine appends, one event per command; events/s.
+fn engine_appends(
+    dir: &Path,
+    durability: Durability,
+    events: &[Envelope],
+) -> Result<f64, CliError> {
+    let engine = engine(store(dir, durability)?, 11);
+    let session = bench_session(&engine, events)?;
+    let batch: Vec<Event> = events[1..].iter().map(|e| e.event.clone()).collect();
+    let n = batch.len();
+    let t = Instant::now();
+    for e in batch {
+        engine
+            .apply(session, vec![e])
+            .map_err(|e| failed("append")(&e))?;
+    }
+    Ok(n as f64 / t.elapsed().as_secs_f64())
+}
+
+/// Durable appends by `writers` threads, each to its own session; events/s.
+fn concurrent_durable(dir: &Path, events: &[Envelope], writers: u64) -> Result<f64, CliError> {
+    let engine = Arc::new(engine(store(dir, Durability::Durable)?, 13));
+    let mut sessions = Vec::new();
+    for _ in 0..writers {
+        sessions.push(bench_session(&engine, events)?);
+    }
+    let batch: Vec<Event> = events[1..].iter().map(|e| e.event.clone()).collect();
+    let t = Instant::now();
+    let handles: Vec<_> = sessions
+        .into_iter()
+        .map(|s| {
+            let engine = engine.clone();
+            let batch = batch.clone();
+            std::thread::spawn(move || -> Result<(), String> {
+                for e in batch {
+                    engine.apply(s, vec![e]).map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| CliError::Failed("bench: a writer panicked".into()))?
+            .map_err(|e| CliError::Failed(format!("bench: writer: {e}")))?;
+    }
+    Ok((batch.len() as u64 * writers) as f64 / t.elapsed().as_secs_f64())
+}
+
+/// Writes `events` straight to a store at `dir` (batches of 1,000), flushed.
+fn write_log(dir: &Path, events: &[Envelope]) -> Result<SessionId, CliError> {
+    let s = store(dir, Durability::Buffered)?;
+    let session = events[0].session;
+    let mut head = 0;
+    for chunk in events.chunks(1_000) {
+        let batch: Vec<NewEvent> = chunk.iter().cloned().map(NewEvent::from).collect();
+        let expected = if head == 0 {
+            Expected::NoStream
+        } else {
+            Expected::Exactly(head)
+        };
+        head = s
+            .append(session, expected, batch)
+            .map_err(|e| failed("write log")(&e))?
+            .last;
+    }
+    s.flush().map_err(|e| failed("flush")(&e))?;
+    Ok(session)
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            total += if p.is_dir() {
+                dir_bytes(&p)
+            } else {
+                e.metadata().map(|m| m.len()).unwrap_or(0)
+            };
+        }
+    }
+    total
+}
+
+/// One agent step as an agent makes it: record the step (message, a text
+/// part, a tool output, its usage; the overflow check runs), then build the
+/// window for the next call. Seconds.
+fn one_step(
+    engine: &Engine,
+    session: SessionId,
+    parent: ctxlog_core::MessageId,
+    i: usize,
+) -> Result<f64, CliError> {
+    let output = format!("line {i}: ok\n").repeat(150);
+    let parts = vec![
+        PartBody::Text {
+            text: format!("step {i}: checking the next file"),
+            synthetic: false,
+            time: None,
+        },
+        PartBody::Tool {
+            call_id: format!("bench_{i}"),
+            tool: "read".into(),
+            state: ToolState::Completed {
+                input: Json::Null,
+                output,
+                title: None,
+                metadata: Json::Null,
+                start: 0,
+                end: 0,
+                attachments: Vec::new(),
+            },
+        },
+    ];
+    let tokens = TokenUsage {
+        input: 1_000,
+        output: 100,
+        ..TokenUsage::default()
+    };
+    let t = Instant::now();
+    engine
+        .record_step(
+            session,
+            parent,
+            None,
+            parts,
+            tokens,
+            FinishReason::ToolCalls,
+        )
+        .map_err(|e| failed("step")(&e))?;
+    let w = engine.window(session).map_err(|e| failed("window")(&e))?;
+    let secs = t.elapsed().as_secs_f64();
+    assert!(!w.messages.is_empty());
+    Ok(secs)
+}
+
+/// A session of `n` generated events in a store, compacted at its head (so
+/// the window starts at a fresh pivot whatever the history), with a user
+/// message to answer: (engine, session, parent).
+fn step_session(
+    dir: &Path,
+    n: u64,
+) -> Result<(Engine, SessionId, ctxlog_core::MessageId), CliError> {
+    let events = generate(21, n)?;
+    let session = write_log(dir, &events)?;
+    drop(events);
+    let engine = engine(store(dir, Durability::Buffered)?, 23);
+    engine
+        .request_compaction(session)
+        .map_err(|e| failed("compact")(&e))?;
+    engine
+        .run_pending(session)
+        .map_err(|e| failed("compact")(&e))?;
+    let parent = engine
+        .user_message(session, "go on with the next file")
+        .map_err(|e| failed("prompt")(&e))?;
+    Ok((engine, session, parent))
+}
+
+/// Median step cost over `steps` steps, seconds.
+fn step_cost(dir: &Path, n: u64, steps: usize) -> Result<(f64, Engine, SessionId), CliError> {
+    let (engine, session, parent) = step_session(dir, n)?;
+    for i in 0..5 {
+        one_step(&engine, session, parent, i)?; // warm-up
+    }
+    let mut v = Vec::with_capacity(steps);
+    for i in 0..steps {
+        v.push(one_step(&engine, session, parent, 5 + i)?);
+    }
+    Ok((median(v), engine, session))
+}
+
+/// What a stateless implementation does for one step: read the whole log,
+/// fold it, check overflow, build the window. Seconds.
+fn refold(store: &SledStore, session: SessionId) -> Result<f64, CliError> {
+    let t = Instant::now();
+    let mut state = SessionState::new();
+    for e in store.read(session, 1).map_err(|e| failed("read")(&e))? {
+        let e = e.map_err(|e| failed("read")(&e))?;
+        state.evolve(&e).map_err(|e| failed("fold")(&e))?;
+    }
+    let _ = state.overflow();
+    let w = window(&state);
+    let secs = t.elapsed().as_secs_f64();
+    assert!(!w.messages.is_empty());
+    Ok(secs)
+}
+
+/// Peak resident memory of a child process replaying `session` at `dir`.
+fn replay_rss(dir: &Path, session: SessionId) -> Result<(u64, f64), CliError> {
+    let exe = std::env::current_exe().map_err(|e| failed("current exe")(&e))?;
+    let out = std::process::Command::new(exe)
+        .args(["--json", "--db"])
+        .arg(dir)
+        .args(["bench-replay-rss", &session.to_string()])
+        .output()
+        .map_err(|e| failed("child")(&e))?;
+    if !out.status.success() {
+        return Err(CliError::Failed(format!(
+            "bench: replay child failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| failed("child output")(&e))?;
+    Ok((
+        v["peak_rss_bytes"].as_u64().unwrap_or(0),
+        v["seconds"].as_f64().unwrap_or(0.0),
+    ))
+}
+
+/// The hidden child of the RSS figure: open, replay, report `VmHWM`.
+pub fn replay_rss_child(json_out: bool, db: &Path, session: &str) -> Result<(), CliError> {
+    let session = uuid::Uuid::parse_str(session)
+        .map(SessionId)
+        .map_err(|e| CliError::BadInput(format!("{session:?}: {e}")))?;
+    let t = Instant::now();
+    let s = SledStore::open(db).map_err(|e| failed("open")(&e))?;
+    let mut state = SessionState::new();
+    for e in s.read(session, 1).map_err(|e| failed("read")(&e))? {
+        let e = e.map_err(|e| failed("read")(&e))?;
+        state.evolve(&e).map_err(|e| failed("fold")(&e))?;
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kb = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0);
+    let doc = json!({"events": state.head, "peak_rss_bytes": kb * 1024, "seconds": secs});
+    if json_out {
+        println!("{doc}");
+    } else {
+        println!(
+            "replayed {} events in {secs:.2}s, peak RSS {} KiB",
+            state.head, kb
+        );
+    }
+    Ok(())
+}
+
+fn machine() -> Value {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let cpu = read("/proc/cpuinfo")
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map(|s| s.trim().to_owned());
+    let mem_kb = read("/proc/meminfo")
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse::<u64>().ok());
+    json!({
+        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "cpu": cpu,
+        "memory_bytes": mem_kb.map(|k| k * 1024),
+        "kernel": read("/proc/sys/kernel/osrelease").trim(),
+        "os": std::env::consts::OS,
+        "arch": std::env::consts::ARCH,
+        "build": if cfg!(debug_assertions) { "debug" } else { "release" },
+    })
+}
+
+/// The goals of the issue, for the table: (ratio, goal, higher is better).
+const GOALS: &[(&str, f64, bool)] = &[
+    ("append_buffered_vs_raw", 0.5, true),
+    ("append_durable_vs_raw_flush", 0.8, true),
+    ("group_commit_gain", 4.0, true),
+    ("replay_vs_raw_scan", 0.3, true),
+    ("step_cost_growth", 1.5, false),
+    ("incremental_vs_refold", 100.0, true),
+    ("import_vs_parse", 0.3, true),
+];
+
+/// Runs the benchmark.
+pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
+    let z = if quick { QUICK } else { FULL };
+    let started = Instant::now();
+    let bar = ui::progress(json_out, 8, 0, "bench", false);
+    let mut ratios = Map::new();
+    let mut figures = BTreeMap::<String, Value>::new();
+    if cfg!(debug_assertions) && !json_out {
+        eprintln!(
+            "ctxlog: warning: a debug build; run `cargo run --release -p ctxlog-cli -- bench`"
+        );
+    }
+
+    // 1–2. Appends: buffered and durable, against raw sled on the same bytes.
+    let events = generate(7, z.append)?;
+    let records = encoded(&events)?;
+    let raw_insert = measure(z.runs, || {
+        let d = Scratch::new("raw");
+        let db = raw_db(&d.0)?;
+        let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
+        let t = Instant::now();
+        for (k, v) in &records {
+            tree.insert(k, v.as_slice())
+                .map_err(|e| failed("raw")(&e))?;
+        }
+        Ok(records.len() as f64 / t.elapsed().as_secs_f64())
+    })?;
+    let buffered = measure(z.runs, || {
+        let d = Scratch::new("buffered");
+        engine_appends(&d.0, Durability::Buffered, &events)
+    })?;
+    ratios.insert(
+        "append_buffered_vs_raw".into(),
+        json!(buffered / raw_insert),
+    );
+    figures.insert("raw_sled_inserts_per_s".into(), json!(raw_insert));
+    figures.insert("engine_buffered_appends_per_s".into(), json!(buffered));
+    bar.inc(1);
+
+    let few = &events[..(z.durable as usize + 1).min(events.len())];
+    let few_records = &records[..few.len()];
+    let raw_flush = measure(z.runs, || {
+        let d = Scratch::new("raw-flush");
+        let db = raw_db(&d.0)?;
+        let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
+        let t = Instant::now();
+        for (k, v) in few_records {
+            tree.insert(k, v.as_slice())
+                .map_err(|e| failed("raw")(&e))?;
+            db.flush().map_err(|e| failed("raw flush")(&e))?;
+        }
+        Ok(few_records.len() as f64 / t.elapsed().as_secs_f64())
+    })?;
+    let durable = measure(z.runs, || {
+        let d = Scratch::new("durable");
+        engine_appends(&d.0, Durability::Durable, few)
+    })?;
+    ratios.insert(
+        "append_durable_vs_raw_flush".into(),
+        json!(durable / raw_flush),
+    );
+    figures.insert("raw_sled_insert_flush_per_s".into(), json!(raw_flush));
+    figures.insert("engine_durable_appends_per_s".into(), json!(durable));
+    bar.inc(1);
+
+    // 3. Group commit: 8 writers against one, both durable, same run.
+    let per_writer = &events[..(z.durable as usize / 2 + 1).min(events.len())];
+    let one = measure(z.runs, || {
+        let d = Scratch::new("gc1");
+        concurrent_durable(&d.0, per_writer, 1)
+    })?;
+    let many = measure(z.runs, || {
+        let d = Scratch::new("gc8");
+        concurrent_durable(&d.0, per_writer, z.writers)
+    })?;
+    ratios.insert("group_commit_gain".into(), json!(many / one));
+    figures.insert("durable_appends_per_s_1_writer".into(), json!(one));
+    figures.insert(
+        format!("durable_appends_per_s_{}_writers", z.writers),
+        json!(many),
+    );
+    drop(events);
+    drop(records);
+    bar.inc(1);
+
+    // 4. Replay: open + fold to state, against open + scan + decode.
+    let log = Scratch::new("replay");
+    let replay_events = generate(9, z.replay)?;
+    let replay_encoded: u64 = encoded(&replay_events)?
+        .iter()
+        .map(|(_, v)| v.len() as u64)
+        .sum();
+    let n_replay = replay_events.len() as u64;
+    let session = write_log(&log.0, &replay_events)?;
+    drop(replay_events);
+    // Let sled release its lock before the measured opens.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let on_disk = dir_bytes(&log.0);
+    let ours = measure(z.runs, || {
+        let t = Instant::now();
+        let s = SledStore::open(&log.0).map_err(|e| failed("open")(&e))?;
+        let mut state = SessionState::new();
+        for e in s.read(session, 1).map_err(|e| failed("read")(&e))? {
+            let e = e.map_err(|e| failed("read")(&e))?;
+            state.evolve(&e).map_err(|e| failed("fold")(&e))?;
+        }
+        let rate = state.head as f64 / t.elapsed().as_secs_f64();
+        drop(s);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        Ok(rate)
+    })?;
+    let raw_scan = measure(z.runs, || {
+        let t = Instant::now();
+        let db = raw_db(&log.0)?;
+        let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
+        let mut n = 0u64;
+        for kv in tree.scan_prefix(session.0.as_bytes()) {
+            let (k, v) = kv.map_err(|e| failed("raw scan")(&e))?;
+            let (s, seq) =
+                record::parse_key(&k).ok_or_else(|| CliError::Failed("bad key".into()))?;
+            let d = record::decode(&v, s, seq).map_err(|e| failed("decode")(&e))?;
+            n += u64::from(d.envelope.seq > 0);
+        }
+        let rate = n as f64 / t.elapsed().as_secs_f64();
+        drop(tree);
+        drop(db);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        Ok(rate)
+    })?;
+    ratios.insert("replay_vs_raw_scan".into(), json!(ours / raw_scan));
+    figures.insert("replay_events_per_s".into(), json!(ours));
+    figures.insert("raw_scan_decode_events_per_s".into(), json!(raw_scan));
+    figures.insert(
+        "disk_bytes_per_event_vs_encoded".into(),
+        json!((on_disk as f64 / n_replay as f64) / (replay_encoded as f64 / n_replay as f64)),
+    );
+    figures.insert(
+        "encoded_bytes_per_event".into(),
+        json!(replay_encoded as f64 / n_replay as f64),
+    );
+    figures.insert(
+        "disk_bytes_per_event".into(),
+        json!(on_disk as f64 / n_replay as f64),
+    );
+    figures.insert("replay_log_events".into(), json!(n_replay));
+    drop(log);
+    bar.inc(1);
+
+    // 5–6. Step cost at 1k and 100k events of history; re-fold at 100k.
+    let small_dir = Scratch::new("steps-small");
+    let (small, small_engine, _) = step_cost(&small_dir.0, z.small, z.steps)?;
+    drop(small_engine);
+    let large_dir = Scratch::new("steps-large");
+    let (large, large_engine, large_session) = step_cost(&large_dir.0, z.large, z.steps)?;
+    ratios.insert("step_cost_growth".into(), json!(large / small));
+    figures.insert("step_seconds_1k".into(), json!(small));
+    figures.insert(format!("step_seconds_{}", z.large), json!(large));
+    bar.inc(1);
+    let refold_secs = measure(z.runs, || refold(large_engine.store(), large_session))?;
+    ratios.insert("incremental_vs_refold".into(), json!(refold_secs / large));
+    figures.insert(format!("refold_seconds_{}", z.large), json!(refold_secs));
+    drop(large_engine);
+    drop(large_dir);
+    bar.inc(1);
+
+    // 7. Import of an OpenCode export against plain serde_json parsing.
+    let exp = Scratch::new("import");
+    std::fs::create_dir_all(&exp.0).map_err(|e| failed("dir")(&e))?;
+    let file = exp.0.join("session.json");
+    {
+        let events = generate(31, z.import)?;
+        let f = std::fs::File::create(&file).map_err(|e| failed("export")(&e))?;
+        export::opencode(&events, std::io::BufWriter::new(f)).map_err(|e| failed("export")(&e))?;
+    }
+    let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    let mb = bytes as f64 / 1e6;
+    let import_rate = measure(z.runs, || {
+        let t = Instant::now();
+        let f = std::fs::File::open(&file).map_err(|e| failed("open")(&e))?;
+        let imported = ctxlog_import::import(
+            BufReader::new(f),
+            "bench",
+            Format::OpenCode,
+            &ImportOptions::default(),
+        )
+        .map_err(|e| failed("import")(&e))?;
+        assert!(!imported.events.is_empty());
+        Ok(mb / t.elapsed().as_secs_f64())
+    })?;
+    let parse_rate = measure(z.runs, || {
+        let t = Instant::now();
+        let f = std::fs::File::open(&file).map_err(|e| failed("open")(&e))?;
+        let v: Value =
+            serde_json::from_reader(BufReader::new(f)).map_err(|e| failed("parse")(&e))?;
+        assert!(v.is_object());
+        Ok(mb / t.elapsed().as_secs_f64())
+    })?;
+    ratios.insert("import_vs_parse".into(), json!(import_rate / parse_rate));
+    figures.insert("import_mb_per_s".into(), json!(import_rate));
+    figures.insert("serde_json_parse_mb_per_s".into(), json!(parse_rate));
+    figures.insert("import_file_bytes".into(), json!(bytes));
+    drop(exp);
+    bar.inc(1);
+
+    // Peak RSS of replaying a large session, in a child process.
+    let big = Scratch::new("rss");
+    let s = store(&big.0, Durability::Buffered)?;
+    let mut head = 0u64;
+    let mut session = None;
+    let mut err = None;
+    simulate_into(&sim(41, z.rss), |batch| {
+        if err.is_some() || batch.is_empty() {
+            return;
+        }
+        let sid = *session.get_or_insert(batch[0].session);
+        let n = batch.len() as u64;
+        let expected = if head == 0 {
+            Expected::NoStream
+        } else {
+            Expected::Exactly(head)
+        };
+        match s.append(
+            sid,
+            expected,
+            batch.into_iter().map(NewEvent::from).collect(),
+        ) {
+            Ok(_) => head += n,
+            Err(e) => err = Some(e),
+        }
+    })
+    .map_err(|e| failed("generator")(&e))?;
+    if let Some(e) = err {
+        return Err(failed("write")(&e));
+    }
+    s.flush().map_err(|e| failed("flush")(&e))?;
+    drop(s);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let session = session.ok_or_else(|| CliError::Failed("bench: empty session".into()))?;
+    let (rss, secs) = replay_rss(&big.0, session)?;
+    figures.insert(format!("replay_peak_rss_bytes_{}_events", head), json!(rss));
+    figures.insert(format!("replay_seconds_{}_events", head), json!(secs));
+    drop(big);
+    bar.inc(1);
+    bar.finish_and_clear();
+    figures.insert(
+        "bench_seconds".into(),
+        json!(started.elapsed().as_secs_f64()),
+    );
+
+    let figures: Map<String, Value> = figures.into_iter().collect();
+    if json_out {
+        println!(
+            "{}",
+            json!({"ratios": ratios, "figures": figures, "machine": machine(), "mode": if quick {"quick"} else {"full"}, "runs": z.runs})
+        );
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = GOALS
+        .iter()
+        .map(|(k, goal, higher)| {
+            let v = ratios[*k].as_f64().unwrap_or(f64::NAN);
+            let met = if *higher { v >= *goal } else { v <= *goal };
+            vec![
+                k.to_string(),
+                format!("{v:.3}"),
+                format!("{} {goal}", if *higher { ">=" } else { "<=" }),
+                if met { "met" } else { "MISSED" }.into(),
+            ]
+        })
+        .collect();
+    println!(
+        "ctxlog bench ({}, median of {} runs after a warm-up)",
+        if quick { "quick" } else { "full" },
+        z.runs
+    );
+    ui::table(&["RATIO", "VALUE", "GOAL", ""], &rows);
+    println!();
+    let rows: Vec<Vec<String>> = figures
+        .iter()
+        .map(|(k, v)| {
+            let s = match v.as_f64() {
+                Some(f) if f.fract() != 0.0 && f.abs() < 1.0 => format!("{f:.6}"),
+                Some(f) if f.fract() != 0.0 => format!("{f:.1}"),
+                _ => v.to_string(),
+            };
+            vec![k.clone(), s]
+        })
+        .collect();
+    ui::table(&["FIGURE", "VALUE"], &rows);
+    let m = machine();
+    println!(
+        "\nmachine: {} cores, {}, {} build",
+        m["cores"],
+        m["cpu"].as_str().unwrap_or("unknown cpu"),
+        m["build"].as_str().unwrap_or("")
+    );
+    Ok(())
+}
