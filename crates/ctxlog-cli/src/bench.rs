@@ -15,6 +15,7 @@ use ctxlog_core::{
     window, Envelope, Event, FinishReason, Json, ModelLimits, PartBody, Policy, SeededIds,
     SessionId, SessionState, TokenUsage, ToolState,
 };
+use ctxlog_engine::summarize::{SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
 use ctxlog_engine::{Engine, EngineConfig, ManualClock};
 use ctxlog_import::{export, Format, ImportOptions};
 use ctxlog_store::{record, Durability, EventLog, Expected, NewEvent, SledStore, StoreConfig};
@@ -180,23 +181,43 @@ fn bench_session(engine: &Engine, events: &[Envelope]) -> Result<SessionId, CliE
         .map_err(|e| failed("start")(&e))
 }
 
-/// Engine appends, one event per command; events/s.
+/// The session's events cut into the commands an agent issues: a message
+/// with its parts and its finish is one append; anything else is its own.
+fn commands(events: &[Envelope]) -> Vec<Vec<Event>> {
+    let mut out: Vec<Vec<Event>> = Vec::new();
+    for e in &events[1..] {
+        let joins = matches!(
+            e.event,
+            Event::PartAppended { .. } | Event::PartUpdated { .. } | Event::StepFinished { .. }
+        );
+        match out.last_mut() {
+            Some(cmd) if joins => cmd.push(e.event.clone()),
+            _ => out.push(vec![e.event.clone()]),
+        }
+    }
+    out
+}
+
+/// Engine appends of `batches` (each one command); events/s.
 fn engine_appends(
     dir: &Path,
     durability: Durability,
     events: &[Envelope],
+    batches: Vec<Vec<Event>>,
 ) -> Result<f64, CliError> {
     let engine = engine(store(dir, durability)?, 11);
     let session = bench_session(&engine, events)?;
-    let batch: Vec<Event> = events[1..].iter().map(|e| e.event.clone()).collect();
-    let n = batch.len();
+    let n: usize = batches.iter().map(Vec::len).sum();
     let t = Instant::now();
-    for e in batch {
-        engine
-            .apply(session, vec![e])
-            .map_err(|e| failed("append")(&e))?;
+    for b in batches {
+        engine.apply(session, b).map_err(|e| failed("append")(&e))?;
     }
     Ok(n as f64 / t.elapsed().as_secs_f64())
+}
+
+/// One event per append.
+fn singles(events: &[Envelope]) -> Vec<Vec<Event>> {
+    events[1..].iter().map(|e| vec![e.event.clone()]).collect()
 }
 
 /// Durable appends by `writers` threads, each to its own session; events/s.
@@ -317,9 +338,27 @@ fn one_step(
     Ok(secs)
 }
 
-/// A session of `n` generated events in a store, compacted at its head (so
-/// the window starts at a fresh pivot whatever the history), with a user
-/// message to answer: (engine, session, parent).
+/// A summarizer whose summary is the same whatever the history, so the step
+/// benchmark compares equal windows.
+struct FixedSummarizer;
+
+impl Summarizer for FixedSummarizer {
+    fn name(&self) -> &str {
+        "fixed"
+    }
+    fn summarize(&self, _: &SummaryRequest) -> Result<SummaryOutput, SummarizeError> {
+        Ok(SummaryOutput {
+            text: "## Objective\n- keep going through the files\n".repeat(20),
+            tokens: TokenUsage::default(),
+            finish: FinishReason::Stop,
+            redacted: 0,
+        })
+    }
+}
+
+/// A session of `n` generated events in a store, compacted at its head by a
+/// fixed summary (so the window starts at the same fresh pivot whatever the
+/// history), with a user message to answer: (engine, session, parent).
 fn step_session(
     dir: &Path,
     n: u64,
@@ -327,7 +366,10 @@ fn step_session(
     let events = generate(21, n)?;
     let session = write_log(dir, &events)?;
     drop(events);
-    let engine = engine(store(dir, Durability::Buffered)?, 23);
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    let mut config = EngineConfig::new(Box::new(SeededIds::new(23)), clock);
+    config.summarizer = Arc::new(FixedSummarizer);
+    let engine = Engine::new(store(dir, Durability::Buffered)?, config);
     engine
         .request_compaction(session)
         .map_err(|e| failed("compact")(&e))?;
@@ -340,17 +382,27 @@ fn step_session(
     Ok((engine, session, parent))
 }
 
-/// Median step cost over `steps` steps, seconds.
-fn step_cost(dir: &Path, n: u64, steps: usize) -> Result<(f64, Engine, SessionId), CliError> {
-    let (engine, session, parent) = step_session(dir, n)?;
+/// Median step cost at two history sizes, measured interleaved (a step on
+/// one, then on the other) so machine noise falls on both alike; seconds.
+fn step_costs(
+    small_dir: &Path,
+    large_dir: &Path,
+    small: u64,
+    large: u64,
+    steps: usize,
+) -> Result<(f64, f64, Engine, SessionId), CliError> {
+    let (se, ss, sp) = step_session(small_dir, small)?;
+    let (le, ls, lp) = step_session(large_dir, large)?;
     for i in 0..5 {
-        one_step(&engine, session, parent, i)?; // warm-up
+        one_step(&se, ss, sp, i)?; // warm-up
+        one_step(&le, ls, lp, i)?;
     }
-    let mut v = Vec::with_capacity(steps);
+    let (mut a, mut b) = (Vec::with_capacity(steps), Vec::with_capacity(steps));
     for i in 0..steps {
-        v.push(one_step(&engine, session, parent, 5 + i)?);
+        a.push(one_step(&se, ss, sp, 5 + i)?);
+        b.push(one_step(&le, ls, lp, 5 + i)?);
     }
-    Ok((median(v), engine, session))
+    Ok((median(a), median(b), le, ls))
 }
 
 /// What a stateless implementation does for one step: read the whole log,
@@ -484,16 +536,31 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
         }
         Ok(records.len() as f64 / t.elapsed().as_secs_f64())
     })?;
+    let cmds = commands(&events);
+    let per_command = (events.len() - 1) as f64 / cmds.len() as f64;
     let buffered = measure(z.runs, || {
         let d = Scratch::new("buffered");
-        engine_appends(&d.0, Durability::Buffered, &events)
+        engine_appends(&d.0, Durability::Buffered, &events, cmds.clone())
+    })?;
+    let buffered_single = measure(z.runs, || {
+        let d = Scratch::new("buffered1");
+        engine_appends(&d.0, Durability::Buffered, &events, singles(&events))
     })?;
     ratios.insert(
         "append_buffered_vs_raw".into(),
         json!(buffered / raw_insert),
     );
     figures.insert("raw_sled_inserts_per_s".into(), json!(raw_insert));
-    figures.insert("engine_buffered_appends_per_s".into(), json!(buffered));
+    figures.insert("engine_buffered_events_per_s".into(), json!(buffered));
+    figures.insert("events_per_command".into(), json!(per_command));
+    figures.insert(
+        "engine_buffered_events_per_s_one_per_append".into(),
+        json!(buffered_single),
+    );
+    figures.insert(
+        "append_buffered_vs_raw_one_per_append".into(),
+        json!(buffered_single / raw_insert),
+    );
     bar.inc(1);
 
     let few = &events[..(z.durable as usize + 1).min(events.len())];
@@ -512,7 +579,7 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
     })?;
     let durable = measure(z.runs, || {
         let d = Scratch::new("durable");
-        engine_appends(&d.0, Durability::Durable, few)
+        engine_appends(&d.0, Durability::Durable, few, singles(few))
     })?;
     ratios.insert(
         "append_durable_vs_raw_flush".into(),
@@ -607,10 +674,10 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
 
     // 5–6. Step cost at 1k and 100k events of history; re-fold at 100k.
     let small_dir = Scratch::new("steps-small");
-    let (small, small_engine, _) = step_cost(&small_dir.0, z.small, z.steps)?;
-    drop(small_engine);
     let large_dir = Scratch::new("steps-large");
-    let (large, large_engine, large_session) = step_cost(&large_dir.0, z.large, z.steps)?;
+    let (small, large, large_engine, large_session) =
+        step_costs(&small_dir.0, &large_dir.0, z.small, z.large, z.steps)?;
+    drop(small_dir);
     ratios.insert("step_cost_growth".into(), json!(large / small));
     figures.insert("step_seconds_1k".into(), json!(small));
     figures.insert(format!("step_seconds_{}", z.large), json!(large));

@@ -91,3 +91,31 @@ pub enum StoreError {
     #[error("sled: {0}")]
     Sled(#[from] sled::Error),
 }
+
+impl StoreError {
+    /// The same error again, for handing one outcome to several callers
+    /// (errors that carry a source become `Damaged` with its text).
+    pub(crate) fn clone_kind(&self) -> StoreError {
+        match self {
+            StoreError::WrongExpectedVersion {
+                session,
+                expected,
+                actual,
+            } => StoreError::WrongExpectedVersion {
+                session: *session,
+                expected: *expected,
+                actual: *actual,
+            },
+            StoreError::IdConflict { id, session, seq } => StoreError::IdConflict {
+                id: *id,
+                session: *session,
+                seq: *seq,
+            },
+            StoreError::PartialDuplicate { id } => StoreError::PartialDuplicate { id: *id },
+            StoreError::EmptyAppend => StoreError::EmptyAppend,
+            StoreError::Poisoned(why) => StoreError::Poisoned(why.clone()),
+            StoreError::Closed => StoreError::Closed,
+            other => StoreError::Damaged(other.to_string()),
+        }
+    }
+}

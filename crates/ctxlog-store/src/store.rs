@@ -763,6 +763,9 @@ impl Writer {
             let mut pending = Vec::with_capacity(group.len());
             let mut verifies = Vec::new();
             let mut force = false;
+            // Every append of the group goes into one transaction; each keeps
+            // its own outcome (one refused append does not fail the others).
+            let mut appends = Vec::new();
             for req in group {
                 match req {
                     Request::Append {
@@ -771,27 +774,35 @@ impl Writer {
                         events,
                         reply,
                     } => {
-                        let result = self
-                            .shared
-                            .check()
-                            .and_then(|()| self.apply(session, expected, &events));
-                        if let Ok(a) = &result {
-                            if !a.duplicate {
-                                use std::sync::atomic::Ordering::Relaxed;
-                                let c = &self.shared.counters;
-                                c.appends.fetch_add(1, Relaxed);
-                                c.events.fetch_add(a.last - a.first + 1, Relaxed);
-                                let last = unflushed.entry(a.session).or_insert(0);
-                                *last = (*last).max(a.last);
-                            }
-                        }
-                        pending.push(Pending::Append(reply, result));
+                        appends.push((session, expected, events));
+                        pending.push(Pending::Append(reply, Err(StoreError::Closed)));
                     }
                     Request::Flush { reply } => {
                         force = true;
                         pending.push(Pending::Flush(reply));
                     }
                     Request::Verify { reply } => verifies.push(reply),
+                }
+            }
+            let mut results = match self.shared.check() {
+                Ok(()) => self.apply_group(&appends),
+                Err(e) => appends.iter().map(|_| Err(e.clone_kind())).collect(),
+            }
+            .into_iter();
+            for p in pending.iter_mut() {
+                if let Pending::Append(_, slot) = p {
+                    let result = results.next().expect("one result per append");
+                    if let Ok(a) = &result {
+                        if !a.duplicate {
+                            use std::sync::atomic::Ordering::Relaxed;
+                            let c = &self.shared.counters;
+                            c.appends.fetch_add(1, Relaxed);
+                            c.events.fetch_add(a.last - a.first + 1, Relaxed);
+                            let last = unflushed.entry(a.session).or_insert(0);
+                            *last = (*last).max(a.last);
+                        }
+                    }
+                    *slot = result;
                 }
             }
             if buffered && !force {
@@ -870,21 +881,67 @@ impl Writer {
         }
     }
 
-    fn apply(
+    /// Applies a group of appends in one transaction; one outcome each, in order.
+    fn apply_group(
         &self,
+        appends: &[(SessionId, Expected, Vec<NewEvent>)],
+    ) -> Vec<Result<Appended, StoreError>> {
+        // Repeated ids inside a batch can never be stored.
+        let precheck: Vec<Option<StoreError>> = appends
+            .iter()
+            .map(|(_, _, events)| {
+                let mut seen = std::collections::BTreeSet::new();
+                events
+                    .iter()
+                    .find(|e| !seen.insert(e.id))
+                    .map(|e| StoreError::PartialDuplicate { id: e.id })
+            })
+            .collect();
+        let t = &self.trees;
+        let result = (&t.events, &t.heads, &t.ids).transaction(|(ev, hd, ix)| {
+            // Built afresh by every attempt of the closure.
+            let mut outcomes: Vec<Result<Appended, StoreError>> = Vec::new();
+            for ((session, expected, events), bad) in appends.iter().zip(&precheck) {
+                if let Some(e) = bad {
+                    outcomes.push(Err(e.clone_kind()));
+                    continue;
+                }
+                match Self::apply_one(ev, hd, ix, *session, *expected, events)? {
+                    Ok(a) => outcomes.push(Ok(a)),
+                    Err(e) => outcomes.push(Err(e)),
+                }
+            }
+            Ok::<_, ConflictableTransactionError<StoreError>>(outcomes)
+        });
+        match result {
+            Ok(outcomes) => outcomes,
+            Err(TransactionError::Abort(e)) => {
+                appends.iter().map(|_| Err(e.clone_kind())).collect()
+            }
+            Err(TransactionError::Storage(e)) => {
+                let why = format!("write failed: {e}");
+                self.shared.poison(why.clone());
+                appends
+                    .iter()
+                    .map(|_| Err(StoreError::Poisoned(why.clone())))
+                    .collect()
+            }
+        }
+    }
+
+    /// One append inside the group's transaction. The outer `Err` is a
+    /// storage error (the transaction fails); the inner one refuses only this
+    /// append, before it wrote anything.
+    #[allow(clippy::type_complexity)]
+    fn apply_one(
+        ev: &sled::transaction::TransactionalTree,
+        hd: &sled::transaction::TransactionalTree,
+        ix: &sled::transaction::TransactionalTree,
         session: SessionId,
         expected: Expected,
         events: &[NewEvent],
-    ) -> Result<Appended, StoreError> {
-        // Repeated ids inside the batch can never be stored.
-        let mut seen = std::collections::BTreeSet::new();
-        for e in events {
-            if !seen.insert(e.id) {
-                return Err(StoreError::PartialDuplicate { id: e.id });
-            }
-        }
-        let t = &self.trees;
-        let result = (&t.events, &t.heads, &t.ids).transaction(|(ev, hd, ix)| {
+    ) -> Result<Result<Appended, StoreError>, ConflictableTransactionError<StoreError>> {
+        let result: Result<Appended, ConflictableTransactionError<StoreError>> = (|| {
             let abort = ConflictableTransactionError::Abort;
             // Idempotency first (a retry of a stored batch must not fail the version check).
             let mut stored = Vec::new();
@@ -972,14 +1029,11 @@ impl Writer {
                 last: seq,
                 duplicate: false,
             })
-        });
+        })();
         match result {
-            Ok(a) => Ok(a),
-            Err(TransactionError::Abort(e)) => Err(e),
-            Err(TransactionError::Storage(e)) => {
-                self.shared.poison(format!("write failed: {e}"));
-                Err(StoreError::Sled(e))
-            }
+            Ok(a) => Ok(Ok(a)),
+            Err(ConflictableTransactionError::Abort(e)) => Ok(Err(e)),
+            Err(other) => Err(other),
         }
     }
 }
