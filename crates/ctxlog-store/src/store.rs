@@ -1012,15 +1012,21 @@ impl Writer {
                     actual: head,
                 }));
             }
+            // Encode everything before writing anything: a refused append
+            // must leave no trace in the group's transaction, which commits.
             let mut seq = head;
+            let mut records = Vec::with_capacity(events.len());
             for e in events {
                 seq += 1;
                 let env = e.at(session, seq);
                 let (bytes, next) = record::encode(&env, &chain)
                     .map_err(|source| abort(StoreError::Encode { id: e.id, source }))?;
                 chain = next;
+                records.push((e.id, seq, bytes));
+            }
+            for (id, seq, bytes) in records {
                 ev.insert(&position(session, seq)[..], bytes)?;
-                ix.insert(e.id.as_bytes(), &position(session, seq)[..])?;
+                ix.insert(id.as_bytes(), &position(session, seq)[..])?;
             }
             hd.insert(session.as_bytes(), &encode_head(seq, &chain)[..])?;
             Ok(Appended {

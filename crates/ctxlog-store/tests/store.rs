@@ -724,3 +724,31 @@ fn fill_until_poisoned(path: PathBuf) {
     ));
     eprintln!("poisoned after {acked} acknowledged appends: {err}");
 }
+
+#[test]
+fn a_refused_append_leaves_no_trace_even_when_its_first_events_encode() {
+    // The writer applies a group of appends in one transaction that commits
+    // whatever the individual outcomes: an append refused half-way (its last
+    // event is over the record size limit) must write none of its events.
+    let dir = tempdir();
+    let store = SledStore::open(&dir.0).unwrap();
+    let (s, ev) = session_events(5, 4);
+    let mut huge = ev[3].clone();
+    huge.event = Event::PartsRestored {
+        parts: Vec::new(),
+        reason: "x".repeat(codec::MAX_ENCODED_BYTES as usize + 1),
+    };
+    let batch = vec![ev[0].clone(), ev[1].clone(), ev[2].clone(), huge];
+    match store.append(s, Expected::NoStream, batch).unwrap_err() {
+        StoreError::Encode { .. } => {}
+        other => panic!("{other}"),
+    }
+    assert_eq!(store.head(s).unwrap(), 0);
+    assert_eq!(store.read(s, 1).unwrap().count(), 0);
+    // its ids were not indexed: the same events append as new
+    let a = store
+        .append(s, Expected::NoStream, ev[..3].to_vec())
+        .unwrap();
+    assert_eq!((a.first, a.last, a.duplicate), (1, 3, false));
+    assert!(store.verify().unwrap().ok());
+}
