@@ -395,6 +395,7 @@ fn help_has_an_example_for_every_command() {
         "window",
         "audit",
         "compact",
+        "bench",
     ] {
         let out = ok(ctxlog(&[cmd, "--help"]));
         let text = String::from_utf8_lossy(&out.stdout);
