@@ -134,9 +134,10 @@ pub fn simulate(cfg: &SimConfig) -> Result<Vec<Envelope>, RefusedEvent> {
 /// Generates one session's events under `cfg`, handing them to `sink` a turn
 /// at a time (the log is never held whole; the state is). Returns how many
 /// events were generated. The provider usage of each step is the fixed
-/// overhead plus a running estimate of the window (exact at each pivot,
-/// then grown by every part and cut by every prune), so a step costs the
-/// same at any session length.
+/// overhead plus a running estimate of the window: measured exactly at each
+/// pivot and after each prune, grown by the text of every part in between
+/// (tool names and inputs are not counted), so a step costs the same at any
+/// session length.
 pub fn simulate_into(
     cfg: &SimConfig,
     mut sink: impl FnMut(Vec<Envelope>),
@@ -242,7 +243,7 @@ pub fn simulate_into(
                 )?;
                 break;
             }
-            // Usage: the window as the provider would count it, plus noise.
+            // Usage: roughly the window as the provider would count it, plus noise.
             let prompt_tokens = cfg.overhead_tokens + win;
             let cached = prompt_tokens * rng.range(0, 90) / 100;
             let tokens = TokenUsage {
@@ -294,10 +295,10 @@ pub fn simulate_into(
         }
         let policy = r.state().policy.clone();
         if let Some(event) = plan_prune(r.state(), &policy).to_event(&policy) {
-            if let Event::PartsPruned { total_tokens, .. } = &event {
-                win = win.saturating_sub(*total_tokens);
-            }
             r.record(t, event)?;
+            // The seed's prune walk can reach outputs from before the pivot,
+            // which were not in the window: re-measure it rather than subtract.
+            win = window(r.state()).estimate(&r.state().policy.estimator);
         }
         let batch = r.drain_events();
         total += batch.len() as u64;

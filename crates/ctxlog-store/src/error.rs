@@ -81,7 +81,7 @@ pub enum StoreError {
     /// A stored event was refused by the reducer during a replay.
     #[error(transparent)]
     Refused(#[from] RefusedEvent),
-    /// A flush failed earlier; the store refuses all calls.
+    /// A write or flush failed (now or earlier); the store refuses all calls.
     #[error("store poisoned by an earlier failure: {0}")]
     Poisoned(String),
     /// The store is shut down.

@@ -710,8 +710,10 @@ fn session_of(k: &[u8]) -> Result<SessionId, StoreError> {
     Ok(SessionId(Uuid::from_bytes(bytes)))
 }
 
-/// The single writer: applies appends one transaction each, flushes once per
-/// group, then acknowledges and notifies. Verification also runs here, between
+/// The single writer: applies each group of appends in one transaction (each
+/// append with its own outcome; readers wait for the whole group, since sled
+/// 0.34 transactions hold its global write lock), flushes once per group,
+/// then acknowledges and notifies. Verification also runs here, between
 /// groups, so it sees no half-applied append.
 struct Writer {
     trees: Trees,
