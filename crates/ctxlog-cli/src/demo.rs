@@ -4,8 +4,8 @@
 //! recording under `opencode-1.17` with pruning switched on and small prune
 //! thresholds, so both layers show on a small file.
 
-use crate::recorded::{store_import, temp_dir};
-use crate::{print_audit, ui, CliError};
+use crate::recorded::{print_decisions, store_import, temp_dir};
+use crate::{print_audit, CliError};
 use ctxlog_core::{audit, Policy, SessionState};
 use ctxlog_engine::recording::{replay_recording, ReplayConfig};
 use ctxlog_engine::summarize::ExtractiveSummarizer;
@@ -104,20 +104,7 @@ pub fn run(json: bool) -> Result<(), CliError> {
         "\nsimulated under {} (prune protect {}, minimum {}):",
         policy.name, policy.prune_protect, policy.prune_minimum
     );
-    let rows: Vec<Vec<String>> = report
-        .decisions
-        .iter()
-        .map(|d| {
-            let v = serde_json::to_value(d).expect("decisions serialize");
-            let kind = v["kind"].as_str().unwrap_or("").to_owned();
-            let after = v["after"].as_str().unwrap_or("").to_owned();
-            let mut rest = v.as_object().cloned().unwrap_or_default();
-            rest.remove("kind");
-            rest.remove("after");
-            vec![kind, after, serde_json::Value::Object(rest).to_string()]
-        })
-        .collect();
-    ui::table(&["DECISION", "AFTER", "DETAIL"], &rows);
+    print_decisions(&report.decisions);
     println!("\nnext: `ctxlog import FILE`, `ctxlog simulate FILE --json`, `ctxlog --help`");
     Ok(())
 }

@@ -542,8 +542,14 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
         println!("no decisions: nothing was pruned or compacted");
         return Ok(());
     }
-    let rows: Vec<Vec<String>> = report
-        .decisions
+    print_decisions(&report.decisions);
+    println!("final window ~{} tokens", report.final_window);
+    Ok(())
+}
+
+/// The decisions of a simulation as a table.
+pub fn print_decisions(decisions: &[Decision]) {
+    let rows: Vec<Vec<String>> = decisions
         .iter()
         .map(|d| match d {
             Decision::Prune {
@@ -595,6 +601,4 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
         })
         .collect();
     ui::table(&["DECISION", "AFTER", "DETAIL"], &rows);
-    println!("final window ~{} tokens", report.final_window);
-    Ok(())
 }

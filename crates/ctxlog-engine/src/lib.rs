@@ -689,21 +689,16 @@ impl Engine {
         tokens: TokenUsage,
         reason: FinishReason,
     ) -> Result<StepOutcome, EngineError> {
-        self.with(session, |state| {
-            let part = PartId(self.uuid(self.clock.now_ms()));
-            self.commit(
-                session,
-                state,
-                vec![Event::StepFinished {
-                    message,
-                    part,
-                    reason,
-                    tokens,
-                    cost_micros: None,
-                }],
-            )?;
-            self.after_step(session, state, message)
-        })
+        let part = PartId(self.uuid(self.clock.now_ms()));
+        let event = Event::StepFinished {
+            message,
+            part,
+            reason,
+            tokens,
+            cost_micros: None,
+        };
+        self.apply(session, vec![event])
+            .map(|o| o.expect("a finished step has an outcome"))
     }
 
     /// Queues a compaction by hand (`auto: false`): no continue message after it.

@@ -272,7 +272,9 @@ pub fn replay_recording(
                     }
                     turns += 1;
                 }
-                if *role == Role::Assistant {
+                // The window at a step's start is needed only to measure the
+                // overhead (first step) and once usage is estimated.
+                if *role == Role::Assistant && (compacted || overhead.is_none()) {
                     feed.flush()?;
                     step_window = feed.estimate()?;
                 }

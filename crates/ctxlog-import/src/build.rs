@@ -163,6 +163,33 @@ impl<'a> Builder<'a> {
         self.rec().part_id(at)
     }
 
+    /// Appends a text part (no source id, no times).
+    pub fn text(
+        &mut self,
+        at: TimestampMs,
+        message: MessageId,
+        text: String,
+        synthetic: bool,
+    ) -> Result<PartId, ImportError> {
+        let body = PartBody::Text {
+            text,
+            synthetic,
+            time: None,
+        };
+        self.part(at, message, body, None)
+    }
+
+    /// A JSONL line's `timestamp` (RFC 3339), when it has one.
+    pub fn line_time(&self, v: &serde_json::Value) -> Result<Option<TimestampMs>, ImportError> {
+        match v.get("timestamp") {
+            Some(serde_json::Value::String(s)) => crate::time::parse_rfc3339_ms(s)
+                .map(Some)
+                .ok_or_else(|| self.err(format!("field `timestamp`: not an RFC 3339 time: {s:?}"))),
+            Some(_) => Err(self.err("field `timestamp` is not a string")),
+            None => Ok(None),
+        }
+    }
+
     /// Completes (or errors) a waiting tool call with its result.
     pub fn complete_call(
         &mut self,

@@ -13,11 +13,10 @@
 //! - Source ids: user lines keep their `uuid`, steps their `message.id`.
 
 use crate::build::{as_json, Builder, NewMessage, OpenCall};
-use crate::time::parse_rfc3339_ms;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
-    CompactionTrigger, Event, FinishReason, Json, MessageId, ModelRef, PartBody, PartId, Role,
-    TokenUsage, ToolState,
+    CompactionTrigger, Event, FinishReason, Json, MessageId, ModelRef, PartBody, Role, TokenUsage,
+    ToolState,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -54,10 +53,6 @@ fn runtime_text(text: &str) -> bool {
 impl<'a> Importer<'a> {
     fn err(&self, message: impl Into<String>) -> ImportError {
         self.b.err(message)
-    }
-
-    fn record(&mut self, at: u64, event: Event) -> Result<(), ImportError> {
-        self.b.record(at, event)
     }
 
     fn finish_group(&mut self) -> Result<(), ImportError> {
@@ -98,16 +93,6 @@ impl<'a> Importer<'a> {
         )
     }
 
-    fn part(
-        &mut self,
-        at: u64,
-        message: MessageId,
-        body: PartBody,
-        source: Option<String>,
-    ) -> Result<PartId, ImportError> {
-        self.b.part(at, message, body, source)
-    }
-
     fn line(&mut self, v: &Value) -> Result<(), ImportError> {
         let ty = v
             .get("type")
@@ -119,13 +104,7 @@ impl<'a> Importer<'a> {
         if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
             return Ok(()); // an inline sub-agent's turn, not this conversation
         }
-        let at = match v.get("timestamp") {
-            Some(Value::String(s)) => parse_rfc3339_ms(s).ok_or_else(|| {
-                self.err(format!("field `timestamp`: not an RFC 3339 time: {s:?}"))
-            })?,
-            Some(_) => return Err(self.err("field `timestamp` is not a string")),
-            None => self.last_at,
-        };
+        let at = self.b.line_time(v)?.unwrap_or(self.last_at);
         self.last_at = at;
         if !self.b.started() {
             let source = v
@@ -145,7 +124,7 @@ impl<'a> Importer<'a> {
                         != Some("manual");
                     let message = self.b.message_id(at);
                     let part = self.b.part_id(at);
-                    self.record(
+                    self.b.record(
                         at,
                         Event::CompactionRequested {
                             message,
@@ -193,7 +172,7 @@ impl<'a> Importer<'a> {
                     }
                 };
                 let summary_message = self.b.message_id(at);
-                self.record(
+                self.b.record(
                     at,
                     Event::CompactionStarted {
                         job,
@@ -205,18 +184,9 @@ impl<'a> Importer<'a> {
                         source_id: uuid,
                     },
                 )?;
-                self.part(
-                    at,
-                    summary_message,
-                    PartBody::Text {
-                        text,
-                        synthetic: false,
-                        time: None,
-                    },
-                    None,
-                )?;
+                self.b.text(at, summary_message, text, false)?;
                 let part = self.b.part_id(at);
-                return self.record(
+                return self.b.record(
                     at,
                     Event::SummaryCompleted {
                         job,
@@ -235,16 +205,7 @@ impl<'a> Importer<'a> {
                 self.finish_group()?;
                 let synthetic = compact_summary || runtime_text(text);
                 let m = self.new_message(at, Role::User, None, uuid, None, synthetic)?;
-                self.part(
-                    at,
-                    m,
-                    PartBody::Text {
-                        text: text.clone(),
-                        synthetic,
-                        time: None,
-                    },
-                    None,
-                )?;
+                self.b.text(at, m, text.clone(), synthetic)?;
                 self.last_user = Some(m);
                 Ok(())
             }
@@ -278,16 +239,7 @@ impl<'a> Importer<'a> {
                     let synthetic = compact_summary || texts.iter().all(|t| runtime_text(t));
                     let m = self.new_message(at, Role::User, None, uuid, None, synthetic)?;
                     for text in texts {
-                        self.part(
-                            at,
-                            m,
-                            PartBody::Text {
-                                text,
-                                synthetic,
-                                time: None,
-                            },
-                            None,
-                        )?;
+                        self.b.text(at, m, text, synthetic)?;
                     }
                     self.last_user = Some(m);
                 }
@@ -388,16 +340,7 @@ impl<'a> Importer<'a> {
                             self.err(format!("field `message.content[{i}].text` is not a string"))
                         })?
                         .to_owned();
-                    self.part(
-                        at,
-                        message,
-                        PartBody::Text {
-                            text,
-                            synthetic: false,
-                            time: None,
-                        },
-                        None,
-                    )?;
+                    self.b.text(at, message, text, false)?;
                 }
                 Some("thinking") => {
                     let text = b
@@ -405,7 +348,8 @@ impl<'a> Importer<'a> {
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_owned();
-                    self.part(at, message, PartBody::Reasoning { text, time: None }, None)?;
+                    self.b
+                        .part(at, message, PartBody::Reasoning { text, time: None }, None)?;
                 }
                 Some("tool_use") => {
                     let id = b
@@ -424,7 +368,7 @@ impl<'a> Importer<'a> {
                         .to_owned();
                     let raw = b.get("input").cloned().unwrap_or(Value::Null);
                     let input = as_json(&raw);
-                    let part = self.part(
+                    let part = self.b.part(
                         at,
                         message,
                         PartBody::Tool {

@@ -26,7 +26,6 @@
 //!   copies of response items are skipped.
 
 use crate::build::{as_json, Builder, NewMessage, OpenCall};
-use crate::time::parse_rfc3339_ms;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     Attachment, Event, FinishReason, Json, MessageError, MessageId, ModelRef, PartBody, Role,
@@ -177,13 +176,7 @@ impl<'a> Importer<'a> {
             .get("type")
             .and_then(Value::as_str)
             .ok_or_else(|| self.err("field `type` missing or not a string"))?;
-        let at = match v.get("timestamp") {
-            Some(Value::String(s)) => Some(parse_rfc3339_ms(s).ok_or_else(|| {
-                self.err(format!("field `timestamp`: not an RFC 3339 time: {s:?}"))
-            })?),
-            Some(_) => return Err(self.err("field `timestamp` is not a string")),
-            None => None,
-        };
+        let at = self.b.line_time(v)?;
         let p = v
             .get("payload")
             .ok_or_else(|| self.err("field `payload` missing"))?;
@@ -334,16 +327,7 @@ impl<'a> Importer<'a> {
             },
         )?;
         for text in texts {
-            self.b.part(
-                at,
-                message,
-                PartBody::Text {
-                    text,
-                    synthetic,
-                    time: None,
-                },
-                None,
-            )?;
+            self.b.text(at, message, text, synthetic)?;
         }
         for body in bodies {
             self.b.part(at, message, body, None)?;

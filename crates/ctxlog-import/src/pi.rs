@@ -16,7 +16,6 @@
 //! - `thinking_level_change` and unknown entries are skipped.
 
 use crate::build::{as_json, Builder, NewMessage, OpenCall};
-use crate::time::parse_rfc3339_ms;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     Attachment, Event, FinishReason, Json, MessageError, MessageId, ModelRef, PartBody, Role,
@@ -87,13 +86,7 @@ impl<'a> Importer<'a> {
             .get("type")
             .and_then(Value::as_str)
             .ok_or_else(|| self.err("field `type` missing or not a string"))?;
-        let at = match v.get("timestamp") {
-            Some(Value::String(s)) => Some(parse_rfc3339_ms(s).ok_or_else(|| {
-                self.err(format!("field `timestamp`: not an RFC 3339 time: {s:?}"))
-            })?),
-            Some(_) => return Err(self.err("field `timestamp` is not a string")),
-            None => None,
-        };
+        let at = self.b.line_time(v)?;
         if ty == "session" {
             if self.b.started() {
                 return Err(self.err("a second `session` line"));
@@ -187,18 +180,7 @@ impl<'a> Importer<'a> {
             },
         )?;
         self.by_line.insert(self.line, message);
-        self.b
-            .part(
-                at,
-                message,
-                PartBody::Text {
-                    text,
-                    synthetic: true,
-                    time: None,
-                },
-                None,
-            )
-            .map(|_| ())
+        self.b.text(at, message, text, true).map(|_| ())
     }
 
     fn assistant(&mut self, m: &Value, at: u64) -> Result<(), ImportError> {
@@ -239,16 +221,7 @@ impl<'a> Importer<'a> {
                             self.err(format!("field `{}` is not a string", field("text")))
                         })?
                         .to_owned();
-                    self.b.part(
-                        at,
-                        message,
-                        PartBody::Text {
-                            text,
-                            synthetic: false,
-                            time: None,
-                        },
-                        None,
-                    )?;
+                    self.b.text(at, message, text, false)?;
                 }
                 Some("thinking") => {
                     let text = c
