@@ -3,10 +3,10 @@
 //!
 //! The loop is the seeds' lifecycle, driven from the outside:
 //!
-//! 1. the user's prompt is appended (`user_message`);
+//! 1. the user's prompt is appended (`Session::user`);
 //! 2. the model is called with the exact window (`window`) and its answer —
-//!    text, tool calls, usage, finish reason — is recorded as one step
-//!    (`record_step`), which checks the overflow predicate and may queue an
+//!    text, tool calls, usage, finish reason — is recorded as one [`Step`]
+//!    (`Session::step`), which checks the overflow predicate and may queue an
 //!    automatic compaction;
 //! 3. queued compactions run before the next model call (`run_pending`); an
 //!    automatic one ends with the synthetic "Continue if you have next steps";
@@ -14,12 +14,8 @@
 //!    (`end_turn`).
 
 use ctxlog::core::window::{ToolResult, WindowPart};
-use ctxlog::core::{
-    FinishReason, Json, ModelLimits, PartBody, Policy, SeededIds, TokenUsage, ToolState,
-};
-use ctxlog::engine::{Clock, Engine, EngineConfig, JobOutcome, SystemClock};
-use ctxlog::store::{EventLog, SledStore};
-use std::sync::Arc;
+use ctxlog::core::{FinishReason, Json, ModelLimits, PartBody, Policy, TokenUsage, ToolState};
+use ctxlog::engine::{Engine, JobOutcome, NewSession, Step};
 
 /// What the scripted model answers: a few file reads, then a final text.
 struct ScriptedModel {
@@ -81,23 +77,14 @@ fn prompt_tokens(window: &ctxlog::core::Window) -> u64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("ctxlog-agent-loop-{}", std::process::id()));
-    let store = SledStore::open(&dir)?;
-    let config = EngineConfig::new(
-        Box::new(SeededIds::new(SystemClock.now_ms())),
-        Arc::new(SystemClock),
-    );
-    let engine = Engine::new(store, config);
+    let engine = Engine::open(&dir)?;
     // A small model so the example compacts quickly: 64k context, 8k output.
     let limits = ModelLimits {
         context: 64_000,
         input: None,
         output: Some(8_000),
     };
-    let session = engine.start_session(
-        Policy::opencode_seed(),
-        limits,
-        Some("agent loop example".into()),
-    )?;
+    let session = engine.create_session(NewSession::new(limits).title("agent loop example"))?;
     let model = ScriptedModel { reads_per_turn: 4 };
 
     for prompt in [
@@ -107,44 +94,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "And a last one.",
     ] {
         println!("user: {prompt}");
-        let mut parent = engine.user_message(session, prompt)?;
+        let mut parent = session.user(prompt)?;
         loop {
             // Queued compactions run before the next model call.
-            for outcome in engine.run_pending(session)? {
+            for outcome in session.run_pending()? {
                 match outcome {
                     JobOutcome::Completed { continued, .. } => {
                         println!(
                             "  [compacted; window now starts at the summary{}]",
                             if continued { ", continuing" } else { "" }
                         );
-                        // the synthetic continue message is the new parent
-                        parent = engine
-                            .state(session)?
-                            .messages
-                            .last()
-                            .expect("continue message")
-                            .id;
+                        // The synthetic continue message is the new parent.
+                        if let Some(last) = session.state()?.messages.last() {
+                            parent = last.id;
+                        }
                     }
                     JobOutcome::Failed { error, .. } => {
                         println!("  [compaction failed: {error}; history kept]")
                     }
                 }
             }
-            let window = engine.window(session)?;
+            let window = session.window()?;
             let answer = model.answer(&window);
-            let mut parts = vec![PartBody::Text {
-                text: answer.text.clone(),
-                synthetic: false,
-                time: None,
-            }];
+            let mut step = Step::new(parent).text(answer.text.clone());
             for (i, (tool, input)) in answer.tool_calls.iter().enumerate() {
-                let output = run_tool(tool, input);
-                parts.push(PartBody::Tool {
+                step = step.part(PartBody::Tool {
                     call_id: format!("call_{i}"),
                     tool: tool.clone(),
                     state: ToolState::Completed {
                         input: input.clone(),
-                        output,
+                        output: run_tool(tool, input),
                         title: None,
                         metadata: Json::Null,
                         start: 0,
@@ -158,28 +137,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 output: 200,
                 ..TokenUsage::default()
             };
-            let step =
-                engine.record_step(session, parent, None, parts, usage, answer.finish.clone())?;
+            let outcome = session.step(step.tokens(usage).finish(answer.finish.clone()))?;
             println!(
                 "  assistant: {} (prompt ~{} tokens{})",
                 answer.text,
                 usage.input,
-                if step.queued.is_some() {
+                if outcome.queued.is_some() {
                     ", overflow: compaction queued"
                 } else {
                     ""
                 }
             );
-            if answer.finish == FinishReason::Stop && step.queued.is_none() {
+            if answer.finish == FinishReason::Stop && outcome.queued.is_none() {
                 break;
             }
         }
-        if let Some(tokens) = engine.end_turn(session)? {
+        if let Some(tokens) = session.end_turn()? {
             println!("  [turn ended: pruned ~{tokens} tokens of old tool output]");
         }
     }
 
-    let window = engine.window(session)?;
+    let window = session.window()?;
     let placeholders = window
         .messages
         .iter()
@@ -191,11 +169,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         window.messages.len(),
         prompt_tokens(&window)
     );
-    let log = engine
-        .store()
-        .read(session, 1)?
-        .collect::<Result<Vec<_>, _>>()?;
-    for entry in ctxlog::core::audit(&log) {
+    for entry in session.audit()? {
         println!("  audit #{} {}", entry.seq, entry.what);
     }
     drop(engine);

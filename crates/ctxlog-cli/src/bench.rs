@@ -5,18 +5,18 @@
 //!
 //! Every measurement runs once to warm up (discarded), then `runs` times;
 //! the median is reported. Sessions come from the seeded generator
-//! (`ctxlog_core::sim`), so every run measures the same events. Nothing here
+//! (`ctxlog_core::generate`), so every run measures the same events. Nothing here
 //! asserts a speed.
 
-use crate::recorded::temp_dir;
+use crate::temp_dir;
 use crate::{ui, CliError};
-use ctxlog_core::sim::{simulate, simulate_into, SimConfig};
+use ctxlog_core::generate::{generate, generate_into, GenerateConfig};
 use ctxlog_core::{
     window, Envelope, Event, FinishReason, Json, ModelLimits, PartBody, Policy, SeededIds,
     SessionId, SessionState, TokenUsage, ToolState,
 };
 use ctxlog_engine::summarize::{SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
-use ctxlog_engine::{Engine, EngineConfig, ManualClock};
+use ctxlog_engine::{Engine, ManualClock, Step};
 use ctxlog_import::{export, Format, ImportOptions};
 use ctxlog_store::{record, Durability, EventLog, Expected, NewEvent, SledStore, StoreConfig};
 use serde_json::{json, Map, Value};
@@ -70,19 +70,19 @@ const FULL: Sizes = Sizes {
 /// The generator's settings for bench sessions: heavy-tailed tool outputs
 /// (Pareto from 400 chars, cut at 40,000), a 128k window, compaction and
 /// pruning as the seed policy does them.
-fn sim(seed: u64, events: u64) -> SimConfig {
-    SimConfig {
+fn sim(seed: u64, events: u64) -> GenerateConfig {
+    GenerateConfig {
         seed,
         turns: u32::MAX,
         max_events: events,
         min_output_chars: 400,
         max_output_chars: 40_000,
-        ..SimConfig::default()
+        ..GenerateConfig::default()
     }
 }
 
-fn generate(seed: u64, events: u64) -> Result<Vec<Envelope>, CliError> {
-    simulate(&sim(seed, events)).map_err(|e| CliError::Failed(format!("generator: {e}")))
+fn generated(seed: u64, events: u64) -> Result<Vec<Envelope>, CliError> {
+    generate(&sim(seed, events)).map_err(|e| CliError::Failed(format!("generator: {e}")))
 }
 
 fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> CliError + '_ {
@@ -142,12 +142,12 @@ fn store(path: &Path, durability: Durability) -> Result<SledStore, CliError> {
     SledStore::open_with(c).map_err(|e| failed("store")(&e))
 }
 
-fn engine(store: SledStore, seed: u64) -> Engine {
-    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
-    Engine::new(
-        store,
-        EngineConfig::new(Box::new(SeededIds::new(seed)), clock),
-    )
+fn engine(store: SledStore, seed: u64) -> Result<Engine, CliError> {
+    Engine::builder()
+        .clock(Arc::new(ManualClock::new(1_800_000_000_000)))
+        .ids(SeededIds::new(seed))
+        .build(store)
+        .map_err(|e| failed("engine")(&e))
 }
 
 /// A stored record: its key and bytes.
@@ -177,7 +177,7 @@ fn bench_session(engine: &Engine, events: &[Envelope]) -> Result<SessionId, CliE
         ..policy
     };
     engine
-        .start_session_from(policy, limits, None, None)
+        .start_session(policy, limits, None)
         .map_err(|e| failed("start")(&e))
 }
 
@@ -205,7 +205,7 @@ fn engine_appends(
     events: &[Envelope],
     batches: Vec<Vec<Event>>,
 ) -> Result<f64, CliError> {
-    let engine = engine(store(dir, durability)?, 11);
+    let engine = engine(store(dir, durability)?, 11)?;
     let session = bench_session(&engine, events)?;
     let n: usize = batches.iter().map(Vec::len).sum();
     let t = Instant::now();
@@ -222,7 +222,7 @@ fn singles(events: &[Envelope]) -> Vec<Vec<Event>> {
 
 /// Durable appends by `writers` threads, each to its own session; events/s.
 fn concurrent_durable(dir: &Path, events: &[Envelope], writers: u64) -> Result<f64, CliError> {
-    let engine = Arc::new(engine(store(dir, Durability::Durable)?, 13));
+    let engine = Arc::new(engine(store(dir, Durability::Durable)?, 13)?);
     let mut sessions = Vec::new();
     for _ in 0..writers {
         sessions.push(bench_session(&engine, events)?);
@@ -322,15 +322,14 @@ fn one_step(
         ..TokenUsage::default()
     };
     let t = Instant::now();
+    let step = Step {
+        parts,
+        tokens,
+        finish: FinishReason::ToolCalls,
+        ..Step::new(parent)
+    };
     engine
-        .record_step(
-            session,
-            parent,
-            None,
-            parts,
-            tokens,
-            FinishReason::ToolCalls,
-        )
+        .record_step(session, step)
         .map_err(|e| failed("step")(&e))?;
     let w = engine.window(session).map_err(|e| failed("window")(&e))?;
     let secs = t.elapsed().as_secs_f64();
@@ -363,13 +362,15 @@ fn step_session(
     dir: &Path,
     n: u64,
 ) -> Result<(Engine, SessionId, ctxlog_core::MessageId), CliError> {
-    let events = generate(21, n)?;
+    let events = generated(21, n)?;
     let session = write_log(dir, &events)?;
     drop(events);
-    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
-    let mut config = EngineConfig::new(Box::new(SeededIds::new(23)), clock);
-    config.summarizer = Arc::new(FixedSummarizer);
-    let engine = Engine::new(store(dir, Durability::Buffered)?, config);
+    let engine = Engine::builder()
+        .clock(Arc::new(ManualClock::new(1_800_000_000_000)))
+        .ids(SeededIds::new(23))
+        .summarizer(Arc::new(FixedSummarizer))
+        .build(store(dir, Durability::Buffered)?)
+        .map_err(|e| failed("engine")(&e))?;
     engine
         .request_compaction(session)
         .map_err(|e| failed("compact")(&e))?;
@@ -523,7 +524,7 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
     }
 
     // 1–2. Appends: buffered and durable, against raw sled on the same bytes.
-    let events = generate(7, z.append)?;
+    let events = generated(7, z.append)?;
     let records = encoded(&events)?;
     let raw_insert = measure(z.runs, || {
         let d = Scratch::new("raw");
@@ -611,7 +612,7 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
 
     // 4. Replay: open + fold to state, against open + scan + decode.
     let log = Scratch::new("replay");
-    let replay_events = generate(9, z.replay)?;
+    let replay_events = generated(9, z.replay)?;
     let replay_encoded: u64 = encoded(&replay_events)?
         .iter()
         .map(|(_, v)| v.len() as u64)
@@ -694,7 +695,7 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
     std::fs::create_dir_all(&exp.0).map_err(|e| failed("dir")(&e))?;
     let file = exp.0.join("session.json");
     {
-        let events = generate(31, z.import)?;
+        let events = generated(31, z.import)?;
         let f = std::fs::File::create(&file).map_err(|e| failed("export")(&e))?;
         export::opencode(&events, std::io::BufWriter::new(f)).map_err(|e| failed("export")(&e))?;
     }
@@ -734,7 +735,7 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
     let mut head = 0u64;
     let mut session = None;
     let mut err = None;
-    simulate_into(&sim(41, z.rss), |batch| {
+    generate_into(&sim(41, z.rss), |batch| {
         if err.is_some() || batch.is_empty() {
             return;
         }

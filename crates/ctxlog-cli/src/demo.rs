@@ -4,15 +4,13 @@
 //! recording under `opencode-1.17` with pruning switched on and small prune
 //! thresholds, so both layers show on a small file.
 
-use crate::recorded::{print_decisions, store_import, temp_dir};
-use crate::{print_audit, CliError};
+use crate::recorded::{print_decisions, store_import};
+use crate::{print_audit, temp_dir, CliError};
 use ctxlog_core::{audit, Policy, SessionState};
-use ctxlog_engine::recording::{replay_recording, ReplayConfig};
-use ctxlog_engine::summarize::ExtractiveSummarizer;
+use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
 use ctxlog_import::{Format, ImportOptions};
 use ctxlog_store::{EventLog, SledStore};
 use serde_json::json;
-use std::sync::Arc;
 
 /// The embedded default: `fixtures/sessions/opencode/compacted-and-pruned.json`.
 pub const FIXTURE: &str =
@@ -51,19 +49,12 @@ pub fn run(json: bool) -> Result<(), CliError> {
     policy.prune = true;
     policy.prune_protect = 500;
     policy.prune_minimum = 200;
-    let sim_dir = temp_dir("demo-sim");
-    let report = replay_recording(
+    let report = simulate_recording(
         &imported.events,
-        ReplayConfig {
-            policy: policy.clone(),
-            limits: None,
-            summarizer: Arc::new(ExtractiveSummarizer::default()),
-        },
-        &sim_dir,
+        SimulateConfig::new(policy.clone()),
         |_| {},
-    );
-    let _ = std::fs::remove_dir_all(&sim_dir);
-    let report = report.map_err(|e| failed("simulation failed", &e))?;
+    )
+    .map_err(|e| failed("simulation failed", &e))?;
 
     if json {
         println!(

@@ -3,18 +3,30 @@
 //! Exit codes: 0 success, 1 the operation failed, 2 bad input or usage.
 
 use clap::{Parser, Subcommand};
-use ctxlog_core::sim::{simulate, SimConfig};
+use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::window::ToolResult;
-use ctxlog_core::{audit, Role, SeededIds, SessionId, Window, WindowPart};
+use ctxlog_core::{audit, Role, SessionId, Window, WindowPart};
 use ctxlog_core::{
     plan_prune, window, Envelope, JobStatus, ModelLimits, Policy, RefusedEvent, SessionState,
 };
 use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
-use ctxlog_engine::{Clock, Engine, EngineConfig, EngineError, JobOutcome, SystemClock};
+use ctxlog_engine::{Engine, EngineError, JobOutcome};
 use ctxlog_store::{EventLog, SledStore};
 use recorded::{FormatArg, LimitArgs, SimulateArgs};
 use serde_json::json;
 use std::sync::Arc;
+
+/// `println!` that never panics on output: a closed stdout (`ctxlog sessions
+/// | head -1`) ends the program quietly with exit 0, any other write error
+/// with a message and exit 1. Every module of the binary uses this one.
+macro_rules! println {
+    () => {
+        $crate::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
 
 mod bench;
 mod demo;
@@ -248,6 +260,23 @@ impl CliError {
     }
 }
 
+/// Writes to stdout; see the `println!` above.
+pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        stdout_failed(&e);
+    }
+}
+
+/// Ends the program after a failed write to stdout: quietly (exit 0) when
+/// the reader went away, else with the error (exit 1).
+pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("ctxlog: cannot write to stdout: {e}");
+    std::process::exit(1);
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(&cli) {
@@ -287,7 +316,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
                     ))
                 })?,
             };
-            let cfg = SimConfig {
+            let cfg = GenerateConfig {
                 seed: *seed,
                 turns: *turns,
                 policy,
@@ -296,9 +325,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
                     input: None,
                     output: Some(*output),
                 },
-                ..SimConfig::default()
+                ..GenerateConfig::default()
             };
-            let events = simulate(&cfg).map_err(|e| {
+            let events = generate(&cfg).map_err(|e| {
                 CliError::Failed(format!("the simulator wrote an invalid event: {e}"))
             })?;
             if let Some(path) = events_out {
@@ -422,14 +451,27 @@ fn stored_session(cli: &Cli, text: &str) -> Result<(SledStore, SessionId), CliEr
     Ok((store, session))
 }
 
-fn engine(store: SledStore, summarizer: SummarizerKind) -> Engine {
-    let now = SystemClock.now_ms();
-    let seed = now ^ ((std::process::id() as u64) << 32) ^ 0x5EED;
-    let mut config = EngineConfig::new(Box::new(SeededIds::new(seed)), Arc::new(SystemClock));
+fn engine(store: SledStore, summarizer: SummarizerKind) -> Result<Engine, CliError> {
+    let mut builder = Engine::builder();
     if summarizer == SummarizerKind::Openai {
-        config.summarizer = Arc::new(OpenAiSummarizer::new(OpenAiConfig::from_env()));
+        builder = builder.summarizer(Arc::new(OpenAiSummarizer::new(OpenAiConfig::from_env())));
     }
-    Engine::new(store, config)
+    builder
+        .build(store)
+        .map_err(|e| CliError::BadInput(e.to_string()))
+}
+
+/// A fresh directory name under the system temp dir for a throw-away store
+/// (the caller removes it).
+pub fn temp_dir(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "ctxlog-{tag}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    ))
 }
 
 fn window_json(w: &Window) -> serde_json::Value {
@@ -468,7 +510,7 @@ fn window_json(w: &Window) -> serde_json::Value {
 
 fn show_window(cli: &Cli, session: &str, at: Option<u64>) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
-    let engine = engine(store, SummarizerKind::Extractive);
+    let engine = engine(store, SummarizerKind::Extractive)?;
     let w = match at {
         Some(seq) => engine.window_at(session, seq),
         None => engine.window(session),
@@ -559,7 +601,7 @@ pub(crate) fn print_audit(entries: &[ctxlog_core::AuditEntry]) {
 
 fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
-    let engine = engine(store, summarizer);
+    let engine = engine(store, summarizer)?;
     let fail = |e: EngineError| CliError::Failed(e.to_string());
     // A job already pending (queued, or started and cut off by a crash) runs
     // instead of a new one.
@@ -615,7 +657,7 @@ fn write_events(path: &Path, events: &[Envelope]) -> Result<(), CliError> {
     let fail = |e: std::io::Error| CliError::Failed(format!("{}: {e}", path.display()));
     let mut out = BufWriter::new(File::create(path).map_err(fail)?);
     for e in events {
-        serde_json::to_writer(&mut out, e).expect("events serialize");
+        serde_json::to_writer(&mut out, e).map_err(|e| fail(e.into()))?;
         out.write_all(b"\n").map_err(fail)?;
     }
     out.flush().map_err(fail)

@@ -3,17 +3,16 @@
 
 use crate::ui::{self, Counting};
 use crate::{open_store, CliError};
-use ctxlog_core::{Envelope, Event, Policy, SessionId, SessionState};
-use ctxlog_engine::recording::{replay_recording, Decision, ReplayConfig};
-use ctxlog_engine::summarize::ExtractiveSummarizer;
+use ctxlog_core::{Envelope, Policy, SessionId, SessionState};
+use ctxlog_engine::catalog::{self, CatalogError, Stored};
+use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_import::limits::resolve;
 use ctxlog_import::{Format, ImportOptions, Imported, LimitOverrides};
-use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
+use ctxlog_store::{EventLog, SledStore};
 use serde_json::json;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// `--format` of `import` and `simulate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -168,115 +167,22 @@ pub fn import(
     Ok(())
 }
 
-/// What [`store_import`] wrote.
-#[derive(Debug, Clone, Copy)]
-pub struct Stored {
-    /// Events written now.
-    pub new_events: usize,
-    /// The session was stored before and the recording grew since.
-    pub grew: bool,
-}
-
-/// Stores an imported session whole or not at all. The ids derive from the
-/// recording, so a second import of the same file writes nothing, and a
-/// recording that grew since (the agent went on) appends only its new
-/// events. A stored session that is not a prefix of the import is refused.
+/// Stores an imported session whole or not at all (see
+/// [`catalog::store_recording`]); a stored session that diverges is bad input.
 pub fn store_import(store: &SledStore, imported: &Imported) -> Result<Stored, CliError> {
-    let fail = |e: ctxlog_store::StoreError| CliError::Failed(format!("not stored: {e}"));
-    let head = store.head(imported.session).map_err(fail)?;
-    let skip = if head == 0 {
-        0
-    } else {
-        let stored: Vec<Envelope> = store
-            .read(imported.session, 1)
-            .map_err(fail)?
-            .collect::<Result<_, _>>()
-            .map_err(fail)?;
-        let n = stored.len().min(imported.events.len());
-        if stored.len() > imported.events.len() || stored[..] != imported.events[..n] {
-            let at = stored
-                .iter()
-                .zip(&imported.events)
-                .position(|(a, b)| a != b)
-                .map_or(n + 1, |i| i + 1);
-            return Err(CliError::BadInput(format!(
-                "session {} is already stored with different events (from event {at} on: \
-                 a different file with the same session id, or other import options); \
-                 nothing was written",
-                imported.session
-            )));
-        }
-        stored.len()
-    };
-    let batch: Vec<NewEvent> = imported.events[skip..]
-        .iter()
-        .cloned()
-        .map(NewEvent::from)
-        .collect();
-    if batch.is_empty() {
-        return Ok(Stored {
-            new_events: 0,
-            grew: false,
-        });
-    }
-    let expected = if skip == 0 {
-        Expected::NoStream
-    } else {
-        Expected::Exactly(skip as u64)
-    };
-    store
-        .append(imported.session, expected, batch)
-        .map_err(fail)?;
-    Ok(Stored {
-        new_events: imported.events.len() - skip,
-        grew: skip > 0,
-    })
-}
-
-/// The source id recorded on a session's first event.
-fn source_of(store: &SledStore, session: SessionId) -> Result<Option<String>, CliError> {
-    let first = store
-        .read(session, 1)
-        .map_err(|e| CliError::Failed(e.to_string()))?
-        .next()
-        .transpose()
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-    Ok(match first.map(|e| e.event) {
-        Some(Event::SessionStarted { source_id, .. }) => source_id,
-        _ => None,
+    catalog::store_recording(store, &imported.events).map_err(|e| match e {
+        e @ CatalogError::Diverged { .. } => CliError::BadInput(e.to_string()),
+        e => CliError::Failed(format!("not stored: {e}")),
     })
 }
 
 /// Resolves SESSION: a ctxlog id, or a recording's own session id.
 pub fn resolve_session(store: &SledStore, db: &Path, text: &str) -> Result<SessionId, CliError> {
-    let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
-    if let Ok(u) = uuid::Uuid::parse_str(text) {
-        let s = SessionId(u);
-        if store.head(s).map_err(fail)? > 0 {
-            return Ok(s);
-        }
-    }
-    let mut found = Vec::new();
-    for (s, _) in store.sessions().map_err(fail)? {
-        if source_of(store, s)?.as_deref() == Some(text) {
-            found.push(s);
-        }
-    }
-    match found.as_slice() {
-        [s] => Ok(*s),
-        [] => Err(CliError::BadInput(format!(
-            "no session {text:?} in {} (neither a ctxlog id nor a source session id)",
-            db.display()
-        ))),
-        many => Err(CliError::BadInput(format!(
-            "{text:?} is the source of {} sessions ({}); use a ctxlog id",
-            many.len(),
-            many.iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
+    catalog::resolve_session(store, text).map_err(|e| match e {
+        CatalogError::NotFound(_) => CliError::BadInput(format!("{e} in {}", db.display())),
+        e @ CatalogError::Ambiguous { .. } => CliError::BadInput(e.to_string()),
+        e => CliError::Failed(e.to_string()),
+    })
 }
 
 /// `sessions`.
@@ -417,22 +323,12 @@ pub fn export(json: bool, db: &Path, session: &str, out: Option<&PathBuf>) -> Re
             }
             r
         }
-        None => ctxlog_import::export::opencode(&events, std::io::stdout().lock()),
+        None => match ctxlog_import::export::opencode(&events, std::io::stdout().lock()) {
+            Err(ctxlog_import::export::ExportError::Io(e)) => crate::stdout_failed(&e),
+            r => r,
+        },
     };
     result.map_err(|e| CliError::Failed(e.to_string()))
-}
-
-/// A fresh directory name under the system temp dir for a throw-away store
-/// (the caller removes it).
-pub fn temp_dir(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "ctxlog-{tag}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    ))
 }
 
 /// `simulate FILE` options beyond the file.
@@ -490,7 +386,6 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
         .model
         .is_some()
         .then(|| resolve(&options.limits, None, None).limits);
-    let dir = temp_dir("simulate");
     let bar = ui::progress(
         json,
         imported.events.len() as u64,
@@ -498,18 +393,10 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
         "simulate",
         false,
     );
-    let result = replay_recording(
-        &imported.events,
-        ReplayConfig {
-            policy: policy.clone(),
-            limits: fixed,
-            summarizer: Arc::new(ExtractiveSummarizer::default()),
-        },
-        &dir,
-        |i| bar.set_position(i as u64),
-    );
+    let mut config = SimulateConfig::new(policy.clone());
+    config.limits = fixed;
+    let result = simulate_recording(&imported.events, config, |i| bar.set_position(i as u64));
     bar.finish_and_clear();
-    let _ = std::fs::remove_dir_all(&dir);
     let report = result.map_err(|e| CliError::Failed(format!("simulation failed: {e}")))?;
     if json {
         println!(

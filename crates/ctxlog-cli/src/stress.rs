@@ -3,7 +3,7 @@
 //! parent process that kills this one knows exactly what was acknowledged.
 
 use crate::CliError;
-use ctxlog_core::sim::{simulate, SimConfig};
+use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::SessionId;
 use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
 use std::io::Write;
@@ -18,14 +18,14 @@ const MAX_THREADS: usize = 8;
 fn synthetic(seed: u64, events: usize) -> (SessionId, Vec<NewEvent>) {
     let mut turns = (events / 10 + 2) as u32;
     loop {
-        let cfg = SimConfig {
+        let cfg = GenerateConfig {
             seed,
             turns,
             max_output_chars: 8_000,
             start_ms: 1_767_225_600_000 + seed % 1_000_000,
-            ..SimConfig::default()
+            ..GenerateConfig::default()
         };
-        let log = simulate(&cfg).expect("the simulator writes valid events");
+        let log = generate(&cfg).expect("the simulator writes valid events");
         if log.len() >= events {
             let session = log[0].session;
             return (

@@ -156,3 +156,25 @@ pub enum Violation {
     #[error("invalid policy: {0}")]
     InvalidPolicy(&'static str),
 }
+
+/// A command [`crate::decide`] cannot turn into events (nothing was decided).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("command {command} refused: {violation}")]
+pub struct RefusedCommand {
+    /// The command's name.
+    pub command: &'static str,
+    /// Why.
+    pub violation: Violation,
+}
+
+/// Why a command was not carried out: refused as a command, or one of the
+/// events it decided was refused by the reducer.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Refused {
+    /// `decide` refused the command.
+    #[error(transparent)]
+    Command(#[from] RefusedCommand),
+    /// The reducer refused an event.
+    #[error(transparent)]
+    Event(#[from] RefusedEvent),
+}

@@ -13,26 +13,31 @@
 
 pub mod audit;
 pub mod codec;
+pub mod decide;
 pub mod digest;
 pub mod error;
 pub mod event;
+pub mod fallback;
+pub mod generate;
+pub mod guard;
 pub mod ids;
 pub mod json;
 pub mod policy;
 pub mod prune;
 pub mod recorder;
-pub mod sim;
 pub mod state;
 pub mod tail;
 pub mod window;
 
 pub use audit::{audit, AuditEntry};
+pub use decide::{decide, Command, Context, Decided, Draft, RecordedCompaction, Step, SummaryText};
 pub use digest::StateDigest;
-pub use error::{RefusedEvent, Violation};
+pub use error::{Refused, RefusedCommand, RefusedEvent, Violation};
 pub use event::{
     Attachment, CompactionTrigger, Envelope, Event, FinishReason, MessageError, ModelRef, PartBody,
     PromptRecord, PrunedPart, Role, Span, ToolState, EVENT_KINDS, EVENT_SCHEMA_VERSION,
 };
+pub use guard::LoopGuard;
 pub use ids::{EventId, IdSource, MessageId, PartId, SeededIds, Seq, SessionId, TimestampMs};
 pub use json::{Json, JsonNumber};
 pub use policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
@@ -40,4 +45,4 @@ pub use prune::{plan_prune, PrunePlan, PruneStop};
 pub use recorder::Recorder;
 pub use state::{Job, JobStatus, Message, Part, PruneMark, SessionState, REDUCER_VERSION};
 pub use tail::select_tail;
-pub use window::{window, Window, WindowMessage, WindowPart};
+pub use window::{estimate_window, window, Window, WindowMessage, WindowPart};

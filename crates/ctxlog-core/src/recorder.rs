@@ -3,8 +3,10 @@
 //! and the simulator write sessions; the durable store does the same thing
 //! on disk. Pure: times and ids come from the caller.
 
-use crate::error::RefusedEvent;
+use crate::decide::{decide, Command, Context, Decided, Draft};
+use crate::error::{Refused, RefusedCommand, RefusedEvent};
 use crate::event::{CompactionTrigger, Envelope, Event, FinishReason, PartBody, Role, ToolState};
+use crate::guard::LoopGuard;
 use crate::ids::{EventId, IdSource, MessageId, PartId, SessionId, TimestampMs};
 use crate::json::Json;
 use crate::policy::{ModelLimits, Policy, TokenUsage};
@@ -119,7 +121,62 @@ impl<I: IdSource> Recorder<I> {
         };
         self.state.evolve(&env)?;
         self.events.push(env);
-        Ok(self.events.last().expect("just pushed"))
+        Ok(&self.events[self.events.len() - 1])
+    }
+
+    /// Decides `command` on the current state and records what it decided,
+    /// then every reaction it leads to (the overflow check after a step, the
+    /// loop guard after an automatic compaction), under `guard`. Returns the
+    /// decisions in order. A refused event stops the run; the events before
+    /// it stay recorded, as in a log.
+    pub fn run(
+        &mut self,
+        at: TimestampMs,
+        command: Command,
+        guard: LoopGuard,
+    ) -> Result<Vec<Decided>, Refused> {
+        let mut decisions = Vec::new();
+        let mut next = Some(command);
+        while let Some(command) = next {
+            let decided = self.decide(at, command, guard)?;
+            for draft in &decided.events {
+                self.record_draft(draft.clone())?;
+            }
+            next = decided.then.clone();
+            decisions.push(decided);
+        }
+        Ok(decisions)
+    }
+
+    /// [`decide`] on the current state, with this recorder's ids.
+    fn decide(
+        &mut self,
+        at: TimestampMs,
+        command: Command,
+        guard: LoopGuard,
+    ) -> Result<Decided, RefusedCommand> {
+        let mut context = Context {
+            ids: &mut self.ids,
+            at,
+            guard,
+        };
+        decide(&self.state, command, &mut context)
+    }
+
+    /// Records a decided event with its own id and time.
+    pub fn record_draft(&mut self, draft: Draft) -> Result<&Envelope, RefusedEvent> {
+        let env = Envelope {
+            session: self.session,
+            seq: self.state.head + 1,
+            id: draft.id,
+            recorded_at: draft.at,
+            causation: self.state.last_event,
+            correlation: self.correlation,
+            event: draft.event,
+        };
+        self.state.evolve(&env)?;
+        self.events.push(env);
+        Ok(&self.events[self.events.len() - 1])
     }
 
     /// Appends a message with no parts.

@@ -4,9 +4,9 @@
 
 use crate::event::Role;
 use crate::ids::MessageId;
-use crate::policy::Policy;
+use crate::policy::{estimate_tokens, utf16_len, Estimator, Policy};
 use crate::state::SessionState;
-use crate::window::{estimate_json, render_message, window_order};
+use crate::window::{render_message, window_order};
 
 /// The token budget of the tail under `policy` for the state's limits.
 pub fn tail_budget(policy: &Policy, state: &SessionState) -> Option<u64> {
@@ -46,18 +46,31 @@ pub fn select_tail(state: &SessionState, policy: &Policy, marker: MessageId) -> 
         .filter(|&i| i < marker_index)
         .filter(|&i| !state.messages[i].marker && !state.messages[i].summary)
         .collect();
-    // Size of history[a..b] rendered as model messages, estimated once.
-    let size = |a: usize, b: usize| -> u64 {
-        let msgs: Vec<_> = history[a..b]
-            .iter()
-            .filter_map(|&i| render_message(state, &state.messages[i]))
-            .collect();
-        estimate_json(&msgs, &policy.estimator)
-    };
     let starts: Vec<usize> = (0..history.len())
         .filter(|&k| state.messages[history[k]].role == Role::User)
         .collect();
     let recent = &starts[starts.len().saturating_sub(rule.turns as usize)..];
+    // The JSON array of history[a..b] is `[` + the messages' JSON joined by
+    // `,` + `]`, so its length is a sum: each message is rendered and
+    // measured once (in UTF-16 units), and every suffix size is O(1).
+    let first = recent.first().copied().unwrap_or(history.len());
+    let mut units = vec![0u64; history.len() + 1];
+    let mut counts = vec![0u64; history.len() + 1];
+    for k in (first..history.len()).rev() {
+        let own = render_message(state, &state.messages[history[k]])
+            .map(|m| utf16_len(&m.to_json().to_json_string()));
+        units[k] = units[k + 1] + own.unwrap_or(0);
+        counts[k] = counts[k + 1] + u64::from(own.is_some());
+    }
+    let chars_per_token = match policy.estimator {
+        Estimator::CharsPerToken { chars_per_token } => u64::from(chars_per_token),
+    };
+    // Size of history[a..b] rendered as model messages, estimated once.
+    let size = |a: usize, b: usize| -> u64 {
+        let n = counts[a] - counts[b];
+        let body = units[a] - units[b] + n.saturating_sub(1);
+        estimate_tokens(2 + body, chars_per_token)
+    };
     let mut total = 0u64;
     let mut keep: Option<usize> = None;
     for (n, &start) in recent.iter().enumerate().rev() {

@@ -191,10 +191,10 @@ impl Window {
     }
 }
 
-/// Renders one stored message as model input; `None` when it sends nothing.
-pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage> {
+/// Whether a stored message is sent at all (before looking at its parts).
+fn is_sent(state: &SessionState, m: &Message) -> bool {
     if m.summary && !summary_completed(state, m.id) {
-        return None;
+        return false;
     }
     // A failed compaction leaves the window as it was: its marker is not sent.
     if m.marker
@@ -202,14 +202,22 @@ pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage
             .job(m.id)
             .is_some_and(|j| matches!(j.status, JobStatus::Failed { .. }))
     {
-        return None;
+        return false;
     }
     if m.role == Role::Assistant {
         if let Some(err) = &m.error {
             if err.name != ABORTED_ERROR {
-                return None;
+                return false;
             }
         }
+    }
+    true
+}
+
+/// Renders one stored message as model input; `None` when it sends nothing.
+pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage> {
+    if !is_sent(state, m) {
+        return None;
     }
     let parts: Vec<WindowPart> = m
         .parts
@@ -293,6 +301,40 @@ pub fn window_order(state: &SessionState) -> (Option<MessageId>, Vec<usize>) {
     }
     order.extend((m + 1..state.messages.len()).filter(|&i| i != s));
     (Some(job.marker), order)
+}
+
+/// Estimated tokens of one stored part as it is sent: what
+/// [`WindowPart::estimate`] gives for its rendering, without rendering it.
+fn estimate_part(body: &PartBody, pruned: bool, e: &Estimator) -> u64 {
+    match body {
+        PartBody::Text { text, .. } | PartBody::Reasoning { text, .. } => e.estimate(text),
+        PartBody::File(a) => e.estimate(&a.url),
+        PartBody::Compaction { .. } => e.estimate(COMPACTION_QUESTION),
+        PartBody::StepStart { .. } | PartBody::StepFinish { .. } | PartBody::Other { .. } => 0,
+        PartBody::Tool { tool, state, .. } => {
+            let result = match state {
+                ToolState::Completed { .. } if pruned => PRUNED_PLACEHOLDER,
+                ToolState::Completed { output, .. } => output,
+                ToolState::Error { error, .. } => error,
+                ToolState::Pending { .. } | ToolState::Running { .. } => INTERRUPTED_TOOL,
+            };
+            e.estimate(tool) + e.estimate(&state.input().to_json_string()) + e.estimate(result)
+        }
+    }
+}
+
+/// `window(state).estimate(&state.policy.estimator)`, without building the
+/// window: what the loop guard and the simulator measure at every step.
+pub fn estimate_window(state: &SessionState) -> u64 {
+    let e = &state.policy.estimator;
+    let (_, order) = window_order(state);
+    order
+        .into_iter()
+        .map(|i| &state.messages[i])
+        .filter(|m| is_sent(state, m))
+        .flat_map(|m| &m.parts)
+        .map(|p| estimate_part(&p.body, p.pruned.is_some(), e))
+        .sum()
 }
 
 /// The exact model input at the state's head.

@@ -2,12 +2,12 @@
 //! tail = replay, prune idempotence, protected parts never pruned, the window
 //! after a pivot, pruned outputs kept, and the codec round trip.
 
+use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::json::JsonNumber;
-use ctxlog_core::sim::{simulate, SimConfig};
 use ctxlog_core::*;
 use proptest::prelude::*;
 
-fn config() -> impl Strategy<Value = SimConfig> {
+fn config() -> impl Strategy<Value = GenerateConfig> {
     (
         any::<u64>(),
         1u32..10,
@@ -30,7 +30,7 @@ fn config() -> impl Strategy<Value = SimConfig> {
                     policy.prune_protect = 4_000;
                     policy.prune_minimum = 2_000;
                 }
-                SimConfig {
+                GenerateConfig {
                     seed,
                     turns,
                     max_steps_per_turn: steps,
@@ -44,7 +44,7 @@ fn config() -> impl Strategy<Value = SimConfig> {
                         input: None,
                         output: Some(8_000),
                     },
-                    ..SimConfig::default()
+                    ..GenerateConfig::default()
                 }
             },
         )
@@ -67,7 +67,7 @@ proptest! {
 
     #[test]
     fn incremental_equals_replay_and_snapshot_plus_tail(cfg in config(), cut in 0.0f64..1.0) {
-        let events = simulate(&cfg).unwrap();
+        let events = generate(&cfg).unwrap();
         let full = SessionState::replay(&events).unwrap();
         // the same events after a trip through JSON lines and through the
         // binary codec (as a store or an export would carry them)
@@ -99,12 +99,12 @@ proptest! {
         prop_assert_eq!(&resumed, &full);
         prop_assert_eq!(resumed.digest(), full.digest());
         // the same config generates the same log
-        prop_assert_eq!(simulate(&cfg).unwrap(), events);
+        prop_assert_eq!(generate(&cfg).unwrap(), events);
     }
 
     #[test]
     fn prune_rules_hold_at_every_step(cfg in config()) {
-        let events = simulate(&cfg).unwrap();
+        let events = generate(&cfg).unwrap();
         let mut state = SessionState::new();
         for e in &events {
             if let Event::PartsPruned { parts, .. } = &e.event {
@@ -133,7 +133,7 @@ proptest! {
 
     #[test]
     fn second_prune_marks_nothing_under_any_policy(cfg in config(), protect in 0u64..60_000, minimum in 0u64..30_000) {
-        let events = simulate(&cfg).unwrap();
+        let events = generate(&cfg).unwrap();
         let mut state = SessionState::replay(&events).unwrap();
         let policy = Policy { prune: true, prune_protect: protect, prune_minimum: minimum, ..state.policy.clone() };
         let first = plan_prune(&state, &policy);
@@ -147,7 +147,7 @@ proptest! {
 
     #[test]
     fn after_a_completed_pivot_the_window_holds_nothing_from_before_it(cfg in config()) {
-        let events = simulate(&cfg).unwrap();
+        let events = generate(&cfg).unwrap();
         let mut state = SessionState::new();
         for e in &events {
             state.evolve(e).unwrap();
@@ -171,7 +171,7 @@ proptest! {
 
     #[test]
     fn every_event_round_trips_through_the_codec(cfg in config()) {
-        for e in simulate(&cfg).unwrap() {
+        for e in generate(&cfg).unwrap() {
             let bytes = codec::encode(&e).unwrap();
             let back: Envelope = codec::decode(&bytes).unwrap();
             prop_assert_eq!(back, e);
@@ -216,7 +216,7 @@ fn the_simulator_exercises_the_whole_lifecycle() {
     let (mut completed, mut failed, mut prunes, mut tool_errors, mut aborted) = (0, 0, 0, 0, 0);
     for seed in 0..8 {
         for context in [30_000u64, 60_000, 128_000] {
-            let cfg = SimConfig {
+            let cfg = GenerateConfig {
                 seed,
                 failure_percent: 5,
                 limits: ModelLimits {
@@ -224,9 +224,9 @@ fn the_simulator_exercises_the_whole_lifecycle() {
                     input: None,
                     output: Some(8_000),
                 },
-                ..SimConfig::default()
+                ..GenerateConfig::default()
             };
-            let events = simulate(&cfg).unwrap();
+            let events = generate(&cfg).unwrap();
             let state = SessionState::replay(&events).unwrap();
             completed += state
                 .jobs
@@ -268,4 +268,30 @@ fn the_simulator_exercises_the_whole_lifecycle() {
     assert!(prunes >= 5, "prunes: {prunes}");
     assert!(tool_errors >= 1, "tool errors: {tool_errors}");
     assert!(aborted >= 1, "aborted steps: {aborted}");
+}
+
+/// The generator drives the whole lifecycle through `decide`, so over a
+/// handful of seeds its logs hold every event kind there is.
+#[test]
+fn the_generator_emits_every_event_kind() {
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..8 {
+        for context in [30_000u64, 60_000, 128_000] {
+            let cfg = GenerateConfig {
+                seed,
+                failure_percent: 5,
+                limits: ModelLimits {
+                    context,
+                    input: None,
+                    output: Some(8_000),
+                },
+                ..GenerateConfig::default()
+            };
+            for e in generate(&cfg).unwrap() {
+                seen.insert(e.event.kind());
+            }
+        }
+    }
+    let missing: Vec<_> = EVENT_KINDS.iter().filter(|k| !seen.contains(*k)).collect();
+    assert!(missing.is_empty(), "never generated: {missing:?}");
 }

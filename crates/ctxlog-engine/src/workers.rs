@@ -10,8 +10,10 @@
 use crate::{Engine, EngineError, JobOutcome};
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 use ctxlog_core::SessionId;
+use ctxlog_store::EventLog;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::PoisonError;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use thiserror::Error;
@@ -64,12 +66,14 @@ impl Workers {
     /// Starts `threads` workers over `engine` with a queue of `capacity`
     /// sessions; reports arrive on the returned bounded channel (dropped,
     /// and counted, when nobody reads them).
-    pub fn start(
-        engine: Arc<Engine>,
+    /// `threads` and `capacity` below 1 count as 1. Fails only when the
+    /// operating system refuses a thread.
+    pub fn start<L: EventLog + 'static>(
+        engine: Arc<Engine<L>>,
         threads: usize,
         capacity: usize,
-    ) -> (Self, Receiver<WorkerReport>) {
-        assert!(threads >= 1 && capacity >= 1);
+    ) -> std::io::Result<(Self, Receiver<WorkerReport>)> {
+        let (threads, capacity) = (threads.max(1), capacity.max(1));
         let (tx, rx) = bounded::<SessionId>(capacity);
         let (report_tx, report_rx) = bounded(capacity);
         let shared = Arc::new(Shared {
@@ -77,7 +81,7 @@ impl Workers {
             stop: AtomicBool::new(false),
             dropped_reports: AtomicU64::new(0),
         });
-        let handles = (0..threads)
+        let handles: Vec<JoinHandle<()>> = (0..threads)
             .map(|i| {
                 let (engine, rx, report_tx, shared) = (
                     engine.clone(),
@@ -88,10 +92,9 @@ impl Workers {
                 std::thread::Builder::new()
                     .name(format!("ctxlog-worker-{i}"))
                     .spawn(move || work(&engine, &rx, &report_tx, &shared))
-                    .expect("spawn a worker")
             })
-            .collect();
-        (
+            .collect::<std::io::Result<_>>()?;
+        Ok((
             Workers {
                 queue: Some(tx),
                 backlog: rx,
@@ -99,7 +102,7 @@ impl Workers {
                 shared,
             },
             report_rx,
-        )
+        ))
     }
 
     /// Queues `session`'s pending jobs. `Ok(false)` when it is already queued
@@ -109,7 +112,11 @@ impl Workers {
         if self.shared.stop.load(Ordering::SeqCst) {
             return Err(SubmitError::ShuttingDown);
         }
-        let mut active = self.shared.active.lock().expect("active lock");
+        let mut active = self
+            .shared
+            .active
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if !active.insert(session) {
             return Ok(false);
         }
@@ -145,8 +152,8 @@ impl Workers {
     }
 }
 
-fn work(
-    engine: &Engine,
+fn work<L: EventLog>(
+    engine: &Engine<L>,
     rx: &Receiver<SessionId>,
     reports: &Sender<WorkerReport>,
     shared: &Shared,
@@ -165,11 +172,19 @@ fn work(
             // held for a whole summarizer call). If there is more and nobody
             // queued the session meanwhile, take it back and run again; if
             // someone did, their queue entry will run it.
-            shared.active.lock().expect("active lock").remove(&session);
+            shared
+                .active
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&session);
             let more = result.is_ok()
                 && !shared.stop.load(Ordering::SeqCst)
                 && engine.has_pending(session).unwrap_or(false)
-                && shared.active.lock().expect("active lock").insert(session);
+                && shared
+                    .active
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(session);
             if reports.try_send(WorkerReport { session, result }).is_err() {
                 shared.dropped_reports.fetch_add(1, Ordering::Relaxed);
             }

@@ -49,7 +49,7 @@ fn engine_seeded(
     );
     cfg.summarizer = summarizer;
     cfg.hook = hook;
-    Engine::new(store, cfg)
+    Engine::new(store, cfg).unwrap()
 }
 
 fn limits() -> ModelLimits {
@@ -143,25 +143,27 @@ fn overflow_queues_an_auto_marker_that_runs_and_continues() {
     let step = e
         .record_step(
             s,
-            u,
-            None,
-            vec![
-                tool("read", "src/parse.rs", "fn parse_block() {}"),
-                text("reading"),
-            ],
-            usage(50_000),
-            FinishReason::ToolCalls,
+            Step {
+                parts: vec![
+                    tool("read", "src/parse.rs", "fn parse_block() {}"),
+                    text("reading"),
+                ],
+                tokens: usage(50_000),
+                finish: FinishReason::ToolCalls,
+                ..Step::new(u)
+            },
         )
         .unwrap();
     assert_eq!(step.queued, None, "50k fits in 92k");
     let step = e
         .record_step(
             s,
-            u,
-            None,
-            vec![text("almost")],
-            usage(91_950),
-            FinishReason::ToolCalls,
+            Step {
+                parts: vec![text("almost")],
+                tokens: usage(91_950),
+                finish: FinishReason::ToolCalls,
+                ..Step::new(u)
+            },
         )
         .unwrap();
     let job = step
@@ -230,8 +232,16 @@ fn manual_compaction_never_continues() {
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();
     let u = e.user_message(s, "hello").unwrap();
-    e.record_step(s, u, None, vec![text("hi")], usage(10), FinishReason::Stop)
-        .unwrap();
+    e.record_step(
+        s,
+        Step {
+            parts: vec![text("hi")],
+            tokens: usage(10),
+            finish: FinishReason::Stop,
+            ..Step::new(u)
+        },
+    )
+    .unwrap();
     let job = e.request_compaction(s).unwrap();
     assert!(!e.state(s).unwrap().job(job).unwrap().auto);
     assert!(matches!(
@@ -319,8 +329,16 @@ fn a_failed_summary_never_replaces_history() {
             .start_session(Policy::opencode_seed(), limits(), None)
             .unwrap();
         let u = e.user_message(s, "keep me").unwrap();
-        e.record_step(s, u, None, vec![text("ok")], usage(10), FinishReason::Stop)
-            .unwrap();
+        e.record_step(
+            s,
+            Step {
+                parts: vec![text("ok")],
+                tokens: usage(10),
+                finish: FinishReason::Stop,
+                ..Step::new(u)
+            },
+        )
+        .unwrap();
         let before = texts(&e.window(s).unwrap());
         let job = e.request_compaction(s).unwrap();
         let out = e.run_pending(s).unwrap();
@@ -361,11 +379,12 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
     let big = "y".repeat(40_000); // 10k tokens: the full request cannot fit
     e.record_step(
         s,
-        u,
-        None,
-        vec![tool("read", "big.txt", &big)],
-        usage(10),
-        FinishReason::ToolCalls,
+        Step {
+            parts: vec![tool("read", "big.txt", &big)],
+            tokens: usage(10),
+            finish: FinishReason::ToolCalls,
+            ..Step::new(u)
+        },
     )
     .unwrap();
     let job = e.request_compaction(s).unwrap();
@@ -427,11 +446,12 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
             .unwrap();
         e.record_step(
             s,
-            u,
-            None,
-            vec![text(&"w".repeat(1_500))],
-            usage(10),
-            FinishReason::Stop,
+            Step {
+                parts: vec![text(&"w".repeat(1_500))],
+                tokens: usage(10),
+                finish: FinishReason::Stop,
+                ..Step::new(u)
+            },
         )
         .unwrap();
     }
@@ -475,8 +495,16 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
         )
         .unwrap();
     let u = e.user_message(s, &"q".repeat(8_000)).unwrap();
-    e.record_step(s, u, None, vec![text("a")], usage(10), FinishReason::Stop)
-        .unwrap();
+    e.record_step(
+        s,
+        Step {
+            parts: vec![text("a")],
+            tokens: usage(10),
+            finish: FinishReason::Stop,
+            ..Step::new(u)
+        },
+    )
+    .unwrap();
     e.request_compaction(s).unwrap();
     let out = e.run_pending(s).unwrap();
     assert!(
@@ -496,11 +524,12 @@ fn the_loop_guard_pauses_auto_compaction_until_a_real_user_message() {
     let u = e.user_message(s, "go").unwrap();
     e.record_step(
         s,
-        u,
-        None,
-        vec![text(&"t".repeat(20_000))],
-        usage(95_000),
-        FinishReason::ToolCalls,
+        Step {
+            parts: vec![text(&"t".repeat(20_000))],
+            tokens: usage(95_000),
+            finish: FinishReason::ToolCalls,
+            ..Step::new(u)
+        },
     )
     .unwrap();
     assert!(matches!(
@@ -515,11 +544,12 @@ fn the_loop_guard_pauses_auto_compaction_until_a_real_user_message() {
     let step = e
         .record_step(
             s,
-            cont,
-            None,
-            vec![text("more")],
-            usage(95_000),
-            FinishReason::ToolCalls,
+            Step {
+                parts: vec![text("more")],
+                tokens: usage(95_000),
+                finish: FinishReason::ToolCalls,
+                ..Step::new(cont)
+            },
         )
         .unwrap();
     assert!(step.overflow.unwrap().overflow);
@@ -529,11 +559,12 @@ fn the_loop_guard_pauses_auto_compaction_until_a_real_user_message() {
     let step = e
         .record_step(
             s,
-            u2,
-            None,
-            vec![text("more")],
-            usage(95_000),
-            FinishReason::ToolCalls,
+            Step {
+                parts: vec![text("more")],
+                tokens: usage(95_000),
+                finish: FinishReason::ToolCalls,
+                ..Step::new(u2)
+            },
         )
         .unwrap();
     assert!(step.queued.is_some());
@@ -556,11 +587,12 @@ fn failing_automatic_compactions_trip_the_loop_guard() {
         let step = e
             .record_step(
                 s,
-                u,
-                None,
-                vec![text("x")],
-                usage(95_000),
-                FinishReason::ToolCalls,
+                Step {
+                    parts: vec![text("x")],
+                    tokens: usage(95_000),
+                    finish: FinishReason::ToolCalls,
+                    ..Step::new(u)
+                },
             )
             .unwrap();
         queued += step.queued.is_some() as u32;
@@ -595,11 +627,12 @@ fn compactions_spread_over_many_steps_do_not_trip_the_loop_guard() {
         let out = e
             .record_step(
                 s,
-                parent,
-                None,
-                vec![text(&"w".repeat(60_000))],
-                tokens,
-                FinishReason::ToolCalls,
+                Step {
+                    parts: vec![text(&"w".repeat(60_000))],
+                    tokens,
+                    finish: FinishReason::ToolCalls,
+                    ..Step::new(parent)
+                },
             )
             .unwrap();
         for o in e.run_pending(s).unwrap() {
@@ -662,11 +695,12 @@ fn script(e: &Engine) -> SessionId {
             };
             e.record_step(
                 s,
-                u,
-                None,
-                vec![tool("read", &format!("f{turn}{step}.rs"), &out), text("ok")],
-                tokens,
-                FinishReason::ToolCalls,
+                Step {
+                    parts: vec![tool("read", &format!("f{turn}{step}.rs"), &out), text("ok")],
+                    tokens,
+                    finish: FinishReason::ToolCalls,
+                    ..Step::new(u)
+                },
             )
             .unwrap();
             e.run_pending(s).unwrap();
@@ -856,27 +890,29 @@ fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget
     };
     e.record_step(
         s,
-        u,
-        None,
-        vec![
-            tool("read", "src/parse.rs", "fn parse_block() {}"),
-            bash("cargo test", false),
-        ],
-        usage(10),
-        FinishReason::ToolCalls,
+        Step {
+            parts: vec![
+                tool("read", "src/parse.rs", "fn parse_block() {}"),
+                bash("cargo test", false),
+            ],
+            tokens: usage(10),
+            finish: FinishReason::ToolCalls,
+            ..Step::new(u)
+        },
     )
     .unwrap();
     e.record_step(
         s,
-        u,
-        None,
-        vec![
-            tool("edit", "src/parse.rs", "patched"),
-            bash("cargo test", true),
-            text("Fixed the off-by-one in parse_block."),
-        ],
-        usage(10),
-        FinishReason::Stop,
+        Step {
+            parts: vec![
+                tool("edit", "src/parse.rs", "patched"),
+                bash("cargo test", true),
+                text("Fixed the off-by-one in parse_block."),
+            ],
+            tokens: usage(10),
+            finish: FinishReason::Stop,
+            ..Step::new(u)
+        },
     )
     .unwrap();
     e.request_compaction(s).unwrap();
@@ -934,11 +970,12 @@ fn subscribers_hear_of_compactions_failures_prunes_and_pauses() {
     let u = e.user_message(s, "go").unwrap();
     e.record_step(
         s,
-        u,
-        None,
-        vec![text(&"t".repeat(20_000))],
-        usage(95_000),
-        FinishReason::ToolCalls,
+        Step {
+            parts: vec![text(&"t".repeat(20_000))],
+            tokens: usage(95_000),
+            finish: FinishReason::ToolCalls,
+            ..Step::new(u)
+        },
     )
     .unwrap();
     e.run_pending(s).unwrap();
@@ -956,11 +993,12 @@ fn subscribers_hear_of_compactions_failures_prunes_and_pauses() {
         let u = e.user_message(s, &format!("turn {i}")).unwrap();
         e.record_step(
             s,
-            u,
-            None,
-            vec![tool("read", &format!("f{i}"), &"r".repeat(200_000))],
-            usage(10),
-            FinishReason::Stop,
+            Step {
+                parts: vec![tool("read", &format!("f{i}"), &"r".repeat(200_000))],
+                tokens: usage(10),
+                finish: FinishReason::Stop,
+                ..Step::new(u)
+            },
         )
         .unwrap();
         e.end_turn(s).unwrap();
@@ -1089,11 +1127,12 @@ fn a_provider_too_large_answer_shrinks_the_next_attempt() {
             .unwrap();
         e.record_step(
             s,
-            u,
-            None,
-            vec![text(&"a".repeat(400))],
-            usage(10),
-            FinishReason::Stop,
+            Step {
+                parts: vec![text(&"a".repeat(400))],
+                tokens: usage(10),
+                finish: FinishReason::Stop,
+                ..Step::new(u)
+            },
         )
         .unwrap();
     }

@@ -50,7 +50,7 @@ fn setup(dir: &std::path::Path, watch: Arc<Watch>, seed: u64) -> Arc<Engine> {
         Arc::new(ManualClock::new(1_780_000_000_000)),
     );
     cfg.summarizer = Arc::new(Slow(watch));
-    Arc::new(Engine::new(store, cfg))
+    Arc::new(Engine::new(store, cfg).unwrap())
 }
 
 fn limits() -> ModelLimits {
@@ -74,7 +74,7 @@ fn many_sessions_one_job_each_at_a_time() {
                 .unwrap()
         })
         .collect();
-    let (workers, reports) = Workers::start(engine.clone(), 3, 64);
+    let (workers, reports) = Workers::start(engine.clone(), 3, 64).unwrap();
     for round in 0..3 {
         for s in &sessions {
             engine.user_message(*s, &format!("round {round}")).unwrap();
@@ -129,7 +129,7 @@ fn persist_shutdown_leaves_jobs_pending_in_the_log_for_a_restart() {
             engine.user_message(*s, "x").unwrap();
             engine.request_compaction(*s).unwrap();
         }
-        let (workers, _reports) = Workers::start(engine.clone(), 1, 64);
+        let (workers, _reports) = Workers::start(engine.clone(), 1, 64).unwrap();
         for s in &sessions {
             workers.submit(*s).unwrap();
         }
@@ -151,7 +151,7 @@ fn persist_shutdown_leaves_jobs_pending_in_the_log_for_a_restart() {
     let engine = setup(&dir, watch, 6);
     let pending = engine.pending_sessions().unwrap();
     assert!(!pending.is_empty());
-    let (workers, reports) = Workers::start(engine.clone(), 2, 64);
+    let (workers, reports) = Workers::start(engine.clone(), 2, 64).unwrap();
     for s in &pending {
         workers.submit(*s).unwrap();
     }

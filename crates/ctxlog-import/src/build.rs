@@ -7,8 +7,9 @@
 use crate::limits::{resolve, Resolved};
 use crate::{Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
-    CompactionTrigger, Event, FinishReason, IdSource, Json, MessageId, ModelLimits, ModelRef,
-    PartBody, PartId, Recorder, Role, SeededIds, SessionId, TimestampMs, TokenUsage, ToolState,
+    Command, Event, FinishReason, IdSource, Json, LoopGuard, MessageId, ModelLimits, ModelRef,
+    PartBody, PartId, RecordedCompaction, Recorder, Role, SeededIds, SessionId, TimestampMs,
+    TokenUsage, ToolState,
 };
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
@@ -230,7 +231,8 @@ impl<'a> Builder<'a> {
     }
 
     /// A compaction the recording already did: marker, summary message with
-    /// its text, completed. `tail` is the first message kept verbatim.
+    /// its text, completed (decided by `ctxlog_core::decide`, as every
+    /// lifecycle event is). `tail` is the first message kept verbatim.
     pub fn imported_compaction(
         &mut self,
         at: TimestampMs,
@@ -240,60 +242,26 @@ impl<'a> Builder<'a> {
         text: &str,
         tail: Option<MessageId>,
     ) -> Result<MessageId, ImportError> {
-        let (job, part) = (self.message_id(at), self.part_id(at));
-        self.record(
-            at,
-            Event::CompactionRequested {
-                message: job,
-                part,
-                auto,
-                overflow: false,
-                trigger: CompactionTrigger::Imported,
-                agent: None,
-                model: None,
-                source_id: source,
-            },
-        )?;
-        let summary_message = self.message_id(at);
-        self.record(
-            at,
-            Event::CompactionStarted {
-                job,
-                summary_message,
-                agent: Some("compaction".into()),
-                model: None,
-                prompt: None,
-                tail_start: tail,
-                source_id: summary_source,
-            },
-        )?;
-        let text = if text.trim().is_empty() {
-            "(the recording holds no summary text)"
-        } else {
-            text
+        let at = self.time(Some(at));
+        let command = Command::RecordCompaction(RecordedCompaction {
+            auto,
+            text: text.to_owned(),
+            tail_start: tail,
+            marker_source: source,
+            summary_source,
+        });
+        let decided = match self.rec().run(at, command, LoopGuard::default()) {
+            Ok(decided) => decided,
+            Err(e) => return Err(self.err(format!("cannot record the compaction: {e}"))),
         };
-        self.part(
-            at,
-            summary_message,
-            PartBody::Text {
-                text: text.to_owned(),
-                synthetic: false,
-                time: None,
-            },
-            None,
-        )?;
-        let part = self.part_id(at);
-        self.record(
-            at,
-            Event::SummaryCompleted {
-                job,
-                part,
-                reason: FinishReason::Stop,
-                tokens: TokenUsage::default(),
-                redactions: 0,
-            },
-        )?;
-        Ok(job)
+        decided
+            .iter()
+            .flat_map(|d| &d.events)
+            .find_map(|d| match d.event {
+                Event::CompactionRequested { message, .. } => Some(message),
+                _ => None,
+            })
+            .ok_or_else(|| self.err("the compaction decided no marker"))
     }
 
     /// Appends a message with no parts.

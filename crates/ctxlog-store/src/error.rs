@@ -87,6 +87,9 @@ pub enum StoreError {
     /// The store is shut down.
     #[error("store is closed")]
     Closed,
+    /// A [`StoreConfig`](crate::StoreConfig) that cannot work (e.g. a zero queue).
+    #[error("invalid store configuration: {0}")]
+    InvalidConfig(String),
     /// An error from sled.
     #[error("sled: {0}")]
     Sled(#[from] sled::Error),
@@ -115,6 +118,7 @@ impl StoreError {
             StoreError::EmptyAppend => StoreError::EmptyAppend,
             StoreError::Poisoned(why) => StoreError::Poisoned(why.clone()),
             StoreError::Closed => StoreError::Closed,
+            StoreError::InvalidConfig(why) => StoreError::InvalidConfig(why.clone()),
             other => StoreError::Damaged(other.to_string()),
         }
     }

@@ -1,7 +1,8 @@
 //! ctxlog-store: the durable event log.
 //!
 //! [`EventLog`] is the storage trait the rest of ctxlog uses; [`SledStore`] is
-//! its implementation on sled 0.34.7. What it promises:
+//! its durable implementation on sled 0.34.7, [`MemoryLog`] an in-memory one
+//! for tests, simulations and what-if runs. What the sled store promises:
 //!
 //! - **Atomic appends with an expected version** ([`Expected`]): the check and
 //!   the write of the events, the session head and the event-id index are one
@@ -18,19 +19,36 @@
 //! - **Integrity**: every record carries a CRC32C and a digest chained from
 //!   the previous record of its session; reads check the CRC, [`SledStore::verify`]
 //!   checks everything and names the first bad (session, seq).
-//! - **Subscriptions** wake subscribers only after events are durable.
+//! - **Subscriptions** wake subscribers only after events are durable; a
+//!   [`Follower`] follows any [`Followable`] log.
+//!
+//! Modules, each depending only on those above it: `record` (record layout),
+//! `error`, `subscribe` (the doorbell), `log` (the trait), `follower`,
+//! `memory`, `config`, `trees` (the sled trees and heads), `snapshot`,
+//! `verify`, `writer` (the writer thread), `sled_store` (the handle).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod config;
 mod error;
+mod follower;
+mod log;
+mod memory;
 pub mod record;
-mod store;
+mod sled_store;
+mod snapshot;
 mod subscribe;
+mod trees;
+mod verify;
+mod writer;
 
+pub use config::{Durability, StoreConfig};
 pub use error::{Expected, StoreError};
-pub use store::{
-    Appended, Durability, EventLog, LoadedState, NewEvent, SledStore, StoreConfig, StoreStats,
-    VerifyError, VerifyReport,
-};
-pub use subscribe::{Follower, Notification, Subscription};
+pub use follower::{Followable, Follower};
+pub use log::{Appended, EventLog, LoadedState, NewEvent};
+pub use memory::MemoryLog;
+pub use sled_store::SledStore;
+pub use subscribe::{Notification, Subscription};
+pub use verify::{VerifyError, VerifyReport};
+pub use writer::StoreStats;

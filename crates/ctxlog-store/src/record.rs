@@ -153,9 +153,12 @@ pub struct Decoded {
 }
 
 impl Decoded {
-    /// Whether the stored chain follows from `prev` (given the record bytes).
+    /// Whether the stored chain follows from `prev` (given the record bytes
+    /// it was decoded from; other bytes, too short, never follow).
     pub fn chain_follows(&self, prev: &Chain, bytes: &[u8]) -> bool {
-        chain_next(prev, &bytes[..self.header_and_payload_len]) == self.chain
+        bytes
+            .get(..self.header_and_payload_len)
+            .is_some_and(|covered| chain_next(prev, covered) == self.chain)
     }
 }
 
@@ -165,16 +168,21 @@ pub fn decode(bytes: &[u8], session: SessionId, seq: Seq) -> Result<Decoded, Rec
     if bytes.len() < MIN_RECORD_LEN {
         return Err(RecordProblem::Truncated(bytes.len()));
     }
-    let (body, crc) = bytes.split_at(bytes.len() - 4);
-    let stored = u32::from_le_bytes(crc.try_into().expect("4 bytes"));
+    let Some((body, crc)) = bytes.split_last_chunk::<4>() else {
+        return Err(RecordProblem::Truncated(bytes.len()));
+    };
+    let stored = u32::from_le_bytes(*crc);
     let computed = crc32c::crc32c(body);
     if stored != computed {
         // A damaged record, whatever its format byte says (every format
         // keeps a trailing CRC32C over the rest).
         return Err(RecordProblem::Crc { stored, computed });
     }
-    let (format, codec_id, kind) = (body[0], body[1], body[2]);
-    let schema = u16::from_le_bytes([body[3], body[4]]);
+    let Some((header, rest)) = body.split_first_chunk::<HEADER_LEN>() else {
+        return Err(RecordProblem::Truncated(bytes.len()));
+    };
+    let [format, codec_id, kind, s0, s1] = *header;
+    let schema = u16::from_le_bytes([s0, s1]);
     if format != FORMAT || codec_id != CODEC || schema > EVENT_SCHEMA_VERSION || schema == 0 {
         return Err(RecordProblem::Unsupported {
             format,
@@ -182,9 +190,11 @@ pub fn decode(bytes: &[u8], session: SessionId, seq: Seq) -> Result<Decoded, Rec
             schema,
         });
     }
-    let payload_end = body.len() - CHAIN_LEN;
-    let envelope: Envelope = codec::decode(&body[HEADER_LEN..payload_end])
-        .map_err(|e| RecordProblem::Undecodable(e.to_string()))?;
+    let Some((payload, chain)) = rest.split_last_chunk::<CHAIN_LEN>() else {
+        return Err(RecordProblem::Truncated(bytes.len()));
+    };
+    let envelope: Envelope =
+        codec::decode(payload).map_err(|e| RecordProblem::Undecodable(e.to_string()))?;
     if envelope.event.kind_index() != kind {
         return Err(RecordProblem::KindMismatch {
             header: kind,
@@ -197,10 +207,9 @@ pub fn decode(bytes: &[u8], session: SessionId, seq: Seq) -> Result<Decoded, Rec
             seq: envelope.seq,
         });
     }
-    let chain: Chain = body[payload_end..].try_into().expect("32 bytes");
     Ok(Decoded {
         envelope,
-        chain,
-        header_and_payload_len: payload_end,
+        chain: *chain,
+        header_and_payload_len: HEADER_LEN + payload.len(),
     })
 }

@@ -1,6 +1,6 @@
 //! The store against a real sled database on disk.
 
-use ctxlog_core::sim::{simulate, SimConfig};
+use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::*;
 use ctxlog_store::record;
 use ctxlog_store::*;
@@ -28,13 +28,13 @@ fn tempdir() -> TempDir {
 
 /// A valid session log of about `n` events, as events to append.
 fn session_events(seed: u64, n: usize) -> (SessionId, Vec<NewEvent>) {
-    let cfg = SimConfig {
+    let cfg = GenerateConfig {
         seed,
         turns: (n / 12 + 2) as u32,
         max_output_chars: 4_000,
-        ..SimConfig::default()
+        ..GenerateConfig::default()
     };
-    let events = simulate(&cfg).unwrap();
+    let events = generate(&cfg).unwrap();
     let session = events[0].session;
     (
         session,

@@ -6,21 +6,19 @@
 //! an agent loop would, so its logs exercise every rule. Pure: the same
 //! config always gives the same events.
 
-use crate::error::RefusedEvent;
-use crate::event::{
-    CompactionTrigger, Envelope, Event, FinishReason, MessageError, PartBody, Role, ToolState,
-};
-use crate::ids::{SeededIds, SessionId};
+use crate::decide::{Command, Decided, SummaryText};
+use crate::error::Refused;
+use crate::event::{Envelope, Event, FinishReason, MessageError, PartBody, Role, ToolState};
+use crate::guard::LoopGuard;
+use crate::ids::{MessageId, PartId, SeededIds, SessionId};
 use crate::json::Json;
 use crate::policy::{ModelLimits, Policy, TokenUsage};
-use crate::prune::plan_prune;
 use crate::recorder::Recorder;
-use crate::tail::select_tail;
-use crate::window::{window, CONTINUE_TEXT};
+use crate::window::estimate_window;
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SimConfig {
+pub struct GenerateConfig {
     /// Seed of every random choice.
     pub seed: u64,
     /// User turns.
@@ -48,9 +46,9 @@ pub struct SimConfig {
     pub max_events: u64,
 }
 
-impl Default for SimConfig {
+impl Default for GenerateConfig {
     fn default() -> Self {
-        SimConfig {
+        GenerateConfig {
             seed: 1,
             turns: 12,
             max_steps_per_turn: 6,
@@ -124,10 +122,102 @@ fn text_of(rng: &mut Rng, lo: u64, hi: u64) -> String {
     s
 }
 
+/// The job a decision queued, if any.
+fn queued_job(decided: &[Decided]) -> Option<MessageId> {
+    decided
+        .iter()
+        .flat_map(|d| &d.events)
+        .find_map(|d| match d.event {
+            Event::CompactionRequested { message, .. } => Some(message),
+            _ => None,
+        })
+}
+
+/// The parts a decision pruned, if any.
+fn pruned_parts(decided: &[Decided]) -> Option<Vec<PartId>> {
+    decided
+        .iter()
+        .flat_map(|d| &d.events)
+        .find_map(|d| match &d.event {
+            Event::PartsPruned { parts, .. } => Some(parts.iter().map(|p| p.part).collect()),
+            _ => None,
+        })
+}
+
+/// Runs a queued job as an agent would: started, one attempt, then a summary
+/// (or, now and then, a failure). Returns the continue message, if any.
+#[allow(clippy::too_many_arguments)]
+fn run_job(
+    r: &mut Recorder<SeededIds>,
+    rng: &mut Rng,
+    cfg: &GenerateConfig,
+    guard: LoopGuard,
+    job: MessageId,
+    t: &mut u64,
+    turn: u32,
+    step: u64,
+) -> Result<Option<MessageId>, Refused> {
+    let model = None;
+    r.run(
+        *t,
+        Command::StartJob {
+            job,
+            model,
+            prompt: None,
+        },
+        guard,
+    )?;
+    let request_tokens = estimate_window(r.state());
+    let limit = r.state().policy.usable(&r.state().limits);
+    r.run(
+        *t + 1,
+        Command::Attempt {
+            job,
+            strategy: "full".into(),
+            request_tokens,
+            limit,
+            fits: true,
+        },
+        guard,
+    )?;
+    if rng.chance(cfg.failure_percent * 3) {
+        let error = "summarizer timed out".to_owned();
+        r.run(*t + 1, Command::FailJob { job, error }, guard)?;
+        return Ok(None);
+    }
+    let text = format!(
+        "Summary after turn {turn}, step {step}: {}",
+        text_of(rng, 400, 400)
+    );
+    let summary = SummaryText {
+        text,
+        finish: FinishReason::Stop,
+        tokens: TokenUsage {
+            input: 3_000,
+            output: 400,
+            ..TokenUsage::default()
+        },
+        redactions: 0,
+    };
+    let decided = r.run(*t + 2_000, Command::CompleteJob { job, summary }, guard)?;
+    *t += 2_001;
+    Ok(decided
+        .iter()
+        .flat_map(|d| &d.events)
+        .find_map(|d| match d.event {
+            Event::MessageAppended {
+                message,
+                role: Role::User,
+                ..
+            } => Some(message),
+            _ => None,
+        }))
+}
+
 /// Generates one session's events under `cfg`.
-pub fn simulate(cfg: &SimConfig) -> Result<Vec<Envelope>, RefusedEvent> {
+pub fn generate(cfg: &GenerateConfig) -> Result<Vec<Envelope>, Refused> {
     let mut out = Vec::new();
-    simulate_into(cfg, |batch| out.extend(batch))?;
+    generate_into(cfg, |batch| out.extend(batch))?;
     Ok(out)
 }
 
@@ -138,10 +228,11 @@ pub fn simulate(cfg: &SimConfig) -> Result<Vec<Envelope>, RefusedEvent> {
 /// pivot and after each prune, grown by the text of every part in between
 /// (tool names and inputs are not counted), so a step costs the same at any
 /// session length.
-pub fn simulate_into(
-    cfg: &SimConfig,
+pub fn generate_into(
+    cfg: &GenerateConfig,
     mut sink: impl FnMut(Vec<Envelope>),
-) -> Result<u64, RefusedEvent> {
+) -> Result<u64, Refused> {
+    let guard = LoopGuard::default();
     let mut total = 0u64;
     let est = |s: &str| cfg.policy.estimator.estimate(s);
     let mut win: u64 = 0;
@@ -259,46 +350,50 @@ pub fn simulate_into(
             } else {
                 FinishReason::ToolCalls
             };
-            r.finish_step(t, msg, reason, tokens)?;
-            if let Some(check) = r.state().overflow().filter(|c| c.overflow) {
+            let decided = r.run(
+                t,
+                Command::FinishStep {
+                    message: msg,
+                    reason,
+                    tokens,
+                },
+                guard,
+            )?;
+            if let Some(job) = queued_job(&decided) {
                 t += 10;
-                let job = r.request_compaction(
-                    t,
-                    true,
-                    CompactionTrigger::Overflow { step: msg, check },
-                )?;
-                if rng.chance(cfg.failure_percent * 3) {
-                    r.record(
-                        t + 1,
-                        Event::CompactionFailed {
-                            job,
-                            error: "summarizer timed out".into(),
-                        },
-                    )?;
-                    continue;
+                let continued = run_job(&mut r, &mut rng, cfg, guard, job, &mut t, turn, step)?;
+                if let Some(message) = continued {
+                    user = message;
                 }
-                let tail = select_tail(r.state(), &r.state().policy.clone(), job);
-                let summary = format!(
-                    "Summary after turn {turn}, step {step}: {}",
-                    text_of(&mut rng, 400, 400)
-                );
-                let usage = TokenUsage {
-                    input: 3_000,
-                    output: 400,
-                    ..TokenUsage::default()
-                };
-                r.summarize(t + 2_000, job, &summary, tail, usage)?;
-                t += 2_001;
-                user = r.user_text(t, CONTINUE_TEXT, true)?;
-                win = window(r.state()).estimate(&r.state().policy.estimator);
+                win = estimate_window(r.state());
             }
         }
-        let policy = r.state().policy.clone();
-        if let Some(event) = plan_prune(r.state(), &policy).to_event(&policy) {
-            r.record(t, event)?;
+        let pruned = r.run(t, Command::EndTurn, guard)?;
+        if let Some(parts) = pruned_parts(&pruned) {
             // The seed's prune walk can reach outputs from before the pivot,
             // which were not in the window: re-measure it rather than subtract.
-            win = window(r.state()).estimate(&r.state().policy.estimator);
+            if rng.chance(50) {
+                // Now and then a user takes a prune back.
+                r.run(
+                    t,
+                    Command::Restore {
+                        parts: parts[..1].to_vec(),
+                        reason: "the user asked for the output again".into(),
+                    },
+                    guard,
+                )?;
+            }
+            win = estimate_window(r.state());
+        }
+        if turn == cfg.turns / 2 && rng.chance(50) {
+            // Half-way, now and then: a model switch (the limits change) and
+            // a policy tweak.
+            let mut limits = r.state().limits.clone();
+            limits.output = limits.output.map(|o| o + 1_024);
+            r.run(t, Command::ChangeLimits(limits), guard)?;
+            let mut policy = r.state().policy.clone();
+            policy.prune_protect = policy.prune_protect.saturating_sub(1_000);
+            r.run(t, Command::ChangePolicy(policy), guard)?;
         }
         let batch = r.drain_events();
         total += batch.len() as u64;

@@ -1,0 +1,233 @@
+//! What a compaction job summarizes, and how its request is cut down when it
+//! would not fit the model: the decisions of the job runner, without its I/O.
+//!
+//! - [`summary_input`]: the window up to and including the marker, minus the
+//!   recent tail the policy keeps verbatim (the same [`select_tail`] that
+//!   [`crate::decide`] records in `CompactionStarted`).
+//! - [`Fallback`]: the attempts, in order: the full request; tool outputs cut
+//!   to [`TRUNCATED_TOOL_OUTPUT_CHARS`]; only the most recent turns, shrunk
+//!   again (a bounded number of times) each time the provider says a request
+//!   was too large. An attempt that would not fit is recorded and skipped; the
+//!   same request is never sent twice.
+
+use crate::event::Role;
+use crate::ids::MessageId;
+use crate::policy::Estimator;
+use crate::state::SessionState;
+use crate::tail::select_tail;
+use crate::window::{
+    estimate_json, render_message, window_order, ToolResult, WindowMessage, WindowPart,
+};
+use std::collections::VecDeque;
+
+/// Tool outputs are cut to this many characters in the second attempt.
+pub const TRUNCATED_TOOL_OUTPUT_CHARS: usize = 2_000;
+
+/// How many times the recent-turns attempt shrinks after "too large" answers.
+pub const MAX_SHRINKS: u32 = 4;
+
+/// What a job summarizes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryInput {
+    /// The messages, ending with the marker.
+    pub messages: Vec<WindowMessage>,
+    /// The first message of the verbatim tail, left out of `messages`.
+    pub tail_start: Option<MessageId>,
+}
+
+/// The messages job `marker` summarizes: the window up to the marker, without
+/// the tail kept verbatim after the summary. Empty when the marker is unknown.
+pub fn summary_input(state: &SessionState, marker: MessageId) -> SummaryInput {
+    let Some(marker_index) = state.message_index(marker) else {
+        return SummaryInput {
+            messages: Vec::new(),
+            tail_start: None,
+        };
+    };
+    let tail_start = select_tail(state, &state.policy, marker);
+    let tail_index = tail_start.and_then(|t| state.message_index(t));
+    let (_, order) = window_order(state);
+    let messages = order
+        .into_iter()
+        .filter(|&i| i <= marker_index)
+        .filter(|&i| !tail_index.is_some_and(|t| t <= i && i < marker_index))
+        .filter_map(|i| render_message(state, &state.messages[i]))
+        .collect();
+    SummaryInput {
+        messages,
+        tail_start,
+    }
+}
+
+/// How a compaction request is cut down when it would not fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strategy {
+    /// Everything.
+    Full,
+    /// Tool outputs cut to [`TRUNCATED_TOOL_OUTPUT_CHARS`].
+    TruncatedToolOutputs,
+    /// Cut outputs, and only the longest suffix of messages that fits.
+    RecentTurns,
+}
+
+impl Strategy {
+    /// The name recorded in `CompactionAttempted`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Full => "full",
+            Strategy::TruncatedToolOutputs => "truncated-tool-outputs",
+            Strategy::RecentTurns => "recent-turns",
+        }
+    }
+
+    /// The messages under this strategy; `None` when it cannot make a request
+    /// that keeps the marker and at least two messages of the conversation.
+    /// `fixed` is the size of what every request carries besides the
+    /// messages (system prompt, instruction).
+    pub fn apply(
+        self,
+        messages: &[WindowMessage],
+        fixed: u64,
+        limit: Option<u64>,
+        e: &Estimator,
+    ) -> Option<Vec<WindowMessage>> {
+        let mut out = messages.to_vec();
+        if self == Strategy::Full {
+            return Some(out);
+        }
+        out.iter_mut()
+            .flat_map(|m| &mut m.parts)
+            .for_each(truncate_tool_output);
+        if self == Strategy::TruncatedToolOutputs {
+            return Some(out);
+        }
+        let start = recent_start(&out, fixed, limit?, e)?;
+        out.drain(..start);
+        Some(out)
+    }
+}
+
+fn truncate_tool_output(part: &mut WindowPart) {
+    if let WindowPart::Tool {
+        result: ToolResult::Output { text, .. },
+        ..
+    } = part
+    {
+        let n = text.chars().count();
+        if n > TRUNCATED_TOOL_OUTPUT_CHARS {
+            let mut cut: String = text.chars().take(TRUNCATED_TOOL_OUTPUT_CHARS).collect();
+            cut.push_str(&format!(
+                "\n[Tool output truncated for compaction: omitted {} chars]",
+                n - TRUNCATED_TOOL_OUTPUT_CHARS
+            ));
+            *text = cut;
+        }
+    }
+}
+
+/// The start of the longest suffix that fits, always ending with the marker:
+/// at a user message when one is in reach, else (a long autonomous turn) at
+/// any message, as long as it keeps at least two messages of the conversation.
+fn recent_start(
+    messages: &[WindowMessage],
+    fixed: u64,
+    limit: u64,
+    e: &Estimator,
+) -> Option<usize> {
+    let n = messages.len();
+    let (mut at_user, mut at_any) = (None, None);
+    for i in (0..n.saturating_sub(1)).rev() {
+        if request_tokens(&messages[i..], fixed, e) > limit {
+            break;
+        }
+        at_any = Some(i);
+        if messages[i].role == Role::User {
+            at_user = Some(i);
+        }
+    }
+    at_user.or(at_any.filter(|&i| n - 1 - i >= 2))
+}
+
+/// Estimated tokens of a request carrying `messages` and `fixed` other tokens.
+pub fn request_tokens(messages: &[WindowMessage], fixed: u64, e: &Estimator) -> u64 {
+    estimate_json(messages, e) + fixed
+}
+
+/// One attempt the fallback plan decided on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    /// The strategy.
+    pub strategy: Strategy,
+    /// The messages to send.
+    pub messages: Vec<WindowMessage>,
+    /// Their estimated tokens, `fixed` included.
+    pub request_tokens: u64,
+    /// The budget it was checked against.
+    pub limit: Option<u64>,
+    /// Whether it fits (an attempt that does not is recorded, not sent).
+    pub fits: bool,
+}
+
+/// The plan of attempts for one job; see the module documentation.
+#[derive(Debug, Clone)]
+pub struct Fallback {
+    plan: VecDeque<Strategy>,
+    target: Option<u64>,
+    previous: Option<u64>,
+    shrinks_left: u32,
+}
+
+impl Fallback {
+    /// A plan for a model whose usable input is `limit` (`None`: unlimited).
+    pub fn new(limit: Option<u64>) -> Self {
+        Fallback {
+            plan: [
+                Strategy::Full,
+                Strategy::TruncatedToolOutputs,
+                Strategy::RecentTurns,
+            ]
+            .into(),
+            target: limit,
+            previous: None,
+            shrinks_left: MAX_SHRINKS,
+        }
+    }
+
+    /// The next attempt, or `None` when the plan is exhausted.
+    pub fn next(
+        &mut self,
+        messages: &[WindowMessage],
+        fixed: u64,
+        e: &Estimator,
+    ) -> Option<Attempt> {
+        while let Some(strategy) = self.plan.pop_front() {
+            let Some(cut) = strategy.apply(messages, fixed, self.target, e) else {
+                continue;
+            };
+            let tokens = request_tokens(&cut, fixed, e);
+            if self.previous == Some(tokens) {
+                // The same request again would get the same answer.
+                continue;
+            }
+            self.previous = Some(tokens);
+            return Some(Attempt {
+                strategy,
+                messages: cut,
+                request_tokens: tokens,
+                limit: self.target,
+                fits: self.target.is_none_or(|l| tokens <= l),
+            });
+        }
+        None
+    }
+
+    /// The provider answered `attempt` with "too large": every later attempt
+    /// must be smaller, and the recent turns are tried again, smaller.
+    pub fn too_large(&mut self, attempt: &Attempt) {
+        self.target = Some(attempt.request_tokens.saturating_mul(2) / 3);
+        if attempt.strategy == Strategy::RecentTurns && self.shrinks_left > 0 {
+            self.shrinks_left -= 1;
+            self.plan.push_front(Strategy::RecentTurns);
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The loop guard: automatic compaction pauses (recorded as
+//! `AutoCompactionPaused`) until the next real user message when it does not
+//! help or fires too often. This is what stops OpenCode's #27924 loop, where
+//! a fixed prompt overhead makes every step overflow again.
+
+use crate::event::{Event, Role};
+use crate::state::SessionState;
+use crate::window::estimate_window;
+
+/// When automatic compaction stops itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopGuard {
+    /// An automatic compaction must shrink the estimated window by at least
+    /// this many percent.
+    pub min_shrink_percent: u64,
+    /// Most automatic compactions (completed or failed)...
+    pub max_auto: u32,
+    /// ...within this many finished steps.
+    pub within_steps: u32,
+}
+
+impl Default for LoopGuard {
+    fn default() -> Self {
+        LoopGuard {
+            min_shrink_percent: 20,
+            max_auto: 3,
+            within_steps: 6,
+        }
+    }
+}
+
+impl LoopGuard {
+    /// After an automatic compaction (completed, with the window estimate
+    /// before it, or failed: `None`): the pause to record, if any.
+    pub fn check(&self, state: &SessionState, before: Option<u64>) -> Option<Event> {
+        let after = estimate_window(state);
+        let shrunk_enough = before.is_none_or(|b| {
+            after.saturating_mul(100) <= b.saturating_mul(100 - self.min_shrink_percent.min(100))
+        });
+        let recent_auto = self.recent_auto(state);
+        let reason = if !shrunk_enough {
+            format!(
+                "automatic compaction shrank the window from ~{} to ~{after} tokens, less than {}%",
+                before.unwrap_or(0),
+                self.min_shrink_percent
+            )
+        } else if recent_auto >= self.max_auto {
+            format!(
+                "{recent_auto} automatic compactions within the last {} steps",
+                self.within_steps
+            )
+        } else {
+            return None;
+        };
+        Some(Event::AutoCompactionPaused {
+            reason,
+            window_before: before.unwrap_or(after),
+            window_after: after,
+        })
+    }
+
+    /// Automatic compactions (completed or failed) requested after the
+    /// `within_steps`-th most recent finished step.
+    fn recent_auto(&self, state: &SessionState) -> u32 {
+        let since = state
+            .messages
+            .iter()
+            .enumerate()
+            .rev()
+            .filter(|(_, m)| m.role == Role::Assistant && !m.summary && m.finish.is_some())
+            .nth(self.within_steps.saturating_sub(1) as usize)
+            .map(|(i, _)| i);
+        state
+            .jobs
+            .iter()
+            .rev()
+            .filter(|j| j.auto && !j.status.is_pending())
+            .filter(|j| since.is_none_or(|s| state.message_index(j.marker).is_some_and(|i| i > s)))
+            .count() as u32
+    }
+}

@@ -1,0 +1,300 @@
+//! The engine's commands, by session id: each one is a [`Command`] decided
+//! and committed by [`Engine::run`](crate::Engine), with what the caller
+//! needs read back from the decisions.
+
+use crate::error::EngineError;
+use crate::outcome::StepOutcome;
+use crate::Engine;
+use ctxlog_core::window::{estimate_window, window, Window};
+use ctxlog_core::{
+    audit, AuditEntry, Command, Decided, Event, FinishReason, MessageId, ModelLimits, ModelRef,
+    PartBody, PartId, Policy, Seq, SessionId, SessionState, Step, TokenUsage,
+};
+use ctxlog_store::EventLog;
+
+/// Every event the decisions drafted, in order.
+fn events(decided: &[Decided]) -> impl Iterator<Item = &Event> {
+    decided.iter().flat_map(|d| &d.events).map(|d| &d.event)
+}
+
+/// The first message the decisions appended.
+fn first_message(decided: &[Decided]) -> Option<MessageId> {
+    events(decided).find_map(|e| match e {
+        Event::MessageAppended { message, .. } | Event::CompactionRequested { message, .. } => {
+            Some(*message)
+        }
+        _ => None,
+    })
+}
+
+/// The step outcome of a run that finished the step of `message`.
+fn step_outcome(message: MessageId, decided: &[Decided]) -> StepOutcome {
+    StepOutcome {
+        message,
+        overflow: decided.iter().find_map(|d| d.overflow),
+        queued: events(decided).find_map(|e| match e {
+            Event::CompactionRequested { message, .. } => Some(*message),
+            _ => None,
+        }),
+    }
+}
+
+/// What a new session starts with.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NewSession {
+    /// The compaction policy (default: `opencode-seed`).
+    pub policy: Policy,
+    /// The model's limits (default: context 0, never compacts automatically).
+    pub limits: ModelLimits,
+    /// A title.
+    pub title: Option<String>,
+    /// The id of the recorded session this one replays, if any.
+    pub source_id: Option<String>,
+}
+
+impl NewSession {
+    /// A session for a model with these limits, under the default policy.
+    pub fn new(limits: ModelLimits) -> Self {
+        NewSession {
+            limits,
+            ..NewSession::default()
+        }
+    }
+
+    /// Under `policy`.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// With a title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+}
+
+impl<L: EventLog> Engine<L> {
+    /// Starts a session; returns its id.
+    pub fn start(&self, new: NewSession) -> Result<SessionId, EngineError> {
+        self.start_with(Command::Start {
+            policy: new.policy,
+            limits: new.limits,
+            title: new.title,
+            source_id: new.source_id,
+        })
+    }
+
+    /// Starts a session with a policy and the model's limits.
+    pub fn start_session(
+        &self,
+        policy: Policy,
+        limits: ModelLimits,
+        title: Option<String>,
+    ) -> Result<SessionId, EngineError> {
+        self.start(NewSession {
+            policy,
+            limits,
+            title,
+            source_id: None,
+        })
+    }
+
+    /// Runs `command` on `session` under its lock.
+    fn command(&self, session: SessionId, command: Command) -> Result<Vec<Decided>, EngineError> {
+        self.with(session, |state| self.run(session, state, command))
+    }
+
+    /// Appends `events` as they are (ids and source ids included) in one
+    /// atomic append: how a recording is fed through the engine. When the
+    /// last one finishes a step, the overflow check runs as after
+    /// [`Engine::record_step`] and its outcome is returned.
+    pub fn apply(
+        &self,
+        session: SessionId,
+        events: Vec<Event>,
+    ) -> Result<Option<StepOutcome>, EngineError> {
+        let step = match events.last() {
+            Some(Event::StepFinished { message, .. }) => Some(*message),
+            None => return Ok(None),
+            _ => None,
+        };
+        let decided = self.command(session, Command::Record(events))?;
+        Ok(step.map(|message| step_outcome(message, &decided)))
+    }
+
+    /// Appends a user message with one text part. A real (non-synthetic)
+    /// message also lifts a loop-guard pause.
+    pub fn user_message(&self, session: SessionId, text: &str) -> Result<MessageId, EngineError> {
+        let decided = self.command(
+            session,
+            Command::UserMessage {
+                text: text.into(),
+                synthetic: false,
+                source_id: None,
+            },
+        )?;
+        Ok(first_message(&decided).expect("a user message decides a message"))
+    }
+
+    /// Records one finished assistant step (its message, parts, usage and
+    /// finish) in one atomic append; then checks overflow and, when the
+    /// policy says so, queues an automatic compaction.
+    pub fn record_step(&self, session: SessionId, step: Step) -> Result<StepOutcome, EngineError> {
+        let decided = self.command(session, Command::Step(step))?;
+        let message = first_message(&decided).expect("a step decides a message");
+        Ok(step_outcome(message, &decided))
+    }
+
+    /// Appends an assistant message with no parts (for streaming agents that
+    /// add parts and finish the step themselves).
+    pub fn assistant_message(
+        &self,
+        session: SessionId,
+        parent: MessageId,
+        model: Option<ModelRef>,
+    ) -> Result<MessageId, EngineError> {
+        let decided = self.command(session, Command::AssistantMessage { parent, model })?;
+        Ok(first_message(&decided).expect("decides a message"))
+    }
+
+    /// Appends a part to a message.
+    pub fn append_part(
+        &self,
+        session: SessionId,
+        message: MessageId,
+        body: PartBody,
+    ) -> Result<PartId, EngineError> {
+        let decided = self.command(session, Command::AppendPart { message, body })?;
+        let part = events(&decided).find_map(|e| match e {
+            Event::PartAppended { part, .. } => Some(*part),
+            _ => None,
+        });
+        Ok(part.expect("decides a part"))
+    }
+
+    /// Replaces a part's content (a tool going pending → running → completed/error).
+    pub fn update_part(
+        &self,
+        session: SessionId,
+        part: PartId,
+        body: PartBody,
+    ) -> Result<(), EngineError> {
+        self.command(session, Command::UpdatePart { part, body })
+            .map(drop)
+    }
+
+    /// Finishes a step of a message built part by part; see [`Engine::record_step`].
+    pub fn finish_step(
+        &self,
+        session: SessionId,
+        message: MessageId,
+        tokens: TokenUsage,
+        reason: FinishReason,
+    ) -> Result<StepOutcome, EngineError> {
+        let decided = self.command(
+            session,
+            Command::FinishStep {
+                message,
+                reason,
+                tokens,
+            },
+        )?;
+        Ok(step_outcome(message, &decided))
+    }
+
+    /// Queues a compaction by hand (`auto: false`): no continue message after it.
+    pub fn request_compaction(&self, session: SessionId) -> Result<MessageId, EngineError> {
+        let decided = self.command(session, Command::RequestCompaction)?;
+        Ok(first_message(&decided).expect("decides a marker"))
+    }
+
+    /// Restores pruned parts (an undo recorded as its own event).
+    pub fn restore(
+        &self,
+        session: SessionId,
+        parts: Vec<PartId>,
+        reason: &str,
+    ) -> Result<(), EngineError> {
+        let reason = reason.into();
+        self.command(session, Command::Restore { parts, reason })
+            .map(drop)
+    }
+
+    /// The end of a turn: prunes when the session's policy says so; returns
+    /// the pruned parts' total tokens.
+    pub fn end_turn(&self, session: SessionId) -> Result<Option<u64>, EngineError> {
+        let decided = self.command(session, Command::EndTurn)?;
+        let pruned = events(&decided).find_map(|e| match e {
+            Event::PartsPruned { total_tokens, .. } => Some(*total_tokens),
+            _ => None,
+        });
+        Ok(pruned)
+    }
+
+    /// Prunes now if the policy's plan applies; the same as [`Engine::end_turn`].
+    pub fn prune(&self, session: SessionId) -> Result<Option<u64>, EngineError> {
+        self.end_turn(session)
+    }
+
+    /// The exact model input at the head.
+    pub fn window(&self, session: SessionId) -> Result<Window, EngineError> {
+        self.with(session, |state| Ok(window(state)))
+    }
+
+    /// The estimated tokens of the model input at the head.
+    pub fn window_estimate(&self, session: SessionId) -> Result<u64, EngineError> {
+        self.with(session, |state| Ok(estimate_window(state)))
+    }
+
+    /// The exact model input as it was right after event `seq`.
+    pub fn window_at(&self, session: SessionId, seq: Seq) -> Result<Window, EngineError> {
+        let head = self.log.head(session)?;
+        if head == 0 {
+            return Err(EngineError::UnknownSession(session));
+        }
+        if seq > head || seq == 0 {
+            return Err(EngineError::NoSuchSeq { session, seq, head });
+        }
+        let mut state = SessionState::new();
+        for e in self.log.read(session, 1)? {
+            let e = e?;
+            if e.seq > seq {
+                break;
+            }
+            state.evolve(&e)?;
+        }
+        Ok(window(&state))
+    }
+
+    /// The audit trail of the session, read from the log.
+    pub fn audit(&self, session: SessionId) -> Result<Vec<AuditEntry>, EngineError> {
+        if self.log.head(session)? == 0 {
+            return Err(EngineError::UnknownSession(session));
+        }
+        let events = self.log.read(session, 1)?.collect::<Result<Vec<_>, _>>()?;
+        Ok(audit(&events))
+    }
+
+    /// A copy of the session's state.
+    pub fn state(&self, session: SessionId) -> Result<SessionState, EngineError> {
+        self.with(session, |state| Ok(state.clone()))
+    }
+
+    /// Whether `session` has compaction jobs still to run.
+    pub fn has_pending(&self, session: SessionId) -> Result<bool, EngineError> {
+        self.with(session, |state| Ok(state.pending_jobs().next().is_some()))
+    }
+
+    /// Sessions of the log with compaction jobs still pending (to resubmit
+    /// to workers after a restart). Reads every session's state.
+    pub fn pending_sessions(&self) -> Result<Vec<SessionId>, EngineError> {
+        let mut out = Vec::new();
+        for (session, _) in self.log.sessions()? {
+            if self.has_pending(session)? {
+                out.push(session);
+            }
+        }
+        Ok(out)
+    }
+}

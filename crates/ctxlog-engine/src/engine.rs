@@ -1,0 +1,237 @@
+//! [`Engine`]: the I/O around [`ctxlog_core::decide`]. A command is decided
+//! on the session's cached state, its events are applied and appended to the
+//! log in one atomic append, then every reaction the decision asks for is
+//! decided the same way. Subscribers get a [`Notice`] for each committed
+//! event that concerns them.
+
+use crate::config::{CompactingHook, EngineBuilder, EngineConfig};
+use crate::error::EngineError;
+use crate::outcome::Notice;
+use crate::summarize::Summarizer;
+use crate::Clock;
+use ctxlog_core::{
+    decide, Command, Context, Decided, Draft, Envelope, IdSource, LoopGuard, ModelRef, SessionId,
+    SessionState,
+};
+use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// The engine: a log, injected clock and ids, a summarizer, and the cached
+/// state of each open session. `Engine` alone is the durable engine over a
+/// [`SledStore`]; `Engine<MemoryLog>` runs the same code in memory.
+///
+/// [`MemoryLog`]: ctxlog_store::MemoryLog
+pub struct Engine<L: EventLog = SledStore> {
+    pub(crate) log: L,
+    pub(crate) clock: Arc<dyn Clock>,
+    ids: Mutex<Box<dyn IdSource + Send>>,
+    pub(crate) summarizer: Arc<dyn Summarizer>,
+    pub(crate) compaction_model: Option<ModelRef>,
+    pub(crate) hook: Option<Arc<dyn CompactingHook>>,
+    loop_guard: LoopGuard,
+    sessions: Mutex<BTreeMap<SessionId, Arc<Mutex<SessionState>>>>,
+    subscribers: Mutex<Vec<crossbeam_channel::Sender<Notice>>>,
+}
+
+/// Locks a mutex whose data stays consistent even if a holder panicked.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Engine<SledStore> {
+    /// A durable engine at `path` with every default: the system clock, fresh
+    /// ids, the extractive summarizer. See [`Engine::builder`] for the rest.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, EngineError> {
+        Engine::builder().open(path)
+    }
+}
+
+impl Engine<SledStore> {
+    /// A builder with every default.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
+}
+
+impl<L: EventLog> Engine<L> {
+    /// An engine over `log`; fails when `config` is invalid.
+    pub fn new(log: L, config: EngineConfig) -> Result<Self, EngineError> {
+        config.validate()?;
+        Ok(Engine {
+            log,
+            clock: config.clock,
+            ids: Mutex::new(config.ids),
+            summarizer: config.summarizer,
+            compaction_model: config.compaction_model,
+            hook: config.hook,
+            loop_guard: config.loop_guard,
+            sessions: Mutex::new(BTreeMap::new()),
+            subscribers: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The underlying log.
+    pub fn store(&self) -> &L {
+        &self.log
+    }
+
+    /// The loop guard in force.
+    pub fn loop_guard(&self) -> LoopGuard {
+        self.loop_guard
+    }
+
+    /// Subscribes to notices (compacted, failed, pruned, paused) on a bounded
+    /// channel of `capacity`. A notice that does not fit is dropped for that
+    /// subscriber (the log, and `audit`, always have the full story).
+    pub fn subscribe(&self, capacity: usize) -> crossbeam_channel::Receiver<Notice> {
+        let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
+        lock(&self.subscribers).push(tx);
+        rx
+    }
+
+    fn notify(&self, notice: Notice) {
+        lock(&self.subscribers).retain(|tx| {
+            !matches!(
+                tx.try_send(notice.clone()),
+                Err(crossbeam_channel::TrySendError::Disconnected(_))
+            )
+        });
+    }
+
+    /// A fresh id at the clock's time (for session ids).
+    pub(crate) fn uuid(&self) -> uuid::Uuid {
+        let at = self.clock.now_ms();
+        lock(&self.ids).next_uuid(at)
+    }
+
+    /// The cached state of `session`, loaded from the log on first use.
+    fn cached(&self, session: SessionId) -> Result<Arc<Mutex<SessionState>>, EngineError> {
+        if let Some(s) = lock(&self.sessions).get(&session) {
+            return Ok(s.clone());
+        }
+        let loaded = self.log.load_state(session)?;
+        if loaded.state.session.is_none() {
+            return Err(EngineError::UnknownSession(session));
+        }
+        let arc = Arc::new(Mutex::new(loaded.state));
+        Ok(lock(&self.sessions).entry(session).or_insert(arc).clone())
+    }
+
+    /// Runs `f` on the session's state under its lock.
+    pub(crate) fn with<T>(
+        &self,
+        session: SessionId,
+        f: impl FnOnce(&mut SessionState) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        let s = self.cached(session)?;
+        let mut state = match s.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                // A panic under this lock (a bug, or a hook) may have left
+                // the cached state half-updated: the log is the truth.
+                let mut guard = poisoned.into_inner();
+                s.clear_poison();
+                self.reload(session, &mut guard)?;
+                guard
+            }
+        };
+        f(&mut state)
+    }
+
+    fn reload(&self, session: SessionId, state: &mut SessionState) -> Result<(), EngineError> {
+        *state = self.log.load_state(session)?.state;
+        Ok(())
+    }
+
+    /// Decides `command` on `state` and commits what it decided, then every
+    /// reaction it leads to; returns the decisions in order.
+    pub(crate) fn run(
+        &self,
+        session: SessionId,
+        state: &mut SessionState,
+        command: Command,
+    ) -> Result<Vec<Decided>, EngineError> {
+        let mut decisions = Vec::new();
+        let mut next = Some(command);
+        while let Some(command) = next {
+            let decided = {
+                let mut ids = lock(&self.ids);
+                let mut context = Context {
+                    ids: &mut **ids,
+                    at: self.clock.now_ms(),
+                    guard: self.loop_guard,
+                };
+                decide(state, command, &mut context)?
+            };
+            if !decided.events.is_empty() {
+                self.commit(session, state, decided.events.clone())?;
+            }
+            next = decided.then.clone();
+            decisions.push(decided);
+        }
+        Ok(decisions)
+    }
+
+    /// Applies `drafts` to `state` and appends them, atomically: if the
+    /// reducer refuses one or the log fails, nothing is kept and the state is
+    /// reloaded from the log. Notices follow the append.
+    fn commit(
+        &self,
+        session: SessionId,
+        state: &mut SessionState,
+        drafts: Vec<Draft>,
+    ) -> Result<(), EngineError> {
+        let head = state.head;
+        let mut envelopes: Vec<Envelope> = Vec::with_capacity(drafts.len());
+        let mut causation = state.last_event;
+        for (seq, draft) in (head + 1..).zip(drafts) {
+            let env = Envelope {
+                session,
+                seq,
+                id: draft.id,
+                recorded_at: draft.at,
+                causation,
+                correlation: None,
+                event: draft.event,
+            };
+            causation = Some(env.id);
+            if let Err(e) = state.evolve(&env) {
+                self.reload(session, state)?;
+                return Err(e.into());
+            }
+            envelopes.push(env);
+        }
+        let notices: Vec<Notice> = envelopes
+            .iter()
+            .filter_map(|e| Notice::of(session, &e.event))
+            .collect();
+        let expected = if head == 0 {
+            Expected::NoStream
+        } else {
+            Expected::Exactly(head)
+        };
+        let batch = envelopes.into_iter().map(NewEvent::from).collect();
+        if let Err(e) = self.log.append(session, expected, batch) {
+            self.reload(session, state)?;
+            return Err(e.into());
+        }
+        for notice in notices {
+            if let Notice::AutoCompactionPaused { reason, .. } = &notice {
+                tracing::warn!(%session, %reason, "auto-compaction paused");
+            }
+            self.notify(notice);
+        }
+        Ok(())
+    }
+
+    /// Starts a session from `command` (a [`Command::Start`]) and caches it.
+    pub(crate) fn start_with(&self, command: Command) -> Result<SessionId, EngineError> {
+        let session = SessionId(self.uuid());
+        let mut state = SessionState::new();
+        self.run(session, &mut state, command)?;
+        lock(&self.sessions).insert(session, Arc::new(Mutex::new(state)));
+        Ok(session)
+    }
+}

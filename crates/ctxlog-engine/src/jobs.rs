@@ -1,0 +1,245 @@
+//! The job runner: the I/O of a compaction job (the hook, the summarizer
+//! call, redaction) around the decisions `ctxlog-core` makes (the summary
+//! input and its tail, the fallback attempts, the outcome, the continue
+//! message and the loop guard).
+
+use crate::config::{HookOutput, HOOK_MAX_LINES, HOOK_MAX_LINE_CHARS, HOOK_MAX_PROMPT_CHARS};
+use crate::error::EngineError;
+use crate::outcome::JobOutcome;
+use crate::redact;
+use crate::summarize::{
+    SummarizeError, SummaryOutput, SummaryRequest, COMPACTION_INSTRUCTION, COMPACTION_SYSTEM_PROMPT,
+};
+use crate::Engine;
+use ctxlog_core::fallback::{summary_input, Fallback};
+use ctxlog_core::window::WindowMessage;
+use ctxlog_core::{
+    Command, Decided, Event, FinishReason, MessageId, PromptRecord, SessionId, SessionState,
+    SummaryText,
+};
+use ctxlog_store::EventLog;
+use sha2::{Digest, Sha256};
+
+/// The loop guard's pause among `decided`, if any.
+fn paused(decided: &[Decided]) -> Option<String> {
+    decided
+        .iter()
+        .flat_map(|d| &d.events)
+        .find_map(|d| match &d.event {
+            Event::AutoCompactionPaused { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+}
+
+impl<L: EventLog> Engine<L> {
+    /// Runs every pending compaction job of `session`, oldest first (jobs
+    /// left running by a crash run again; completed jobs never run twice).
+    pub fn run_pending(&self, session: SessionId) -> Result<Vec<JobOutcome>, EngineError> {
+        self.with(session, |state| {
+            let mut outcomes = Vec::new();
+            loop {
+                let next = state.pending_jobs().next().map(|j| j.marker);
+                let Some(job) = next else { break };
+                outcomes.push(self.run_job(session, state, job)?);
+            }
+            Ok(outcomes)
+        })
+    }
+
+    /// Compacts now by hand: queues a manual compaction and runs every
+    /// pending job (no continue message after a manual compaction).
+    pub fn compact(&self, session: SessionId) -> Result<Vec<JobOutcome>, EngineError> {
+        self.request_compaction(session)?;
+        self.run_pending(session)
+    }
+
+    fn hook_output(&self, session: SessionId) -> HookOutput {
+        let Some(hook) = &self.hook else {
+            return HookOutput::default();
+        };
+        let raw = hook.compacting(session);
+        let cap = |s: &str, n: usize| s.chars().take(n).collect::<String>();
+        HookOutput {
+            context: raw
+                .context
+                .iter()
+                .take(HOOK_MAX_LINES)
+                .map(|l| cap(l, HOOK_MAX_LINE_CHARS))
+                .collect(),
+            prompt: raw.prompt.map(|p| cap(&p, HOOK_MAX_PROMPT_CHARS)),
+        }
+    }
+
+    /// The request for `job` over `messages` (what the job summarizes), with
+    /// the system prompt and the instruction (with hook context). The
+    /// request type has no tools field: none can be passed.
+    fn build_request(
+        &self,
+        session: SessionId,
+        state: &SessionState,
+        job: MessageId,
+        messages: Vec<WindowMessage>,
+    ) -> SummaryRequest {
+        let hook = self.hook_output(session);
+        let instruction = match hook.prompt {
+            Some(p) => p,
+            None => std::iter::once(COMPACTION_INSTRUCTION.to_owned())
+                .chain(hook.context)
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        };
+        SummaryRequest {
+            session,
+            job,
+            system: COMPACTION_SYSTEM_PROMPT.into(),
+            messages,
+            instruction,
+            model: self.compaction_model.clone(),
+            max_output_tokens: state.policy.max_output_tokens(&state.limits),
+        }
+    }
+
+    /// Calls the summarizer; a panic in it is an error, not a crash.
+    fn summarize(&self, request: &SummaryRequest) -> Result<SummaryOutput, SummarizeError> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.summarizer.summarize(request)
+        }))
+        .unwrap_or_else(|panic| {
+            let why = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(SummarizeError::Failed(format!(
+                "the summarizer panicked: {why}"
+            )))
+        })
+    }
+
+    fn run_job(
+        &self,
+        session: SessionId,
+        state: &mut SessionState,
+        job: MessageId,
+    ) -> Result<JobOutcome, EngineError> {
+        let input = summary_input(state, job);
+        let base = self.build_request(session, state, job, input.messages);
+        let prompt = base.prompt_text();
+        self.run(
+            session,
+            state,
+            Command::StartJob {
+                job,
+                model: self.compaction_model.clone(),
+                prompt: Some(PromptRecord {
+                    sha256: hex(&Sha256::digest(prompt.as_bytes())),
+                    bytes: prompt.len() as u64,
+                }),
+            },
+        )?;
+        match self.attempt(session, state, job, &base)? {
+            Ok(out) => self.complete(session, state, job, out),
+            Err(error) => {
+                // Provider error bodies can echo what they were sent.
+                let error = redact::redact(&error).0;
+                let decided = self.run(
+                    session,
+                    state,
+                    Command::FailJob {
+                        job,
+                        error: error.clone(),
+                    },
+                )?;
+                Ok(JobOutcome::Failed {
+                    job,
+                    error,
+                    paused: paused(&decided),
+                })
+            }
+        }
+    }
+
+    /// Sends the attempts the fallback plan decides on, each recorded, until
+    /// one gives a summary; the error of the last one otherwise.
+    fn attempt(
+        &self,
+        session: SessionId,
+        state: &mut SessionState,
+        job: MessageId,
+        base: &SummaryRequest,
+    ) -> Result<Result<SummaryOutput, String>, EngineError> {
+        let estimator = state.policy.estimator;
+        let fixed = estimator.estimate(&base.system) + estimator.estimate(&base.instruction);
+        let mut fallback = Fallback::new(state.policy.usable(&state.limits));
+        let mut last_error = String::from(
+            "the compaction request does not fit the model, even with only the most recent turns",
+        );
+        while let Some(attempt) = fallback.next(&base.messages, fixed, &estimator) {
+            self.run(
+                session,
+                state,
+                Command::Attempt {
+                    job,
+                    strategy: attempt.strategy.name().into(),
+                    request_tokens: attempt.request_tokens,
+                    limit: attempt.limit,
+                    fits: attempt.fits,
+                },
+            )?;
+            if !attempt.fits {
+                continue;
+            }
+            let request = SummaryRequest {
+                messages: attempt.messages.clone(),
+                ..base.clone()
+            };
+            match self.summarize(&request) {
+                Ok(out) if out.text.trim().is_empty() => {
+                    return Ok(Err("the summarizer returned no text".into()))
+                }
+                Ok(out) if out.finish == FinishReason::Error => {
+                    return Ok(Err("the summarizer finished with an error".into()))
+                }
+                Ok(out) => return Ok(Ok(out)),
+                Err(e @ SummarizeError::TooLarge(_)) => {
+                    last_error = e.to_string();
+                    fallback.too_large(&attempt);
+                }
+                Err(e) => return Ok(Err(e.to_string())),
+            }
+        }
+        Ok(Err(last_error))
+    }
+
+    fn complete(
+        &self,
+        session: SessionId,
+        state: &mut SessionState,
+        job: MessageId,
+        out: SummaryOutput,
+    ) -> Result<JobOutcome, EngineError> {
+        let (text, found) = redact::redact(&out.text);
+        let redactions = found + out.redacted;
+        let summary = SummaryText {
+            text,
+            finish: out.finish,
+            tokens: out.tokens,
+            redactions,
+        };
+        let decided = self.run(session, state, Command::CompleteJob { job, summary })?;
+        let j = state.job(job);
+        Ok(JobOutcome::Completed {
+            job,
+            summary: j
+                .and_then(|j| j.summary)
+                .ok_or(EngineError::UnknownSession(session))?,
+            continued: j.is_some_and(|j| j.auto),
+            redactions,
+            paused: paused(&decided),
+        })
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,55 @@
+//! How a [`SledStore`](crate::SledStore) is opened: [`StoreConfig`] and
+//! [`Durability`].
+
+use crate::error::StoreError;
+use std::path::PathBuf;
+
+/// When an append is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// After the events are flushed to disk (default).
+    Durable,
+    /// Right after the write; flushed within `buffered_flush_ms`.
+    Buffered,
+}
+
+/// How to open a store.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// The directory of the sled database.
+    pub path: PathBuf,
+    /// When appends are acknowledged.
+    pub durability: Durability,
+    /// Most appends grouped into one flush (at least 1).
+    pub max_group: usize,
+    /// Capacity of the bounded append queue (at least 1).
+    pub queue: usize,
+    /// In buffered mode, the longest time an acknowledged event stays unflushed.
+    pub buffered_flush_ms: u64,
+}
+
+impl StoreConfig {
+    /// Durable defaults for a database at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        StoreConfig {
+            path: path.into(),
+            durability: Durability::Durable,
+            max_group: 256,
+            queue: 1024,
+            buffered_flush_ms: 100,
+        }
+    }
+
+    /// Refuses a configuration the writer cannot work with.
+    pub(crate) fn check(&self) -> Result<(), StoreError> {
+        if self.max_group == 0 {
+            return Err(StoreError::InvalidConfig(
+                "max_group must be at least 1".into(),
+            ));
+        }
+        if self.queue == 0 {
+            return Err(StoreError::InvalidConfig("queue must be at least 1".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,197 @@
+//! The storage trait [`EventLog`] and the values it takes and returns.
+//!
+//! The engine works over this trait only; [`SledStore`](crate::SledStore) is
+//! the durable implementation, [`MemoryLog`](crate::MemoryLog) the in-memory
+//! one.
+
+use crate::error::{Expected, StoreError};
+use ctxlog_core::{Envelope, Event, EventId, Seq, SessionId, SessionState, TimestampMs};
+use uuid::Uuid;
+
+/// An event to append; the store stamps the session and the seq.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewEvent {
+    /// Unique id (UUID v7); the idempotency key.
+    pub id: EventId,
+    /// When it was recorded, ms.
+    pub recorded_at: TimestampMs,
+    /// The event that caused it.
+    pub causation: Option<EventId>,
+    /// Correlation id.
+    pub correlation: Option<Uuid>,
+    /// The event.
+    pub event: Event,
+}
+
+impl NewEvent {
+    /// The envelope this event becomes at (`session`, `seq`).
+    pub fn at(&self, session: SessionId, seq: Seq) -> Envelope {
+        self.clone().into_at(session, seq)
+    }
+
+    /// [`at`](Self::at) without copying the event.
+    pub(crate) fn into_at(self, session: SessionId, seq: Seq) -> Envelope {
+        Envelope {
+            session,
+            seq,
+            id: self.id,
+            recorded_at: self.recorded_at,
+            causation: self.causation,
+            correlation: self.correlation,
+            event: self.event,
+        }
+    }
+
+    /// Whether `stored` is this event (at any position): the idempotency
+    /// check of a retried append.
+    pub(crate) fn is_stored_as(&self, stored: &Envelope) -> bool {
+        self.id == stored.id
+            && self.recorded_at == stored.recorded_at
+            && self.causation == stored.causation
+            && self.correlation == stored.correlation
+            && self.event == stored.event
+    }
+}
+
+impl From<Envelope> for NewEvent {
+    fn from(e: Envelope) -> Self {
+        NewEvent {
+            id: e.id,
+            recorded_at: e.recorded_at,
+            causation: e.causation,
+            correlation: e.correlation,
+            event: e.event,
+        }
+    }
+}
+
+/// Where an append landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// The session.
+    pub session: SessionId,
+    /// Seq of the first event of the batch.
+    pub first: Seq,
+    /// Seq of the last event of the batch.
+    pub last: Seq,
+    /// True when the batch was already stored (an idempotent retry).
+    pub duplicate: bool,
+}
+
+/// A state loaded from a log, and how.
+#[derive(Debug, Clone)]
+pub struct LoadedState {
+    /// The state at the session's head.
+    pub state: SessionState,
+    /// The snapshot it started from, if one was usable.
+    pub snapshot: Option<Seq>,
+    /// Events replayed on top.
+    pub replayed: u64,
+}
+
+/// The storage trait: what the engine needs from a log. Every implementation
+/// keeps the same promises:
+///
+/// - an append is atomic and checked against [`Expected`] (a head of 0 means
+///   no stream); an empty batch is [`StoreError::EmptyAppend`];
+/// - seqs are contiguous from 1 per session;
+/// - appending event ids that are already stored, with the same content, at
+///   the same contiguous positions of the same session, returns the original
+///   position with `duplicate: true` (whatever `expected` says); the same ids
+///   with other content or elsewhere are [`StoreError::IdConflict`]; a batch
+///   mixing stored and new ids, or repeating an id, is
+///   [`StoreError::PartialDuplicate`];
+/// - an acknowledged event is readable at once.
+pub trait EventLog: Send + Sync {
+    /// Appends `events` to `session` if its head is `expected`; see [`Expected`].
+    fn append(
+        &self,
+        session: SessionId,
+        expected: Expected,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError>;
+
+    /// The session's events from seq `from` on, in order (`from` 0 reads
+    /// from 1; past the head, nothing).
+    fn read(
+        &self,
+        session: SessionId,
+        from: Seq,
+    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError>;
+
+    /// The session's head (0 = no stream).
+    fn head(&self, session: SessionId) -> Result<Seq, StoreError>;
+
+    /// Every session with its head, in session-id order.
+    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError>;
+
+    /// The state at the head; a log may start from a snapshot (default: full
+    /// replay).
+    fn load_state(&self, session: SessionId) -> Result<LoadedState, StoreError> {
+        let mut state = SessionState::new();
+        let replayed = evolve_to_head(self, session, &mut state)?;
+        Ok(LoadedState {
+            state,
+            snapshot: None,
+            replayed,
+        })
+    }
+
+    /// Replays a session into its state.
+    fn replay(&self, session: SessionId) -> Result<SessionState, StoreError> {
+        let mut state = SessionState::new();
+        evolve_to_head(self, session, &mut state)?;
+        Ok(state)
+    }
+
+    /// Makes everything appended so far durable (default: nothing to do).
+    fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// Evolves `state` with the session's events after `state.head`; returns how
+/// many were applied.
+pub(crate) fn evolve_to_head<L: EventLog + ?Sized>(
+    log: &L,
+    session: SessionId,
+    state: &mut SessionState,
+) -> Result<u64, StoreError> {
+    let Some(from) = state.head.checked_add(1) else {
+        return Ok(0);
+    };
+    let mut applied = 0;
+    for e in log.read(session, from)? {
+        state.evolve(&e?)?;
+        applied += 1;
+    }
+    Ok(applied)
+}
+
+/// The first id repeated inside one batch (such a batch can never be stored).
+pub(crate) fn repeated_id(events: &[NewEvent]) -> Option<EventId> {
+    let mut seen = std::collections::BTreeSet::new();
+    events.iter().find(|e| !seen.insert(e.id)).map(|e| e.id)
+}
+
+/// Whether a head satisfies `expected`; the error names the actual head.
+pub(crate) fn check_expected(
+    session: SessionId,
+    expected: Expected,
+    head: Seq,
+) -> Result<(), StoreError> {
+    let ok = match expected {
+        Expected::Any => true,
+        Expected::NoStream => head == 0,
+        Expected::Exactly(n) => head == n,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(StoreError::WrongExpectedVersion {
+            session,
+            expected,
+            actual: head,
+        })
+    }
+}

@@ -1,0 +1,227 @@
+//! [`MemoryLog`]: an in-memory [`EventLog`] for tests, simulations and
+//! what-if runs, with the same promises as [`SledStore`](crate::SledStore)
+//! (nothing is durable beyond the process; every append is "durable" at once).
+
+use crate::error::{Expected, StoreError};
+use crate::follower::Followable;
+use crate::log::{check_expected, repeated_id, Appended, EventLog, NewEvent};
+use crate::subscribe::{Hub, Subscription};
+use ctxlog_core::{codec, Envelope, EventId, Seq, SessionId};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// An in-memory event log. Cheap to clone: clones share one log.
+///
+/// Appends cost O(batch); a read copies the requested range. Events are
+/// encoded once on append (and the bytes dropped) so that an event the
+/// durable store would refuse ([`StoreError::Encode`]) is refused here too.
+#[derive(Clone, Default)]
+pub struct MemoryLog {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    logs: Mutex<Logs>,
+    hub: Hub,
+}
+
+/// Every session's events, and where each event id is.
+#[derive(Default)]
+struct Logs {
+    sessions: BTreeMap<SessionId, Vec<Envelope>>,
+    ids: BTreeMap<EventId, (SessionId, Seq)>,
+}
+
+impl std::fmt::Debug for MemoryLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let logs = self.lock();
+        f.debug_struct("MemoryLog")
+            .field("sessions", &logs.sessions.len())
+            .field("events", &logs.ids.len())
+            .finish()
+    }
+}
+
+impl MemoryLog {
+    /// An empty log.
+    pub fn new() -> Self {
+        MemoryLog::default()
+    }
+
+    /// Subscribes to notifications of appended heads (sent after each append).
+    pub fn subscribe(&self) -> Subscription {
+        self.inner.hub.subscribe()
+    }
+
+    /// The log, recovered if a holder panicked: an append changes it only
+    /// after every check passed, with operations that do not panic.
+    fn lock(&self) -> MutexGuard<'_, Logs> {
+        self.inner
+            .logs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Logs {
+    fn head(&self, session: SessionId) -> Seq {
+        self.sessions
+            .get(&session)
+            .map_or(0, |events| events.len() as Seq)
+    }
+
+    /// The stored event at (`session`, `seq`).
+    fn get(&self, session: SessionId, seq: Seq) -> Option<&Envelope> {
+        let index = usize::try_from(seq.checked_sub(1)?).ok()?;
+        self.sessions.get(&session)?.get(index)
+    }
+
+    /// If any event's id is stored: the original position when the whole
+    /// batch is stored unchanged at contiguous seqs of `session`, else the
+    /// refusal (the same rules as the durable store's writer). `None` when
+    /// no id is stored.
+    fn stored_position(
+        &self,
+        session: SessionId,
+        events: &[NewEvent],
+    ) -> Result<Option<Appended>, StoreError> {
+        let stored: Vec<(&NewEvent, (SessionId, Seq))> = events
+            .iter()
+            .filter_map(|e| self.ids.get(&e.id).map(|pos| (e, *pos)))
+            .collect();
+        let Some((first, _)) = stored.first() else {
+            return Ok(None);
+        };
+        if stored.len() != events.len() {
+            return Err(StoreError::PartialDuplicate { id: first.id });
+        }
+        let mut range: Option<(Seq, Seq)> = None;
+        for (e, (s, seq)) in stored {
+            let conflict = StoreError::IdConflict {
+                id: e.id,
+                session: s,
+                seq,
+            };
+            let follows = range.is_none_or(|(_, last)| last.checked_add(1) == Some(seq));
+            if s != session || !follows {
+                return Err(conflict);
+            }
+            range = Some((range.map_or(seq, |(first, _)| first), seq));
+            let env = self.get(s, seq).ok_or_else(|| {
+                StoreError::Damaged(format!(
+                    "event {} indexed at session {s} seq {seq} but not stored",
+                    e.id
+                ))
+            })?;
+            if !e.is_stored_as(env) {
+                return Err(conflict);
+            }
+        }
+        Ok(range.map(|(first, last)| Appended {
+            session,
+            first,
+            last,
+            duplicate: true,
+        }))
+    }
+
+    /// Checks, encodes and stores a batch that is not a retry.
+    fn append_new(
+        &mut self,
+        session: SessionId,
+        expected: Expected,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        let head = self.head(session);
+        check_expected(session, expected, head)?;
+        // Everything is checked before anything is stored.
+        let mut batch = Vec::with_capacity(events.len());
+        for (seq, e) in (head + 1..).zip(events) {
+            let env = e.into_at(session, seq);
+            if let Err(source) = codec::encode(&env) {
+                return Err(StoreError::Encode { id: env.id, source });
+            }
+            batch.push(env);
+        }
+        let last = head + batch.len() as Seq;
+        for env in &batch {
+            self.ids.insert(env.id, (session, env.seq));
+        }
+        self.sessions.entry(session).or_default().extend(batch);
+        Ok(Appended {
+            session,
+            first: head + 1,
+            last,
+            duplicate: false,
+        })
+    }
+}
+
+impl EventLog for MemoryLog {
+    fn append(
+        &self,
+        session: SessionId,
+        expected: Expected,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        if events.is_empty() {
+            return Err(StoreError::EmptyAppend);
+        }
+        // Repeated ids inside a batch can never be stored.
+        if let Some(id) = repeated_id(&events) {
+            return Err(StoreError::PartialDuplicate { id });
+        }
+        let appended = {
+            let mut logs = self.lock();
+            // Idempotency first (a retry must not fail the version check).
+            match logs.stored_position(session, &events)? {
+                Some(original) => return Ok(original),
+                None => logs.append_new(session, expected, events)?,
+            }
+        };
+        self.inner
+            .hub
+            .notify(&BTreeMap::from([(session, appended.last)]));
+        Ok(appended)
+    }
+
+    fn read(
+        &self,
+        session: SessionId,
+        from: Seq,
+    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError> {
+        let skip = usize::try_from(from.saturating_sub(1)).unwrap_or(usize::MAX);
+        let events: Vec<Envelope> = self
+            .lock()
+            .sessions
+            .get(&session)
+            .and_then(|events| events.get(skip..))
+            .map(<[Envelope]>::to_vec)
+            .unwrap_or_default();
+        Ok(Box::new(events.into_iter().map(Ok)))
+    }
+
+    fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
+        Ok(self.lock().head(session))
+    }
+
+    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
+        Ok(self
+            .lock()
+            .sessions
+            .iter()
+            .map(|(s, events)| (*s, events.len() as Seq))
+            .collect())
+    }
+}
+
+impl Followable for MemoryLog {
+    fn subscribe(&self) -> Subscription {
+        self.inner.hub.subscribe()
+    }
+
+    fn durable_heads(&self) -> Result<BTreeMap<SessionId, Seq>, StoreError> {
+        Ok(self.sessions()?.into_iter().collect())
+    }
+}

@@ -1,0 +1,338 @@
+//! [`SledStore`]: the sled-backed [`EventLog`]. Handles read the trees
+//! directly and send appends, flushes and verifications to the single writer
+//! thread (`writer.rs`).
+
+use crate::config::StoreConfig;
+use crate::error::{Expected, StoreError};
+use crate::follower::Followable;
+use crate::log::{evolve_to_head, Appended, EventLog, LoadedState, NewEvent};
+use crate::record::{self, RecordProblem};
+use crate::snapshot;
+use crate::subscribe::Subscription;
+use crate::trees::Trees;
+use crate::verify::VerifyReport;
+use crate::writer::{Request, Shared, StoreStats, Writer};
+use crossbeam_channel::{bounded, Sender};
+use ctxlog_core::{Envelope, Seq, SessionId, SessionState};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+
+/// Locks `m`, recovering it if a holder panicked (the queue and the writer
+/// handle are `Option`s, valid whatever happened).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+struct Inner {
+    trees: Trees,
+    shared: Arc<Shared>,
+    queue: Mutex<Option<Sender<Request>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    path: PathBuf,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Closing the queue stops the writer after it drains and flushes.
+        lock(&self.queue).take();
+        if let Some(w) = lock(&self.writer).take() {
+            let _ = w.join();
+        }
+        if self.shared.check().is_err() {
+            // sled 0.34 flushes when its last handle drops, and blocks forever
+            // doing so after an I/O error. A poisoned store therefore leaks one
+            // handle so that the last one never drops; restart the process
+            // (opening the store again recovers what was flushed).
+            tracing::warn!("poisoned store: leaking its sled handles");
+            std::mem::forget(self.trees.clone());
+        }
+    }
+}
+
+/// The sled-backed event store. Cheap to clone; the last clone closes it.
+#[derive(Clone)]
+pub struct SledStore {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SledStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SledStore")
+            .field("path", &self.inner.path)
+            .finish()
+    }
+}
+
+impl SledStore {
+    /// Opens (or creates) a durable store at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(StoreConfig::new(path.as_ref()))
+    }
+
+    /// Opens a store with `config`; [`StoreError::InvalidConfig`] if
+    /// `max_group` or `queue` is 0.
+    pub fn open_with(config: StoreConfig) -> Result<Self, StoreError> {
+        config.check()?;
+        let trees = Trees::open(&config.path)?;
+        let durable: BTreeMap<SessionId, Seq> = trees.heads()?.into_iter().collect();
+        let shared = Arc::new(Shared::new(durable));
+        let (tx, rx) = bounded(config.queue);
+        let writer = Writer {
+            trees: trees.clone(),
+            shared: shared.clone(),
+            rx,
+            config: config.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("ctxlog-writer".into())
+            .spawn(move || writer.run())
+            .map_err(|e| StoreError::Damaged(format!("cannot start the writer thread: {e}")))?;
+        Ok(SledStore {
+            inner: Arc::new(Inner {
+                trees,
+                shared,
+                queue: Mutex::new(Some(tx)),
+                writer: Mutex::new(Some(handle)),
+                path: config.path,
+            }),
+        })
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The last seq of `session` known to be on disk.
+    pub fn durable_head(&self, session: SessionId) -> Seq {
+        self.inner.shared.durable_head(session)
+    }
+
+    /// Every session with its durable head.
+    pub fn durable_heads(&self) -> BTreeMap<SessionId, Seq> {
+        self.inner.shared.durable_heads()
+    }
+
+    /// What the writer has done since the store was opened.
+    pub fn stats(&self) -> StoreStats {
+        self.inner.shared.stats()
+    }
+
+    /// Subscribes to commit notifications (delivered after the flush).
+    pub fn subscribe(&self) -> Subscription {
+        self.inner.shared.hub.subscribe()
+    }
+
+    /// Flushes everything written so far (useful in buffered mode); the same
+    /// as [`EventLog::flush`].
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.flush_now()
+    }
+
+    fn flush_now(&self) -> Result<(), StoreError> {
+        self.inner.shared.check()?;
+        // Route through the writer so that notifications and durable heads follow.
+        let (reply, rx) = bounded(1);
+        self.send(Request::Flush { reply })?;
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+
+    fn send(&self, req: Request) -> Result<(), StoreError> {
+        let queue = lock(&self.inner.queue).clone();
+        queue
+            .ok_or(StoreError::Closed)?
+            .send(req)
+            .map_err(|_| StoreError::Closed)
+    }
+
+    /// Saves a snapshot of `state` (a cache: keyed by session, reducer
+    /// version and seq; older snapshots of the session are dropped).
+    pub fn save_snapshot(&self, state: &SessionState) -> Result<(), StoreError> {
+        self.inner.shared.check()?;
+        snapshot::save(&self.inner.trees, state)
+    }
+
+    /// Loads a session's state: the newest usable snapshot of this reducer
+    /// version plus the tail, or a full replay when there is none or it does
+    /// not decode; the same as [`EventLog::load_state`].
+    pub fn load_state(&self, session: SessionId) -> Result<LoadedState, StoreError> {
+        self.load_from_snapshot(session)
+    }
+
+    fn load_from_snapshot(&self, session: SessionId) -> Result<LoadedState, StoreError> {
+        self.inner.shared.check()?;
+        let head = self.head(session)?;
+        let start = snapshot::newest_usable(&self.inner.trees, session, head)?;
+        let snapshot = start.as_ref().map(|s| s.head);
+        let mut state = start.unwrap_or_default();
+        let replayed = evolve_to_head(self, session, &mut state)?;
+        Ok(LoadedState {
+            state,
+            snapshot,
+            replayed,
+        })
+    }
+
+    /// Checks every record (CRC, header, decode, key, chain, contiguity) and
+    /// every head, and reports every problem in key order.
+    ///
+    /// It runs on the writer thread between append groups, so appends in
+    /// flight never make it report a false error.
+    pub fn verify(&self) -> Result<VerifyReport, StoreError> {
+        self.inner.shared.check()?;
+        let (reply, rx) = bounded(1);
+        self.send(Request::Verify { reply })?;
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+}
+
+impl EventLog for SledStore {
+    fn append(
+        &self,
+        session: SessionId,
+        expected: Expected,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, StoreError> {
+        self.inner.shared.check()?;
+        if events.is_empty() {
+            return Err(StoreError::EmptyAppend);
+        }
+        let (reply, rx) = bounded(1);
+        self.send(Request::Append {
+            session,
+            expected,
+            events,
+            reply,
+        })?;
+        rx.recv().map_err(|_| StoreError::Closed)?
+    }
+
+    fn read(
+        &self,
+        session: SessionId,
+        from: Seq,
+    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError> {
+        self.inner.shared.check()?;
+        let from = from.max(1);
+        let head = self.head(session)?;
+        let range = record::key(session, from)..=record::key(session, Seq::MAX);
+        Ok(Box::new(ReadIter {
+            inner: self.inner.trees.events.range(range),
+            session,
+            expect: Some(from),
+            head,
+            done: false,
+        }))
+    }
+
+    fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
+        self.inner.shared.check()?;
+        Ok(self.inner.trees.head(session)?.map_or(0, |(seq, _)| seq))
+    }
+
+    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
+        self.inner.shared.check()?;
+        self.inner.trees.heads()
+    }
+
+    fn load_state(&self, session: SessionId) -> Result<LoadedState, StoreError> {
+        self.load_from_snapshot(session)
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.flush_now()
+    }
+}
+
+impl Followable for SledStore {
+    fn subscribe(&self) -> Subscription {
+        self.inner.shared.hub.subscribe()
+    }
+
+    fn durable_heads(&self) -> Result<BTreeMap<SessionId, Seq>, StoreError> {
+        Ok(self.inner.shared.durable_heads())
+    }
+}
+
+/// Reads one session in order, checking every record and that no seq is
+/// missing up to the head read when it started; stops at the first error.
+struct ReadIter {
+    inner: sled::Iter,
+    session: SessionId,
+    /// The next seq; `None` after seq `u64::MAX`.
+    expect: Option<Seq>,
+    head: Seq,
+    done: bool,
+}
+
+impl ReadIter {
+    fn corrupt(&self, seq: Seq, problem: RecordProblem) -> StoreError {
+        StoreError::Corrupt {
+            session: self.session,
+            seq,
+            problem,
+        }
+    }
+
+    /// The record stored under key `k`, which must be the expected one.
+    fn record(&mut self, k: &[u8], v: &[u8]) -> Result<Envelope, StoreError> {
+        let Some(expect) = self.expect else {
+            return Err(StoreError::Damaged(format!(
+                "session {}: a record key after seq {}",
+                self.session,
+                Seq::MAX
+            )));
+        };
+        // Every key of the range starts with the session; a key of another
+        // length is damage, named by the seq that should be there.
+        let Some((_, seq)) = record::parse_key(k) else {
+            return Err(StoreError::Damaged(format!(
+                "session {} seq {expect}: record key of {} bytes",
+                self.session,
+                k.len()
+            )));
+        };
+        if seq != expect {
+            let missing = RecordProblem::Missing {
+                head: self.head,
+                next: Some(seq),
+            };
+            return Err(self.corrupt(expect, missing));
+        }
+        self.expect = seq.checked_add(1);
+        record::decode(v, self.session, seq)
+            .map(|d| d.envelope)
+            .map_err(|problem| self.corrupt(seq, problem))
+    }
+}
+
+impl Iterator for ReadIter {
+    type Item = Result<Envelope, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let item = match self.inner.next() {
+            None => match self.expect {
+                Some(expect) if expect <= self.head => {
+                    let missing = RecordProblem::Missing {
+                        head: self.head,
+                        next: None,
+                    };
+                    Err(self.corrupt(expect, missing))
+                }
+                _ => {
+                    self.done = true;
+                    return None;
+                }
+            },
+            Some(Err(e)) => Err(e.into()),
+            Some(Ok((k, v))) => self.record(&k, &v),
+        };
+        self.done = item.is_err();
+        Some(item)
+    }
+}

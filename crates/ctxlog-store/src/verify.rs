@@ -1,0 +1,231 @@
+//! Store-wide verification: every record (CRC, header, decode, key, chain,
+//! contiguity, id index) and every head, each problem named by (session,
+//! seq). It runs on the writer thread (see `writer.rs`), between groups.
+
+use crate::error::StoreError;
+use crate::record::{self, Chain, RecordProblem};
+use crate::trees::{decode_head, session_of, Trees};
+use ctxlog_core::{Seq, SessionId};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// One problem found by [`SledStore::verify`](crate::SledStore::verify).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyError {
+    /// The session, when the damaged key names one.
+    pub session: Option<SessionId>,
+    /// The seq, when known.
+    pub seq: Option<Seq>,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl std::fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.session, self.seq) {
+            (Some(s), Some(q)) => write!(f, "session {s} seq {q}: {}", self.problem),
+            (Some(s), None) => write!(f, "session {s}: {}", self.problem),
+            _ => f.write_str(&self.problem),
+        }
+    }
+}
+
+/// The outcome of a store-wide verification.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VerifyReport {
+    /// Sessions seen (in the heads or in the records).
+    pub sessions: u64,
+    /// Records read.
+    pub events: u64,
+    /// Last seq stored per session.
+    pub heads: BTreeMap<SessionId, Seq>,
+    /// Problems, in key order: the first is the first bad (session, seq).
+    pub errors: Vec<VerifyError>,
+}
+
+impl VerifyReport {
+    /// No problem found.
+    pub fn ok(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// A problem that names no (session, seq).
+    fn unplaced(&mut self, problem: String) {
+        self.errors.push(VerifyError {
+            session: None,
+            seq: None,
+            problem,
+        });
+    }
+
+    /// A problem at (`session`, `seq`).
+    fn at(&mut self, session: SessionId, seq: Seq, problem: String) {
+        self.errors.push(VerifyError {
+            session: Some(session),
+            seq: Some(seq),
+            problem,
+        });
+    }
+}
+
+/// Checks the whole store; see [`SledStore::verify`](crate::SledStore::verify).
+pub(crate) fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
+    let mut report = VerifyReport::default();
+    let heads = read_heads(t, &mut report)?;
+    let walked = walk_records(t, &mut report)?;
+    compare_heads(&heads, &walked, &mut report);
+    for (s, walk) in &walked {
+        if !heads.contains_key(s) {
+            report.at(*s, walk.last, "records stored without a head".into());
+        }
+        report.heads.insert(*s, walk.last);
+    }
+    report.sessions = heads
+        .keys()
+        .chain(walked.keys())
+        .collect::<BTreeSet<_>>()
+        .len() as u64;
+    report.errors.sort_by_key(|e| (e.session, e.seq));
+    Ok(report)
+}
+
+/// Every head that decodes; the others are reported.
+fn read_heads(
+    t: &Trees,
+    report: &mut VerifyReport,
+) -> Result<BTreeMap<SessionId, (Seq, Chain)>, StoreError> {
+    let mut heads = BTreeMap::new();
+    for kv in t.heads.iter() {
+        let (k, v) = kv?;
+        match session_of(&k).and_then(|s| Ok((s, decode_head(s, &v)?))) {
+            Ok((s, h)) => {
+                heads.insert(s, h);
+            }
+            Err(e) => report.unplaced(e.to_string()),
+        }
+    }
+    Ok(heads)
+}
+
+/// Where the walk through one session's records stands.
+struct Walk {
+    /// The last seq seen.
+    last: Seq,
+    /// The chain the next record must continue from.
+    chain: Chain,
+    /// Whether that chain can be trusted: not after a gap or a record that
+    /// did not decode.
+    trusted: bool,
+}
+
+impl Walk {
+    fn start(session: SessionId) -> Walk {
+        Walk {
+            last: 0,
+            chain: record::genesis(session),
+            trusted: true,
+        }
+    }
+
+    /// Checks the record `v` stored under key `k` = (`session`, `seq`).
+    fn check(
+        &mut self,
+        t: &Trees,
+        report: &mut VerifyReport,
+        (session, seq): (SessionId, Seq),
+        k: &[u8],
+        v: &[u8],
+    ) -> Result<(), StoreError> {
+        if seq > self.last.saturating_add(1) {
+            // seq ≥ last + 2 here, so neither bound overflows.
+            let missing = if seq - self.last == 2 {
+                format!("record missing (seq {} absent)", self.last + 1)
+            } else {
+                format!(
+                    "records missing (seq {} to {} absent)",
+                    self.last + 1,
+                    seq - 1
+                )
+            };
+            report.at(session, self.last + 1, missing);
+            self.trusted = false;
+        }
+        match record::decode(v, session, seq) {
+            Ok(d) => {
+                if self.trusted && !d.chain_follows(&self.chain, v) {
+                    report.at(session, seq, RecordProblem::Chain.to_string());
+                }
+                if t.ids.get(d.envelope.id.as_bytes())?.as_deref() != Some(k) {
+                    report.at(session, seq, RecordProblem::Index.to_string());
+                }
+                self.chain = d.chain;
+                self.trusted = true;
+            }
+            Err(p) => {
+                // One bad record is one error: the next one's chain is not
+                // checked against bytes that could not be read.
+                report.at(session, seq, p.to_string());
+                self.trusted = false;
+            }
+        }
+        self.last = seq;
+        Ok(())
+    }
+}
+
+/// Walks every record in key order; returns where each session's walk ended.
+fn walk_records(
+    t: &Trees,
+    report: &mut VerifyReport,
+) -> Result<BTreeMap<SessionId, Walk>, StoreError> {
+    let mut finished = BTreeMap::new();
+    let mut cur: Option<(SessionId, Walk)> = None;
+    for kv in t.events.iter() {
+        let (k, v) = kv?;
+        report.events += 1;
+        let Some((session, seq)) = record::parse_key(&k) else {
+            report.unplaced(format!("record key of {} bytes", k.len()));
+            continue;
+        };
+        let mut walk = match cur.take() {
+            Some((s, walk)) if s == session => walk,
+            other => {
+                if let Some((s, walk)) = other {
+                    finished.insert(s, walk);
+                }
+                Walk::start(session)
+            }
+        };
+        walk.check(t, report, (session, seq), &k, &v)?;
+        cur = Some((session, walk));
+    }
+    if let Some((s, walk)) = cur {
+        finished.insert(s, walk);
+    }
+    Ok(finished)
+}
+
+/// Each head against the last record of its session.
+fn compare_heads(
+    heads: &BTreeMap<SessionId, (Seq, Chain)>,
+    walked: &BTreeMap<SessionId, Walk>,
+    report: &mut VerifyReport,
+) {
+    for (s, (head, head_chain)) in heads {
+        let Some(walk) = walked.get(s) else {
+            report.at(*s, 1, format!("head is {head} but no record is stored"));
+            continue;
+        };
+        let last = walk.last;
+        if last < *head {
+            report.at(
+                *s,
+                last + 1,
+                format!("head is {head} but the last record is seq {last}"),
+            );
+        } else if last > *head {
+            report.at(*s, head + 1, format!("record beyond head {head}"));
+        } else if walk.trusted && walk.chain != *head_chain {
+            report.at(*s, *head, "head chain differs from the last record".into());
+        }
+    }
+}
