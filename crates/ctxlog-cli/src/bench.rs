@@ -89,15 +89,24 @@ fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> CliError + '_ {
     move |e| CliError::Failed(format!("bench: {what}: {e}"))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    assert!(!v.is_empty());
+fn median(mut v: Vec<f64>) -> Result<f64, CliError> {
+    if v.is_empty() {
+        return Err(CliError::Failed("bench: no measurements".into()));
+    }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    if n % 2 == 1 {
+    Ok(if n % 2 == 1 {
         v[n / 2]
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+    })
+}
+
+/// The first event (the session's start) of generated events.
+fn first(events: &[Envelope]) -> Result<&Envelope, CliError> {
+    events
+        .first()
+        .ok_or_else(|| CliError::Failed("bench: the generator wrote no events".into()))
 }
 
 /// One warm-up, then `runs` measurements; the median.
@@ -107,7 +116,7 @@ fn measure(runs: usize, mut f: impl FnMut() -> Result<f64, CliError>) -> Result<
     for _ in 0..runs {
         v.push(f()?);
     }
-    Ok(median(v))
+    median(v)
 }
 
 /// A fresh directory for one measurement, removed when dropped.
@@ -155,7 +164,7 @@ type Record = ([u8; 24], Vec<u8>);
 
 /// The records the store writes for `events`, keyed as it keys them.
 fn encoded(events: &[Envelope]) -> Result<Vec<Record>, CliError> {
-    let mut prev = record::genesis(events[0].session);
+    let mut prev = record::genesis(first(events)?.session);
     let mut out = Vec::with_capacity(events.len());
     for e in events {
         let (bytes, chain) = record::encode(e, &prev).map_err(|e| failed("encode")(&e))?;
@@ -168,7 +177,7 @@ fn encoded(events: &[Envelope]) -> Result<Vec<Record>, CliError> {
 /// A session whose policy never queues compactions by itself (the recorded
 /// events carry their own), so the engine appends exactly these events.
 fn bench_session(engine: &Engine, events: &[Envelope]) -> Result<SessionId, CliError> {
-    let (policy, limits) = match &events[0].event {
+    let (policy, limits) = match &first(events)?.event {
         Event::SessionStarted { policy, limits, .. } => (policy.clone(), limits.clone()),
         _ => (Policy::opencode_seed(), ModelLimits::default()),
     };
@@ -185,7 +194,7 @@ fn bench_session(engine: &Engine, events: &[Envelope]) -> Result<SessionId, CliE
 /// with its parts and its finish is one append; anything else is its own.
 fn commands(events: &[Envelope]) -> Vec<Vec<Event>> {
     let mut out: Vec<Vec<Event>> = Vec::new();
-    for e in &events[1..] {
+    for e in events.iter().skip(1) {
         let joins = matches!(
             e.event,
             Event::PartAppended { .. } | Event::PartUpdated { .. } | Event::StepFinished { .. }
@@ -217,7 +226,11 @@ fn engine_appends(
 
 /// One event per append.
 fn singles(events: &[Envelope]) -> Vec<Vec<Event>> {
-    events[1..].iter().map(|e| vec![e.event.clone()]).collect()
+    events
+        .iter()
+        .skip(1)
+        .map(|e| vec![e.event.clone()])
+        .collect()
 }
 
 /// Durable appends by `writers` threads, each to its own session; events/s.
@@ -227,7 +240,7 @@ fn concurrent_durable(dir: &Path, events: &[Envelope], writers: u64) -> Result<f
     for _ in 0..writers {
         sessions.push(bench_session(&engine, events)?);
     }
-    let batch: Vec<Event> = events[1..].iter().map(|e| e.event.clone()).collect();
+    let batch: Vec<Event> = events.iter().skip(1).map(|e| e.event.clone()).collect();
     let t = Instant::now();
     let handles: Vec<_> = sessions
         .into_iter()
@@ -253,7 +266,7 @@ fn concurrent_durable(dir: &Path, events: &[Envelope], writers: u64) -> Result<f
 /// Writes `events` straight to a store at `dir` (batches of 1,000), flushed.
 fn write_log(dir: &Path, events: &[Envelope]) -> Result<SessionId, CliError> {
     let s = store(dir, Durability::Buffered)?;
-    let session = events[0].session;
+    let session = first(events)?.session;
     let mut head = 0;
     for chunk in events.chunks(1_000) {
         let batch: Vec<NewEvent> = chunk.iter().cloned().map(NewEvent::from).collect();
@@ -333,8 +346,17 @@ fn one_step(
         .map_err(|e| failed("step")(&e))?;
     let w = engine.window(session).map_err(|e| failed("window")(&e))?;
     let secs = t.elapsed().as_secs_f64();
-    assert!(!w.messages.is_empty());
+    non_empty(&w)?;
     Ok(secs)
+}
+
+/// Every measured window has messages (the step or the fold went wrong
+/// otherwise).
+fn non_empty(w: &ctxlog_core::Window) -> Result<(), CliError> {
+    if w.messages.is_empty() {
+        return Err(CliError::Failed("bench: an empty window".into()));
+    }
+    Ok(())
 }
 
 /// A summarizer whose summary is the same whatever the history, so the step
@@ -403,7 +425,7 @@ fn step_costs(
         a.push(one_step(&se, ss, sp, 5 + i)?);
         b.push(one_step(&le, ls, lp, 5 + i)?);
     }
-    Ok((median(a), median(b), le, ls))
+    Ok((median(a)?, median(b)?, le, ls))
 }
 
 /// What a stateless implementation does for one step: read the whole log,
@@ -418,7 +440,7 @@ fn refold(store: &SledStore, session: SessionId) -> Result<f64, CliError> {
     let _ = state.overflow();
     let w = window(&state);
     let secs = t.elapsed().as_secs_f64();
-    assert!(!w.messages.is_empty());
+    non_empty(&w)?;
     Ok(secs)
 }
 
@@ -510,62 +532,114 @@ const GOALS: &[(&str, f64, bool)] = &[
     ("import_vs_parse", 0.3, true),
 ];
 
+/// What one run measured: the ratios the goals are about, and every other
+/// figure.
+#[derive(Default)]
+struct Results {
+    ratios: Map<String, Value>,
+    figures: BTreeMap<String, Value>,
+}
+
+impl Results {
+    fn ratio(&mut self, name: &str, value: f64) {
+        self.ratios.insert(name.into(), json!(value));
+    }
+
+    fn figure(&mut self, name: impl Into<String>, value: Value) {
+        self.figures.insert(name.into(), value);
+    }
+}
+
 /// Runs the benchmark.
 pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
     let z = if quick { QUICK } else { FULL };
     let started = Instant::now();
     let bar = ui::progress(json_out, 8, 0, "bench", false);
-    let mut ratios = Map::new();
-    let mut figures = BTreeMap::<String, Value>::new();
+    let mut r = Results::default();
     if cfg!(debug_assertions) && !json_out {
         eprintln!(
             "ctxlog: warning: a debug build; run `cargo run --release -p ctxlog-cli -- bench`"
         );
     }
 
-    // 1–2. Appends: buffered and durable, against raw sled on the same bytes.
+    // 1–3. Appends (buffered, durable, group commit) on the same events.
     let events = generated(7, z.append)?;
     let records = encoded(&events)?;
+    bench_buffered(&z, &events, &records, &mut r)?;
+    bar.inc(1);
+    bench_durable(&z, &events, &records, &mut r)?;
+    bar.inc(1);
+    bench_group_commit(&z, &events, &mut r)?;
+    drop(events);
+    drop(records);
+    bar.inc(1);
+
+    bench_replay(&z, &mut r)?;
+    bar.inc(1);
+    bench_steps(&z, &mut r, &bar)?;
+    bench_import(&z, &mut r)?;
+    bar.inc(1);
+    bench_rss(&z, &mut r)?;
+    bar.inc(1);
+    bar.finish_and_clear();
+    r.figure("bench_seconds", json!(started.elapsed().as_secs_f64()));
+    print_results(json_out, quick, &z, r)
+}
+
+/// 1. Buffered appends, against raw sled inserts of the same bytes.
+fn bench_buffered(
+    z: &Sizes,
+    events: &[Envelope],
+    records: &[Record],
+    r: &mut Results,
+) -> Result<(), CliError> {
     let raw_insert = measure(z.runs, || {
         let d = Scratch::new("raw");
         let db = raw_db(&d.0)?;
         let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
         let t = Instant::now();
-        for (k, v) in &records {
+        for (k, v) in records {
             tree.insert(k, v.as_slice())
                 .map_err(|e| failed("raw")(&e))?;
         }
         Ok(records.len() as f64 / t.elapsed().as_secs_f64())
     })?;
-    let cmds = commands(&events);
-    let per_command = (events.len() - 1) as f64 / cmds.len() as f64;
+    let cmds = commands(events);
+    let per_command = events.len().saturating_sub(1) as f64 / cmds.len() as f64;
     let buffered = measure(z.runs, || {
         let d = Scratch::new("buffered");
-        engine_appends(&d.0, Durability::Buffered, &events, cmds.clone())
+        engine_appends(&d.0, Durability::Buffered, events, cmds.clone())
     })?;
     let buffered_single = measure(z.runs, || {
         let d = Scratch::new("buffered1");
-        engine_appends(&d.0, Durability::Buffered, &events, singles(&events))
+        engine_appends(&d.0, Durability::Buffered, events, singles(events))
     })?;
-    ratios.insert(
-        "append_buffered_vs_raw".into(),
-        json!(buffered / raw_insert),
-    );
-    figures.insert("raw_sled_inserts_per_s".into(), json!(raw_insert));
-    figures.insert("engine_buffered_events_per_s".into(), json!(buffered));
-    figures.insert("events_per_command".into(), json!(per_command));
-    figures.insert(
-        "engine_buffered_events_per_s_one_per_append".into(),
+    r.ratio("append_buffered_vs_raw", buffered / raw_insert);
+    r.figure("raw_sled_inserts_per_s", json!(raw_insert));
+    r.figure("engine_buffered_events_per_s", json!(buffered));
+    r.figure("events_per_command", json!(per_command));
+    r.figure(
+        "engine_buffered_events_per_s_one_per_append",
         json!(buffered_single),
     );
-    figures.insert(
-        "append_buffered_vs_raw_one_per_append".into(),
+    r.figure(
+        "append_buffered_vs_raw_one_per_append",
         json!(buffered_single / raw_insert),
     );
-    bar.inc(1);
+    Ok(())
+}
 
-    let few = &events[..(z.durable as usize + 1).min(events.len())];
-    let few_records = &records[..few.len()];
+/// 2. Durable appends, one per event, against raw sled insert + flush.
+fn bench_durable(
+    z: &Sizes,
+    events: &[Envelope],
+    records: &[Record],
+    r: &mut Results,
+) -> Result<(), CliError> {
+    let n = (z.durable as usize + 1)
+        .min(events.len())
+        .min(records.len());
+    let (few, few_records) = (&events[..n], &records[..n]);
     let raw_flush = measure(z.runs, || {
         let d = Scratch::new("raw-flush");
         let db = raw_db(&d.0)?;
@@ -582,15 +656,14 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
         let d = Scratch::new("durable");
         engine_appends(&d.0, Durability::Durable, few, singles(few))
     })?;
-    ratios.insert(
-        "append_durable_vs_raw_flush".into(),
-        json!(durable / raw_flush),
-    );
-    figures.insert("raw_sled_insert_flush_per_s".into(), json!(raw_flush));
-    figures.insert("engine_durable_appends_per_s".into(), json!(durable));
-    bar.inc(1);
+    r.ratio("append_durable_vs_raw_flush", durable / raw_flush);
+    r.figure("raw_sled_insert_flush_per_s", json!(raw_flush));
+    r.figure("engine_durable_appends_per_s", json!(durable));
+    Ok(())
+}
 
-    // 3. Group commit: 8 writers against one, both durable, same run.
+/// 3. Group commit: `writers` durable writers against one, same run.
+fn bench_group_commit(z: &Sizes, events: &[Envelope], r: &mut Results) -> Result<(), CliError> {
     let per_writer = &events[..(z.durable as usize / 2 + 1).min(events.len())];
     let one = measure(z.runs, || {
         let d = Scratch::new("gc1");
@@ -600,17 +673,17 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
         let d = Scratch::new("gc8");
         concurrent_durable(&d.0, per_writer, z.writers)
     })?;
-    ratios.insert("group_commit_gain".into(), json!(many / one));
-    figures.insert("durable_appends_per_s_1_writer".into(), json!(one));
-    figures.insert(
+    r.ratio("group_commit_gain", many / one);
+    r.figure("durable_appends_per_s_1_writer", json!(one));
+    r.figure(
         format!("durable_appends_per_s_{}_writers", z.writers),
         json!(many),
     );
-    drop(events);
-    drop(records);
-    bar.inc(1);
+    Ok(())
+}
 
-    // 4. Replay: open + fold to state, against open + scan + decode.
+/// 4. Replay: open + fold to state, against open + scan + decode.
+fn bench_replay(z: &Sizes, r: &mut Results) -> Result<(), CliError> {
     let log = Scratch::new("replay");
     let replay_events = generated(9, z.replay)?;
     let replay_encoded: u64 = encoded(&replay_events)?
@@ -636,61 +709,69 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
         std::thread::sleep(std::time::Duration::from_millis(20));
         Ok(rate)
     })?;
-    let raw_scan = measure(z.runs, || {
-        let t = Instant::now();
-        let db = raw_db(&log.0)?;
-        let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
-        let mut n = 0u64;
-        for kv in tree.scan_prefix(session.0.as_bytes()) {
-            let (k, v) = kv.map_err(|e| failed("raw scan")(&e))?;
-            let (s, seq) =
-                record::parse_key(&k).ok_or_else(|| CliError::Failed("bad key".into()))?;
-            let d = record::decode(&v, s, seq).map_err(|e| failed("decode")(&e))?;
-            n += u64::from(d.envelope.seq > 0);
-        }
-        let rate = n as f64 / t.elapsed().as_secs_f64();
-        drop(tree);
-        drop(db);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        Ok(rate)
-    })?;
-    ratios.insert("replay_vs_raw_scan".into(), json!(ours / raw_scan));
-    figures.insert("replay_events_per_s".into(), json!(ours));
-    figures.insert("raw_scan_decode_events_per_s".into(), json!(raw_scan));
-    figures.insert(
-        "disk_bytes_per_event_vs_encoded".into(),
+    let raw_scan = measure(z.runs, || raw_scan_rate(&log.0, session))?;
+    r.ratio("replay_vs_raw_scan", ours / raw_scan);
+    r.figure("replay_events_per_s", json!(ours));
+    r.figure("raw_scan_decode_events_per_s", json!(raw_scan));
+    r.figure(
+        "disk_bytes_per_event_vs_encoded",
         json!((on_disk as f64 / n_replay as f64) / (replay_encoded as f64 / n_replay as f64)),
     );
-    figures.insert(
-        "encoded_bytes_per_event".into(),
+    r.figure(
+        "encoded_bytes_per_event",
         json!(replay_encoded as f64 / n_replay as f64),
     );
-    figures.insert(
-        "disk_bytes_per_event".into(),
+    r.figure(
+        "disk_bytes_per_event",
         json!(on_disk as f64 / n_replay as f64),
     );
-    figures.insert("replay_log_events".into(), json!(n_replay));
-    drop(log);
-    bar.inc(1);
+    r.figure("replay_log_events", json!(n_replay));
+    Ok(())
+}
 
-    // 5–6. Step cost at 1k and 100k events of history; re-fold at 100k.
+/// The raw baseline of the replay: open sled, scan the session's keys and
+/// decode every record; events/s.
+fn raw_scan_rate(dir: &Path, session: SessionId) -> Result<f64, CliError> {
+    let t = Instant::now();
+    let db = raw_db(dir)?;
+    let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
+    let mut n = 0u64;
+    for kv in tree.scan_prefix(session.0.as_bytes()) {
+        let (k, v) = kv.map_err(|e| failed("raw scan")(&e))?;
+        let (s, seq) = record::parse_key(&k).ok_or_else(|| CliError::Failed("bad key".into()))?;
+        let d = record::decode(&v, s, seq).map_err(|e| failed("decode")(&e))?;
+        n += u64::from(d.envelope.seq > 0);
+    }
+    let rate = n as f64 / t.elapsed().as_secs_f64();
+    drop(tree);
+    drop(db);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    Ok(rate)
+}
+
+/// 5–6. Step cost at `small` and `large` events of history; re-fold at
+/// `large`. Advances the bar once per figure.
+fn bench_steps(z: &Sizes, r: &mut Results, bar: &indicatif::ProgressBar) -> Result<(), CliError> {
     let small_dir = Scratch::new("steps-small");
     let large_dir = Scratch::new("steps-large");
     let (small, large, large_engine, large_session) =
         step_costs(&small_dir.0, &large_dir.0, z.small, z.large, z.steps)?;
     drop(small_dir);
-    ratios.insert("step_cost_growth".into(), json!(large / small));
-    figures.insert("step_seconds_1k".into(), json!(small));
-    figures.insert(format!("step_seconds_{}", z.large), json!(large));
+    r.ratio("step_cost_growth", large / small);
+    r.figure("step_seconds_1k", json!(small));
+    r.figure(format!("step_seconds_{}", z.large), json!(large));
     bar.inc(1);
     let refold_secs = measure(z.runs, || refold(large_engine.store(), large_session))?;
-    ratios.insert("incremental_vs_refold".into(), json!(refold_secs / large));
-    figures.insert(format!("refold_seconds_{}", z.large), json!(refold_secs));
+    r.ratio("incremental_vs_refold", refold_secs / large);
+    r.figure(format!("refold_seconds_{}", z.large), json!(refold_secs));
     drop(large_engine);
     drop(large_dir);
     bar.inc(1);
+    Ok(())
+}
 
-    // 7. Import of an OpenCode export against plain serde_json parsing.
+/// 7. Import of an OpenCode export against plain serde_json parsing.
+fn bench_import(z: &Sizes, r: &mut Results) -> Result<(), CliError> {
     let exp = Scratch::new("import");
     std::fs::create_dir_all(&exp.0).map_err(|e| failed("dir")(&e))?;
     let file = exp.0.join("session.json");
@@ -711,7 +792,9 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
             &ImportOptions::default(),
         )
         .map_err(|e| failed("import")(&e))?;
-        assert!(!imported.events.is_empty());
+        if imported.events.is_empty() {
+            return Err(CliError::Failed("bench: the import read no events".into()));
+        }
         Ok(mb / t.elapsed().as_secs_f64())
     })?;
     let parse_rate = measure(z.runs, || {
@@ -719,27 +802,46 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
         let f = std::fs::File::open(&file).map_err(|e| failed("open")(&e))?;
         let v: Value =
             serde_json::from_reader(BufReader::new(f)).map_err(|e| failed("parse")(&e))?;
-        assert!(v.is_object());
+        if !v.is_object() {
+            return Err(CliError::Failed(
+                "bench: the export is not an object".into(),
+            ));
+        }
         Ok(mb / t.elapsed().as_secs_f64())
     })?;
-    ratios.insert("import_vs_parse".into(), json!(import_rate / parse_rate));
-    figures.insert("import_mb_per_s".into(), json!(import_rate));
-    figures.insert("serde_json_parse_mb_per_s".into(), json!(parse_rate));
-    figures.insert("import_file_bytes".into(), json!(bytes));
-    drop(exp);
-    bar.inc(1);
+    r.ratio("import_vs_parse", import_rate / parse_rate);
+    r.figure("import_mb_per_s", json!(import_rate));
+    r.figure("serde_json_parse_mb_per_s", json!(parse_rate));
+    r.figure("import_file_bytes", json!(bytes));
+    Ok(())
+}
 
-    // Peak RSS of replaying a large session, in a child process.
+/// Peak RSS of replaying a large session, in a child process.
+fn bench_rss(z: &Sizes, r: &mut Results) -> Result<(), CliError> {
     let big = Scratch::new("rss");
-    let s = store(&big.0, Durability::Buffered)?;
+    let (session, head) = write_generated(&big.0, &sim(41, z.rss))?;
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let (rss, secs) = replay_rss(&big.0, session)?;
+    r.figure(format!("replay_peak_rss_bytes_{}_events", head), json!(rss));
+    r.figure(format!("replay_seconds_{}_events", head), json!(secs));
+    Ok(())
+}
+
+/// Streams a generated session into a store at `dir` batch by batch (it
+/// never holds the whole log), flushed and closed; (session, head).
+fn write_generated(dir: &Path, cfg: &GenerateConfig) -> Result<(SessionId, u64), CliError> {
+    let s = store(dir, Durability::Buffered)?;
     let mut head = 0u64;
     let mut session = None;
     let mut err = None;
-    generate_into(&sim(41, z.rss), |batch| {
-        if err.is_some() || batch.is_empty() {
+    generate_into(cfg, |batch| {
+        if err.is_some() {
             return;
         }
-        let sid = *session.get_or_insert(batch[0].session);
+        let Some(first) = batch.first() else {
+            return;
+        };
+        let sid = *session.get_or_insert(first.session);
         let n = batch.len() as u64;
         let expected = if head == 0 {
             Expected::NoStream
@@ -761,19 +863,13 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
     }
     s.flush().map_err(|e| failed("flush")(&e))?;
     drop(s);
-    std::thread::sleep(std::time::Duration::from_millis(100));
     let session = session.ok_or_else(|| CliError::Failed("bench: empty session".into()))?;
-    let (rss, secs) = replay_rss(&big.0, session)?;
-    figures.insert(format!("replay_peak_rss_bytes_{}_events", head), json!(rss));
-    figures.insert(format!("replay_seconds_{}_events", head), json!(secs));
-    drop(big);
-    bar.inc(1);
-    bar.finish_and_clear();
-    figures.insert(
-        "bench_seconds".into(),
-        json!(started.elapsed().as_secs_f64()),
-    );
+    Ok((session, head))
+}
 
+/// Prints the results: one JSON document, or the ratio and figure tables.
+fn print_results(json_out: bool, quick: bool, z: &Sizes, r: Results) -> Result<(), CliError> {
+    let Results { ratios, figures } = r;
     let figures: Map<String, Value> = figures.into_iter().collect();
     if json_out {
         println!(
@@ -785,7 +881,7 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
     let rows: Vec<Vec<String>> = GOALS
         .iter()
         .map(|(k, goal, higher)| {
-            let v = ratios[*k].as_f64().unwrap_or(f64::NAN);
+            let v = ratios.get(*k).and_then(Value::as_f64).unwrap_or(f64::NAN);
             let met = if *higher { v >= *goal } else { v <= *goal };
             vec![
                 k.to_string(),

@@ -327,29 +327,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
                 },
                 ..GenerateConfig::default()
             };
-            let events = generate(&cfg).map_err(|e| {
-                CliError::Failed(format!("the simulator wrote an invalid event: {e}"))
-            })?;
-            if let Some(path) = events_out {
-                write_events(path, &events)?;
-            }
-            let state = SessionState::replay(&events)
-                .map_err(|e| CliError::Failed(format!("replay failed: {e}")))?;
-            report(cli.json, &events, &state);
-            Ok(())
+            generate_session(cli.json, &cfg, events_out.as_deref())
         }
-        Command::ReplayEvents { file } => {
-            let events = read_events(file)?;
-            let mut state = SessionState::new();
-            for (line, e) in &events {
-                state.evolve(e).map_err(|err: RefusedEvent| {
-                    CliError::BadInput(format!("{}:{line}: {err}", file.display()))
-                })?;
-            }
-            let events: Vec<Envelope> = events.into_iter().map(|(_, e)| e).collect();
-            report(cli.json, &events, &state);
-            Ok(())
-        }
+        Command::ReplayEvents { file } => replay_events(cli.json, file),
         Command::Stress {
             sessions,
             events,
@@ -379,18 +359,51 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             session,
             summarizer,
         } => compact(cli, session, *summarizer),
-        Command::Presets => {
-            let presets: Vec<Policy> = Policy::preset_names()
-                .iter()
-                .filter_map(|n| Policy::preset(n))
-                .collect();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&presets).expect("policies serialize")
-            );
-            Ok(())
-        }
+        Command::Presets => presets(),
     }
+}
+
+/// `generate`: simulate, optionally write the events, report.
+fn generate_session(
+    as_json: bool,
+    cfg: &GenerateConfig,
+    events_out: Option<&Path>,
+) -> Result<(), CliError> {
+    let events = generate(cfg)
+        .map_err(|e| CliError::Failed(format!("the simulator wrote an invalid event: {e}")))?;
+    if let Some(path) = events_out {
+        write_events(path, &events)?;
+    }
+    let state = SessionState::replay(&events)
+        .map_err(|e| CliError::Failed(format!("replay failed: {e}")))?;
+    report(as_json, &events, &state);
+    Ok(())
+}
+
+/// `replay-events FILE`: fold the file's envelopes, report.
+fn replay_events(as_json: bool, file: &Path) -> Result<(), CliError> {
+    let events = read_events(file)?;
+    let mut state = SessionState::new();
+    for (line, e) in &events {
+        state.evolve(e).map_err(|err: RefusedEvent| {
+            CliError::BadInput(format!("{}:{line}: {err}", file.display()))
+        })?;
+    }
+    let events: Vec<Envelope> = events.into_iter().map(|(_, e)| e).collect();
+    report(as_json, &events, &state);
+    Ok(())
+}
+
+/// `presets`: the built-in policies as pretty JSON.
+fn presets() -> Result<(), CliError> {
+    let presets: Vec<Policy> = Policy::preset_names()
+        .iter()
+        .filter_map(|n| Policy::preset(n))
+        .collect();
+    let text = serde_json::to_string_pretty(&presets)
+        .map_err(|e| CliError::Failed(format!("cannot serialize the presets: {e}")))?;
+    println!("{text}");
+    Ok(())
 }
 
 pub(crate) fn open_store(db: &Path) -> Result<SledStore, CliError> {
@@ -474,38 +487,54 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     ))
 }
 
-fn window_json(w: &Window) -> serde_json::Value {
-    let parts = |m: &ctxlog_core::WindowMessage| -> Vec<serde_json::Value> {
-        m.parts
+/// One window part as `window --json` prints it.
+fn window_part_json(p: &WindowPart) -> Result<serde_json::Value, CliError> {
+    Ok(match p {
+        WindowPart::Text(t) => json!({"type": "text", "text": t}),
+        WindowPart::Reasoning(t) => json!({"type": "reasoning", "text": t}),
+        WindowPart::File(a) => {
+            json!({"type": "file", "mime": a.mime, "filename": a.filename, "url": a.url})
+        }
+        WindowPart::Tool {
+            call_id,
+            tool,
+            input,
+            result,
+        } => {
+            let input = serde_json::to_value(input)
+                .map_err(|e| CliError::Failed(format!("cannot serialize a tool input: {e}")))?;
+            match result {
+                ToolResult::Output { text, attachments } => json!({
+                    "type": "tool", "call_id": call_id, "tool": tool, "input": input,
+                    "output": text,
+                    "attachments": attachments.iter().map(|a| json!({"mime": a.mime, "filename": a.filename, "url": a.url})).collect::<Vec<_>>(),
+                }),
+                ToolResult::Error(e) => json!({
+                    "type": "tool", "call_id": call_id, "tool": tool, "input": input, "error": e,
+                }),
+            }
+        }
+    })
+}
+
+fn window_json(w: &Window) -> Result<serde_json::Value, CliError> {
+    let mut messages = Vec::with_capacity(w.messages.len());
+    for m in &w.messages {
+        let parts = m
+            .parts
             .iter()
-            .map(|p| match p {
-                WindowPart::Text(t) => json!({"type": "text", "text": t}),
-                WindowPart::Reasoning(t) => json!({"type": "reasoning", "text": t}),
-                WindowPart::File(a) => json!({"type": "file", "mime": a.mime, "filename": a.filename, "url": a.url}),
-                WindowPart::Tool { call_id, tool, input, result } => {
-                    let input = serde_json::to_value(input).expect("json");
-                    match result {
-                        ToolResult::Output { text, attachments } => json!({
-                            "type": "tool", "call_id": call_id, "tool": tool, "input": input,
-                            "output": text,
-                            "attachments": attachments.iter().map(|a| json!({"mime": a.mime, "filename": a.filename, "url": a.url})).collect::<Vec<_>>(),
-                        }),
-                        ToolResult::Error(e) => json!({
-                            "type": "tool", "call_id": call_id, "tool": tool, "input": input, "error": e,
-                        }),
-                    }
-                }
-            })
-            .collect()
-    };
-    json!({
-        "pivot": w.pivot.map(|p| p.to_string()),
-        "messages": w.messages.iter().map(|m| json!({
+            .map(window_part_json)
+            .collect::<Result<Vec<_>, _>>()?;
+        messages.push(json!({
             "role": match m.role { Role::User => "user", Role::Assistant => "assistant" },
             "id": m.id.to_string(),
-            "parts": parts(m),
-        })).collect::<Vec<_>>(),
-    })
+            "parts": parts,
+        }));
+    }
+    Ok(json!({
+        "pivot": w.pivot.map(|p| p.to_string()),
+        "messages": messages,
+    }))
 }
 
 fn show_window(cli: &Cli, session: &str, at: Option<u64>) -> Result<(), CliError> {
@@ -520,7 +549,7 @@ fn show_window(cli: &Cli, session: &str, at: Option<u64>) -> Result<(), CliError
         e => CliError::Failed(e.to_string()),
     })?;
     if cli.json {
-        println!("{}", window_json(&w));
+        println!("{}", window_json(&w)?);
         return Ok(());
     }
     for m in &w.messages {

@@ -8,6 +8,7 @@ use ctxlog_core::SessionId;
 use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
 use std::io::Write;
 use std::path::Path;
+use std::sync::PoisonError;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Most threads appending at once (sessions are spread over them).
@@ -15,8 +16,8 @@ const MAX_THREADS: usize = 8;
 
 /// A valid synthetic session of exactly `events` events (a prefix of a
 /// simulated one), seeded by `seed`.
-fn synthetic(seed: u64, events: usize) -> (SessionId, Vec<NewEvent>) {
-    let mut turns = (events / 10 + 2) as u32;
+fn synthetic(seed: u64, events: usize) -> Result<(SessionId, Vec<NewEvent>), String> {
+    let mut turns = u32::try_from(events / 10 + 2).unwrap_or(u32::MAX);
     loop {
         let cfg = GenerateConfig {
             seed,
@@ -25,15 +26,22 @@ fn synthetic(seed: u64, events: usize) -> (SessionId, Vec<NewEvent>) {
             start_ms: 1_767_225_600_000 + seed % 1_000_000,
             ..GenerateConfig::default()
         };
-        let log = generate(&cfg).expect("the simulator writes valid events");
-        if log.len() >= events {
-            let session = log[0].session;
-            return (
+        let log =
+            generate(&cfg).map_err(|e| format!("the simulator wrote an invalid event: {e}"))?;
+        if let Some(first) = log.first().filter(|_| log.len() >= events) {
+            let session = first.session;
+            return Ok((
                 session,
                 log.into_iter().take(events).map(NewEvent::from).collect(),
-            );
+            ));
         }
-        turns *= 2;
+        if turns == u32::MAX {
+            return Err(format!(
+                "the simulator wrote {} events, fewer than {events}",
+                log.len()
+            ));
+        }
+        turns = turns.saturating_mul(2);
     }
 }
 
@@ -68,21 +76,26 @@ pub(crate) fn run(
                 for i in mine {
                     let seed = nonce.wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
                     if let Err(e) = write_session(store, seed, events as usize, batch as usize) {
-                        failure.lock().expect("failure lock").get_or_insert(e);
+                        // A thread that panicked holding the lock left only
+                        // this Option behind: still usable.
+                        failure
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .get_or_insert(e);
                         return;
                     }
                 }
             });
         }
     });
-    match failure.into_inner().expect("failure lock") {
+    match failure.into_inner().unwrap_or_else(PoisonError::into_inner) {
         Some(e) => Err(CliError::Failed(e)),
         None => Ok(()),
     }
 }
 
 fn write_session(store: &SledStore, seed: u64, events: usize, batch: usize) -> Result<(), String> {
-    let (session, log) = synthetic(seed, events);
+    let (session, log) = synthetic(seed, events)?;
     let mut head = 0;
     for chunk in log.chunks(batch) {
         let a = store

@@ -22,11 +22,12 @@ pub fn progress(json: bool, len: u64, min: u64, what: &str, bytes: bool) -> Prog
         "{msg} [{bar:30}] {pos}/{len} ({eta})"
     };
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template(template)
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    // The templates are constants; were one ever rejected, the default
+    // style still shows progress.
+    let style = ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    bar.set_style(style);
     bar.set_message(what.to_owned());
     bar
 }
@@ -78,11 +79,12 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
     let line = |cells: Vec<String>| {
         let mut out = String::new();
         for (i, c) in cells.iter().enumerate() {
-            let pad = width[i].saturating_sub(c.chars().count());
+            let w = width.get(i).copied().unwrap_or(0);
+            let pad = w.saturating_sub(c.chars().count());
             if i > 0 {
                 out.push_str("  ");
             }
-            if numeric[i] {
+            if numeric.get(i).copied().unwrap_or(false) {
                 out.push_str(&" ".repeat(pad));
                 out.push_str(c);
             } else if i + 1 == cells.len() {

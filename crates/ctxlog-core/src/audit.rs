@@ -4,9 +4,10 @@
 //! force. A pure fold over the events, so it is the same in any process.
 
 use crate::event::{CompactionTrigger, Envelope, Event, PartBody};
-use crate::ids::{Seq, TimestampMs};
+use crate::ids::{MessageId, Seq, TimestampMs};
 use crate::window::CONTINUE_TEXT;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 /// One line of the audit trail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,32 +32,22 @@ pub struct AuditEntry {
 /// The audit trail of one session's events.
 pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
     let mut policy = String::new();
-    let mut continue_messages = std::collections::BTreeSet::new();
+    let mut continue_messages = BTreeSet::new();
     let mut out = Vec::new();
     for e in events {
-        let mut entry =
-            |kind: &str, ids: Vec<String>, tokens: Option<u64>, what: String, policy: &str| {
-                out.push(AuditEntry {
-                    seq: e.seq,
-                    at: e.recorded_at,
-                    kind: kind.into(),
-                    ids,
-                    tokens,
-                    policy: policy.to_owned(),
-                    what,
-                })
-            };
-        match &e.event {
-            Event::SessionStarted { policy: p, .. } => policy = p.name.clone(),
+        let line = match &e.event {
+            Event::SessionStarted { policy: p, .. } => {
+                policy = p.name.clone();
+                None
+            }
             Event::PolicyChanged { policy: p } => {
                 policy = p.name.clone();
-                entry(
-                    "policy_changed",
-                    vec![],
-                    None,
-                    format!("policy changed to {}", p.name),
-                    &policy,
-                );
+                Some(Line {
+                    kind: "policy_changed",
+                    ids: vec![],
+                    tokens: None,
+                    what: format!("policy changed to {}", p.name),
+                })
             }
             Event::MessageAppended {
                 message,
@@ -64,139 +55,170 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
                 ..
             } => {
                 continue_messages.insert(*message);
+                None
             }
             Event::PartAppended {
                 message,
                 body: PartBody::Text { text, .. },
                 ..
             } if continue_messages.remove(message) && text.starts_with(CONTINUE_TEXT) => {
-                entry(
-                    "continue",
-                    vec![message.to_string()],
-                    None,
-                    format!("synthetic user message: {text}"),
-                    &policy,
-                );
+                Some(Line {
+                    kind: "continue",
+                    ids: vec![message.to_string()],
+                    tokens: None,
+                    what: format!("synthetic user message: {text}"),
+                })
             }
-            Event::CompactionRequested {
-                message,
-                auto,
-                trigger,
-                ..
-            } => {
-                let (tokens, why) = match trigger {
-                    CompactionTrigger::Overflow { step, check } => (
-                        Some(check.count),
-                        format!(
-                            "overflow after step {step}: {} tokens against {} usable",
-                            check.count,
-                            check.usable.map_or("unlimited".into(), |u| u.to_string())
-                        ),
-                    ),
-                    CompactionTrigger::ProviderOverflow { error } => {
-                        (None, format!("provider overflow: {error}"))
-                    }
-                    CompactionTrigger::Manual => (None, "requested by hand".into()),
-                    CompactionTrigger::Imported => {
-                        (None, "imported from a recorded session".into())
-                    }
-                };
-                let mode = if *auto { "automatic" } else { "manual" };
-                entry(
-                    "compaction_requested",
-                    vec![message.to_string()],
-                    tokens,
-                    format!("{mode} compaction queued: {why}"),
-                    &policy,
-                );
-            }
-            Event::CompactionStarted {
-                job,
-                summary_message,
-                prompt,
-                ..
-            } => {
-                let prompt = prompt.as_ref().map_or(String::new(), |p| {
-                    format!(", prompt {} bytes sha256 {}", p.bytes, p.sha256)
-                });
-                entry(
-                    "compaction_started",
-                    vec![job.to_string(), summary_message.to_string()],
-                    None,
-                    format!("summary started{prompt}"),
-                    &policy,
-                );
-            }
-            Event::CompactionAttempted {
-                job,
-                strategy,
-                request_tokens,
-                limit,
-                fits,
-            } => {
-                let limit = limit.map_or("unlimited".into(), |l| l.to_string());
-                let verdict = if *fits { "fits" } else { "does not fit" };
-                entry(
-                    "compaction_attempted",
-                    vec![job.to_string()],
-                    Some(*request_tokens),
-                    format!(
-                        "{strategy} request of ~{request_tokens} tokens {verdict} ({limit} usable)"
-                    ),
-                    &policy,
-                );
-            }
-            Event::SummaryCompleted {
-                job,
-                tokens,
-                redactions,
-                ..
-            } => {
-                entry("summary_completed", vec![job.to_string()], Some(tokens.output), format!("summary completed ({} output tokens, {redactions} secrets redacted): the window pivots here", tokens.output), &policy);
-            }
-            Event::CompactionFailed { job, error } => {
-                entry(
-                    "compaction_failed",
-                    vec![job.to_string()],
-                    None,
-                    format!("compaction failed: {error}; history kept"),
-                    &policy,
-                );
-            }
-            Event::PartsPruned {
-                parts,
-                total_tokens,
-                policy: fired,
-            } => {
-                entry(
-                    "parts_pruned",
-                    parts.iter().map(|p| p.part.to_string()).collect(),
-                    Some(*total_tokens),
-                    format!(
-                        "pruned {} tool outputs, ~{total_tokens} tokens (policy {fired})",
-                        parts.len()
-                    ),
-                    &policy,
-                );
-            }
-            Event::PartsRestored { parts, reason } => {
-                entry(
-                    "parts_restored",
-                    parts.iter().map(|p| p.to_string()).collect(),
-                    None,
-                    format!("restored {} tool outputs: {reason}", parts.len()),
-                    &policy,
-                );
-            }
-            Event::AutoCompactionPaused {
-                reason,
-                window_before,
-                window_after,
-            } => {
-                entry("auto_compaction_paused", vec![], Some(*window_after), format!("automatic compaction paused until the next user message: {reason} (window ~{window_before} → ~{window_after})"), &policy);
-            }
-            _ => {}
+            event => describe(event),
+        };
+        if let Some(l) = line {
+            out.push(AuditEntry {
+                seq: e.seq,
+                at: e.recorded_at,
+                kind: l.kind.into(),
+                ids: l.ids,
+                tokens: l.tokens,
+                policy: policy.clone(),
+                what: l.what,
+            });
         }
     }
     out
+}
+
+/// One audit line before its seq, time and policy are attached.
+struct Line {
+    kind: &'static str,
+    ids: Vec<String>,
+    tokens: Option<u64>,
+    what: String,
+}
+
+/// The line of a compaction or pruning event; `None` for other events.
+fn describe(event: &Event) -> Option<Line> {
+    let line = |kind, ids, tokens, what| {
+        Some(Line {
+            kind,
+            ids,
+            tokens,
+            what,
+        })
+    };
+    match event {
+        Event::CompactionRequested {
+            message,
+            auto,
+            trigger,
+            ..
+        } => Some(compaction_requested(*message, *auto, trigger)),
+        Event::CompactionStarted {
+            job,
+            summary_message,
+            prompt,
+            ..
+        } => {
+            let prompt = prompt.as_ref().map_or(String::new(), |p| {
+                format!(", prompt {} bytes sha256 {}", p.bytes, p.sha256)
+            });
+            line(
+                "compaction_started",
+                vec![job.to_string(), summary_message.to_string()],
+                None,
+                format!("summary started{prompt}"),
+            )
+        }
+        Event::CompactionAttempted {
+            job,
+            strategy,
+            request_tokens,
+            limit,
+            fits,
+        } => {
+            let limit = limit.map_or("unlimited".into(), |l| l.to_string());
+            let verdict = if *fits { "fits" } else { "does not fit" };
+            line(
+                "compaction_attempted",
+                vec![job.to_string()],
+                Some(*request_tokens),
+                format!("{strategy} request of ~{request_tokens} tokens {verdict} ({limit} usable)"),
+            )
+        }
+        Event::SummaryCompleted {
+            job,
+            tokens,
+            redactions,
+            ..
+        } => line(
+            "summary_completed",
+            vec![job.to_string()],
+            Some(tokens.output),
+            format!(
+                "summary completed ({} output tokens, {redactions} secrets redacted): the window pivots here",
+                tokens.output
+            ),
+        ),
+        Event::CompactionFailed { job, error } => line(
+            "compaction_failed",
+            vec![job.to_string()],
+            None,
+            format!("compaction failed: {error}; history kept"),
+        ),
+        Event::PartsPruned {
+            parts,
+            total_tokens,
+            policy: fired,
+        } => line(
+            "parts_pruned",
+            parts.iter().map(|p| p.part.to_string()).collect(),
+            Some(*total_tokens),
+            format!(
+                "pruned {} tool outputs, ~{total_tokens} tokens (policy {fired})",
+                parts.len()
+            ),
+        ),
+        Event::PartsRestored { parts, reason } => line(
+            "parts_restored",
+            parts.iter().map(|p| p.to_string()).collect(),
+            None,
+            format!("restored {} tool outputs: {reason}", parts.len()),
+        ),
+        Event::AutoCompactionPaused {
+            reason,
+            window_before,
+            window_after,
+        } => line(
+            "auto_compaction_paused",
+            vec![],
+            Some(*window_after),
+            format!(
+                "automatic compaction paused until the next user message: {reason} (window ~{window_before} → ~{window_after})"
+            ),
+        ),
+        _ => None,
+    }
+}
+
+fn compaction_requested(message: MessageId, auto: bool, trigger: &CompactionTrigger) -> Line {
+    let (tokens, why) = match trigger {
+        CompactionTrigger::Overflow { step, check } => (
+            Some(check.count),
+            format!(
+                "overflow after step {step}: {} tokens against {} usable",
+                check.count,
+                check.usable.map_or("unlimited".into(), |u| u.to_string())
+            ),
+        ),
+        CompactionTrigger::ProviderOverflow { error } => {
+            (None, format!("provider overflow: {error}"))
+        }
+        CompactionTrigger::Manual => (None, "requested by hand".into()),
+        CompactionTrigger::Imported => (None, "imported from a recorded session".into()),
+    };
+    let mode = if auto { "automatic" } else { "manual" };
+    Line {
+        kind: "compaction_requested",
+        ids: vec![message.to_string()],
+        tokens,
+        what: format!("{mode} compaction queued: {why}"),
+    }
 }

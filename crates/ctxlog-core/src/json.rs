@@ -123,6 +123,47 @@ impl Json {
     }
 }
 
+impl Json {
+    /// The length in UTF-16 units of [`Json::to_json_string`], without
+    /// building the string (the window estimate measures every tool input
+    /// at every step).
+    pub fn json_utf16_len(&self) -> u64 {
+        match self {
+            Json::Null | Json::Bool(true) => 4,
+            Json::Bool(false) => 5,
+            Json::Number(_) => crate::policy::utf16_len(&self.to_json_string()),
+            Json::String(s) => json_string_utf16_len(s),
+            Json::Array(items) => {
+                let commas = items.len().saturating_sub(1) as u64;
+                2 + commas + items.iter().map(Json::json_utf16_len).sum::<u64>()
+            }
+            Json::Object(entries) => {
+                let commas = entries.len().saturating_sub(1) as u64;
+                let fields: u64 = entries
+                    .iter()
+                    .map(|(k, v)| json_string_utf16_len(k) + 1 + v.json_utf16_len())
+                    .sum();
+                2 + commas + fields
+            }
+        }
+    }
+}
+
+/// UTF-16 length of `s` written as a JSON string by [`write_json_string`]:
+/// the quotes, plus one unit for each two-character escape and five for
+/// each `\u00XX`.
+fn json_string_utf16_len(s: &str) -> u64 {
+    let escapes: u64 = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    2 + crate::policy::utf16_len(s) + escapes
+}
+
 fn write_json_string(s: &str, out: &mut String) {
     out.push('"');
     for c in s.chars() {

@@ -95,6 +95,15 @@ pub enum Estimator {
 }
 
 impl Estimator {
+    /// Estimated tokens of a text of `units` UTF-16 code units.
+    pub fn estimate_units(&self, units: u64) -> u64 {
+        match *self {
+            Estimator::CharsPerToken { chars_per_token } => {
+                estimate_tokens(units, chars_per_token as u64)
+            }
+        }
+    }
+
     /// Estimated tokens of `text`.
     pub fn estimate(&self, text: &str) -> u64 {
         match *self {

@@ -252,12 +252,18 @@ impl<I: IdSource> Recorder<I> {
         input: Json,
         output: &str,
     ) -> Result<PartId, RefusedEvent> {
-        let call = self.uuid(at).simple().to_string();
+        let call: String = self
+            .uuid(at)
+            .simple()
+            .to_string()
+            .chars()
+            .take(12)
+            .collect();
         self.part(
             at,
             message,
             PartBody::Tool {
-                call_id: format!("call_{}", &call[..12]),
+                call_id: format!("call_{call}"),
                 tool: tool.into(),
                 state: ToolState::Completed {
                     input,

@@ -276,20 +276,19 @@ impl SessionState {
 
     /// A message by id.
     pub fn message(&self, id: MessageId) -> Option<&Message> {
-        self.message_index(id).map(|i| &self.messages[i])
+        self.message_index(id).and_then(|i| self.messages.get(i))
     }
 
     /// A part by id, with its message.
     pub fn part(&self, id: PartId) -> Option<(&Message, &Part)> {
-        self.index
-            .parts
-            .get(&id)
-            .map(|&(mi, pi)| (&self.messages[mi], &self.messages[mi].parts[pi]))
+        let &(mi, pi) = self.index.parts.get(&id)?;
+        let m = self.messages.get(mi)?;
+        Some((m, m.parts.get(pi)?))
     }
 
     /// A compaction job by its marker id.
     pub fn job(&self, marker: MessageId) -> Option<&Job> {
-        self.index.jobs.get(&marker).map(|&i| &self.jobs[i])
+        self.index.jobs.get(&marker).and_then(|&i| self.jobs.get(i))
     }
 
     /// Jobs still to run (requested or started, not finished), oldest first.
@@ -397,6 +396,53 @@ impl SessionState {
 
     /// Every invariant, checked before anything changes.
     fn check(&self, env: &Envelope) -> Result<(), Violation> {
+        self.check_envelope(env)?;
+        match &env.event {
+            Event::SessionStarted { policy, .. } | Event::PolicyChanged { policy } => {
+                validate_policy(policy)
+            }
+            Event::LimitsChanged { .. } | Event::AutoCompactionPaused { .. } => Ok(()),
+            Event::CompactionAttempted { job, .. } | Event::CompactionFailed { job, .. } => {
+                self.pending_job(*job).map(|_| ())
+            }
+            Event::MessageAppended {
+                message, parent, ..
+            } => self.check_message_appended(*message, *parent),
+            Event::PartAppended {
+                message,
+                part,
+                body,
+                ..
+            } => self.check_part_appended(*message, *part, body),
+            Event::PartUpdated { part, body } => self.check_part_updated(*part, body),
+            Event::StepFinished { message, part, .. } => self.check_step_finished(*message, *part),
+            Event::CompactionRequested {
+                message,
+                part,
+                trigger,
+                ..
+            } => self.check_compaction_requested(*message, *part, trigger),
+            Event::CompactionStarted {
+                job,
+                summary_message,
+                tail_start,
+                ..
+            } => self.check_compaction_started(*job, *summary_message, *tail_start),
+            Event::SummaryCompleted {
+                job, part, reason, ..
+            } => self.check_summary_completed(*job, *part, reason),
+            Event::PartsPruned {
+                parts,
+                total_tokens,
+                ..
+            } => self.check_parts_pruned(parts, *total_tokens),
+            Event::PartsRestored { parts, .. } => self.check_parts_restored(parts),
+            Event::MessageErrored { message, .. } => self.check_message_errored(*message),
+        }
+    }
+
+    /// The envelope: the next seq, of this session, started exactly once.
+    fn check_envelope(&self, env: &Envelope) -> Result<(), Violation> {
         if env.seq != self.head + 1 {
             return Err(Violation::SequenceGap {
                 expected: self.head + 1,
@@ -404,209 +450,197 @@ impl SessionState {
             });
         }
         match (self.session, &env.event) {
-            (None, Event::SessionStarted { .. }) => {}
-            (None, _) => return Err(Violation::NotStarted),
-            (Some(_), Event::SessionStarted { .. }) => return Err(Violation::AlreadyStarted),
-            (Some(s), _) if s != env.session => {
-                return Err(Violation::WrongSession {
-                    expected: s,
-                    got: env.session,
-                })
-            }
-            _ => {}
+            (None, Event::SessionStarted { .. }) => Ok(()),
+            (None, _) => Err(Violation::NotStarted),
+            (Some(_), Event::SessionStarted { .. }) => Err(Violation::AlreadyStarted),
+            (Some(s), _) if s != env.session => Err(Violation::WrongSession {
+                expected: s,
+                got: env.session,
+            }),
+            _ => Ok(()),
         }
-        match &env.event {
-            Event::SessionStarted { policy, .. } | Event::PolicyChanged { policy } => {
-                validate_policy(policy)
-            }
-            Event::LimitsChanged { .. } | Event::AutoCompactionPaused { .. } => Ok(()),
-            Event::CompactionAttempted { job, .. } => {
-                let j = self.existing_job(*job)?;
-                if !j.status.is_pending() {
-                    return Err(Violation::JobState {
-                        job: *job,
-                        status: j.status.name(),
-                        expected: "requested or running",
-                    });
-                }
-                Ok(())
-            }
-            Event::MessageAppended {
-                message, parent, ..
-            } => {
-                self.ensure_new_message(*message)?;
-                if let Some(p) = parent {
-                    self.existing_message(*p)?;
-                }
-                Ok(())
-            }
-            Event::PartAppended {
+    }
+
+    fn check_message_appended(
+        &self,
+        message: MessageId,
+        parent: Option<MessageId>,
+    ) -> Result<(), Violation> {
+        self.ensure_new_message(message)?;
+        if let Some(p) = parent {
+            self.existing_message(p)?;
+        }
+        Ok(())
+    }
+
+    fn check_part_appended(
+        &self,
+        message: MessageId,
+        part: PartId,
+        body: &PartBody,
+    ) -> Result<(), Violation> {
+        let msg = self.existing_message(message)?;
+        self.ensure_new_part(part)?;
+        self.check_compaction_message_open(msg, body)?;
+        check_new_body(msg, body)
+    }
+
+    fn check_part_updated(&self, part: PartId, body: &PartBody) -> Result<(), Violation> {
+        let (msg, old) = self.part(part).ok_or(Violation::UnknownPart(part))?;
+        self.check_compaction_message_open(msg, body)?;
+        check_update(old, body)
+    }
+
+    fn check_step_finished(&self, message: MessageId, part: PartId) -> Result<(), Violation> {
+        let msg = self.existing_message(message)?;
+        self.ensure_new_part(part)?;
+        if msg.role != Role::Assistant {
+            return Err(Violation::WrongRole {
+                kind: "step-finish",
+                role: "user",
                 message,
-                part,
-                body,
-                ..
-            } => {
-                let msg = self.existing_message(*message)?;
-                self.ensure_new_part(*part)?;
-                self.check_compaction_message_open(msg, body)?;
-                check_new_body(msg, body)
-            }
-            Event::PartUpdated { part, body } => {
-                let (msg, old) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
-                self.check_compaction_message_open(msg, body)?;
-                check_update(old, body)
-            }
-            Event::StepFinished { message, part, .. } => {
-                let msg = self.existing_message(*message)?;
-                self.ensure_new_part(*part)?;
-                if msg.role != Role::Assistant {
-                    return Err(Violation::WrongRole {
-                        kind: "step-finish",
-                        role: "user",
-                        message: *message,
-                    });
-                }
-                if msg.summary {
-                    return Err(Violation::StepOnSummary(*message));
-                }
-                Ok(())
-            }
-            Event::CompactionRequested {
-                message,
-                part,
-                trigger,
-                ..
-            } => {
-                self.ensure_new_message(*message)?;
-                self.ensure_new_part(*part)?;
-                if let CompactionTrigger::Overflow { step, .. } = trigger {
-                    self.existing_message(*step)?;
-                }
-                Ok(())
-            }
-            Event::CompactionStarted {
+            });
+        }
+        if msg.summary {
+            return Err(Violation::StepOnSummary(message));
+        }
+        Ok(())
+    }
+
+    fn check_message_errored(&self, message: MessageId) -> Result<(), Violation> {
+        let msg = self.existing_message(message)?;
+        if msg.summary {
+            // An errored summary must never be a pivot: the job says so.
+            return Err(Violation::SummaryErrorNeedsJobEvent(message));
+        }
+        Ok(())
+    }
+
+    /// A job that is requested or running.
+    fn pending_job(&self, job: MessageId) -> Result<&Job, Violation> {
+        let j = self.existing_job(job)?;
+        if !j.status.is_pending() {
+            return Err(Violation::JobState {
                 job,
-                summary_message,
-                tail_start,
-                ..
-            } => {
-                let j = self.existing_job(*job)?;
-                if !j.status.is_pending() {
-                    return Err(Violation::JobState {
-                        job: *job,
-                        status: j.status.name(),
-                        expected: "requested or running",
-                    });
-                }
-                self.ensure_new_message(*summary_message)?;
-                if let Some(t) = tail_start {
-                    let before = match (self.message_index(*t), self.message_index(*job)) {
-                        (Some(ti), Some(mi)) => ti < mi,
-                        _ => false,
-                    };
-                    if !before {
-                        return Err(Violation::BadTailStart {
-                            tail: *t,
-                            marker: *job,
-                        });
-                    }
-                }
-                Ok(())
-            }
-            Event::SummaryCompleted {
-                job, part, reason, ..
-            } => {
-                let j = self.existing_job(*job)?;
-                if j.status != JobStatus::Running {
-                    return Err(Violation::JobState {
-                        job: *job,
-                        status: j.status.name(),
-                        expected: "running",
-                    });
-                }
-                self.ensure_new_part(*part)?;
-                if *reason == FinishReason::Error {
-                    return Err(Violation::SummaryFinishedWithError(*job));
-                }
-                let summary = j
-                    .summary
-                    .and_then(|s| self.message(s))
-                    .ok_or(Violation::UnknownJob(*job))?;
-                let has_text = summary.parts.iter().any(
-                    |p| matches!(&p.body, PartBody::Text { text, .. } if !text.trim().is_empty()),
-                );
-                if !has_text {
-                    return Err(Violation::EmptySummary(*job));
-                }
-                Ok(())
-            }
-            Event::CompactionFailed { job, .. } => {
-                let j = self.existing_job(*job)?;
-                if !j.status.is_pending() {
-                    return Err(Violation::JobState {
-                        job: *job,
-                        status: j.status.name(),
-                        expected: "requested or running",
-                    });
-                }
-                Ok(())
-            }
-            Event::PartsPruned {
-                parts,
-                total_tokens,
-                ..
-            } => {
-                if parts.is_empty() {
-                    return Err(Violation::NoParts);
-                }
-                let mut seen = BTreeSet::new();
-                let mut sum = 0u64;
-                for PrunedPart { part, tokens } in parts {
-                    if !seen.insert(*part) {
-                        return Err(Violation::RepeatedPart(*part));
-                    }
-                    let (_, p) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
-                    if p.completed_output().is_none() {
-                        return Err(Violation::NotPrunable(*part));
-                    }
-                    if p.pruned.is_some() {
-                        return Err(Violation::AlreadyPruned(*part));
-                    }
-                    sum = sum.saturating_add(*tokens);
-                }
-                if sum != *total_tokens {
-                    return Err(Violation::TokenSumMismatch {
-                        stated: *total_tokens,
-                        sum,
-                    });
-                }
-                Ok(())
-            }
-            Event::PartsRestored { parts, .. } => {
-                if parts.is_empty() {
-                    return Err(Violation::NoParts);
-                }
-                let mut seen = BTreeSet::new();
-                for part in parts {
-                    if !seen.insert(*part) {
-                        return Err(Violation::RepeatedPart(*part));
-                    }
-                    let (_, p) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
-                    if p.pruned.is_none() {
-                        return Err(Violation::NotPruned(*part));
-                    }
-                }
-                Ok(())
-            }
-            Event::MessageErrored { message, .. } => {
-                let msg = self.existing_message(*message)?;
-                if msg.summary {
-                    // An errored summary must never be a pivot: the job says so.
-                    return Err(Violation::SummaryErrorNeedsJobEvent(*message));
-                }
-                Ok(())
+                status: j.status.name(),
+                expected: "requested or running",
+            });
+        }
+        Ok(j)
+    }
+
+    fn check_compaction_requested(
+        &self,
+        message: MessageId,
+        part: PartId,
+        trigger: &CompactionTrigger,
+    ) -> Result<(), Violation> {
+        self.ensure_new_message(message)?;
+        self.ensure_new_part(part)?;
+        if let CompactionTrigger::Overflow { step, .. } = trigger {
+            self.existing_message(*step)?;
+        }
+        Ok(())
+    }
+
+    fn check_compaction_started(
+        &self,
+        job: MessageId,
+        summary_message: MessageId,
+        tail_start: Option<MessageId>,
+    ) -> Result<(), Violation> {
+        self.pending_job(job)?;
+        self.ensure_new_message(summary_message)?;
+        if let Some(t) = tail_start {
+            let before = match (self.message_index(t), self.message_index(job)) {
+                (Some(ti), Some(mi)) => ti < mi,
+                _ => false,
+            };
+            if !before {
+                return Err(Violation::BadTailStart {
+                    tail: t,
+                    marker: job,
+                });
             }
         }
+        Ok(())
+    }
+
+    fn check_summary_completed(
+        &self,
+        job: MessageId,
+        part: PartId,
+        reason: &FinishReason,
+    ) -> Result<(), Violation> {
+        let j = self.existing_job(job)?;
+        if j.status != JobStatus::Running {
+            return Err(Violation::JobState {
+                job,
+                status: j.status.name(),
+                expected: "running",
+            });
+        }
+        self.ensure_new_part(part)?;
+        if *reason == FinishReason::Error {
+            return Err(Violation::SummaryFinishedWithError(job));
+        }
+        let summary = j
+            .summary
+            .and_then(|s| self.message(s))
+            .ok_or(Violation::UnknownJob(job))?;
+        let has_text = summary
+            .parts
+            .iter()
+            .any(|p| matches!(&p.body, PartBody::Text { text, .. } if !text.trim().is_empty()));
+        if !has_text {
+            return Err(Violation::EmptySummary(job));
+        }
+        Ok(())
+    }
+
+    fn check_parts_pruned(&self, parts: &[PrunedPart], total_tokens: u64) -> Result<(), Violation> {
+        if parts.is_empty() {
+            return Err(Violation::NoParts);
+        }
+        let mut seen = BTreeSet::new();
+        let mut sum = 0u64;
+        for PrunedPart { part, tokens } in parts {
+            if !seen.insert(*part) {
+                return Err(Violation::RepeatedPart(*part));
+            }
+            let (_, p) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
+            if p.completed_output().is_none() {
+                return Err(Violation::NotPrunable(*part));
+            }
+            if p.pruned.is_some() {
+                return Err(Violation::AlreadyPruned(*part));
+            }
+            sum = sum.saturating_add(*tokens);
+        }
+        if sum != total_tokens {
+            return Err(Violation::TokenSumMismatch {
+                stated: total_tokens,
+                sum,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_parts_restored(&self, parts: &[PartId]) -> Result<(), Violation> {
+        if parts.is_empty() {
+            return Err(Violation::NoParts);
+        }
+        let mut seen = BTreeSet::new();
+        for part in parts {
+            if !seen.insert(*part) {
+                return Err(Violation::RepeatedPart(*part));
+            }
+            let (_, p) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
+            if p.pruned.is_none() {
+                return Err(Violation::NotPruned(*part));
+            }
+        }
+        Ok(())
     }
 
     fn push_message(&mut self, msg: Message) {
@@ -614,26 +648,40 @@ impl SessionState {
         self.messages.push(msg);
     }
 
+    // The lookups below find what `check` validated; on a state that breaks
+    // its own invariants (a damaged snapshot) they do nothing rather than
+    // panic.
+
     fn push_part(&mut self, message: MessageId, part: Part) {
-        let mi = self.index.messages[&message];
-        let pi = self.messages[mi].parts.len();
-        self.index.parts.insert(part.id, (mi, pi));
-        self.messages[mi].parts.push(part);
+        let Some(&mi) = self.index.messages.get(&message) else {
+            return;
+        };
+        let Some(m) = self.messages.get_mut(mi) else {
+            return;
+        };
+        self.index.parts.insert(part.id, (mi, m.parts.len()));
+        m.parts.push(part);
     }
 
-    fn part_mut(&mut self, id: PartId) -> &mut Part {
-        let (mi, pi) = self.index.parts[&id];
-        &mut self.messages[mi].parts[pi]
+    fn part_mut(&mut self, id: PartId) -> Option<&mut Part> {
+        let &(mi, pi) = self.index.parts.get(&id)?;
+        self.messages.get_mut(mi)?.parts.get_mut(pi)
     }
 
-    fn job_mut(&mut self, id: MessageId) -> &mut Job {
-        let i = self.index.jobs[&id];
-        &mut self.jobs[i]
+    fn job_mut(&mut self, id: MessageId) -> Option<&mut Job> {
+        let &i = self.index.jobs.get(&id)?;
+        self.jobs.get_mut(i)
     }
 
-    fn message_mut(&mut self, id: MessageId) -> &mut Message {
-        let i = self.index.messages[&id];
-        &mut self.messages[i]
+    fn message_mut(&mut self, id: MessageId) -> Option<&mut Message> {
+        let &i = self.index.messages.get(&id)?;
+        self.messages.get_mut(i)
+    }
+
+    fn set_message_error(&mut self, id: MessageId, error: MessageError) {
+        if let Some(m) = self.message_mut(id) {
+            m.error = Some(error);
+        }
     }
 
     fn new_message(env: &Envelope, id: MessageId, role: Role) -> Message {
@@ -688,13 +736,14 @@ impl SessionState {
                 if *role == Role::User && !*synthetic {
                     self.auto_paused = None;
                 }
-                let mut m = Self::new_message(env, *message, *role);
-                m.agent = agent.clone();
-                m.model = model.clone();
-                m.synthetic = *synthetic;
-                m.parent = *parent;
-                m.source_id = source_id.clone();
-                self.push_message(m);
+                self.push_message(Message {
+                    agent: agent.clone(),
+                    model: model.clone(),
+                    synthetic: *synthetic,
+                    parent: *parent,
+                    source_id: source_id.clone(),
+                    ..Self::new_message(env, *message, *role)
+                });
             }
             Event::PartAppended {
                 message,
@@ -710,7 +759,11 @@ impl SessionState {
                     pruned: None,
                 },
             ),
-            Event::PartUpdated { part, body } => self.part_mut(*part).body = body.clone(),
+            Event::PartUpdated { part, body } => {
+                if let Some(p) = self.part_mut(*part) {
+                    p.body = body.clone();
+                }
+            }
             Event::StepFinished {
                 message,
                 part,
@@ -726,127 +779,171 @@ impl SessionState {
                     seq: env.seq,
                 });
             }
-            Event::CompactionRequested {
-                message,
-                part,
-                auto,
-                overflow,
-                trigger,
-                agent,
-                model,
-                source_id,
-            } => {
-                let mut m = Self::new_message(env, *message, Role::User);
-                m.agent = agent.clone();
-                m.model = model.clone();
-                m.marker = true;
-                m.source_id = source_id.clone();
-                self.push_message(m);
-                self.push_part(
-                    *message,
-                    Part {
-                        id: *part,
-                        body: PartBody::Compaction {
-                            auto: *auto,
-                            overflow: *overflow,
-                        },
-                        source_id: None,
-                        pruned: None,
-                    },
-                );
-                self.index.jobs.insert(*message, self.jobs.len());
-                self.jobs.push(Job {
-                    marker: *message,
-                    auto: *auto,
-                    overflow: *overflow,
-                    trigger: trigger.clone(),
-                    requested_seq: env.seq,
-                    status: JobStatus::Requested,
-                    attempts: 0,
-                    summary: None,
-                    tail_start: None,
-                    prompt: None,
-                    redactions: 0,
-                });
-            }
-            Event::CompactionStarted {
-                job,
-                summary_message,
-                agent,
-                model,
-                prompt,
-                tail_start,
-                source_id,
-            } => {
-                if let Some(old) = self.job(*job).and_then(|j| j.summary) {
-                    self.message_mut(old).error = Some(MessageError {
-                        name: "CompactionRestarted".into(),
-                        message: "superseded by a new attempt of the same job".into(),
-                    });
-                }
-                let mut m = Self::new_message(env, *summary_message, Role::Assistant);
-                m.agent = agent.clone();
-                m.model = model.clone();
-                m.parent = Some(*job);
-                m.summary = true;
-                m.source_id = source_id.clone();
-                self.push_message(m);
-                let j = self.job_mut(*job);
-                j.status = JobStatus::Running;
-                j.attempts += 1;
-                j.summary = Some(*summary_message);
-                j.tail_start = *tail_start;
-                j.prompt = prompt.clone();
-            }
+            Event::CompactionRequested { .. } => self.apply_compaction_requested(env),
+            Event::CompactionStarted { .. } => self.apply_compaction_started(env),
             Event::SummaryCompleted {
                 job,
                 part,
                 reason,
                 tokens,
                 redactions,
-            } => {
-                let summary = self.job(*job).and_then(|j| j.summary).expect("checked");
-                self.finish_step(summary, *part, reason, tokens, None);
-                let j = self.job_mut(*job);
-                j.status = JobStatus::Completed { seq: env.seq };
-                j.redactions = *redactions;
-                self.set_last_finished(LastFinished {
-                    message: summary,
-                    summary: true,
-                    tokens: *tokens,
-                    seq: env.seq,
-                });
-            }
-            Event::CompactionFailed { job, error } => {
-                let summary = self.job(*job).and_then(|j| j.summary);
-                if let Some(s) = summary {
-                    self.message_mut(s).error = Some(MessageError {
-                        name: "CompactionFailed".into(),
-                        message: error.clone(),
-                    });
-                }
-                self.job_mut(*job).status = JobStatus::Failed {
-                    error: error.clone(),
-                };
-            }
+            } => self.apply_summary_completed(env.seq, *job, *part, reason, tokens, *redactions),
+            Event::CompactionFailed { job, error } => self.apply_compaction_failed(*job, error),
             Event::PartsPruned { parts, policy, .. } => {
                 for PrunedPart { part, tokens } in parts {
-                    self.part_mut(*part).pruned = Some(PruneMark {
-                        seq: env.seq,
-                        at: env.recorded_at,
-                        policy: policy.clone(),
-                        tokens: *tokens,
-                    });
+                    if let Some(p) = self.part_mut(*part) {
+                        p.pruned = Some(PruneMark {
+                            seq: env.seq,
+                            at: env.recorded_at,
+                            policy: policy.clone(),
+                            tokens: *tokens,
+                        });
+                    }
                 }
             }
             Event::PartsRestored { parts, .. } => {
                 for part in parts {
-                    self.part_mut(*part).pruned = None;
+                    if let Some(p) = self.part_mut(*part) {
+                        p.pruned = None;
+                    }
                 }
             }
             Event::MessageErrored { message, error } => {
-                self.message_mut(*message).error = Some(error.clone());
+                self.set_message_error(*message, error.clone());
             }
+        }
+    }
+
+    /// The marker message, its compaction part and the job, requested.
+    fn apply_compaction_requested(&mut self, env: &Envelope) {
+        let Event::CompactionRequested {
+            message,
+            part,
+            auto,
+            overflow,
+            trigger,
+            agent,
+            model,
+            source_id,
+        } = &env.event
+        else {
+            return;
+        };
+        self.push_message(Message {
+            agent: agent.clone(),
+            model: model.clone(),
+            marker: true,
+            source_id: source_id.clone(),
+            ..Self::new_message(env, *message, Role::User)
+        });
+        self.push_part(
+            *message,
+            Part {
+                id: *part,
+                body: PartBody::Compaction {
+                    auto: *auto,
+                    overflow: *overflow,
+                },
+                source_id: None,
+                pruned: None,
+            },
+        );
+        self.index.jobs.insert(*message, self.jobs.len());
+        self.jobs.push(Job {
+            marker: *message,
+            auto: *auto,
+            overflow: *overflow,
+            trigger: trigger.clone(),
+            requested_seq: env.seq,
+            status: JobStatus::Requested,
+            attempts: 0,
+            summary: None,
+            tail_start: None,
+            prompt: None,
+            redactions: 0,
+        });
+    }
+
+    /// A new attempt: the previous attempt's summary is superseded, the new
+    /// summary message is created and the job runs.
+    fn apply_compaction_started(&mut self, env: &Envelope) {
+        let Event::CompactionStarted {
+            job,
+            summary_message,
+            agent,
+            model,
+            prompt,
+            tail_start,
+            source_id,
+        } = &env.event
+        else {
+            return;
+        };
+        if let Some(old) = self.job(*job).and_then(|j| j.summary) {
+            self.set_message_error(
+                old,
+                MessageError {
+                    name: "CompactionRestarted".into(),
+                    message: "superseded by a new attempt of the same job".into(),
+                },
+            );
+        }
+        self.push_message(Message {
+            agent: agent.clone(),
+            model: model.clone(),
+            parent: Some(*job),
+            summary: true,
+            source_id: source_id.clone(),
+            ..Self::new_message(env, *summary_message, Role::Assistant)
+        });
+        if let Some(j) = self.job_mut(*job) {
+            j.status = JobStatus::Running;
+            j.attempts += 1;
+            j.summary = Some(*summary_message);
+            j.tail_start = *tail_start;
+            j.prompt = prompt.clone();
+        }
+    }
+
+    fn apply_summary_completed(
+        &mut self,
+        seq: Seq,
+        job: MessageId,
+        part: PartId,
+        reason: &FinishReason,
+        tokens: &TokenUsage,
+        redactions: u32,
+    ) {
+        let Some(summary) = self.job(job).and_then(|j| j.summary) else {
+            return;
+        };
+        self.finish_step(summary, part, reason, tokens, None);
+        if let Some(j) = self.job_mut(job) {
+            j.status = JobStatus::Completed { seq };
+            j.redactions = redactions;
+        }
+        self.set_last_finished(LastFinished {
+            message: summary,
+            summary: true,
+            tokens: *tokens,
+            seq,
+        });
+    }
+
+    fn apply_compaction_failed(&mut self, job: MessageId, error: &str) {
+        if let Some(s) = self.job(job).and_then(|j| j.summary) {
+            self.set_message_error(
+                s,
+                MessageError {
+                    name: "CompactionFailed".into(),
+                    message: error.to_owned(),
+                },
+            );
+        }
+        if let Some(j) = self.job_mut(job) {
+            j.status = JobStatus::Failed {
+                error: error.to_owned(),
+            };
         }
     }
 
@@ -884,9 +981,10 @@ impl SessionState {
                 pruned: None,
             },
         );
-        let m = self.message_mut(message);
-        m.finish = Some(reason.clone());
-        m.tokens = Some(*tokens);
+        if let Some(m) = self.message_mut(message) {
+            m.finish = Some(reason.clone());
+            m.tokens = Some(*tokens);
+        }
     }
 }
 

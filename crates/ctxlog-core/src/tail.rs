@@ -15,8 +15,11 @@ pub fn tail_budget(policy: &Policy, state: &SessionState) -> Option<u64> {
         Some(fixed) => fixed,
         None => {
             let usable = policy.usable(&state.limits).unwrap_or(0);
+            // `max` then `min` rather than `clamp`, which panics when a
+            // policy that was never validated has min above max.
             ((usable as u128 * tail.percent_of_usable as u128 / 100) as u64)
-                .clamp(tail.min_tokens, tail.max_tokens)
+                .max(tail.min_tokens)
+                .min(tail.max_tokens)
         }
     })
 }

@@ -284,17 +284,19 @@ fn summary_completed(state: &SessionState, summary: MessageId) -> bool {
 }
 
 /// The stored messages the window covers, in the order they are sent.
+///
+/// A completed pivot always has its marker and summary in the state; one
+/// that does not (a state that breaks its invariants, e.g. a damaged
+/// snapshot) is treated as no pivot rather than a panic.
 pub fn window_order(state: &SessionState) -> (Option<MessageId>, Vec<usize>) {
-    let Some(job) = state.pivot() else {
+    let pivot = state.pivot().and_then(|job| {
+        let m = state.message_index(job.marker)?;
+        let s = job.summary.and_then(|s| state.message_index(s))?;
+        Some((job, m, s))
+    });
+    let Some((job, m, s)) = pivot else {
         return (None, (0..state.messages.len()).collect());
     };
-    let m = state
-        .message_index(job.marker)
-        .expect("pivot marker exists");
-    let s = job
-        .summary
-        .and_then(|s| state.message_index(s))
-        .expect("completed pivot has a summary");
     let mut order = vec![m, s];
     if let Some(t) = job.tail_start.and_then(|t| state.message_index(t)) {
         order.extend(t..m);
@@ -318,7 +320,7 @@ fn estimate_part(body: &PartBody, pruned: bool, e: &Estimator) -> u64 {
                 ToolState::Error { error, .. } => error,
                 ToolState::Pending { .. } | ToolState::Running { .. } => INTERRUPTED_TOOL,
             };
-            e.estimate(tool) + e.estimate(&state.input().to_json_string()) + e.estimate(result)
+            e.estimate(tool) + e.estimate_units(state.input().json_utf16_len()) + e.estimate(result)
         }
     }
 }

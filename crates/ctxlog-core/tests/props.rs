@@ -187,6 +187,26 @@ proptest! {
         prop_assert_eq!(&again, &v);
         prop_assert_eq!(v.to_json_string(), text);
     }
+
+    #[test]
+    fn json_length_is_measured_without_building_the_string(v in json_strategy()) {
+        prop_assert_eq!(v.json_utf16_len(), ctxlog_core::policy::utf16_len(&v.to_json_string()));
+    }
+
+    /// The window estimate computed in place equals the estimate of the
+    /// window as built, at every event of generated sessions.
+    #[test]
+    fn estimate_window_equals_the_built_window(seed in 0u64..1_000) {
+        let cfg = GenerateConfig { seed, turns: 6, ..GenerateConfig::default() };
+        let mut state = SessionState::new();
+        for e in generate(&cfg).unwrap() {
+            state.evolve(&e).unwrap();
+            prop_assert_eq!(
+                estimate_window(&state),
+                window(&state).estimate(&state.policy.estimator)
+            );
+        }
+    }
 }
 
 fn json_strategy() -> impl Strategy<Value = Json> {

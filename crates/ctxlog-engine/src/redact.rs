@@ -105,7 +105,7 @@ pub fn redact(text: &str) -> (String, u32) {
                 }
             }
         }
-        let c = rest.chars().next().expect("non-empty");
+        let Some(c) = rest.chars().next() else { break };
         out.push(c);
         rest = &rest[c.len_utf8()..];
     }

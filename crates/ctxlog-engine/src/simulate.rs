@@ -6,8 +6,9 @@
 //! How the recording is fed:
 //! - Messages, parts, steps, errors and model switches pass through as
 //!   recorded (same ids, same source ids, the recorded times on a manual
-//!   clock). The recording's own compactions, prunes and policy events are
-//!   left out: the policy under test decides those.
+//!   clock). The recording's own compactions (marker, summary, and the
+//!   synthetic continue message right after a summary), prunes and policy
+//!   events are left out: the policy under test decides those.
 //! - `limits`, when given, replace the recording's limits for the whole run
 //!   (its `LimitsChanged` events are then left out).
 //! - The turn ends (prune, when the policy prunes) before each later real
@@ -181,6 +182,7 @@ pub fn simulate_recording(
         call_ids: BTreeMap::new(),
         sources: BTreeMap::new(),
         compacted: false,
+        after_recorded_summary: false,
         overhead: None,
         step_window: 0,
         steps: 0,
@@ -217,6 +219,9 @@ struct Feed<'a> {
     sources: BTreeMap<MessageId, String>,
     /// A compaction happened (the simulation's or the recording's).
     compacted: bool,
+    /// The recording's own summary just completed: a synthetic user message
+    /// next is its continue message.
+    after_recorded_summary: bool,
     overhead: Option<u64>,
     /// The estimated window when the current step started.
     step_window: u64,
@@ -262,6 +267,19 @@ impl Feed<'_> {
                 // The agent compacted here: from now on its recorded usage
                 // measures a window the simulation does not have.
                 self.compacted = true;
+                self.after_recorded_summary = true;
+                return None;
+            }
+            Event::MessageAppended {
+                message,
+                role: Role::User,
+                synthetic: true,
+                ..
+            } if self.after_recorded_summary => {
+                // The recording's own continue message: the policy under
+                // test decides whether to continue.
+                self.after_recorded_summary = false;
+                self.skipped_messages.insert(*message);
                 return None;
             }
             Event::CompactionFailed { .. }
@@ -283,6 +301,9 @@ impl Feed<'_> {
                 return None
             }
             _ => {}
+        }
+        if matches!(event, Event::MessageAppended { .. }) {
+            self.after_recorded_summary = false;
         }
         let mut event = event.clone();
         if let Event::MessageAppended { parent, .. } = &mut event {

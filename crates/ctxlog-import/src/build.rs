@@ -100,8 +100,16 @@ impl<'a> Builder<'a> {
         self.r.is_some()
     }
 
-    fn rec(&mut self) -> &mut Recorder<SeededIds> {
-        self.r.as_mut().expect("start() before the first event")
+    /// The recorder; an error (never a panic) when the session has not
+    /// started yet.
+    fn rec(&mut self) -> Result<&mut Recorder<SeededIds>, ImportError> {
+        let Builder { r, file, at, .. } = self;
+        r.as_mut().ok_or_else(|| ImportError {
+            file: (*file).to_owned(),
+            line: at.line,
+            path: at.path.clone(),
+            message: "an event before the session started".into(),
+        })
     }
 
     /// Starts the session once the recording's own id is known.
@@ -111,10 +119,13 @@ impl<'a> Builder<'a> {
         at: TimestampMs,
         title: Option<String>,
     ) -> Result<(), ImportError> {
-        assert!(self.r.is_none(), "started twice");
+        if self.r.is_some() {
+            return Err(self.err("the session started twice"));
+        }
         let tag = format!("ctxlog/import/{}/{source}", self.format.name());
-        let digest = Sha256::digest(tag.as_bytes());
-        let seed = u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"));
+        let digest: [u8; 32] = Sha256::digest(tag.as_bytes()).into();
+        let [b0, b1, b2, b3, b4, b5, b6, b7, ..] = digest;
+        let seed = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
         let mut ids = SeededIds::new(seed);
         let session = SessionId(ids.next_uuid(at));
         let initial = resolve(&self.options.limits, None, None);
@@ -146,22 +157,22 @@ impl<'a> Builder<'a> {
     pub fn record(&mut self, at: TimestampMs, event: Event) -> Result<(), ImportError> {
         let at = self.time(Some(at));
         let kind = event.kind();
-        match self.rec().record(at, event) {
+        match self.rec()?.record(at, event) {
             Ok(_) => Ok(()),
             Err(e) => Err(self.err(format!("cannot record {kind}: {e}"))),
         }
     }
 
     /// A fresh message id, drawn at the (clamped) time of its event.
-    pub fn message_id(&mut self, at: TimestampMs) -> MessageId {
+    pub fn message_id(&mut self, at: TimestampMs) -> Result<MessageId, ImportError> {
         let at = self.time(Some(at));
-        self.rec().message_id(at)
+        Ok(self.rec()?.message_id(at))
     }
 
     /// A fresh part id, drawn at the (clamped) time of its event.
-    pub fn part_id(&mut self, at: TimestampMs) -> PartId {
+    pub fn part_id(&mut self, at: TimestampMs) -> Result<PartId, ImportError> {
         let at = self.time(Some(at));
-        self.rec().part_id(at)
+        Ok(self.rec()?.part_id(at))
     }
 
     /// Appends a text part (no source id, no times).
@@ -250,7 +261,7 @@ impl<'a> Builder<'a> {
             marker_source: source,
             summary_source,
         });
-        let decided = match self.rec().run(at, command, LoopGuard::default()) {
+        let decided = match self.rec()?.run(at, command, LoopGuard::default()) {
             Ok(decided) => decided,
             Err(e) => return Err(self.err(format!("cannot record the compaction: {e}"))),
         };
@@ -271,7 +282,7 @@ impl<'a> Builder<'a> {
         role: Role,
         m: NewMessage,
     ) -> Result<MessageId, ImportError> {
-        let message = self.message_id(at);
+        let message = self.message_id(at)?;
         self.record(
             at,
             Event::MessageAppended {
@@ -298,7 +309,7 @@ impl<'a> Builder<'a> {
         if let PartBody::Tool { call_id, .. } = &body {
             self.tool_ids.insert(call_id.clone());
         }
-        let part = self.part_id(at);
+        let part = self.part_id(at)?;
         self.record(
             at,
             Event::PartAppended {
@@ -329,7 +340,7 @@ impl<'a> Builder<'a> {
         tokens: TokenUsage,
         cost_micros: Option<u64>,
     ) -> Result<(), ImportError> {
-        let part = self.part_id(at);
+        let part = self.part_id(at)?;
         self.record(
             at,
             Event::StepFinished {

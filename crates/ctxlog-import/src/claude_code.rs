@@ -122,8 +122,8 @@ impl<'a> Importer<'a> {
                         .pointer("/compactMetadata/trigger")
                         .and_then(Value::as_str)
                         != Some("manual");
-                    let message = self.b.message_id(at);
-                    let part = self.b.part_id(at);
+                    let message = self.b.message_id(at)?;
+                    let part = self.b.part_id(at)?;
                     self.b.record(
                         at,
                         Event::CompactionRequested {
@@ -158,44 +158,7 @@ impl<'a> Importer<'a> {
         if compact_summary {
             self.finish_group()?;
             if let Some(job) = self.pending_compaction.take() {
-                let text = match content {
-                    Value::String(s) => s.clone(),
-                    Value::Array(blocks) => blocks
-                        .iter()
-                        .filter_map(|b| b.get("text").and_then(Value::as_str))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                    _ => {
-                        return Err(
-                            self.err("field `message.content` is neither a string nor an array")
-                        )
-                    }
-                };
-                let summary_message = self.b.message_id(at);
-                self.b.record(
-                    at,
-                    Event::CompactionStarted {
-                        job,
-                        summary_message,
-                        agent: Some("compaction".into()),
-                        model: None,
-                        prompt: None,
-                        tail_start: None,
-                        source_id: uuid,
-                    },
-                )?;
-                self.b.text(at, summary_message, text, false)?;
-                let part = self.b.part_id(at);
-                return self.b.record(
-                    at,
-                    Event::SummaryCompleted {
-                        job,
-                        part,
-                        reason: FinishReason::Stop,
-                        tokens: TokenUsage::default(),
-                        redactions: 0,
-                    },
-                );
+                return self.compaction_summary(job, content, uuid, at);
             }
         }
         match content {
@@ -209,44 +172,93 @@ impl<'a> Importer<'a> {
                 self.last_user = Some(m);
                 Ok(())
             }
-            Value::Array(blocks) => {
-                let mut texts = Vec::new();
-                for (i, b) in blocks.iter().enumerate() {
-                    match b.get("type").and_then(Value::as_str) {
-                        Some("tool_result") => self.tool_result(b, i, at)?,
-                        Some("text") => texts.push(
-                            b.get("text")
-                                .and_then(Value::as_str)
-                                .ok_or_else(|| {
-                                    self.err(format!(
-                                        "field `message.content[{i}].text` is not a string"
-                                    ))
-                                })?
-                                .to_owned(),
-                        ),
-                        Some(_) => {}
-                        None => {
-                            return Err(
-                                self.err(format!("field `message.content[{i}].type` missing"))
-                            )
-                        }
-                    }
-                }
-                // Tool results alone complete calls of the step in progress
-                // (parallel calls can be answered between its lines).
-                if !texts.is_empty() {
-                    self.finish_group()?;
-                    let synthetic = compact_summary || texts.iter().all(|t| runtime_text(t));
-                    let m = self.new_message(at, Role::User, None, uuid, None, synthetic)?;
-                    for text in texts {
-                        self.b.text(at, m, text, synthetic)?;
-                    }
-                    self.last_user = Some(m);
-                }
-                Ok(())
-            }
+            Value::Array(blocks) => self.user_blocks(blocks, uuid, compact_summary, at),
             _ => Err(self.err("field `message.content` is neither a string nor an array")),
         }
+    }
+
+    /// The `isCompactSummary` line after a boundary: the summary of `job`,
+    /// started and completed.
+    fn compaction_summary(
+        &mut self,
+        job: MessageId,
+        content: &Value,
+        uuid: Option<String>,
+        at: u64,
+    ) -> Result<(), ImportError> {
+        let text = match content {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => return Err(self.err("field `message.content` is neither a string nor an array")),
+        };
+        let summary_message = self.b.message_id(at)?;
+        self.b.record(
+            at,
+            Event::CompactionStarted {
+                job,
+                summary_message,
+                agent: Some("compaction".into()),
+                model: None,
+                prompt: None,
+                tail_start: None,
+                source_id: uuid,
+            },
+        )?;
+        self.b.text(at, summary_message, text, false)?;
+        let part = self.b.part_id(at)?;
+        self.b.record(
+            at,
+            Event::SummaryCompleted {
+                job,
+                part,
+                reason: FinishReason::Stop,
+                tokens: TokenUsage::default(),
+                redactions: 0,
+            },
+        )
+    }
+
+    /// A user line whose content is blocks: tool results complete their
+    /// calls; its text blocks, if any, are one user message.
+    fn user_blocks(
+        &mut self,
+        blocks: &[Value],
+        uuid: Option<String>,
+        compact_summary: bool,
+        at: u64,
+    ) -> Result<(), ImportError> {
+        let mut texts = Vec::new();
+        for (i, b) in blocks.iter().enumerate() {
+            match b.get("type").and_then(Value::as_str) {
+                Some("tool_result") => self.tool_result(b, i, at)?,
+                Some("text") => texts.push(
+                    b.get("text")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| {
+                            self.err(format!("field `message.content[{i}].text` is not a string"))
+                        })?
+                        .to_owned(),
+                ),
+                Some(_) => {}
+                None => return Err(self.err(format!("field `message.content[{i}].type` missing"))),
+            }
+        }
+        // Tool results alone complete calls of the step in progress
+        // (parallel calls can be answered between its lines).
+        if !texts.is_empty() {
+            self.finish_group()?;
+            let synthetic = compact_summary || texts.iter().all(|t| runtime_text(t));
+            let m = self.new_message(at, Role::User, None, uuid, None, synthetic)?;
+            for text in texts {
+                self.b.text(at, m, text, synthetic)?;
+            }
+            self.last_user = Some(m);
+        }
+        Ok(())
     }
 
     fn tool_result(&mut self, b: &Value, i: usize, at: u64) -> Result<(), ImportError> {
@@ -294,6 +306,26 @@ impl<'a> Importer<'a> {
             .and_then(Value::as_str)
             .ok_or_else(|| self.err("field `message.id` missing"))?
             .to_owned();
+        let message = self.open_group(msg, source, at)?;
+        let blocks = msg
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| self.err("field `message.content` is not an array"))?;
+        let mut has_tool = false;
+        for (i, b) in blocks.iter().enumerate() {
+            has_tool |= self.assistant_block(b, i, message, at)?;
+        }
+        self.update_group(msg, has_tool, at)
+    }
+
+    /// The step the line with `message.id` `source` belongs to: the one in
+    /// progress, or a new one (the previous one finished) with its message.
+    fn open_group(
+        &mut self,
+        msg: &Value,
+        source: String,
+        at: u64,
+    ) -> Result<MessageId, ImportError> {
         if self.group.as_ref().is_some_and(|g| g.source != source) {
             self.finish_group()?;
         }
@@ -302,100 +334,122 @@ impl<'a> Importer<'a> {
                 self.b.set_model(at, model)?;
             }
         }
-        if self.group.is_none() {
-            let model = self.b.model().map(|m| ModelRef {
-                provider: "anthropic".into(),
-                model: m.to_owned(),
-            });
-            let parent = self.last_user;
-            let message = self.new_message(
-                at,
-                Role::Assistant,
-                parent,
-                Some(source.clone()),
-                model,
-                false,
-            )?;
-            self.group = Some(Group {
-                source: source.clone(),
-                message,
-                usage: TokenUsage::default(),
-                has_tool: false,
-                stop: None,
-                at,
-            });
+        if let Some(g) = &self.group {
+            return Ok(g.message);
         }
-        let message = self.group.as_ref().expect("group").message;
-        let blocks = msg
-            .get("content")
-            .and_then(Value::as_array)
-            .ok_or_else(|| self.err("field `message.content` is not an array"))?;
-        for (i, b) in blocks.iter().enumerate() {
-            match b.get("type").and_then(Value::as_str) {
-                Some("text") => {
-                    let text = b
-                        .get("text")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| {
-                            self.err(format!("field `message.content[{i}].text` is not a string"))
-                        })?
-                        .to_owned();
-                    self.b.text(at, message, text, false)?;
-                }
-                Some("thinking") => {
-                    let text = b
-                        .get("thinking")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned();
-                    self.b
-                        .part(at, message, PartBody::Reasoning { text, time: None }, None)?;
-                }
-                Some("tool_use") => {
-                    let id = b
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| {
-                            self.err(format!("field `message.content[{i}].id` missing"))
-                        })?
-                        .to_owned();
-                    let tool = b
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| {
-                            self.err(format!("field `message.content[{i}].name` missing"))
-                        })?
-                        .to_owned();
-                    let raw = b.get("input").cloned().unwrap_or(Value::Null);
-                    let input = as_json(&raw);
-                    let part = self.b.part(
-                        at,
-                        message,
-                        PartBody::Tool {
-                            call_id: id.clone(),
-                            tool: tool.clone(),
-                            state: ToolState::Pending {
-                                input: input.clone(),
-                                raw: raw.to_string(),
-                            },
-                        },
-                        Some(id.clone()),
-                    )?;
-                    self.calls.insert(
-                        id,
-                        OpenCall {
-                            part,
-                            tool,
-                            input,
-                            start: at,
-                        },
-                    );
-                    self.group.as_mut().expect("group").has_tool = true;
-                }
-                _ => {}
+        let model = self.b.model().map(|m| ModelRef {
+            provider: "anthropic".into(),
+            model: m.to_owned(),
+        });
+        let parent = self.last_user;
+        let message = self.new_message(
+            at,
+            Role::Assistant,
+            parent,
+            Some(source.clone()),
+            model,
+            false,
+        )?;
+        self.group = Some(Group {
+            source,
+            message,
+            usage: TokenUsage::default(),
+            has_tool: false,
+            stop: None,
+            at,
+        });
+        Ok(message)
+    }
+
+    /// One content block of an assistant line; returns whether it was a
+    /// tool call.
+    fn assistant_block(
+        &mut self,
+        b: &Value,
+        i: usize,
+        message: MessageId,
+        at: u64,
+    ) -> Result<bool, ImportError> {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = b
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        self.err(format!("field `message.content[{i}].text` is not a string"))
+                    })?
+                    .to_owned();
+                self.b.text(at, message, text, false)?;
             }
+            Some("thinking") => {
+                let text = b
+                    .get("thinking")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                self.b
+                    .part(at, message, PartBody::Reasoning { text, time: None }, None)?;
+            }
+            Some("tool_use") => {
+                self.tool_use(b, i, message, at)?;
+                return Ok(true);
+            }
+            _ => {}
         }
-        let g = self.group.as_mut().expect("group");
+        Ok(false)
+    }
+
+    /// A `tool_use` block: a pending tool part, waiting for its result.
+    fn tool_use(
+        &mut self,
+        b: &Value,
+        i: usize,
+        message: MessageId,
+        at: u64,
+    ) -> Result<(), ImportError> {
+        let id = b
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err(format!("field `message.content[{i}].id` missing")))?
+            .to_owned();
+        let tool = b
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err(format!("field `message.content[{i}].name` missing")))?
+            .to_owned();
+        let raw = b.get("input").cloned().unwrap_or(Value::Null);
+        let input = as_json(&raw);
+        let part = self.b.part(
+            at,
+            message,
+            PartBody::Tool {
+                call_id: id.clone(),
+                tool: tool.clone(),
+                state: ToolState::Pending {
+                    input: input.clone(),
+                    raw: raw.to_string(),
+                },
+            },
+            Some(id.clone()),
+        )?;
+        self.calls.insert(
+            id,
+            OpenCall {
+                part,
+                tool,
+                input,
+                start: at,
+            },
+        );
+        Ok(())
+    }
+
+    /// Folds the line's usage, stop reason and time into the step in progress.
+    fn update_group(&mut self, msg: &Value, has_tool: bool, at: u64) -> Result<(), ImportError> {
+        let Some(g) = self.group.as_mut() else {
+            return Err(self.err("an assistant line with no step in progress"));
+        };
+        g.has_tool |= has_tool;
         if let Some(u) = msg.get("usage") {
             let n = |k: &str| u.get(k).and_then(Value::as_u64);
             if let Some(x) = n("input_tokens") {

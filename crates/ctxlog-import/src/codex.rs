@@ -207,70 +207,75 @@ impl<'a> Importer<'a> {
                 self.step(at);
                 Ok(())
             }
-            ("event_msg", Some("token_count")) => {
-                let Some(info) = p.get("info").filter(|i| !i.is_null()) else {
-                    return Ok(());
-                };
-                let u = info
-                    .get("last_token_usage")
-                    .ok_or_else(|| self.err("field `payload.info.last_token_usage` missing"))?;
-                if !u.is_object() {
-                    return Err(self.err("field `payload.info.last_token_usage` is not an object"));
-                }
-                // A repeated report (same running total) is no new request.
-                let total = info.get("total_token_usage").cloned();
-                if total.is_some() && total == self.last_total {
-                    return Ok(());
-                }
-                self.last_total = total;
-                if self
-                    .step
-                    .as_ref()
-                    .is_some_and(|s| s.usage.is_some() || !s.items.is_empty())
-                {
-                    self.close_step(false)?;
-                }
-                // The window applies from this request on, not to the one closed.
-                if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
-                    self.b.set_file_context(at, w)?;
-                }
-                let line = self.line;
-                let s = self.step(at);
-                s.usage = Some(usage(u));
-                if s.items.is_empty() {
-                    s.end_line = line;
-                }
-                Ok(())
-            }
-            ("event_msg", Some("turn_aborted")) => {
-                // Only a step the abort cut short gets the error; an abort
-                // before the model answered leaves nothing to mark.
-                let cut = self.step.as_ref().is_some_and(|s| !s.items.is_empty());
-                let written = self.close_step(cut)?;
-                if let Some(m) = written.filter(|_| cut) {
-                    let reason = p
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .unwrap_or("interrupted");
-                    self.b.record(
-                        at,
-                        Event::MessageErrored {
-                            message: m,
-                            error: MessageError {
-                                name: "MessageAbortedError".into(),
-                                message: format!("turn aborted: {reason}"),
-                            },
-                        },
-                    )?;
-                }
-                Ok(())
-            }
+            ("event_msg", Some("token_count")) => self.token_count(p, at),
+            ("event_msg", Some("turn_aborted")) => self.turn_aborted(p, at),
             ("event_msg", _) => Ok(()), // UI copies of response items
             ("compacted", _) => self.compacted(p, at),
             ("response_item", Some(kind)) => self.item(kind, p, at),
             ("response_item", None) => Err(self.err("field `payload.type` missing")),
             _ => Ok(()),
         }
+    }
+
+    /// A usage report: the step it reports on (a new one after step items).
+    fn token_count(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
+        let Some(info) = p.get("info").filter(|i| !i.is_null()) else {
+            return Ok(());
+        };
+        let u = info
+            .get("last_token_usage")
+            .ok_or_else(|| self.err("field `payload.info.last_token_usage` missing"))?;
+        if !u.is_object() {
+            return Err(self.err("field `payload.info.last_token_usage` is not an object"));
+        }
+        // A repeated report (same running total) is no new request.
+        let total = info.get("total_token_usage").cloned();
+        if total.is_some() && total == self.last_total {
+            return Ok(());
+        }
+        self.last_total = total;
+        if self
+            .step
+            .as_ref()
+            .is_some_and(|s| s.usage.is_some() || !s.items.is_empty())
+        {
+            self.close_step(false)?;
+        }
+        // The window applies from this request on, not to the one closed.
+        if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
+            self.b.set_file_context(at, w)?;
+        }
+        let line = self.line;
+        let s = self.step(at);
+        s.usage = Some(usage(u));
+        if s.items.is_empty() {
+            s.end_line = line;
+        }
+        Ok(())
+    }
+
+    fn turn_aborted(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
+        // Only a step the abort cut short gets the error; an abort
+        // before the model answered leaves nothing to mark.
+        let cut = self.step.as_ref().is_some_and(|s| !s.items.is_empty());
+        let written = self.close_step(cut)?;
+        if let Some(m) = written.filter(|_| cut) {
+            let reason = p
+                .get("reason")
+                .and_then(Value::as_str)
+                .unwrap_or("interrupted");
+            self.b.record(
+                at,
+                Event::MessageErrored {
+                    message: m,
+                    error: MessageError {
+                        name: "MessageAbortedError".into(),
+                        message: format!("turn aborted: {reason}"),
+                    },
+                },
+            )?;
+        }
+        Ok(())
     }
 
     fn compacted(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
@@ -430,10 +435,13 @@ impl<'a> Importer<'a> {
             .to_owned();
         let (text, metadata) = match p.get("output") {
             Some(Value::String(s)) => match serde_json::from_str::<Value>(s) {
-                Ok(Value::Object(o)) if o.get("output").is_some_and(Value::is_string) => (
-                    o["output"].as_str().unwrap_or("").to_owned(),
-                    o.get("metadata").map(as_json).unwrap_or(Json::Null),
-                ),
+                Ok(Value::Object(o)) => match o.get("output").and_then(Value::as_str) {
+                    Some(output) => (
+                        output.to_owned(),
+                        o.get("metadata").map(as_json).unwrap_or(Json::Null),
+                    ),
+                    None => (s.clone(), Json::Null),
+                },
                 _ => (s.clone(), Json::Null),
             },
             Some(Value::Object(o)) => (
@@ -451,7 +459,9 @@ impl<'a> Importer<'a> {
         if let Some(s) = self.step.as_mut() {
             if let Some(&i) = s.calls.get(&call_id) {
                 let start = s.start;
-                if let PartBody::Tool { state, .. } = &mut s.items[i].body {
+                if let Some(PartBody::Tool { state, .. }) =
+                    s.items.get_mut(i).map(|item| &mut item.body)
+                {
                     if matches!(state, ToolState::Pending { .. }) {
                         *state = ToolState::Completed {
                             input: state.input().clone(),

@@ -12,8 +12,8 @@
 
 use crate::opencode::finish_name;
 use ctxlog_core::{
-    Envelope, Event, JobStatus, Message, MessageId, Part, PartBody, RefusedEvent, Role,
-    SessionState, TimestampMs, TokenUsage, ToolState,
+    Envelope, Event, JobStatus, Message, MessageId, Part, PartBody, PartId, PruneMark,
+    RefusedEvent, Role, SessionId, SessionState, Span, TimestampMs, TokenUsage, ToolState,
 };
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -104,7 +104,7 @@ fn cost_json(micros: Option<u64>) -> Value {
 #[derive(Default)]
 struct Extra {
     completed: BTreeMap<MessageId, TimestampMs>,
-    step_cost: BTreeMap<ctxlog_core::PartId, (Option<u64>, TimestampMs)>,
+    step_cost: BTreeMap<PartId, (Option<u64>, TimestampMs)>,
 }
 
 /// Writes the session whose events are `events` (seq 1 onwards) to `out`.
@@ -112,6 +112,47 @@ pub fn opencode<'a, W: Write>(
     events: impl IntoIterator<Item = &'a Envelope>,
     mut out: W,
 ) -> Result<(), ExportError> {
+    let (state, extra, updated) = fold(events)?;
+    let session = state.session.ok_or(ExportError::Empty)?;
+    let (sid, msg_ids, part_ids) = assign_ids(&state, session);
+    let slug: String = sid.chars().skip(4).take(8).collect();
+    let info = json!({
+        "id": sid,
+        "slug": format!("ctxlog-{slug}"),
+        "projectID": "global",
+        "directory": "",
+        "title": state.title.clone().unwrap_or_default(),
+        "version": concat!("ctxlog-", env!("CARGO_PKG_VERSION")),
+        "time": {"created": state.started_at, "updated": updated},
+    });
+    let doc = Doc {
+        state: &state,
+        extra: &extra,
+        sid: &sid,
+        msg_ids: &msg_ids,
+        part_ids: &part_ids,
+    };
+    out.write_all(b"{\"info\":")?;
+    serde_json::to_writer(&mut out, &info)?;
+    out.write_all(b",\"messages\":[")?;
+    for (i, m) in state.messages.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",\n")?;
+        } else {
+            out.write_all(b"\n")?;
+        }
+        serde_json::to_writer(&mut out, &doc.message_json(m))?;
+    }
+    out.write_all(b"\n]}\n")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Replays the events: the state, the facts it does not keep, and the time
+/// of the last event.
+fn fold<'a>(
+    events: impl IntoIterator<Item = &'a Envelope>,
+) -> Result<(SessionState, Extra, TimestampMs), ExportError> {
     let mut state = SessionState::new();
     let mut extra = Extra::default();
     let mut updated = 0;
@@ -142,7 +183,18 @@ pub fn opencode<'a, W: Write>(
             _ => {}
         }
     }
-    let session = state.session.ok_or(ExportError::Empty)?;
+    Ok((state, extra, updated))
+}
+
+/// The export's session id, then every message id and every part id.
+fn assign_ids(
+    state: &SessionState,
+    session: SessionId,
+) -> (
+    String,
+    BTreeMap<MessageId, String>,
+    BTreeMap<PartId, String>,
+) {
     let from_opencode = state
         .source_id
         .as_deref()
@@ -169,276 +221,257 @@ pub fn opencode<'a, W: Write>(
         .iter()
         .map(|m| (m.id, ids.id("msg_", m.source_id.as_deref(), m.created_at)))
         .collect();
-    let mut part_ids: BTreeMap<ctxlog_core::PartId, String> = BTreeMap::new();
+    let mut part_ids: BTreeMap<PartId, String> = BTreeMap::new();
     for m in &state.messages {
         for p in &m.parts {
             part_ids.insert(p.id, ids.id("prt_", p.source_id.as_deref(), m.created_at));
         }
     }
-    let slug: String = sid.chars().skip(4).take(8).collect();
-    let info = json!({
-        "id": sid,
-        "slug": format!("ctxlog-{slug}"),
-        "projectID": "global",
-        "directory": "",
-        "title": state.title.clone().unwrap_or_default(),
-        "version": concat!("ctxlog-", env!("CARGO_PKG_VERSION")),
-        "time": {"created": state.started_at, "updated": updated},
-    });
-    out.write_all(b"{\"info\":")?;
-    serde_json::to_writer(&mut out, &info)?;
-    out.write_all(b",\"messages\":[")?;
-    for (i, m) in state.messages.iter().enumerate() {
-        if i > 0 {
-            out.write_all(b",\n")?;
+    (sid, msg_ids, part_ids)
+}
+
+/// What every message and part of one export refers to.
+struct Doc<'a> {
+    state: &'a SessionState,
+    extra: &'a Extra,
+    sid: &'a str,
+    msg_ids: &'a BTreeMap<MessageId, String>,
+    part_ids: &'a BTreeMap<PartId, String>,
+}
+
+impl Doc<'_> {
+    /// The OpenCode id of a message (every message has one).
+    fn message_id(&self, id: MessageId) -> String {
+        self.msg_ids.get(&id).cloned().unwrap_or_default()
+    }
+
+    fn message_json(&self, m: &Message) -> Value {
+        let mid = self.message_id(m.id);
+        let mut info = Map::new();
+        info.insert("id".into(), json!(mid));
+        info.insert("sessionID".into(), json!(self.sid));
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        info.insert("role".into(), json!(role));
+        let mut time = json!({"created": m.created_at});
+        if let Some(t) = self.extra.completed.get(&m.id) {
+            time["completed"] = json!(t);
+        }
+        info.insert("time".into(), time);
+        if let Some(a) = &m.agent {
+            info.insert("agent".into(), json!(a));
+        }
+        match m.role {
+            Role::User => {
+                if let Some(model) = &m.model {
+                    info.insert(
+                        "model".into(),
+                        json!({"providerID": model.provider, "modelID": model.model}),
+                    );
+                }
+            }
+            Role::Assistant => self.assistant_info(m, &mut info),
+        }
+        let parts: Vec<Value> = m.parts.iter().map(|p| self.part_json(&mid, m, p)).collect();
+        json!({"info": Value::Object(info), "parts": parts})
+    }
+
+    /// The assistant-only fields of a message's `info`.
+    fn assistant_info(&self, m: &Message, info: &mut Map<String, Value>) {
+        if let Some(model) = &m.model {
+            info.insert("modelID".into(), json!(model.model));
+            info.insert("providerID".into(), json!(model.provider));
+        }
+        if let Some(a) = &m.agent {
+            info.insert("mode".into(), json!(a));
+        }
+        if let Some(p) = m.parent.and_then(|p| self.msg_ids.get(&p)) {
+            info.insert("parentID".into(), json!(p));
+        }
+        if m.summary {
+            info.insert("summary".into(), json!(true));
+        }
+        if let Some(f) = &m.finish {
+            info.insert("finish".into(), json!(finish_name(f)));
+        }
+        if let Some(t) = &m.tokens {
+            info.insert("tokens".into(), tokens_json(t));
+        }
+        let cost: u64 = m
+            .parts
+            .iter()
+            .filter_map(|p| self.extra.step_cost.get(&p.id).and_then(|c| c.0))
+            .sum();
+        info.insert("cost".into(), cost_json(Some(cost)));
+        let failed = if m.summary {
+            m.parent
+                .and_then(|j| self.state.job(j))
+                .filter(|j| j.summary == Some(m.id) || !j.status.is_pending())
+                .and_then(|j| match &j.status {
+                    JobStatus::Failed { error } => Some(error.clone()),
+                    _ => None,
+                })
         } else {
-            out.write_all(b"\n")?;
+            None
+        };
+        if let Some(e) = &m.error {
+            info.insert(
+                "error".into(),
+                json!({"name": e.name, "data": {"message": e.message}}),
+            );
+        } else if let Some(error) = failed {
+            info.insert(
+                "error".into(),
+                json!({"name": "CompactionFailed", "data": {"message": error}}),
+            );
         }
-        let v = message_json(&state, &extra, &sid, &msg_ids, &part_ids, m);
-        serde_json::to_writer(&mut out, &v)?;
     }
-    out.write_all(b"\n]}\n")?;
-    out.flush()?;
-    Ok(())
+
+    fn part_json(&self, mid: &str, m: &Message, p: &Part) -> Value {
+        let pid = self.part_ids.get(&p.id).cloned().unwrap_or_default();
+        let mut o = Map::new();
+        o.insert("id".into(), json!(pid));
+        o.insert("sessionID".into(), json!(self.sid));
+        o.insert("messageID".into(), json!(mid));
+        o.insert("type".into(), json!(p.body.kind()));
+        match &p.body {
+            PartBody::Text {
+                text,
+                synthetic,
+                time,
+            } => {
+                o.insert("text".into(), json!(text));
+                if *synthetic {
+                    o.insert("synthetic".into(), json!(true));
+                }
+                if let Some(t) = span_json(time) {
+                    o.insert("time".into(), t);
+                }
+            }
+            PartBody::Reasoning { text, time } => {
+                o.insert("text".into(), json!(text));
+                if let Some(t) = span_json(time) {
+                    o.insert("time".into(), t);
+                }
+            }
+            PartBody::Tool {
+                call_id,
+                tool,
+                state,
+            } => {
+                o.insert("tool".into(), json!(tool));
+                o.insert("callID".into(), json!(call_id));
+                o.insert("state".into(), tool_state_json(state, p.pruned.as_ref()));
+            }
+            PartBody::File(a) => {
+                o.insert("mime".into(), json!(a.mime));
+                if let Some(f) = &a.filename {
+                    o.insert("filename".into(), json!(f));
+                }
+                o.insert("url".into(), json!(a.url));
+            }
+            PartBody::StepStart { snapshot } => {
+                if let Some(s) = snapshot {
+                    o.insert("snapshot".into(), json!(s));
+                }
+            }
+            PartBody::StepFinish {
+                reason,
+                tokens,
+                cost_micros,
+            } => {
+                o.insert("reason".into(), json!(finish_name(reason)));
+                o.insert("tokens".into(), tokens_json(tokens));
+                o.insert("cost".into(), cost_json(*cost_micros));
+                if let Some((_, at)) = self.extra.step_cost.get(&p.id) {
+                    o.insert("time".into(), json!({"end": at}));
+                }
+            }
+            PartBody::Compaction { auto, overflow } => {
+                o.insert("auto".into(), json!(auto));
+                o.insert("overflow".into(), json!(overflow));
+                if let Some(t) = self
+                    .state
+                    .job(m.id)
+                    .and_then(|j| j.tail_start)
+                    .and_then(|t| self.msg_ids.get(&t))
+                {
+                    o.insert("tail_start_id".into(), json!(t));
+                }
+            }
+            PartBody::Other { kind, data } => {
+                o.insert("type".into(), json!(kind));
+                if let Ok(Value::Object(d)) = serde_json::to_value(data) {
+                    for (k, v) in d {
+                        o.entry(k).or_insert(v);
+                    }
+                }
+            }
+        }
+        Value::Object(o)
+    }
 }
 
-fn message_json(
-    state: &SessionState,
-    extra: &Extra,
-    sid: &str,
-    ids: &BTreeMap<MessageId, String>,
-    part_ids: &BTreeMap<ctxlog_core::PartId, String>,
-    m: &Message,
-) -> Value {
-    let mid = ids[&m.id].clone();
-    let mut info = Map::new();
-    info.insert("id".into(), json!(mid));
-    info.insert("sessionID".into(), json!(sid));
-    let role = match m.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
-    info.insert("role".into(), json!(role));
-    let mut time = json!({"created": m.created_at});
-    if let Some(t) = extra.completed.get(&m.id) {
-        time["completed"] = json!(t);
-    }
-    info.insert("time".into(), time);
-    if let Some(a) = &m.agent {
-        info.insert("agent".into(), json!(a));
-    }
-    match m.role {
-        Role::User => {
-            if let Some(model) = &m.model {
-                info.insert(
-                    "model".into(),
-                    json!({"providerID": model.provider, "modelID": model.model}),
-                );
-            }
+/// A part's `time` (`start`, and `end` when known).
+fn span_json(s: &Option<Span>) -> Option<Value> {
+    s.map(|s| {
+        let mut t = json!({"start": s.start});
+        if let Some(e) = s.end {
+            t["end"] = json!(e);
         }
-        Role::Assistant => {
-            if let Some(model) = &m.model {
-                info.insert("modelID".into(), json!(model.model));
-                info.insert("providerID".into(), json!(model.provider));
-            }
-            if let Some(a) = &m.agent {
-                info.insert("mode".into(), json!(a));
-            }
-            if let Some(p) = m.parent.and_then(|p| ids.get(&p)) {
-                info.insert("parentID".into(), json!(p));
-            }
-            if m.summary {
-                info.insert("summary".into(), json!(true));
-            }
-            if let Some(f) = &m.finish {
-                info.insert("finish".into(), json!(finish_name(f)));
-            }
-            if let Some(t) = &m.tokens {
-                info.insert("tokens".into(), tokens_json(t));
-            }
-            let cost: u64 = m
-                .parts
-                .iter()
-                .filter_map(|p| extra.step_cost.get(&p.id).and_then(|c| c.0))
-                .sum();
-            info.insert("cost".into(), cost_json(Some(cost)));
-            let failed = if m.summary {
-                m.parent
-                    .and_then(|j| state.job(j))
-                    .filter(|j| j.summary == Some(m.id) || !j.status.is_pending())
-                    .and_then(|j| match &j.status {
-                        JobStatus::Failed { error } => Some(error.clone()),
-                        _ => None,
-                    })
-            } else {
-                None
-            };
-            if let Some(e) = &m.error {
-                info.insert(
-                    "error".into(),
-                    json!({"name": e.name, "data": {"message": e.message}}),
-                );
-            } else if let Some(error) = failed {
-                info.insert(
-                    "error".into(),
-                    json!({"name": "CompactionFailed", "data": {"message": error}}),
-                );
-            }
-        }
-    }
-    let parts: Vec<Value> = m
-        .parts
-        .iter()
-        .map(|p| part_json(state, extra, sid, &mid, ids, &part_ids[&p.id], m, p))
-        .collect();
-    json!({"info": Value::Object(info), "parts": parts})
+        t
+    })
 }
 
-#[allow(clippy::too_many_arguments)]
-fn part_json(
-    state: &SessionState,
-    extra: &Extra,
-    sid: &str,
-    mid: &str,
-    ids: &BTreeMap<MessageId, String>,
-    pid: &str,
-    m: &Message,
-    p: &Part,
-) -> Value {
-    let mut o = Map::new();
-    o.insert("id".into(), json!(pid));
-    o.insert("sessionID".into(), json!(sid));
-    o.insert("messageID".into(), json!(mid));
-    o.insert("type".into(), json!(p.body.kind()));
-    let span = |s: &Option<ctxlog_core::Span>| {
-        s.map(|s| {
-            let mut t = json!({"start": s.start});
-            if let Some(e) = s.end {
-                t["end"] = json!(e);
+/// A tool part's `state`; a pruned output carries `time.compacted`.
+fn tool_state_json(s: &ToolState, pruned: Option<&PruneMark>) -> Value {
+    let input = serde_json::to_value(s.input()).unwrap_or(Value::Null);
+    match s {
+        ToolState::Pending { raw, .. } => {
+            json!({"status": "pending", "input": input, "raw": raw})
+        }
+        ToolState::Running { title, start, .. } => {
+            let mut v = json!({"status": "running", "input": input, "time": {"start": start}});
+            if let Some(t) = title {
+                v["title"] = json!(t);
             }
-            t
-        })
-    };
-    match &p.body {
-        PartBody::Text {
-            text,
-            synthetic,
-            time,
+            v
+        }
+        ToolState::Completed {
+            output,
+            title,
+            metadata,
+            start,
+            end,
+            attachments,
+            ..
         } => {
-            o.insert("text".into(), json!(text));
-            if *synthetic {
-                o.insert("synthetic".into(), json!(true));
+            let mut time = json!({"start": start, "end": end});
+            if let Some(mark) = pruned {
+                time["compacted"] = json!(mark.at);
             }
-            if let Some(t) = span(time) {
-                o.insert("time".into(), t);
+            let mut v = json!({
+                "status": "completed",
+                "input": input,
+                "output": output,
+                "title": title.clone().unwrap_or_default(),
+                "metadata": serde_json::to_value(metadata).unwrap_or(Value::Null),
+                "time": time,
+            });
+            if !attachments.is_empty() {
+                v["attachments"] = attachments
+                    .iter()
+                    .map(|a| json!({"type": "file", "mime": a.mime, "filename": a.filename, "url": a.url}))
+                    .collect();
             }
+            v
         }
-        PartBody::Reasoning { text, time } => {
-            o.insert("text".into(), json!(text));
-            if let Some(t) = span(time) {
-                o.insert("time".into(), t);
-            }
-        }
-        PartBody::Tool {
-            call_id,
-            tool,
-            state: s,
+        ToolState::Error {
+            error, start, end, ..
         } => {
-            o.insert("tool".into(), json!(tool));
-            o.insert("callID".into(), json!(call_id));
-            let input = serde_json::to_value(s.input()).unwrap_or(Value::Null);
-            let st = match s {
-                ToolState::Pending { raw, .. } => {
-                    json!({"status": "pending", "input": input, "raw": raw})
-                }
-                ToolState::Running { title, start, .. } => {
-                    let mut v =
-                        json!({"status": "running", "input": input, "time": {"start": start}});
-                    if let Some(t) = title {
-                        v["title"] = json!(t);
-                    }
-                    v
-                }
-                ToolState::Completed {
-                    output,
-                    title,
-                    metadata,
-                    start,
-                    end,
-                    attachments,
-                    ..
-                } => {
-                    let mut time = json!({"start": start, "end": end});
-                    if let Some(mark) = &p.pruned {
-                        time["compacted"] = json!(mark.at);
-                    }
-                    let mut v = json!({
-                        "status": "completed",
-                        "input": input,
-                        "output": output,
-                        "title": title.clone().unwrap_or_default(),
-                        "metadata": serde_json::to_value(metadata).unwrap_or(Value::Null),
-                        "time": time,
-                    });
-                    if !attachments.is_empty() {
-                        v["attachments"] = attachments
-                            .iter()
-                            .map(|a| json!({"type": "file", "mime": a.mime, "filename": a.filename, "url": a.url}))
-                            .collect();
-                    }
-                    v
-                }
-                ToolState::Error {
-                    error, start, end, ..
-                } => {
-                    json!({"status": "error", "input": input, "error": error, "time": {"start": start, "end": end}})
-                }
-            };
-            o.insert("state".into(), st);
-        }
-        PartBody::File(a) => {
-            o.insert("mime".into(), json!(a.mime));
-            if let Some(f) = &a.filename {
-                o.insert("filename".into(), json!(f));
-            }
-            o.insert("url".into(), json!(a.url));
-        }
-        PartBody::StepStart { snapshot } => {
-            if let Some(s) = snapshot {
-                o.insert("snapshot".into(), json!(s));
-            }
-        }
-        PartBody::StepFinish {
-            reason,
-            tokens,
-            cost_micros,
-        } => {
-            o.insert("reason".into(), json!(finish_name(reason)));
-            o.insert("tokens".into(), tokens_json(tokens));
-            o.insert("cost".into(), cost_json(*cost_micros));
-            if let Some((_, at)) = extra.step_cost.get(&p.id) {
-                o.insert("time".into(), json!({"end": at}));
-            }
-        }
-        PartBody::Compaction { auto, overflow } => {
-            o.insert("auto".into(), json!(auto));
-            o.insert("overflow".into(), json!(overflow));
-            if let Some(t) = state
-                .job(m.id)
-                .and_then(|j| j.tail_start)
-                .and_then(|t| ids.get(&t))
-            {
-                o.insert("tail_start_id".into(), json!(t));
-            }
-        }
-        PartBody::Other { kind, data } => {
-            o.insert("type".into(), json!(kind));
-            if let Ok(Value::Object(d)) = serde_json::to_value(data) {
-                for (k, v) in d {
-                    o.entry(k).or_insert(v);
-                }
-            }
+            json!({"status": "error", "input": input, "error": error, "time": {"start": start, "end": end}})
         }
     }
-    Value::Object(o)
 }

@@ -220,8 +220,8 @@ impl<'a> Importer<'a> {
             .enumerate()
             .find(|(_, p)| str_at(p, "type") == Some("compaction"))
         {
-            let message = self.b.message_id(at);
-            let part = self.b.part_id(at);
+            let message = self.b.message_id(at)?;
+            let part = self.b.part_id(at)?;
             let tail = match str_at(c, "tail_start_id") {
                 Some(t) => Some(*self.ids.get(t).ok_or_else(|| {
                     self.err(
@@ -360,7 +360,7 @@ impl<'a> Importer<'a> {
         finish: Option<FinishReason>,
         error: Option<MessageError>,
     ) -> Result<(), ImportError> {
-        let summary_message = self.b.message_id(at);
+        let summary_message = self.b.message_id(at)?;
         let tail_start = self.markers.get(&job).and_then(|m| m.tail);
         self.b.record(
             at,
@@ -421,7 +421,7 @@ impl<'a> Importer<'a> {
             .or_else(|| info.get("tokens"))
             .map(tokens_from)
             .unwrap_or_default();
-        let part = self.b.part_id(completed);
+        let part = self.b.part_id(completed)?;
         self.b.record(
             completed,
             Event::SummaryCompleted {

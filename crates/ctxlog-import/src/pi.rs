@@ -184,6 +184,20 @@ impl<'a> Importer<'a> {
     }
 
     fn assistant(&mut self, m: &Value, at: u64) -> Result<(), ImportError> {
+        let message = self.assistant_message(m, at)?;
+        let blocks = m
+            .get("content")
+            .and_then(Value::as_array)
+            .ok_or_else(|| self.err("field `message.content` is not an array"))?;
+        let mut has_tool = false;
+        for (i, c) in blocks.iter().enumerate() {
+            has_tool |= self.assistant_block(c, i, message, at)?;
+        }
+        self.finish_assistant(m, message, has_tool, at)
+    }
+
+    /// The assistant message itself (its model, provider and parent).
+    fn assistant_message(&mut self, m: &Value, at: u64) -> Result<MessageId, ImportError> {
         if let Some(model) = m.get("model").and_then(Value::as_str) {
             self.b.set_model(at, model)?;
         }
@@ -205,73 +219,102 @@ impl<'a> Importer<'a> {
             },
         )?;
         self.by_line.insert(self.line, message);
-        let blocks = m
-            .get("content")
-            .and_then(Value::as_array)
-            .ok_or_else(|| self.err("field `message.content` is not an array"))?;
-        let mut has_tool = false;
-        for (i, c) in blocks.iter().enumerate() {
-            let field = |k: &str| format!("message.content[{i}].{k}");
-            match c.get("type").and_then(Value::as_str) {
-                Some("text") => {
-                    let text = c
-                        .get("text")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| {
-                            self.err(format!("field `{}` is not a string", field("text")))
-                        })?
-                        .to_owned();
-                    self.b.text(at, message, text, false)?;
-                }
-                Some("thinking") => {
-                    let text = c
-                        .get("thinking")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned();
-                    self.b
-                        .part(at, message, PartBody::Reasoning { text, time: None }, None)?;
-                }
-                Some("toolCall") => {
-                    has_tool = true;
-                    let id = c
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| self.err(format!("field `{}` missing", field("id"))))?
-                        .to_owned();
-                    let tool = c
-                        .get("name")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| self.err(format!("field `{}` missing", field("name"))))?
-                        .to_owned();
-                    let args = c.get("arguments").cloned().unwrap_or(Value::Null);
-                    let input = as_json(&args);
-                    let part = self.b.part(
-                        at,
-                        message,
-                        PartBody::Tool {
-                            call_id: id.clone(),
-                            tool: tool.clone(),
-                            state: ToolState::Pending {
-                                input: input.clone(),
-                                raw: args.to_string(),
-                            },
-                        },
-                        Some(id.clone()),
-                    )?;
-                    self.calls.insert(
-                        id,
-                        OpenCall {
-                            part,
-                            tool,
-                            input,
-                            start: at,
-                        },
-                    );
-                }
-                _ => {}
+        Ok(message)
+    }
+
+    /// One content block of an assistant message; returns whether it was a
+    /// tool call.
+    fn assistant_block(
+        &mut self,
+        c: &Value,
+        i: usize,
+        message: MessageId,
+        at: u64,
+    ) -> Result<bool, ImportError> {
+        let field = |k: &str| format!("message.content[{i}].{k}");
+        match c.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                let text = c
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| self.err(format!("field `{}` is not a string", field("text"))))?
+                    .to_owned();
+                self.b.text(at, message, text, false)?;
+                Ok(false)
             }
+            Some("thinking") => {
+                let text = c
+                    .get("thinking")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                self.b
+                    .part(at, message, PartBody::Reasoning { text, time: None }, None)?;
+                Ok(false)
+            }
+            Some("toolCall") => {
+                self.tool_call(c, i, message, at)?;
+                Ok(true)
+            }
+            _ => Ok(false),
         }
+    }
+
+    /// A `toolCall` block: a pending tool part, waiting for its result.
+    fn tool_call(
+        &mut self,
+        c: &Value,
+        i: usize,
+        message: MessageId,
+        at: u64,
+    ) -> Result<(), ImportError> {
+        let field = |k: &str| format!("message.content[{i}].{k}");
+        let id = c
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err(format!("field `{}` missing", field("id"))))?
+            .to_owned();
+        let tool = c
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.err(format!("field `{}` missing", field("name"))))?
+            .to_owned();
+        let args = c.get("arguments").cloned().unwrap_or(Value::Null);
+        let input = as_json(&args);
+        let part = self.b.part(
+            at,
+            message,
+            PartBody::Tool {
+                call_id: id.clone(),
+                tool: tool.clone(),
+                state: ToolState::Pending {
+                    input: input.clone(),
+                    raw: args.to_string(),
+                },
+            },
+            Some(id.clone()),
+        )?;
+        self.calls.insert(
+            id,
+            OpenCall {
+                part,
+                tool,
+                input,
+                start: at,
+            },
+        );
+        Ok(())
+    }
+
+    /// The step's finish (reason and usage) and, for `aborted` or `error`,
+    /// the message's error.
+    fn finish_assistant(
+        &mut self,
+        m: &Value,
+        message: MessageId,
+        has_tool: bool,
+        at: u64,
+    ) -> Result<(), ImportError> {
         let stop = m.get("stopReason").and_then(Value::as_str);
         let reason = match stop {
             Some("toolUse") => FinishReason::ToolCalls,
@@ -293,29 +336,29 @@ impl<'a> Importer<'a> {
             cache_write: n("cacheWrite").unwrap_or(0),
         };
         self.b.finish_step(at, message, reason, tokens, None)?;
-        if matches!(stop, Some("aborted") | Some("error")) {
-            let (name, text) = if stop == Some("aborted") {
-                ("MessageAbortedError", "aborted")
-            } else {
-                ("APIError", "error")
-            };
-            let text = m
-                .get("errorMessage")
-                .and_then(Value::as_str)
-                .unwrap_or(text)
-                .to_owned();
-            self.b.record(
-                at,
-                Event::MessageErrored {
-                    message,
-                    error: MessageError {
-                        name: name.into(),
-                        message: text,
-                    },
-                },
-            )?;
+        if !matches!(stop, Some("aborted") | Some("error")) {
+            return Ok(());
         }
-        Ok(())
+        let (name, text) = if stop == Some("aborted") {
+            ("MessageAbortedError", "aborted")
+        } else {
+            ("APIError", "error")
+        };
+        let text = m
+            .get("errorMessage")
+            .and_then(Value::as_str)
+            .unwrap_or(text)
+            .to_owned();
+        self.b.record(
+            at,
+            Event::MessageErrored {
+                message,
+                error: MessageError {
+                    name: name.into(),
+                    message: text,
+                },
+            },
+        )
     }
 
     fn tool_result(&mut self, m: &Value, at: u64) -> Result<(), ImportError> {
@@ -359,7 +402,10 @@ impl<'a> Importer<'a> {
                 let idx = n.as_u64().ok_or_else(|| {
                     self.err("field `firstKeptEntryIndex` is not a non-negative integer")
                 })?;
-                self.by_line.range(idx + 1..).next().map(|(_, m)| *m)
+                // 1-based lines; an index past every line keeps no tail.
+                idx.checked_add(1)
+                    .and_then(|line| self.by_line.range(line..).next())
+                    .map(|(_, m)| *m)
             }
             Some(Value::Null) | None => None,
             Some(_) => return Err(self.err("field `firstKeptEntryIndex` is not a number")),

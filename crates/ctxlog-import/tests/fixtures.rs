@@ -318,6 +318,26 @@ fn pi_edge_cases() {
     assert_eq!(s.limits.input, Some(272_000));
 }
 
+#[test]
+fn pi_first_kept_entry_index_past_every_line_keeps_no_tail() {
+    // u64::MAX + 1 overflowed (a panic in debug builds) before.
+    let text: String = fixture("pi/edge-cases.jsonl")
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if v["type"] == "compaction" {
+                v["firstKeptEntryIndex"] = u64::MAX.into();
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    let a = import(text.as_bytes(), "pi", Format::Pi, &ImportOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let s = SessionState::replay(&a.events).unwrap();
+    assert_eq!(s.jobs.len(), 1);
+    assert_eq!(s.jobs[0].tail_start, None);
+}
+
 fn err_of(text: &[u8], format: Format) -> ImportError {
     match import(text, "bad", format, &ImportOptions::default()) {
         Ok(a) => panic!("imported {} events from bad input", a.events.len()),
