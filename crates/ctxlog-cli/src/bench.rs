@@ -39,6 +39,8 @@ struct Sizes {
     steps: usize,
     import: u64,
     rss: u64,
+    /// Events of the smaller recording `simulate` runs (the larger has twice).
+    simulate: u64,
 }
 
 const QUICK: Sizes = Sizes {
@@ -52,6 +54,7 @@ const QUICK: Sizes = Sizes {
     steps: 100,
     import: 10_000,
     rss: 100_000,
+    simulate: 10_000,
 };
 
 const FULL: Sizes = Sizes {
@@ -65,6 +68,7 @@ const FULL: Sizes = Sizes {
     steps: 300,
     import: 100_000,
     rss: 1_000_000,
+    simulate: 40_000,
 };
 
 /// The generator's settings for bench sessions: heavy-tailed tool outputs
@@ -579,6 +583,7 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
     bench_steps(&z, &mut r, &bar)?;
     bench_import(&z, &mut r)?;
     bar.inc(1);
+    bench_simulate(&z, &mut r)?;
     bench_rss(&z, &mut r)?;
     bar.inc(1);
     bar.finish_and_clear();
@@ -767,6 +772,32 @@ fn bench_steps(z: &Sizes, r: &mut Results, bar: &indicatif::ProgressBar) -> Resu
     drop(large_engine);
     drop(large_dir);
     bar.inc(1);
+    Ok(())
+}
+
+/// `simulate` of a recording at two sizes (n and 2n events) under each
+/// preset: the seconds, and the growth (time ratio over size ratio: 1 is
+/// linear, 2 would be quadratic).
+fn bench_simulate(z: &Sizes, r: &mut Results) -> Result<(), CliError> {
+    use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
+    let small = generated(31, z.simulate)?;
+    let large = generated(31, 2 * z.simulate)?;
+    let time = |events: &[Envelope], policy: &Policy| {
+        measure(z.runs, || {
+            let t = Instant::now();
+            simulate_recording(events, SimulateConfig::new(policy.clone()), |_| {})
+                .map_err(|e| failed("simulate")(&e))?;
+            Ok(t.elapsed().as_secs_f64())
+        })
+    };
+    for name in Policy::preset_names() {
+        let policy = Policy::preset(name).ok_or_else(|| failed("preset")(name))?;
+        let (a, b) = (time(&small, &policy)?, time(&large, &policy)?);
+        let size_ratio = large.len() as f64 / small.len().max(1) as f64;
+        r.figure(format!("simulate_seconds_{name}_{}", small.len()), json!(a));
+        r.figure(format!("simulate_seconds_{name}_{}", large.len()), json!(b));
+        r.figure(format!("simulate_growth_{name}"), json!(b / a / size_ratio));
+    }
     Ok(())
 }
 

@@ -135,9 +135,20 @@ fn recent_start(
     e: &Estimator,
 ) -> Option<usize> {
     let n = messages.len();
+    // The JSON array of messages[i..] is `[` + their JSON joined by `,` +
+    // `]`: each message is measured once and every suffix is a sum.
+    let units: Vec<u64> = messages
+        .iter()
+        .map(|m| m.to_json().json_utf16_len())
+        .collect();
     let (mut at_user, mut at_any) = (None, None);
+    let mut body = 0u64;
     for i in (0..n.saturating_sub(1)).rev() {
-        if request_tokens(&messages[i..], fixed, e) > limit {
+        if i + 1 == n - 1 {
+            body = units[n - 1];
+        }
+        body += units[i] + 1;
+        if e.estimate_units(2 + body) + fixed > limit {
             break;
         }
         at_any = Some(i);
@@ -228,6 +239,57 @@ impl Fallback {
         if attempt.strategy == Strategy::RecentTurns && self.shrinks_left > 0 {
             self.shrinks_left -= 1;
             self.plan.push_front(Strategy::RecentTurns);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The definition `recent_start` computes with suffix sums.
+    fn recent_start_by_definition(
+        messages: &[WindowMessage],
+        fixed: u64,
+        limit: u64,
+        e: &Estimator,
+    ) -> Option<usize> {
+        let n = messages.len();
+        let (mut at_user, mut at_any) = (None, None);
+        for i in (0..n.saturating_sub(1)).rev() {
+            if request_tokens(&messages[i..], fixed, e) > limit {
+                break;
+            }
+            at_any = Some(i);
+            if messages[i].role == Role::User {
+                at_user = Some(i);
+            }
+        }
+        at_user.or(at_any.filter(|&i| n - 1 - i >= 2))
+    }
+
+    proptest! {
+        #[test]
+        fn recent_start_is_the_longest_suffix_that_fits(
+            sizes in prop::collection::vec((0usize..400, any::<bool>()), 0..30),
+            fixed in 0u64..200,
+            limit in 0u64..3_000,
+        ) {
+            let messages: Vec<WindowMessage> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &(n, user))| WindowMessage {
+                    id: crate::ids::MessageId(uuid::Uuid::from_u128(i as u128)),
+                    role: if user { Role::User } else { Role::Assistant },
+                    parts: vec![WindowPart::Text("é\"x".repeat(n))],
+                })
+                .collect();
+            let e = Estimator::CharsPerToken { chars_per_token: 4 };
+            prop_assert_eq!(
+                recent_start(&messages, fixed, limit, &e),
+                recent_start_by_definition(&messages, fixed, limit, &e)
+            );
         }
     }
 }

@@ -177,7 +177,7 @@ impl WindowMessage {
 /// estimated once (not part by part).
 pub fn estimate_json(messages: &[WindowMessage], estimator: &Estimator) -> u64 {
     let array = Json::Array(messages.iter().map(WindowMessage::to_json).collect());
-    estimator.estimate(&array.to_json_string())
+    estimator.estimate_units(array.json_utf16_len())
 }
 
 impl Window {
