@@ -168,7 +168,7 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Run a recording through the engine in a throw-away store under a
+    /// Run a recording through the engine in memory under a
     /// policy, as if the agent had run under it, and print the decisions
     /// (prunes, compactions, summaries, continues, stalls).
     #[command(
@@ -370,7 +370,7 @@ fn generate_session(
     events_out: Option<&Path>,
 ) -> Result<(), CliError> {
     let events = generate(cfg)
-        .map_err(|e| CliError::Failed(format!("the simulator wrote an invalid event: {e}")))?;
+        .map_err(|e| CliError::Failed(format!("the generator wrote an invalid event: {e}")))?;
     if let Some(path) = events_out {
         write_events(path, &events)?;
     }

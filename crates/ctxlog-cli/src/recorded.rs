@@ -325,6 +325,9 @@ pub fn export(json: bool, db: &Path, session: &str, out: Option<&PathBuf>) -> Re
         }
         None => match ctxlog_import::export::opencode(&events, std::io::stdout().lock()) {
             Err(ctxlog_import::export::ExportError::Io(e)) => crate::stdout_failed(&e),
+            Err(ctxlog_import::export::ExportError::Json(e)) if e.io_error_kind().is_some() => {
+                crate::stdout_failed(&std::io::Error::from(e))
+            }
             r => r,
         },
     };

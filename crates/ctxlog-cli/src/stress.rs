@@ -27,7 +27,7 @@ fn synthetic(seed: u64, events: usize) -> Result<(SessionId, Vec<NewEvent>), Str
             ..GenerateConfig::default()
         };
         let log =
-            generate(&cfg).map_err(|e| format!("the simulator wrote an invalid event: {e}"))?;
+            generate(&cfg).map_err(|e| format!("the generator wrote an invalid event: {e}"))?;
         if let Some(first) = log.first().filter(|_| log.len() >= events) {
             let session = first.session;
             return Ok((
@@ -37,7 +37,7 @@ fn synthetic(seed: u64, events: usize) -> Result<(SessionId, Vec<NewEvent>), Str
         }
         if turns == u32::MAX {
             return Err(format!(
-                "the simulator wrote {} events, fewer than {events}",
+                "the generator wrote {} events, fewer than {events}",
                 log.len()
             ));
         }

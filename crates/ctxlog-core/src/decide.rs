@@ -5,8 +5,8 @@
 //! ([`Context`]), and returns the events to record ([`Draft`]s, each with its
 //! event id already drawn) plus, for the lifecycle's reactions, the command
 //! to decide next once those events are applied ([`Decided::then`]). The
-//! caller (the engine, the [`crate::Recorder`], the importers, the generator,
-//! `simulate`) only records and loops:
+//! caller (the engine, the [`crate::Recorder`], the generator, `simulate`
+//! through the engine) only records and loops:
 //!
 //! ```text
 //! step finished ─► CheckOverflow ─► marker queued (auto, overflow, not paused, none pending)
@@ -18,10 +18,15 @@
 //! EndTurn ─► PartsPruned when the policy prunes and the plan applies
 //! ```
 //!
-//! Nothing is checked twice: the reducer ([`SessionState::evolve`]) refuses
-//! events that break an invariant; `decide` only refuses commands it cannot
-//! turn into events at all (a job that is not running has no summary to
-//! write into).
+//! The reducer ([`SessionState::evolve`]) refuses events that break an
+//! invariant; `decide` refuses only commands it cannot turn into events at
+//! all (a job that is not pending or not running: it needs the job's kind or
+//! its summary message to decide).
+//!
+//! Events an agent already recorded (an imported session's messages, and its
+//! own compactions and prunes) are not decisions: importers store them as
+//! they are; a whole compaction read from one place goes through
+//! [`Command::RecordCompaction`] so its ids are drawn the one way.
 
 use crate::error::{RefusedCommand, Violation};
 use crate::event::{CompactionTrigger, Event, FinishReason, MessageError, ModelRef, PartBody};

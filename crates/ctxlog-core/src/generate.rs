@@ -377,7 +377,7 @@ pub fn generate_into(
                 r.run(
                     t,
                     Command::Restore {
-                        parts: parts[..1].to_vec(),
+                        parts: parts.iter().take(1).copied().collect(),
                         reason: "the user asked for the output again".into(),
                     },
                     guard,

@@ -1,6 +1,6 @@
 //! [`Recorder`]: an in-memory event log for one session that checks every
 //! event against the reducer before keeping it. It is how tests, the demo
-//! and the simulator write sessions; the durable store does the same thing
+//! and the generator write sessions; the durable store does the same thing
 //! on disk. Pure: times and ids come from the caller.
 
 use crate::decide::{decide, Command, Context, Decided, Draft};

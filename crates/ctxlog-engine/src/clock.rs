@@ -1,4 +1,4 @@
-//! Where time and ids come from. Injected so that tests and replays are
+//! Where time and ids come from. Injected so that tests and simulations are
 //! deterministic; the defaults read the system clock.
 
 use ctxlog_core::{IdSource, SeededIds, TimestampMs};
@@ -24,7 +24,7 @@ impl Clock for SystemClock {
 }
 
 /// A clock that moves only when asked (1 ms per reading), for tests and
-/// deterministic replays.
+/// deterministic simulations.
 #[derive(Debug, Default)]
 pub struct ManualClock(AtomicU64);
 

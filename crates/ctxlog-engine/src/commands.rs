@@ -48,7 +48,7 @@ pub struct NewSession {
     pub limits: ModelLimits,
     /// A title.
     pub title: Option<String>,
-    /// The id of the recorded session this one replays, if any.
+    /// The own id of the recording this session was made from, if any.
     pub source_id: Option<String>,
 }
 
@@ -108,7 +108,8 @@ impl<L: EventLog> Engine<L> {
     /// Appends `events` as they are (ids and source ids included) in one
     /// atomic append: how a recording is fed through the engine. When the
     /// last one finishes a step, the overflow check runs as after
-    /// [`Engine::record_step`] and its outcome is returned.
+    /// [`Engine::record_step`] and its outcome is returned. Subscribers get
+    /// the notices of these events too (a recorded summary or prune).
     pub fn apply(
         &self,
         session: SessionId,

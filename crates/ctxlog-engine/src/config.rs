@@ -70,7 +70,8 @@ impl EngineConfig {
         }
     }
 
-    /// A typed error for a configuration the engine cannot run with.
+    /// A typed error for a configuration the engine cannot run with (a
+    /// shrink percentage above 100 has no meaning; it used to be clamped).
     pub fn validate(&self) -> Result<(), EngineError> {
         let g = &self.loop_guard;
         if g.min_shrink_percent > 100 {
@@ -78,11 +79,6 @@ impl EngineConfig {
                 "loop_guard.min_shrink_percent is {}, at most 100",
                 g.min_shrink_percent
             )));
-        }
-        if g.within_steps == 0 || g.max_auto == 0 {
-            return Err(EngineError::InvalidConfig(
-                "loop_guard.within_steps and loop_guard.max_auto must be at least 1".into(),
-            ));
         }
         Ok(())
     }

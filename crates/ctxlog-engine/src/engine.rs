@@ -40,6 +40,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// The engine's id source, locked for each id only.
+struct SharedIds<'a>(&'a Mutex<Box<dyn IdSource + Send>>);
+
+impl IdSource for SharedIds<'_> {
+    fn next_uuid(&mut self, now_ms: ctxlog_core::TimestampMs) -> uuid::Uuid {
+        lock(self.0).next_uuid(now_ms)
+    }
+}
+
 impl Engine<SledStore> {
     /// A durable engine at `path` with every default: the system clock, fresh
     /// ids, the extractive summarizer. See [`Engine::builder`] for the rest.
@@ -157,9 +166,11 @@ impl<L: EventLog> Engine<L> {
         let mut next = Some(command);
         while let Some(command) = next {
             let decided = {
-                let mut ids = lock(&self.ids);
+                // The ids lock is taken per id, never for a whole decision:
+                // decisions on other sessions go on meanwhile.
+                let mut ids = SharedIds(&self.ids);
                 let mut context = Context {
-                    ids: &mut **ids,
+                    ids: &mut ids,
                     at: self.clock.now_ms(),
                     guard: self.loop_guard,
                 };

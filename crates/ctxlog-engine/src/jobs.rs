@@ -230,9 +230,7 @@ impl<L: EventLog> Engine<L> {
         let j = state.job(job);
         Ok(JobOutcome::Completed {
             job,
-            summary: j
-                .and_then(|j| j.summary)
-                .ok_or(EngineError::UnknownSession(session))?,
+            summary: j.and_then(|j| j.summary).unwrap_or(job),
             continued: j.is_some_and(|j| j.auto),
             redactions,
             paused: paused(&decided),

@@ -31,6 +31,7 @@
 use crate::clock::ManualClock;
 use crate::summarize::{ExtractiveSummarizer, Summarizer};
 use crate::{Engine, EngineBuilder, EngineError, JobOutcome, StepOutcome};
+use ctxlog_core::window::CONTINUE_TEXT;
 use ctxlog_core::{
     Command, Envelope, Event, MessageId, ModelLimits, PartBody, PartId, Policy, Role, SeededIds,
     SessionId, TokenUsage,
@@ -183,6 +184,8 @@ pub fn simulate_recording(
         sources: BTreeMap::new(),
         compacted: false,
         after_recorded_summary: false,
+        recorded_auto: BTreeSet::new(),
+        held: None,
         overhead: None,
         step_window: 0,
         steps: 0,
@@ -219,9 +222,14 @@ struct Feed<'a> {
     sources: BTreeMap<MessageId, String>,
     /// A compaction happened (the simulation's or the recording's).
     compacted: bool,
-    /// The recording's own summary just completed: a synthetic user message
-    /// next is its continue message.
+    /// The recording's own automatic summary just completed: a synthetic
+    /// user message next may be its continue message.
     after_recorded_summary: bool,
+    /// The recording's automatic jobs.
+    recorded_auto: BTreeSet<MessageId>,
+    /// A synthetic user message right after a recorded automatic summary,
+    /// held until its first part shows whether it is the continue message.
+    held: Option<(MessageId, Envelope)>,
     overhead: Option<u64>,
     /// The estimated window when the current step started.
     step_window: u64,
@@ -238,9 +246,15 @@ impl Feed<'_> {
         for (i, env) in events.iter().enumerate().skip(1) {
             progress(i);
             self.clock.advance_to(env.recorded_at);
+            if self.hold_continue(env)? {
+                continue;
+            }
             if let Some(event) = self.keep(&env.event) {
                 self.feed(env, event)?;
             }
+        }
+        if let Some((_, held)) = self.held.take() {
+            self.feed_kept(&held)?;
         }
         self.flush()?;
         if self.turns > 0 {
@@ -250,11 +264,63 @@ impl Feed<'_> {
         Ok(())
     }
 
+    /// Leaves out the recording's own continue message after an automatic
+    /// compaction (the policy under test decides whether to continue): a
+    /// synthetic user message right after a recorded automatic summary is
+    /// held until its first part; it is dropped when that part is the
+    /// continue text, fed as recorded otherwise. True when `env` was taken.
+    fn hold_continue(&mut self, env: &Envelope) -> Result<bool, EngineError> {
+        if let Some((held_id, held)) = self.held.take() {
+            if let Event::PartAppended {
+                message,
+                part,
+                body: PartBody::Text { text, .. },
+                ..
+            } = &env.event
+            {
+                if *message == held_id && text.starts_with(CONTINUE_TEXT) {
+                    self.skipped_messages.insert(held_id);
+                    self.skipped_parts.insert(*part);
+                    return Ok(true);
+                }
+            }
+            self.feed_kept(&held)?;
+            return Ok(false);
+        }
+        let after = std::mem::take(&mut self.after_recorded_summary);
+        if let Event::MessageAppended {
+            message,
+            role: Role::User,
+            synthetic,
+            ..
+        } = &env.event
+        {
+            if after && *synthetic {
+                self.held = Some((*message, env.clone()));
+                return Ok(true);
+            }
+        } else if after {
+            // Only the very next message can be the continue message.
+            self.after_recorded_summary = !matches!(env.event, Event::MessageAppended { .. });
+        }
+        Ok(false)
+    }
+
+    fn feed_kept(&mut self, env: &Envelope) -> Result<(), EngineError> {
+        match self.keep(&env.event) {
+            Some(event) => self.feed(env, event),
+            None => Ok(()),
+        }
+    }
+
     /// The event as the simulation feeds it, or `None` when it is left out.
     fn keep(&mut self, event: &Event) -> Option<Event> {
         match event {
-            Event::CompactionRequested { message, .. } => {
+            Event::CompactionRequested { message, auto, .. } => {
                 self.skipped_messages.insert(*message);
+                if *auto {
+                    self.recorded_auto.insert(*message);
+                }
                 return None;
             }
             Event::CompactionStarted {
@@ -263,23 +329,11 @@ impl Feed<'_> {
                 self.skipped_messages.insert(*summary_message);
                 return None;
             }
-            Event::SummaryCompleted { .. } => {
+            Event::SummaryCompleted { job, .. } => {
                 // The agent compacted here: from now on its recorded usage
                 // measures a window the simulation does not have.
                 self.compacted = true;
-                self.after_recorded_summary = true;
-                return None;
-            }
-            Event::MessageAppended {
-                message,
-                role: Role::User,
-                synthetic: true,
-                ..
-            } if self.after_recorded_summary => {
-                // The recording's own continue message: the policy under
-                // test decides whether to continue.
-                self.after_recorded_summary = false;
-                self.skipped_messages.insert(*message);
+                self.after_recorded_summary = self.recorded_auto.contains(job);
                 return None;
             }
             Event::CompactionFailed { .. }
@@ -301,9 +355,6 @@ impl Feed<'_> {
                 return None
             }
             _ => {}
-        }
-        if matches!(event, Event::MessageAppended { .. }) {
-            self.after_recorded_summary = false;
         }
         let mut event = event.clone();
         if let Event::MessageAppended { parent, .. } = &mut event {

@@ -70,7 +70,7 @@ pub struct SummaryOutput {
     /// Finish reason of the call.
     pub finish: FinishReason,
     /// Secrets already redacted from `text` by the source (a recorded summary
-    /// carries its original count, so a replay records the same number).
+    /// carries its original count, so a run from a recording records the same number).
     pub redacted: u32,
 }
 
@@ -281,8 +281,8 @@ impl Summarizer for ExtractiveSummarizer {
     }
 }
 
-/// Returns the summaries already in a log, for replays: by job id, or in
-/// order of the jobs when replaying onto new job ids.
+/// Returns the summaries already in a log, for runs from a recording: by
+/// job id, or in order of the jobs when the run has new job ids.
 #[derive(Debug, Clone, Default)]
 pub struct RecordedSummarizer {
     by_job: BTreeMap<MessageId, SummaryOutput>,
