@@ -152,8 +152,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 break;
             }
         }
-        if let Some(tokens) = session.end_turn()? {
-            println!("  [turn ended: pruned ~{tokens} tokens of old tool output]");
+        if let Some(pruned) = session.end_turn()? {
+            println!(
+                "  [turn ended: pruned {} old tool outputs, ~{} tokens]",
+                pruned.parts.len(),
+                pruned.tokens
+            );
         }
     }
 

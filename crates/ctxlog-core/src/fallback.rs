@@ -2,18 +2,21 @@
 //! would not fit the model: the decisions of the job runner, without its I/O.
 //!
 //! - [`summary_input`]: the window up to and including the marker, minus the
-//!   recent tail the policy keeps verbatim (the same [`select_tail`] that
-//!   [`crate::decide`] records in `CompactionStarted`).
+//!   recent tail the policy keeps verbatim (the tail [`crate::decide`] chose
+//!   with [`select_tail`] and recorded in `CompactionStarted`).
 //! - [`Fallback`]: the attempts, in order: the full request; tool outputs cut
 //!   to [`TRUNCATED_TOOL_OUTPUT_CHARS`]; only the most recent turns, shrunk
 //!   again (a bounded number of times) each time the provider says a request
 //!   was too large. An attempt that would not fit is recorded and skipped; the
-//!   same request is never sent twice.
+//!   same request is never sent twice. [`Fallback::answer`] decides what the
+//!   summarizer's answer means: complete, try a smaller request, or fail.
 
+use crate::event::FinishReason;
 use crate::event::Role;
 use crate::ids::MessageId;
 use crate::policy::Estimator;
 use crate::state::SessionState;
+#[cfg(doc)]
 use crate::tail::select_tail;
 use crate::window::{
     estimate_json, render_message, window_order, ToolResult, WindowMessage, WindowPart,
@@ -26,37 +29,23 @@ pub const TRUNCATED_TOOL_OUTPUT_CHARS: usize = 2_000;
 /// How many times the recent-turns attempt shrinks after "too large" answers.
 pub const MAX_SHRINKS: u32 = 4;
 
-/// What a job summarizes.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SummaryInput {
-    /// The messages, ending with the marker.
-    pub messages: Vec<WindowMessage>,
-    /// The first message of the verbatim tail, left out of `messages`.
-    pub tail_start: Option<MessageId>,
-}
-
-/// The messages job `marker` summarizes: the window up to the marker, without
-/// the tail kept verbatim after the summary. Empty when the marker is unknown.
-pub fn summary_input(state: &SessionState, marker: MessageId) -> SummaryInput {
+/// The messages job `marker` summarizes: the window up to the marker,
+/// without the tail kept verbatim after the summary (the one its
+/// `CompactionStarted` recorded, chosen by [`select_tail`]). Empty when the
+/// marker is unknown.
+pub fn summary_input(state: &SessionState, marker: MessageId) -> Vec<WindowMessage> {
     let Some(marker_index) = state.message_index(marker) else {
-        return SummaryInput {
-            messages: Vec::new(),
-            tail_start: None,
-        };
+        return Vec::new();
     };
-    let tail_start = select_tail(state, &state.policy, marker);
+    let tail_start = state.job(marker).and_then(|j| j.tail_start);
     let tail_index = tail_start.and_then(|t| state.message_index(t));
     let (_, order) = window_order(state);
-    let messages = order
+    order
         .into_iter()
         .filter(|&i| i <= marker_index)
         .filter(|&i| !tail_index.is_some_and(|t| t <= i && i < marker_index))
         .filter_map(|i| render_message(state, &state.messages[i]))
-        .collect();
-    SummaryInput {
-        messages,
-        tail_start,
-    }
+        .collect()
 }
 
 /// How a compaction request is cut down when it would not fit.
@@ -179,6 +168,33 @@ pub struct Attempt {
     pub fits: bool,
 }
 
+/// What the summarizer answered to one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer<'a> {
+    /// A summary text and why the call stopped.
+    Text {
+        /// The text.
+        text: &'a str,
+        /// Why the call stopped.
+        finish: &'a FinishReason,
+    },
+    /// The provider said the request was too large (its words).
+    TooLarge(&'a str),
+    /// Any other failure (its words).
+    Failed(&'a str),
+}
+
+/// What an answer means for the job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The text is the summary: complete the job.
+    Complete,
+    /// Try the next (smaller) attempt.
+    Retry,
+    /// The job fails with this error.
+    Fail(String),
+}
+
 /// The plan of attempts for one job; see the module documentation.
 #[derive(Debug, Clone)]
 pub struct Fallback {
@@ -186,6 +202,7 @@ pub struct Fallback {
     target: Option<u64>,
     previous: Option<u64>,
     shrinks_left: u32,
+    last_error: String,
 }
 
 impl Fallback {
@@ -201,7 +218,38 @@ impl Fallback {
             target: limit,
             previous: None,
             shrinks_left: MAX_SHRINKS,
+            last_error: "the compaction request does not fit the model, even with only the most \
+                         recent turns"
+                .into(),
         }
+    }
+
+    /// What `answer` to `attempt` means: a summary with text and no error
+    /// completes the job; "too large" makes every later attempt smaller;
+    /// anything else fails the job.
+    pub fn answer(&mut self, attempt: &Attempt, answer: Answer<'_>) -> Verdict {
+        match answer {
+            Answer::Text { text, .. } if text.trim().is_empty() => {
+                Verdict::Fail("the summarizer returned no text".into())
+            }
+            Answer::Text {
+                finish: FinishReason::Error,
+                ..
+            } => Verdict::Fail("the summarizer finished with an error".into()),
+            Answer::Text { .. } => Verdict::Complete,
+            Answer::TooLarge(error) => {
+                self.last_error = error.to_owned();
+                self.too_large(attempt);
+                Verdict::Retry
+            }
+            Answer::Failed(error) => Verdict::Fail(error.to_owned()),
+        }
+    }
+
+    /// Why the job fails when the plan is exhausted: the last "too large"
+    /// answer, or that nothing fits.
+    pub fn exhausted(&self) -> String {
+        self.last_error.clone()
     }
 
     /// The next attempt, or `None` when the plan is exhausted.
@@ -234,7 +282,7 @@ impl Fallback {
 
     /// The provider answered `attempt` with "too large": every later attempt
     /// must be smaller, and the recent turns are tried again, smaller.
-    pub fn too_large(&mut self, attempt: &Attempt) {
+    fn too_large(&mut self, attempt: &Attempt) {
         self.target = Some(attempt.request_tokens.saturating_mul(2) / 3);
         if attempt.strategy == Strategy::RecentTurns && self.shrinks_left > 0 {
             self.shrinks_left -= 1;

@@ -9,6 +9,7 @@
 use crate::decide::{Command, Decided, SummaryText};
 use crate::error::Refused;
 use crate::event::{Envelope, Event, FinishReason, MessageError, PartBody, Role, ToolState};
+use crate::fallback::{summary_input, Fallback};
 use crate::guard::LoopGuard;
 use crate::ids::{MessageId, PartId, SeededIds, SessionId};
 use crate::json::Json;
@@ -144,8 +145,13 @@ fn pruned_parts(decided: &[Decided]) -> Option<Vec<PartId>> {
         })
 }
 
-/// Runs a queued job as an agent would: started, one attempt, then a summary
-/// (or, now and then, a failure). Returns the continue message, if any.
+/// The generator's stand-in for the summarizer's system prompt and
+/// instruction, tokens.
+const PROMPT_OVERHEAD_TOKENS: u64 = 600;
+
+/// Runs a queued job as an agent would: started, the attempts the fallback
+/// plan decides on, then a summary (or, now and then, a failure). Returns
+/// the continue message, if any.
 #[allow(clippy::too_many_arguments)]
 fn run_job(
     r: &mut Recorder<SeededIds>,
@@ -167,21 +173,32 @@ fn run_job(
         },
         guard,
     )?;
-    let request_tokens = estimate_window(r.state());
-    let limit = r.state().policy.usable(&r.state().limits);
-    r.run(
-        *t + 1,
-        Command::Attempt {
+    // The attempts the fallback plan decides on, until one fits.
+    let state = r.state();
+    let messages = summary_input(state, job);
+    let estimator = state.policy.estimator;
+    let mut fallback = Fallback::new(state.policy.usable(&state.limits));
+    let mut fits = false;
+    while let Some(a) = fallback.next(&messages, PROMPT_OVERHEAD_TOKENS, &estimator) {
+        fits = a.fits;
+        let attempt = Command::Attempt {
             job,
-            strategy: "full".into(),
-            request_tokens,
-            limit,
-            fits: true,
-        },
-        guard,
-    )?;
-    if rng.chance(cfg.failure_percent * 3) {
-        let error = "summarizer timed out".to_owned();
+            strategy: a.strategy.name().into(),
+            request_tokens: a.request_tokens,
+            limit: a.limit,
+            fits,
+        };
+        r.run(*t + 1, attempt, guard)?;
+        if fits {
+            break;
+        }
+    }
+    if !fits || rng.chance(cfg.failure_percent * 3) {
+        let error = if fits {
+            "summarizer timed out".to_owned()
+        } else {
+            fallback.exhausted()
+        };
         r.run(*t + 1, Command::FailJob { job, error }, guard)?;
         return Ok(None);
     }

@@ -8,7 +8,7 @@ use crate::Engine;
 use ctxlog_core::window::{estimate_window, window, Window};
 use ctxlog_core::{
     audit, AuditEntry, Command, Decided, Event, FinishReason, MessageId, ModelLimits, ModelRef,
-    PartBody, PartId, Policy, Seq, SessionId, SessionState, Step, TokenUsage,
+    PartBody, PartId, Policy, PrunedPart, Seq, SessionId, SessionState, Step, TokenUsage,
 };
 use ctxlog_store::EventLog;
 
@@ -37,6 +37,15 @@ fn step_outcome(message: MessageId, decided: &[Decided]) -> StepOutcome {
             _ => None,
         }),
     }
+}
+
+/// What a prune marked: the parts with their estimated tokens, and the sum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pruned {
+    /// The pruned tool parts, newest first.
+    pub parts: Vec<PrunedPart>,
+    /// Their estimated tokens in all.
+    pub tokens: u64,
 }
 
 /// What a new session starts with.
@@ -75,8 +84,9 @@ impl NewSession {
 }
 
 impl<L: EventLog> Engine<L> {
-    /// Starts a session; returns its id.
-    pub fn start(&self, new: NewSession) -> Result<SessionId, EngineError> {
+    /// Starts a session; returns its id (see [`Engine::create_session`] for
+    /// a handle).
+    pub(crate) fn start(&self, new: NewSession) -> Result<SessionId, EngineError> {
         self.start_with(Command::Start {
             policy: new.policy,
             limits: new.limits,
@@ -223,19 +233,21 @@ impl<L: EventLog> Engine<L> {
     }
 
     /// The end of a turn: prunes when the session's policy says so; returns
-    /// the pruned parts' total tokens.
-    pub fn end_turn(&self, session: SessionId) -> Result<Option<u64>, EngineError> {
+    /// what was pruned.
+    pub fn end_turn(&self, session: SessionId) -> Result<Option<Pruned>, EngineError> {
         let decided = self.command(session, Command::EndTurn)?;
         let pruned = events(&decided).find_map(|e| match e {
-            Event::PartsPruned { total_tokens, .. } => Some(*total_tokens),
+            Event::PartsPruned {
+                parts,
+                total_tokens,
+                ..
+            } => Some(Pruned {
+                parts: parts.clone(),
+                tokens: *total_tokens,
+            }),
             _ => None,
         });
         Ok(pruned)
-    }
-
-    /// Prunes now if the policy's plan applies; the same as [`Engine::end_turn`].
-    pub fn prune(&self, session: SessionId) -> Result<Option<u64>, EngineError> {
-        self.end_turn(session)
     }
 
     /// The exact model input at the head.

@@ -11,11 +11,10 @@ use crate::summarize::{
     SummarizeError, SummaryOutput, SummaryRequest, COMPACTION_INSTRUCTION, COMPACTION_SYSTEM_PROMPT,
 };
 use crate::Engine;
-use ctxlog_core::fallback::{summary_input, Fallback};
+use ctxlog_core::fallback::{summary_input, Answer, Fallback, Verdict};
 use ctxlog_core::window::WindowMessage;
 use ctxlog_core::{
-    Command, Decided, Event, FinishReason, MessageId, PromptRecord, SessionId, SessionState,
-    SummaryText,
+    Command, Decided, Event, MessageId, PromptRecord, SessionId, SessionState, SummaryText,
 };
 use ctxlog_store::EventLog;
 use sha2::{Digest, Sha256};
@@ -122,8 +121,7 @@ impl<L: EventLog> Engine<L> {
         state: &mut SessionState,
         job: MessageId,
     ) -> Result<JobOutcome, EngineError> {
-        let input = summary_input(state, job);
-        let base = self.build_request(session, state, job, input.messages);
+        let base = self.build_request(session, state, job, Vec::new());
         let prompt = base.prompt_text();
         self.run(
             session,
@@ -137,6 +135,11 @@ impl<L: EventLog> Engine<L> {
                 }),
             },
         )?;
+        // What decide chose to summarize: the window minus the recorded tail.
+        let base = SummaryRequest {
+            messages: summary_input(state, job),
+            ..base
+        };
         match self.attempt(session, state, job, &base)? {
             Ok(out) => self.complete(session, state, job, out),
             Err(error) => {
@@ -160,7 +163,7 @@ impl<L: EventLog> Engine<L> {
     }
 
     /// Sends the attempts the fallback plan decides on, each recorded, until
-    /// one gives a summary; the error of the last one otherwise.
+    /// one gives a summary; the error the plan gives up with otherwise.
     fn attempt(
         &self,
         session: SessionId,
@@ -171,9 +174,6 @@ impl<L: EventLog> Engine<L> {
         let estimator = state.policy.estimator;
         let fixed = estimator.estimate(&base.system) + estimator.estimate(&base.instruction);
         let mut fallback = Fallback::new(state.policy.usable(&state.limits));
-        let mut last_error = String::from(
-            "the compaction request does not fit the model, even with only the most recent turns",
-        );
         while let Some(attempt) = fallback.next(&base.messages, fixed, &estimator) {
             self.run(
                 session,
@@ -193,22 +193,23 @@ impl<L: EventLog> Engine<L> {
                 messages: attempt.messages.clone(),
                 ..base.clone()
             };
-            match self.summarize(&request) {
-                Ok(out) if out.text.trim().is_empty() => {
-                    return Ok(Err("the summarizer returned no text".into()))
-                }
-                Ok(out) if out.finish == FinishReason::Error => {
-                    return Ok(Err("the summarizer finished with an error".into()))
-                }
-                Ok(out) => return Ok(Ok(out)),
-                Err(e @ SummarizeError::TooLarge(_)) => {
-                    last_error = e.to_string();
-                    fallback.too_large(&attempt);
-                }
-                Err(e) => return Ok(Err(e.to_string())),
+            let result = self.summarize(&request);
+            let error = result.as_ref().err().map(|e| e.to_string());
+            let answer = match (&result, error.as_deref()) {
+                (Ok(out), _) => Answer::Text {
+                    text: &out.text,
+                    finish: &out.finish,
+                },
+                (Err(SummarizeError::TooLarge(_)), Some(e)) => Answer::TooLarge(e),
+                (Err(_), e) => Answer::Failed(e.unwrap_or_default()),
+            };
+            match (fallback.answer(&attempt, answer), result) {
+                (Verdict::Complete, Ok(out)) => return Ok(Ok(out)),
+                (Verdict::Fail(error), _) => return Ok(Err(error)),
+                _ => {}
             }
         }
-        Ok(Err(last_error))
+        Ok(Err(fallback.exhausted()))
     }
 
     fn complete(

@@ -57,7 +57,7 @@ pub mod summarize;
 pub mod workers;
 
 pub use clock::{boxed_ids, system_ids, Clock, ManualClock, SystemClock};
-pub use commands::NewSession;
+pub use commands::{NewSession, Pruned};
 pub use config::{
     CompactingHook, EngineBuilder, EngineConfig, HookOutput, HOOK_MAX_LINES, HOOK_MAX_LINE_CHARS,
     HOOK_MAX_PROMPT_CHARS,

@@ -2,7 +2,7 @@
 //! loop reads as what it does: `user`, `step`, `run_pending`, `end_turn`,
 //! `window`.
 
-use crate::commands::NewSession;
+use crate::commands::{NewSession, Pruned};
 use crate::error::EngineError;
 use crate::outcome::{JobOutcome, StepOutcome};
 use crate::Engine;
@@ -70,8 +70,8 @@ impl<'e, L: EventLog> Session<'e, L> {
         self.engine.compact(self.id)
     }
 
-    /// The turn ended: prune when the policy says so; the pruned tokens.
-    pub fn end_turn(&self) -> Result<Option<u64>, EngineError> {
+    /// The turn ended: prune when the policy says so; what was pruned.
+    pub fn end_turn(&self) -> Result<Option<Pruned>, EngineError> {
         self.engine.end_turn(self.id)
     }
 

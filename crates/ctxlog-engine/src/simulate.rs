@@ -33,8 +33,8 @@ use crate::summarize::{ExtractiveSummarizer, Summarizer};
 use crate::{Engine, EngineBuilder, EngineError, JobOutcome, StepOutcome};
 use ctxlog_core::window::CONTINUE_TEXT;
 use ctxlog_core::{
-    Command, Envelope, Event, MessageId, ModelLimits, PartBody, PartId, Policy, Role, SeededIds,
-    SessionId, TokenUsage,
+    Envelope, Event, MessageId, ModelLimits, PartBody, PartId, Policy, Role, SeededIds, SessionId,
+    TokenUsage,
 };
 use ctxlog_store::MemoryLog;
 use serde::Serialize;
@@ -507,26 +507,16 @@ impl Feed<'_> {
 
     /// The end of a turn: prune when the policy says so.
     fn end_turn(&mut self) -> Result<(), EngineError> {
-        let session = self.session;
-        let decided = self.engine.with(session, |state| {
-            self.engine.run(session, state, Command::EndTurn)
-        })?;
-        for draft in decided.iter().flat_map(|d| &d.events) {
-            if let Event::PartsPruned {
-                parts,
-                total_tokens,
-                ..
-            } = &draft.event
-            {
-                self.decisions.push(Decision::Prune {
-                    after: self.last_source.clone(),
-                    call_ids: parts
-                        .iter()
-                        .map(|p| self.call_ids.get(&p.part).cloned().unwrap_or_default())
-                        .collect(),
-                    tokens: *total_tokens,
-                });
-            }
+        if let Some(pruned) = self.engine.end_turn(self.session)? {
+            self.decisions.push(Decision::Prune {
+                after: self.last_source.clone(),
+                call_ids: pruned
+                    .parts
+                    .iter()
+                    .map(|p| self.call_ids.get(&p.part).cloned().unwrap_or_default())
+                    .collect(),
+                tokens: pruned.tokens,
+            });
         }
         Ok(())
     }
