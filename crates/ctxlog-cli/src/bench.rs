@@ -1,455 +1,29 @@
-//! `ctxlog bench`: ctxlog against raw sled and against recomputing from
-//! scratch, each figure measured in the same run as its baseline and
-//! reported as a ratio (absolute speeds drift on a shared machine; ratios
-//! measured side by side do not).
-//!
-//! Every measurement runs once to warm up (discarded), then `runs` times;
-//! the median is reported. Sessions come from the seeded generator
-//! (`ctxlog_core::generate`), so every run measures the same events. Nothing here
-//! asserts a speed.
+//! `ctxlog bench`: runs the measurements of `ctxlog_bench` (ctxlog against
+//! raw sled and against recomputing from scratch, each figure a ratio to
+//! its baseline of the same run) behind a progress bar, and prints them.
+//! Nothing here asserts a speed.
 
-use crate::temp_dir;
 use crate::{ui, CliError};
-use ctxlog_core::generate::{generate, generate_into, GenerateConfig};
-use ctxlog_core::{
-    window, Envelope, Event, FinishReason, Json, ModelLimits, PartBody, Policy, SeededIds,
-    SessionId, SessionState, TokenUsage, ToolState,
-};
-use ctxlog_engine::summarize::{SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
-use ctxlog_engine::{Engine, ManualClock, Step};
-use ctxlog_import::{export, Format, ImportOptions};
-use ctxlog_store::{record, Durability, EventLog, Expected, NewEvent, SledStore, StoreConfig};
+use ctxlog_bench::{BenchError, Report, GOALS, STAGES};
+use ctxlog_core::SessionId;
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
-use std::io::BufReader;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Instant;
+use std::path::Path;
 
-/// Sizes of one bench run.
-#[derive(Debug, Clone, Copy)]
-struct Sizes {
-    runs: usize,
-    append: u64,
-    durable: u64,
-    writers: u64,
-    replay: u64,
-    small: u64,
-    large: u64,
-    steps: usize,
-    import: u64,
-    rss: u64,
-    /// Events of the smaller recording `simulate` runs (the larger has twice).
-    simulate: u64,
-}
-
-const QUICK: Sizes = Sizes {
-    runs: 3,
-    append: 5_000,
-    durable: 150,
-    writers: 8,
-    replay: 20_000,
-    small: 1_000,
-    large: 100_000,
-    steps: 100,
-    import: 10_000,
-    rss: 100_000,
-    simulate: 10_000,
-};
-
-const FULL: Sizes = Sizes {
-    runs: 5,
-    append: 50_000,
-    durable: 1_000,
-    writers: 8,
-    replay: 200_000,
-    small: 1_000,
-    large: 100_000,
-    steps: 300,
-    import: 100_000,
-    rss: 1_000_000,
-    simulate: 40_000,
-};
-
-/// The generator's settings for bench sessions: heavy-tailed tool outputs
-/// (Pareto from 400 chars, cut at 40,000), a 128k window, compaction and
-/// pruning as the seed policy does them.
-fn sim(seed: u64, events: u64) -> GenerateConfig {
-    GenerateConfig {
-        seed,
-        turns: u32::MAX,
-        max_events: events,
-        min_output_chars: 400,
-        max_output_chars: 40_000,
-        ..GenerateConfig::default()
-    }
-}
-
-fn generated(seed: u64, events: u64) -> Result<Vec<Envelope>, CliError> {
-    generate(&sim(seed, events)).map_err(|e| CliError::Failed(format!("generator: {e}")))
-}
-
-fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> CliError + '_ {
-    move |e| CliError::Failed(format!("bench: {what}: {e}"))
-}
-
-fn median(mut v: Vec<f64>) -> Result<f64, CliError> {
-    if v.is_empty() {
-        return Err(CliError::Failed("bench: no measurements".into()));
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Ok(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
-}
-
-/// The first event (the session's start) of generated events.
-fn first(events: &[Envelope]) -> Result<&Envelope, CliError> {
-    events
-        .first()
-        .ok_or_else(|| CliError::Failed("bench: the generator wrote no events".into()))
-}
-
-/// One warm-up, then `runs` measurements; the median.
-fn measure(runs: usize, mut f: impl FnMut() -> Result<f64, CliError>) -> Result<f64, CliError> {
-    f()?;
-    let mut v = Vec::with_capacity(runs);
-    for _ in 0..runs {
-        v.push(f()?);
-    }
-    median(v)
-}
-
-/// A fresh directory for one measurement, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Self {
-        let p = temp_dir(&format!("bench-{tag}"));
-        let _ = std::fs::remove_dir_all(&p);
-        Scratch(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn raw_db(path: &Path) -> Result<sled::Db, CliError> {
-    // The same sled settings as the store: no background flusher.
-    sled::Config::new()
-        .path(path)
-        .flush_every_ms(None)
-        .open()
-        .map_err(|e| failed("raw sled")(&e))
-}
-
-fn store(path: &Path, durability: Durability) -> Result<SledStore, CliError> {
-    let mut c = StoreConfig::new(path);
-    c.durability = durability;
-    SledStore::open_with(c).map_err(|e| failed("store")(&e))
-}
-
-fn engine(store: SledStore, seed: u64) -> Result<Engine, CliError> {
-    Engine::builder()
-        .clock(Arc::new(ManualClock::new(1_800_000_000_000)))
-        .ids(SeededIds::new(seed))
-        .build(store)
-        .map_err(|e| failed("engine")(&e))
-}
-
-/// A stored record: its key and bytes.
-type Record = ([u8; 24], Vec<u8>);
-
-/// The records the store writes for `events`, keyed as it keys them.
-fn encoded(events: &[Envelope]) -> Result<Vec<Record>, CliError> {
-    let mut prev = record::genesis(first(events)?.session);
-    let mut out = Vec::with_capacity(events.len());
-    for e in events {
-        let (bytes, chain) = record::encode(e, &prev).map_err(|e| failed("encode")(&e))?;
-        prev = chain;
-        out.push((record::key(e.session, e.seq), bytes));
-    }
-    Ok(out)
-}
-
-/// A session whose policy never queues compactions by itself (the recorded
-/// events carry their own), so the engine appends exactly these events.
-fn bench_session(engine: &Engine, events: &[Envelope]) -> Result<SessionId, CliError> {
-    let (policy, limits) = match &first(events)?.event {
-        Event::SessionStarted { policy, limits, .. } => (policy.clone(), limits.clone()),
-        _ => (Policy::opencode_seed(), ModelLimits::default()),
-    };
-    let policy = Policy {
-        auto: false,
-        ..policy
-    };
-    engine
-        .start_session(policy, limits, None)
-        .map_err(|e| failed("start")(&e))
-}
-
-/// The session's events cut into the commands an agent issues: a message
-/// with its parts and its finish is one append; anything else is its own.
-fn commands(events: &[Envelope]) -> Vec<Vec<Event>> {
-    let mut out: Vec<Vec<Event>> = Vec::new();
-    for e in events.iter().skip(1) {
-        let joins = matches!(
-            e.event,
-            Event::PartAppended { .. } | Event::PartUpdated { .. } | Event::StepFinished { .. }
-        );
-        match out.last_mut() {
-            Some(cmd) if joins => cmd.push(e.event.clone()),
-            _ => out.push(vec![e.event.clone()]),
+impl From<BenchError> for CliError {
+    fn from(e: BenchError) -> Self {
+        match e {
+            BenchError::Failed(m) => CliError::Failed(m),
         }
     }
-    out
 }
 
-/// Engine appends of `batches` (each one command); events/s.
-fn engine_appends(
-    dir: &Path,
-    durability: Durability,
-    events: &[Envelope],
-    batches: Vec<Vec<Event>>,
-) -> Result<f64, CliError> {
-    let engine = engine(store(dir, durability)?, 11)?;
-    let session = bench_session(&engine, events)?;
-    let n: usize = batches.iter().map(Vec::len).sum();
-    let t = Instant::now();
-    for b in batches {
-        engine.apply(session, b).map_err(|e| failed("append")(&e))?;
-    }
-    Ok(n as f64 / t.elapsed().as_secs_f64())
+fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BenchError + '_ {
+    move |e| BenchError::Failed(format!("bench: {what}: {e}"))
 }
 
-/// One event per append.
-fn singles(events: &[Envelope]) -> Vec<Vec<Event>> {
-    events
-        .iter()
-        .skip(1)
-        .map(|e| vec![e.event.clone()])
-        .collect()
-}
-
-/// Durable appends by `writers` threads, each to its own session; events/s.
-fn concurrent_durable(dir: &Path, events: &[Envelope], writers: u64) -> Result<f64, CliError> {
-    let engine = Arc::new(engine(store(dir, Durability::Durable)?, 13)?);
-    let mut sessions = Vec::new();
-    for _ in 0..writers {
-        sessions.push(bench_session(&engine, events)?);
-    }
-    let batch: Vec<Event> = events.iter().skip(1).map(|e| e.event.clone()).collect();
-    let t = Instant::now();
-    let handles: Vec<_> = sessions
-        .into_iter()
-        .map(|s| {
-            let engine = engine.clone();
-            let batch = batch.clone();
-            std::thread::spawn(move || -> Result<(), String> {
-                for e in batch {
-                    engine.apply(s, vec![e]).map_err(|e| e.to_string())?;
-                }
-                Ok(())
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join()
-            .map_err(|_| CliError::Failed("bench: a writer panicked".into()))?
-            .map_err(|e| CliError::Failed(format!("bench: writer: {e}")))?;
-    }
-    Ok((batch.len() as u64 * writers) as f64 / t.elapsed().as_secs_f64())
-}
-
-/// Writes `events` straight to a store at `dir` (batches of 1,000), flushed.
-fn write_log(dir: &Path, events: &[Envelope]) -> Result<SessionId, CliError> {
-    let s = store(dir, Durability::Buffered)?;
-    let session = first(events)?.session;
-    let mut head = 0;
-    for chunk in events.chunks(1_000) {
-        let batch: Vec<NewEvent> = chunk.iter().cloned().map(NewEvent::from).collect();
-        let expected = if head == 0 {
-            Expected::NoStream
-        } else {
-            Expected::Exactly(head)
-        };
-        head = s
-            .append(session, expected, batch)
-            .map_err(|e| failed("write log")(&e))?
-            .last;
-    }
-    s.flush().map_err(|e| failed("flush")(&e))?;
-    Ok(session)
-}
-
-fn dir_bytes(dir: &Path) -> u64 {
-    let mut total = 0;
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            total += if p.is_dir() {
-                dir_bytes(&p)
-            } else {
-                e.metadata().map(|m| m.len()).unwrap_or(0)
-            };
-        }
-    }
-    total
-}
-
-/// One agent step as an agent makes it: record the step (message, a text
-/// part, a tool output, its usage; the overflow check runs), then build the
-/// window for the next call. Seconds.
-fn one_step(
-    engine: &Engine,
-    session: SessionId,
-    parent: ctxlog_core::MessageId,
-    i: usize,
-) -> Result<f64, CliError> {
-    let output = format!("line {i}: ok\n").repeat(150);
-    let parts = vec![
-        PartBody::Text {
-            text: format!("step {i}: checking the next file"),
-            synthetic: false,
-            time: None,
-        },
-        PartBody::Tool {
-            call_id: format!("bench_{i}"),
-            tool: "read".into(),
-            state: ToolState::Completed {
-                input: Json::Null,
-                output,
-                title: None,
-                metadata: Json::Null,
-                start: 0,
-                end: 0,
-                attachments: Vec::new(),
-            },
-        },
-    ];
-    let tokens = TokenUsage {
-        input: 1_000,
-        output: 100,
-        ..TokenUsage::default()
-    };
-    let t = Instant::now();
-    let step = Step {
-        parts,
-        tokens,
-        finish: FinishReason::ToolCalls,
-        ..Step::new(parent)
-    };
-    engine
-        .record_step(session, step)
-        .map_err(|e| failed("step")(&e))?;
-    let w = engine.window(session).map_err(|e| failed("window")(&e))?;
-    let secs = t.elapsed().as_secs_f64();
-    non_empty(&w)?;
-    Ok(secs)
-}
-
-/// Every measured window has messages (the step or the fold went wrong
-/// otherwise).
-fn non_empty(w: &ctxlog_core::Window) -> Result<(), CliError> {
-    if w.messages.is_empty() {
-        return Err(CliError::Failed("bench: an empty window".into()));
-    }
-    Ok(())
-}
-
-/// A summarizer whose summary is the same whatever the history, so the step
-/// benchmark compares equal windows.
-struct FixedSummarizer;
-
-impl Summarizer for FixedSummarizer {
-    fn name(&self) -> &str {
-        "fixed"
-    }
-    fn summarize(&self, _: &SummaryRequest) -> Result<SummaryOutput, SummarizeError> {
-        Ok(SummaryOutput {
-            text: "## Objective\n- keep going through the files\n".repeat(20),
-            tokens: TokenUsage::default(),
-            finish: FinishReason::Stop,
-            redacted: 0,
-        })
-    }
-}
-
-/// A session of `n` generated events in a store, compacted at its head by a
-/// fixed summary (so the window starts at the same fresh pivot whatever the
-/// history), with a user message to answer: (engine, session, parent).
-fn step_session(
-    dir: &Path,
-    n: u64,
-) -> Result<(Engine, SessionId, ctxlog_core::MessageId), CliError> {
-    let events = generated(21, n)?;
-    let session = write_log(dir, &events)?;
-    drop(events);
-    let engine = Engine::builder()
-        .clock(Arc::new(ManualClock::new(1_800_000_000_000)))
-        .ids(SeededIds::new(23))
-        .summarizer(Arc::new(FixedSummarizer))
-        .build(store(dir, Durability::Buffered)?)
-        .map_err(|e| failed("engine")(&e))?;
-    engine
-        .request_compaction(session)
-        .map_err(|e| failed("compact")(&e))?;
-    engine
-        .run_pending(session)
-        .map_err(|e| failed("compact")(&e))?;
-    let parent = engine
-        .user_message(session, "go on with the next file")
-        .map_err(|e| failed("prompt")(&e))?;
-    Ok((engine, session, parent))
-}
-
-/// Median step cost at two history sizes, measured interleaved (a step on
-/// one, then on the other) so machine noise falls on both alike; seconds.
-fn step_costs(
-    small_dir: &Path,
-    large_dir: &Path,
-    small: u64,
-    large: u64,
-    steps: usize,
-) -> Result<(f64, f64, Engine, SessionId), CliError> {
-    let (se, ss, sp) = step_session(small_dir, small)?;
-    let (le, ls, lp) = step_session(large_dir, large)?;
-    for i in 0..5 {
-        one_step(&se, ss, sp, i)?; // warm-up
-        one_step(&le, ls, lp, i)?;
-    }
-    let (mut a, mut b) = (Vec::with_capacity(steps), Vec::with_capacity(steps));
-    for i in 0..steps {
-        a.push(one_step(&se, ss, sp, 5 + i)?);
-        b.push(one_step(&le, ls, lp, 5 + i)?);
-    }
-    Ok((median(a)?, median(b)?, le, ls))
-}
-
-/// What a stateless implementation does for one step: read the whole log,
-/// fold it, check overflow, build the window. Seconds.
-fn refold(store: &SledStore, session: SessionId) -> Result<f64, CliError> {
-    let t = Instant::now();
-    let mut state = SessionState::new();
-    for e in store.read(session, 1).map_err(|e| failed("read")(&e))? {
-        let e = e.map_err(|e| failed("read")(&e))?;
-        state.evolve(&e).map_err(|e| failed("fold")(&e))?;
-    }
-    let _ = state.overflow();
-    let w = window(&state);
-    let secs = t.elapsed().as_secs_f64();
-    non_empty(&w)?;
-    Ok(secs)
-}
-
-/// Peak resident memory of a child process replaying `session` at `dir`.
-fn replay_rss(dir: &Path, session: SessionId) -> Result<(u64, f64), CliError> {
+/// Peak resident memory of a child process (this binary's hidden
+/// `bench-replay-rss`) replaying `session` at `dir`: (bytes, seconds).
+fn replay_rss(dir: &Path, session: SessionId) -> Result<(u64, f64), BenchError> {
     let exe = std::env::current_exe().map_err(|e| failed("current exe")(&e))?;
     let out = std::process::Command::new(exe)
         .args(["--json", "--db"])
@@ -458,7 +32,7 @@ fn replay_rss(dir: &Path, session: SessionId) -> Result<(u64, f64), CliError> {
         .output()
         .map_err(|e| failed("child")(&e))?;
     if !out.status.success() {
-        return Err(CliError::Failed(format!(
+        return Err(BenchError::Failed(format!(
             "bench: replay child failed: {}",
             String::from_utf8_lossy(&out.stderr)
         )));
@@ -475,458 +49,71 @@ pub fn replay_rss_child(json_out: bool, db: &Path, session: &str) -> Result<(), 
     let session = uuid::Uuid::parse_str(session)
         .map(SessionId)
         .map_err(|e| CliError::BadInput(format!("{session:?}: {e}")))?;
-    let t = Instant::now();
-    let s = SledStore::open(db).map_err(|e| failed("open")(&e))?;
-    let mut state = SessionState::new();
-    for e in s.read(session, 1).map_err(|e| failed("read")(&e))? {
-        let e = e.map_err(|e| failed("read")(&e))?;
-        state.evolve(&e).map_err(|e| failed("fold")(&e))?;
-    }
-    let secs = t.elapsed().as_secs_f64();
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kb = status
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or(0);
-    let doc = json!({"events": state.head, "peak_rss_bytes": kb * 1024, "seconds": secs});
+    let r = ctxlog_bench::replay_for_rss(db, session)?;
     if json_out {
-        println!("{doc}");
+        println!(
+            "{}",
+            json!({"events": r.events, "peak_rss_bytes": r.peak_rss_bytes, "seconds": r.seconds})
+        );
     } else {
         println!(
-            "replayed {} events in {secs:.2}s, peak RSS {} KiB",
-            state.head, kb
+            "replayed {} events in {:.2}s, peak RSS {} KiB",
+            r.events,
+            r.seconds,
+            r.peak_rss_bytes / 1024
         );
     }
     Ok(())
 }
 
-fn machine() -> Value {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let cpu = read("/proc/cpuinfo")
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split(':').nth(1))
-        .map(|s| s.trim().to_owned());
-    let mem_kb = read("/proc/meminfo")
-        .lines()
-        .find(|l| l.starts_with("MemTotal:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse::<u64>().ok());
-    json!({
-        "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-        "cpu": cpu,
-        "memory_bytes": mem_kb.map(|k| k * 1024),
-        "kernel": read("/proc/sys/kernel/osrelease").trim(),
-        "os": std::env::consts::OS,
-        "arch": std::env::consts::ARCH,
-        "build": if cfg!(debug_assertions) { "debug" } else { "release" },
-    })
-}
-
-/// The goals of the issue, for the table: (ratio, goal, higher is better).
-const GOALS: &[(&str, f64, bool)] = &[
-    ("append_buffered_vs_raw", 0.5, true),
-    ("append_durable_vs_raw_flush", 0.8, true),
-    ("group_commit_gain", 4.0, true),
-    ("replay_vs_raw_scan", 0.3, true),
-    ("step_cost_growth", 1.5, false),
-    ("incremental_vs_refold", 100.0, true),
-    ("import_vs_parse", 0.3, true),
-];
-
-/// What one run measured: the ratios the goals are about, and every other
-/// figure.
-#[derive(Default)]
-struct Results {
-    ratios: Map<String, Value>,
-    figures: BTreeMap<String, Value>,
-}
-
-impl Results {
-    fn ratio(&mut self, name: &str, value: f64) {
-        self.ratios.insert(name.into(), json!(value));
-    }
-
-    fn figure(&mut self, name: impl Into<String>, value: Value) {
-        self.figures.insert(name.into(), value);
-    }
-}
-
 /// Runs the benchmark.
 pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
-    let z = if quick { QUICK } else { FULL };
-    let started = Instant::now();
-    let bar = ui::progress(json_out, 8, 0, "bench", false);
-    let mut r = Results::default();
+    let bar = ui::progress(json_out, STAGES, 0, "bench", false);
     if cfg!(debug_assertions) && !json_out {
         eprintln!(
             "ctxlog: warning: a debug build; run `cargo run --release -p ctxlog-cli -- bench`"
         );
     }
-
-    // 1–3. Appends (buffered, durable, group commit) on the same events.
-    let events = generated(7, z.append)?;
-    let records = encoded(&events)?;
-    bench_buffered(&z, &events, &records, &mut r)?;
-    bar.inc(1);
-    bench_durable(&z, &events, &records, &mut r)?;
-    bar.inc(1);
-    bench_group_commit(&z, &events, &mut r)?;
-    drop(events);
-    drop(records);
-    bar.inc(1);
-
-    bench_replay(&z, &mut r)?;
-    bar.inc(1);
-    bench_steps(&z, &mut r, &bar)?;
-    bench_import(&z, &mut r)?;
-    bar.inc(1);
-    bench_simulate(&z, &mut r)?;
-    bench_rss(&z, &mut r)?;
-    bar.inc(1);
+    let report = ctxlog_bench::run(quick, &mut || bar.inc(1), &replay_rss)?;
     bar.finish_and_clear();
-    r.figure("bench_seconds", json!(started.elapsed().as_secs_f64()));
-    print_results(json_out, quick, &z, r)
-}
-
-/// 1. Buffered appends, against raw sled inserts of the same bytes.
-fn bench_buffered(
-    z: &Sizes,
-    events: &[Envelope],
-    records: &[Record],
-    r: &mut Results,
-) -> Result<(), CliError> {
-    let raw_insert = measure(z.runs, || {
-        let d = Scratch::new("raw");
-        let db = raw_db(&d.0)?;
-        let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
-        let t = Instant::now();
-        for (k, v) in records {
-            tree.insert(k, v.as_slice())
-                .map_err(|e| failed("raw")(&e))?;
-        }
-        Ok(records.len() as f64 / t.elapsed().as_secs_f64())
-    })?;
-    let cmds = commands(events);
-    let per_command = events.len().saturating_sub(1) as f64 / cmds.len() as f64;
-    let buffered = measure(z.runs, || {
-        let d = Scratch::new("buffered");
-        engine_appends(&d.0, Durability::Buffered, events, cmds.clone())
-    })?;
-    let buffered_single = measure(z.runs, || {
-        let d = Scratch::new("buffered1");
-        engine_appends(&d.0, Durability::Buffered, events, singles(events))
-    })?;
-    r.ratio("append_buffered_vs_raw", buffered / raw_insert);
-    r.figure("raw_sled_inserts_per_s", json!(raw_insert));
-    r.figure("engine_buffered_events_per_s", json!(buffered));
-    r.figure("events_per_command", json!(per_command));
-    r.figure(
-        "engine_buffered_events_per_s_one_per_append",
-        json!(buffered_single),
-    );
-    r.figure(
-        "append_buffered_vs_raw_one_per_append",
-        json!(buffered_single / raw_insert),
-    );
+    print_report(json_out, report);
     Ok(())
 }
 
-/// 2. Durable appends, one per event, against raw sled insert + flush.
-fn bench_durable(
-    z: &Sizes,
-    events: &[Envelope],
-    records: &[Record],
-    r: &mut Results,
-) -> Result<(), CliError> {
-    let n = (z.durable as usize + 1)
-        .min(events.len())
-        .min(records.len());
-    let (few, few_records) = (&events[..n], &records[..n]);
-    let raw_flush = measure(z.runs, || {
-        let d = Scratch::new("raw-flush");
-        let db = raw_db(&d.0)?;
-        let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
-        let t = Instant::now();
-        for (k, v) in few_records {
-            tree.insert(k, v.as_slice())
-                .map_err(|e| failed("raw")(&e))?;
-            db.flush().map_err(|e| failed("raw flush")(&e))?;
-        }
-        Ok(few_records.len() as f64 / t.elapsed().as_secs_f64())
-    })?;
-    let durable = measure(z.runs, || {
-        let d = Scratch::new("durable");
-        engine_appends(&d.0, Durability::Durable, few, singles(few))
-    })?;
-    r.ratio("append_durable_vs_raw_flush", durable / raw_flush);
-    r.figure("raw_sled_insert_flush_per_s", json!(raw_flush));
-    r.figure("engine_durable_appends_per_s", json!(durable));
-    Ok(())
-}
-
-/// 3. Group commit: `writers` durable writers against one, same run.
-fn bench_group_commit(z: &Sizes, events: &[Envelope], r: &mut Results) -> Result<(), CliError> {
-    let per_writer = &events[..(z.durable as usize / 2 + 1).min(events.len())];
-    let one = measure(z.runs, || {
-        let d = Scratch::new("gc1");
-        concurrent_durable(&d.0, per_writer, 1)
-    })?;
-    let many = measure(z.runs, || {
-        let d = Scratch::new("gc8");
-        concurrent_durable(&d.0, per_writer, z.writers)
-    })?;
-    r.ratio("group_commit_gain", many / one);
-    r.figure("durable_appends_per_s_1_writer", json!(one));
-    r.figure(
-        format!("durable_appends_per_s_{}_writers", z.writers),
-        json!(many),
-    );
-    Ok(())
-}
-
-/// 4. Replay: open + fold to state, against open + scan + decode.
-fn bench_replay(z: &Sizes, r: &mut Results) -> Result<(), CliError> {
-    let log = Scratch::new("replay");
-    let replay_events = generated(9, z.replay)?;
-    let replay_encoded: u64 = encoded(&replay_events)?
-        .iter()
-        .map(|(_, v)| v.len() as u64)
-        .sum();
-    let n_replay = replay_events.len() as u64;
-    let session = write_log(&log.0, &replay_events)?;
-    drop(replay_events);
-    // Let sled release its lock before the measured opens.
-    std::thread::sleep(std::time::Duration::from_millis(50));
-    let on_disk = dir_bytes(&log.0);
-    let ours = measure(z.runs, || {
-        let t = Instant::now();
-        let s = SledStore::open(&log.0).map_err(|e| failed("open")(&e))?;
-        let mut state = SessionState::new();
-        for e in s.read(session, 1).map_err(|e| failed("read")(&e))? {
-            let e = e.map_err(|e| failed("read")(&e))?;
-            state.evolve(&e).map_err(|e| failed("fold")(&e))?;
-        }
-        let rate = state.head as f64 / t.elapsed().as_secs_f64();
-        drop(s);
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        Ok(rate)
-    })?;
-    let raw_scan = measure(z.runs, || raw_scan_rate(&log.0, session))?;
-    r.ratio("replay_vs_raw_scan", ours / raw_scan);
-    r.figure("replay_events_per_s", json!(ours));
-    r.figure("raw_scan_decode_events_per_s", json!(raw_scan));
-    r.figure(
-        "disk_bytes_per_event_vs_encoded",
-        json!((on_disk as f64 / n_replay as f64) / (replay_encoded as f64 / n_replay as f64)),
-    );
-    r.figure(
-        "encoded_bytes_per_event",
-        json!(replay_encoded as f64 / n_replay as f64),
-    );
-    r.figure(
-        "disk_bytes_per_event",
-        json!(on_disk as f64 / n_replay as f64),
-    );
-    r.figure("replay_log_events", json!(n_replay));
-    Ok(())
-}
-
-/// The raw baseline of the replay: open sled, scan the session's keys and
-/// decode every record; events/s.
-fn raw_scan_rate(dir: &Path, session: SessionId) -> Result<f64, CliError> {
-    let t = Instant::now();
-    let db = raw_db(dir)?;
-    let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
-    let mut n = 0u64;
-    for kv in tree.scan_prefix(session.0.as_bytes()) {
-        let (k, v) = kv.map_err(|e| failed("raw scan")(&e))?;
-        let (s, seq) = record::parse_key(&k).ok_or_else(|| CliError::Failed("bad key".into()))?;
-        let d = record::decode(&v, s, seq).map_err(|e| failed("decode")(&e))?;
-        n += u64::from(d.envelope.seq > 0);
-    }
-    let rate = n as f64 / t.elapsed().as_secs_f64();
-    drop(tree);
-    drop(db);
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    Ok(rate)
-}
-
-/// 5–6. Step cost at `small` and `large` events of history; re-fold at
-/// `large`. Advances the bar once per figure.
-fn bench_steps(z: &Sizes, r: &mut Results, bar: &indicatif::ProgressBar) -> Result<(), CliError> {
-    let small_dir = Scratch::new("steps-small");
-    let large_dir = Scratch::new("steps-large");
-    let (small, large, large_engine, large_session) =
-        step_costs(&small_dir.0, &large_dir.0, z.small, z.large, z.steps)?;
-    drop(small_dir);
-    r.ratio("step_cost_growth", large / small);
-    r.figure("step_seconds_1k", json!(small));
-    r.figure(format!("step_seconds_{}", z.large), json!(large));
-    bar.inc(1);
-    let refold_secs = measure(z.runs, || refold(large_engine.store(), large_session))?;
-    r.ratio("incremental_vs_refold", refold_secs / large);
-    r.figure(format!("refold_seconds_{}", z.large), json!(refold_secs));
-    drop(large_engine);
-    drop(large_dir);
-    bar.inc(1);
-    Ok(())
-}
-
-/// `simulate` of a recording at two sizes (n and 2n events) under each
-/// preset: the seconds, and the growth (time ratio over size ratio: 1 is
-/// linear, 2 would be quadratic).
-fn bench_simulate(z: &Sizes, r: &mut Results) -> Result<(), CliError> {
-    use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
-    let small = generated(31, z.simulate)?;
-    let large = generated(31, 2 * z.simulate)?;
-    let time = |events: &[Envelope], policy: &Policy| {
-        measure(z.runs, || {
-            let t = Instant::now();
-            simulate_recording(events, SimulateConfig::new(policy.clone()), |_| {})
-                .map_err(|e| failed("simulate")(&e))?;
-            Ok(t.elapsed().as_secs_f64())
-        })
-    };
-    for name in Policy::preset_names() {
-        let policy = Policy::preset(name).ok_or_else(|| failed("preset")(name))?;
-        let (a, b) = (time(&small, &policy)?, time(&large, &policy)?);
-        let size_ratio = large.len() as f64 / small.len().max(1) as f64;
-        r.figure(format!("simulate_seconds_{name}_{}", small.len()), json!(a));
-        r.figure(format!("simulate_seconds_{name}_{}", large.len()), json!(b));
-        r.figure(format!("simulate_growth_{name}"), json!(b / a / size_ratio));
-    }
-    Ok(())
-}
-
-/// 7. Import of an OpenCode export against plain serde_json parsing.
-fn bench_import(z: &Sizes, r: &mut Results) -> Result<(), CliError> {
-    let exp = Scratch::new("import");
-    std::fs::create_dir_all(&exp.0).map_err(|e| failed("dir")(&e))?;
-    let file = exp.0.join("session.json");
-    {
-        let events = generated(31, z.import)?;
-        let f = std::fs::File::create(&file).map_err(|e| failed("export")(&e))?;
-        export::opencode(&events, std::io::BufWriter::new(f)).map_err(|e| failed("export")(&e))?;
-    }
-    let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
-    let mb = bytes as f64 / 1e6;
-    let import_rate = measure(z.runs, || {
-        let t = Instant::now();
-        let f = std::fs::File::open(&file).map_err(|e| failed("open")(&e))?;
-        let imported = ctxlog_import::import(
-            BufReader::new(f),
-            "bench",
-            Format::OpenCode,
-            &ImportOptions::default(),
-        )
-        .map_err(|e| failed("import")(&e))?;
-        if imported.events.is_empty() {
-            return Err(CliError::Failed("bench: the import read no events".into()));
-        }
-        Ok(mb / t.elapsed().as_secs_f64())
-    })?;
-    let parse_rate = measure(z.runs, || {
-        let t = Instant::now();
-        let f = std::fs::File::open(&file).map_err(|e| failed("open")(&e))?;
-        let v: Value =
-            serde_json::from_reader(BufReader::new(f)).map_err(|e| failed("parse")(&e))?;
-        if !v.is_object() {
-            return Err(CliError::Failed(
-                "bench: the export is not an object".into(),
-            ));
-        }
-        Ok(mb / t.elapsed().as_secs_f64())
-    })?;
-    r.ratio("import_vs_parse", import_rate / parse_rate);
-    r.figure("import_mb_per_s", json!(import_rate));
-    r.figure("serde_json_parse_mb_per_s", json!(parse_rate));
-    r.figure("import_file_bytes", json!(bytes));
-    Ok(())
-}
-
-/// Peak RSS of replaying a large session, in a child process.
-fn bench_rss(z: &Sizes, r: &mut Results) -> Result<(), CliError> {
-    let big = Scratch::new("rss");
-    let (session, head) = write_generated(&big.0, &sim(41, z.rss))?;
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    let (rss, secs) = replay_rss(&big.0, session)?;
-    r.figure(format!("replay_peak_rss_bytes_{}_events", head), json!(rss));
-    r.figure(format!("replay_seconds_{}_events", head), json!(secs));
-    Ok(())
-}
-
-/// Streams a generated session into a store at `dir` batch by batch (it
-/// never holds the whole log), flushed and closed; (session, head).
-fn write_generated(dir: &Path, cfg: &GenerateConfig) -> Result<(SessionId, u64), CliError> {
-    let s = store(dir, Durability::Buffered)?;
-    let mut head = 0u64;
-    let mut session = None;
-    let mut err = None;
-    generate_into(cfg, |batch| {
-        if err.is_some() {
-            return;
-        }
-        let Some(first) = batch.first() else {
-            return;
-        };
-        let sid = *session.get_or_insert(first.session);
-        let n = batch.len() as u64;
-        let expected = if head == 0 {
-            Expected::NoStream
-        } else {
-            Expected::Exactly(head)
-        };
-        match s.append(
-            sid,
-            expected,
-            batch.into_iter().map(NewEvent::from).collect(),
-        ) {
-            Ok(_) => head += n,
-            Err(e) => err = Some(e),
-        }
-    })
-    .map_err(|e| failed("generator")(&e))?;
-    if let Some(e) = err {
-        return Err(failed("write")(&e));
-    }
-    s.flush().map_err(|e| failed("flush")(&e))?;
-    drop(s);
-    let session = session.ok_or_else(|| CliError::Failed("bench: empty session".into()))?;
-    Ok((session, head))
-}
-
-/// Prints the results: one JSON document, or the ratio and figure tables.
-fn print_results(json_out: bool, quick: bool, z: &Sizes, r: Results) -> Result<(), CliError> {
-    let Results { ratios, figures } = r;
+/// Prints the report: one JSON document, or the ratio and figure tables.
+fn print_report(json_out: bool, r: Report) {
+    let Report {
+        ratios,
+        figures,
+        machine: m,
+        quick,
+        runs,
+    } = r;
     let figures: Map<String, Value> = figures.into_iter().collect();
+    let mode = if quick { "quick" } else { "full" };
     if json_out {
         println!(
             "{}",
-            json!({"ratios": ratios, "figures": figures, "machine": machine(), "mode": if quick {"quick"} else {"full"}, "runs": z.runs})
+            json!({"ratios": ratios, "figures": figures, "machine": m, "mode": mode, "runs": runs})
         );
-        return Ok(());
+        return;
     }
     let rows: Vec<Vec<String>> = GOALS
         .iter()
-        .map(|(k, goal, higher)| {
-            let v = ratios.get(*k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-            let met = if *higher { v >= *goal } else { v <= *goal };
+        .map(|g| {
+            let v = ratios
+                .get(g.ratio)
+                .and_then(Value::as_f64)
+                .unwrap_or(f64::NAN);
             vec![
-                k.to_string(),
+                g.ratio.to_string(),
                 format!("{v:.3}"),
-                format!("{} {goal}", if *higher { ">=" } else { "<=" }),
-                if met { "met" } else { "MISSED" }.into(),
+                format!("{} {}", if g.higher { ">=" } else { "<=" }, g.goal),
+                if g.met(v) { "met" } else { "MISSED" }.into(),
             ]
         })
         .collect();
-    println!(
-        "ctxlog bench ({}, median of {} runs after a warm-up)",
-        if quick { "quick" } else { "full" },
-        z.runs
-    );
+    println!("ctxlog bench ({mode}, median of {runs} runs after a warm-up)");
     ui::table(&["RATIO", "VALUE", "GOAL", ""], &rows);
     println!();
     let rows: Vec<Vec<String>> = figures
@@ -941,12 +128,10 @@ fn print_results(json_out: bool, quick: bool, z: &Sizes, r: Results) -> Result<(
         })
         .collect();
     ui::table(&["FIGURE", "VALUE"], &rows);
-    let m = machine();
     println!(
         "\nmachine: {} cores, {}, {} build",
         m["cores"],
         m["cpu"].as_str().unwrap_or("unknown cpu"),
         m["build"].as_str().unwrap_or("")
     );
-    Ok(())
 }

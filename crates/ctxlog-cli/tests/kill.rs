@@ -59,7 +59,7 @@ fn no_acknowledged_event_is_lost_to_sigkill() {
         // A fresh database every 25 cycles keeps each verification short;
         // within a database, later cycles reopen what earlier kills left.
         let db = base.join(format!("db{}", cycles / 25));
-        if cycles % 25 == 0 {
+        if cycles.is_multiple_of(25) {
             acked.clear();
         }
         let mut child = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
@@ -83,7 +83,7 @@ fn no_acknowledged_event_is_lost_to_sigkill() {
         });
         // Most kills land while the child is writing (after its first
         // acknowledgement); one in eight lands anywhere, startup included.
-        if rng.next() % 8 != 0 {
+        if !rng.next().is_multiple_of(8) {
             let _ = first_rx.recv_timeout(Duration::from_secs(10));
             std::thread::sleep(Duration::from_millis(rng.next() % 60));
         } else {

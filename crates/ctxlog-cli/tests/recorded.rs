@@ -408,3 +408,34 @@ fn help_has_an_example_for_every_command() {
     let out = ok(ctxlog(&["--help"]));
     assert!(String::from_utf8_lossy(&out.stdout).contains("ctxlog-data"));
 }
+
+/// Runs ctxlog with its stdout already closed by the reader (what
+/// `ctxlog sessions | head -1` does once `head` has its line).
+fn with_closed_stdout(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .args(args)
+        .stdout(writer)
+        .output()
+        .expect("run ctxlog")
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_with_exit_0() {
+    let db = fresh("closed-stdout");
+    let db = db.to_str().unwrap();
+    ok(ctxlog(&["--db", db, "import", &fixture(OPENCODE)]));
+    for args in [
+        vec!["--db", db, "sessions"],
+        vec!["--db", db, "sessions", "--json"],
+        vec!["--db", db, "export", "ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v"],
+        vec!["--db", db, "audit", "ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v"],
+        vec!["demo"],
+    ] {
+        let out = with_closed_stdout(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
