@@ -55,9 +55,7 @@ impl Engine<SledStore> {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, EngineError> {
         Engine::builder().open(path)
     }
-}
 
-impl Engine<SledStore> {
     /// A builder with every default.
     pub fn builder() -> EngineBuilder {
         EngineBuilder::default()

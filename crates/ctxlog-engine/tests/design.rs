@@ -427,3 +427,58 @@ fn an_unknown_session_is_a_typed_error() {
         EngineError::UnknownSession(s) if s == missing
     ));
 }
+
+/// A recording whose agent compacted on its own, followed by a synthetic
+/// user message with `text`.
+fn recording_with_synthetic_after_compaction(text: &str) -> Vec<Envelope> {
+    let mut ids = SeededIds::new(77);
+    let t = 1_790_000_000_000;
+    let session = SessionId(ids.next_uuid(t));
+    let limits = ModelLimits {
+        context: 200_000,
+        input: None,
+        output: Some(8_000),
+    };
+    let mut r = Recorder::start(session, ids, t, Policy::opencode_seed(), limits).unwrap();
+    let guard = LoopGuard::default();
+    let u = r.user_text(t, "fix the parser", false).unwrap();
+    let step = Step::new(u).text("looking").tokens(TokenUsage {
+        input: 1_000,
+        output: 10,
+        ..TokenUsage::default()
+    });
+    r.run(t, Command::Step(step), guard).unwrap();
+    let compaction = RecordedCompaction {
+        auto: true,
+        text: "We looked at the parser.".into(),
+        tail_start: None,
+        marker_source: None,
+        summary_source: None,
+    };
+    r.run(t, Command::RecordCompaction(compaction), guard)
+        .unwrap();
+    r.user_text(t, text, true).unwrap();
+    r.into_events()
+}
+
+/// `simulate` leaves out the recording's own continue message after its
+/// automatic compaction (the policy under test decides whether to
+/// continue), and feeds any other synthetic message there as recorded
+/// (Codex re-injects its environment context after a compaction).
+#[test]
+fn simulate_drops_only_the_recorded_continue_message() {
+    let policy = Policy {
+        auto: false,
+        ..Policy::opencode_seed()
+    };
+    let run = |text: &str| {
+        let events = recording_with_synthetic_after_compaction(text);
+        simulate_recording(&events, SimulateConfig::new(policy.clone()), |_| {}).unwrap()
+    };
+    let continued = run(CONTINUE_TEXT);
+    let context = run("<environment_context>cwd: /repo</environment_context>");
+    // Message and text part of the synthetic message: fed only when it is
+    // not the continue message.
+    assert_eq!(context.events, continued.events + 2);
+    assert!(context.final_window > continued.final_window);
+}

@@ -1,0 +1,59 @@
+//! The import of an OpenCode export against plain JSON parsing of the same
+//! file ([`bench_import`]).
+
+use crate::measure::{measure, Scratch};
+use crate::report::Report;
+use crate::sizes::{generated, Sizes};
+use crate::{failed, BenchError};
+use ctxlog_import::{export, Format, ImportOptions};
+use serde_json::{json, Value};
+use std::io::BufReader;
+use std::time::Instant;
+
+/// 7. Import of an OpenCode export against plain serde_json parsing.
+pub fn bench_import(z: &Sizes, r: &mut Report) -> Result<(), BenchError> {
+    let exp = Scratch::new("import");
+    std::fs::create_dir_all(exp.path()).map_err(|e| failed("dir")(&e))?;
+    let file = exp.path().join("session.json");
+    {
+        let events = generated(31, z.import)?;
+        let f = std::fs::File::create(&file).map_err(|e| failed("export")(&e))?;
+        export::opencode(&events, std::io::BufWriter::new(f)).map_err(|e| failed("export")(&e))?;
+    }
+    let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    let mb = bytes as f64 / 1e6;
+    let import_rate = measure(z.runs, || {
+        let t = Instant::now();
+        let f = std::fs::File::open(&file).map_err(|e| failed("open")(&e))?;
+        let imported = ctxlog_import::import(
+            BufReader::new(f),
+            "bench",
+            Format::OpenCode,
+            &ImportOptions::default(),
+        )
+        .map_err(|e| failed("import")(&e))?;
+        if imported.events.is_empty() {
+            return Err(BenchError::Failed(
+                "bench: the import read no events".into(),
+            ));
+        }
+        Ok(mb / t.elapsed().as_secs_f64())
+    })?;
+    let parse_rate = measure(z.runs, || {
+        let t = Instant::now();
+        let f = std::fs::File::open(&file).map_err(|e| failed("open")(&e))?;
+        let v: Value =
+            serde_json::from_reader(BufReader::new(f)).map_err(|e| failed("parse")(&e))?;
+        if !v.is_object() {
+            return Err(BenchError::Failed(
+                "bench: the export is not an object".into(),
+            ));
+        }
+        Ok(mb / t.elapsed().as_secs_f64())
+    })?;
+    r.set_ratio("import_vs_parse", import_rate / parse_rate);
+    r.set_figure("import_mb_per_s", json!(import_rate));
+    r.set_figure("serde_json_parse_mb_per_s", json!(parse_rate));
+    r.set_figure("import_file_bytes", json!(bytes));
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! How one figure is taken: a warm-up, then the median of `runs`
+//! measurements ([`measure`]), each in a fresh directory ([`Scratch`]).
+
+use crate::BenchError;
+use std::path::{Path, PathBuf};
+
+/// The median of measurements; an error when there are none.
+pub fn median(mut v: Vec<f64>) -> Result<f64, BenchError> {
+    if v.is_empty() {
+        return Err(BenchError::Failed("bench: no measurements".into()));
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Ok(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// One warm-up, then `runs` measurements; the median.
+pub fn measure(
+    runs: usize,
+    mut f: impl FnMut() -> Result<f64, BenchError>,
+) -> Result<f64, BenchError> {
+    f()?;
+    let mut v = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        v.push(f()?);
+    }
+    median(v)
+}
+
+/// A fresh directory for one measurement (under the system temp dir),
+/// removed when dropped.
+#[derive(Debug)]
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// A directory named after `tag` that does not exist yet.
+    pub fn new(tag: &str) -> Self {
+        let p = std::env::temp_dir().join(format!(
+            "ctxlog-bench-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        Scratch(p)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,102 @@
+//! How big a bench run is ([`Sizes`]) and the seeded sessions it measures
+//! ([`generated`]).
+
+use crate::BenchError;
+use ctxlog_core::generate::{generate, GenerateConfig};
+use ctxlog_core::Envelope;
+
+/// Sizes of one bench run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizes {
+    /// Measured runs of each figure (after one warm-up); the median is kept.
+    pub runs: usize,
+    /// Events of the session the buffered appends write.
+    pub append: u64,
+    /// Events the durable appends write (one flush each).
+    pub durable: u64,
+    /// Concurrent durable writers of the group-commit figure.
+    pub writers: u64,
+    /// Events of the replayed log.
+    pub replay: u64,
+    /// Events of history of the small step-cost session.
+    pub small: u64,
+    /// Events of history of the large step-cost session (and of the re-fold).
+    pub large: u64,
+    /// Steps measured on each step-cost session.
+    pub steps: usize,
+    /// Events of the imported OpenCode export.
+    pub import: u64,
+    /// Events of the session replayed for peak memory.
+    pub rss: u64,
+    /// Events of the smaller recording `simulate` runs (the larger has twice).
+    pub simulate: u64,
+}
+
+impl Sizes {
+    /// `ctxlog bench --quick`: a check that the bench runs, in under a minute.
+    pub const QUICK: Sizes = Sizes {
+        runs: 3,
+        append: 5_000,
+        durable: 150,
+        writers: 8,
+        replay: 20_000,
+        small: 1_000,
+        large: 100_000,
+        steps: 100,
+        import: 10_000,
+        rss: 100_000,
+        simulate: 10_000,
+    };
+
+    /// `ctxlog bench`: the figures BENCHMARKS.md reports.
+    pub const FULL: Sizes = Sizes {
+        runs: 5,
+        append: 50_000,
+        durable: 1_000,
+        writers: 8,
+        replay: 200_000,
+        small: 1_000,
+        large: 100_000,
+        steps: 300,
+        import: 100_000,
+        rss: 1_000_000,
+        simulate: 40_000,
+    };
+
+    /// [`Sizes::QUICK`] or [`Sizes::FULL`].
+    pub fn of(quick: bool) -> Sizes {
+        if quick {
+            Sizes::QUICK
+        } else {
+            Sizes::FULL
+        }
+    }
+}
+
+/// The generator's settings for bench sessions: heavy-tailed tool outputs
+/// (Pareto from 400 chars, cut at 40,000), a 128k window, compaction and
+/// pruning as the seed policy does them.
+pub fn generator_config(seed: u64, events: u64) -> GenerateConfig {
+    GenerateConfig {
+        seed,
+        turns: u32::MAX,
+        max_events: events,
+        min_output_chars: 400,
+        max_output_chars: 40_000,
+        ..GenerateConfig::default()
+    }
+}
+
+/// A generated bench session of about `events` events
+/// ([`generator_config`]).
+pub fn generated(seed: u64, events: u64) -> Result<Vec<Envelope>, BenchError> {
+    generate(&generator_config(seed, events))
+        .map_err(|e| BenchError::Failed(format!("generator: {e}")))
+}
+
+/// The first event (the session's start) of generated events.
+pub(crate) fn first(events: &[Envelope]) -> Result<&Envelope, BenchError> {
+    events
+        .first()
+        .ok_or_else(|| BenchError::Failed("bench: the generator wrote no events".into()))
+}
