@@ -12,6 +12,7 @@ use crate::event::{
 };
 use crate::ids::{EventId, MessageId, PartId, Seq, SessionId, TimestampMs};
 use crate::policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
+use crate::window::estimate_part;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -215,6 +216,12 @@ struct Index {
     messages: BTreeMap<MessageId, usize>,
     parts: BTreeMap<PartId, (usize, usize)>,
     jobs: BTreeMap<MessageId, usize>,
+    /// Each part's estimated tokens as it is sent (under the policy's
+    /// estimator), by message and part position.
+    part_tokens: Vec<Vec<u64>>,
+    /// Their sum per message: the window estimate adds these up, so a step
+    /// costs O(messages in the window), not O(their text).
+    message_tokens: Vec<u64>,
 }
 
 fn validate_policy(p: &Policy) -> Result<(), Violation> {
@@ -257,16 +264,49 @@ impl SessionState {
     /// Rebuilds the lookup tables (after decoding a snapshot).
     pub fn rebuild_index(&mut self) {
         let mut index = Index::default();
+        let e = &self.policy.estimator;
         for (mi, m) in self.messages.iter().enumerate() {
             index.messages.insert(m.id, mi);
+            let mut tokens = Vec::with_capacity(m.parts.len());
             for (pi, p) in m.parts.iter().enumerate() {
                 index.parts.insert(p.id, (mi, pi));
+                tokens.push(estimate_part(&p.body, p.pruned.is_some(), e));
             }
+            index.message_tokens.push(tokens.iter().sum());
+            index.part_tokens.push(tokens);
         }
         for (ji, j) in self.jobs.iter().enumerate() {
             index.jobs.insert(j.marker, ji);
         }
         self.index = index;
+    }
+
+    /// Estimated tokens of a message's parts as they are sent (0 for an
+    /// unknown position), kept up to date by the reducer.
+    pub(crate) fn message_tokens(&self, index: usize) -> u64 {
+        self.index.message_tokens.get(index).copied().unwrap_or(0)
+    }
+
+    /// Re-estimates one part after its body or prune mark changed.
+    fn refresh_part_tokens(&mut self, id: PartId) {
+        let Some(&(mi, pi)) = self.index.parts.get(&id) else {
+            return;
+        };
+        let Some(p) = self.messages.get(mi).and_then(|m| m.parts.get(pi)) else {
+            return;
+        };
+        let new = estimate_part(&p.body, p.pruned.is_some(), &self.policy.estimator);
+        let (Some(old), Some(sum)) = (
+            self.index
+                .part_tokens
+                .get_mut(mi)
+                .and_then(|t| t.get_mut(pi)),
+            self.index.message_tokens.get_mut(mi),
+        ) else {
+            return;
+        };
+        *sum = *sum - *old + new;
+        *old = new;
     }
 
     /// Position of a message in `messages`.
@@ -645,6 +685,13 @@ impl SessionState {
 
     fn push_message(&mut self, msg: Message) {
         self.index.messages.insert(msg.id, self.messages.len());
+        let tokens: Vec<u64> = msg
+            .parts
+            .iter()
+            .map(|p| estimate_part(&p.body, p.pruned.is_some(), &self.policy.estimator))
+            .collect();
+        self.index.message_tokens.push(tokens.iter().sum());
+        self.index.part_tokens.push(tokens);
         self.messages.push(msg);
     }
 
@@ -660,7 +707,15 @@ impl SessionState {
             return;
         };
         self.index.parts.insert(part.id, (mi, m.parts.len()));
+        let tokens = estimate_part(&part.body, part.pruned.is_some(), &self.policy.estimator);
         m.parts.push(part);
+        if let (Some(t), Some(sum)) = (
+            self.index.part_tokens.get_mut(mi),
+            self.index.message_tokens.get_mut(mi),
+        ) {
+            t.push(tokens);
+            *sum += tokens;
+        }
     }
 
     fn part_mut(&mut self, id: PartId) -> Option<&mut Part> {
@@ -720,7 +775,13 @@ impl SessionState {
                 self.title = title.clone();
                 self.source_id = source_id.clone();
             }
-            Event::PolicyChanged { policy } => self.policy = policy.clone(),
+            Event::PolicyChanged { policy } => {
+                let estimator_changed = policy.estimator != self.policy.estimator;
+                self.policy = policy.clone();
+                if estimator_changed {
+                    self.rebuild_index();
+                }
+            }
             Event::LimitsChanged { limits } => self.limits = limits.clone(),
             Event::CompactionAttempted { .. } => {}
             Event::AutoCompactionPaused { reason, .. } => self.auto_paused = Some(reason.clone()),
@@ -763,6 +824,7 @@ impl SessionState {
                 if let Some(p) = self.part_mut(*part) {
                     p.body = body.clone();
                 }
+                self.refresh_part_tokens(*part);
             }
             Event::StepFinished {
                 message,
@@ -799,6 +861,7 @@ impl SessionState {
                             tokens: *tokens,
                         });
                     }
+                    self.refresh_part_tokens(*part);
                 }
             }
             Event::PartsRestored { parts, .. } => {
@@ -806,6 +869,7 @@ impl SessionState {
                     if let Some(p) = self.part_mut(*part) {
                         p.pruned = None;
                     }
+                    self.refresh_part_tokens(*part);
                 }
             }
             Event::MessageErrored { message, error } => {

@@ -307,7 +307,7 @@ pub fn window_order(state: &SessionState) -> (Option<MessageId>, Vec<usize>) {
 
 /// Estimated tokens of one stored part as it is sent: what
 /// [`WindowPart::estimate`] gives for its rendering, without rendering it.
-fn estimate_part(body: &PartBody, pruned: bool, e: &Estimator) -> u64 {
+pub(crate) fn estimate_part(body: &PartBody, pruned: bool, e: &Estimator) -> u64 {
     match body {
         PartBody::Text { text, .. } | PartBody::Reasoning { text, .. } => e.estimate(text),
         PartBody::File(a) => e.estimate(&a.url),
@@ -326,16 +326,15 @@ fn estimate_part(body: &PartBody, pruned: bool, e: &Estimator) -> u64 {
 }
 
 /// `window(state).estimate(&state.policy.estimator)`, without building the
-/// window: what the loop guard and the simulator measure at every step.
+/// window: what the loop guard and `simulate` measure at every step. Each
+/// message's estimate is kept by the reducer, so this costs O(messages in
+/// the window).
 pub fn estimate_window(state: &SessionState) -> u64 {
-    let e = &state.policy.estimator;
     let (_, order) = window_order(state);
     order
         .into_iter()
-        .map(|i| &state.messages[i])
-        .filter(|m| is_sent(state, m))
-        .flat_map(|m| &m.parts)
-        .map(|p| estimate_part(&p.body, p.pruned.is_some(), e))
+        .filter(|&i| state.messages.get(i).is_some_and(|m| is_sent(state, m)))
+        .map(|i| state.message_tokens(i))
         .sum()
 }
 

@@ -206,6 +206,23 @@ proptest! {
                 window(&state).estimate(&state.policy.estimator)
             );
         }
+        // Another estimator from here on: every kept estimate is redone.
+        let mut policy = state.policy.clone();
+        policy.estimator = policy::Estimator::CharsPerToken { chars_per_token: 3 };
+        let change = Envelope {
+            session: state.session.unwrap(),
+            seq: state.head + 1,
+            id: EventId(uuid::Uuid::from_u128(u128::from(seed) + 1)),
+            recorded_at: 0,
+            causation: None,
+            correlation: None,
+            event: Event::PolicyChanged { policy },
+        };
+        state.evolve(&change).unwrap();
+        prop_assert_eq!(
+            estimate_window(&state),
+            window(&state).estimate(&state.policy.estimator)
+        );
     }
 }
 
