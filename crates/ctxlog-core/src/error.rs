@@ -157,7 +157,7 @@ pub enum Violation {
     InvalidPolicy(&'static str),
 }
 
-/// A command [`crate::decide`] cannot turn into events (nothing was decided).
+/// A command [`crate::decide()`] cannot turn into events (nothing was decided).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[error("command {command} refused: {violation}")]
 pub struct RefusedCommand {

@@ -2,7 +2,7 @@
 //! would not fit the model: the decisions of the job runner, without its I/O.
 //!
 //! - [`summary_input`]: the window up to and including the marker, minus the
-//!   recent tail the policy keeps verbatim (the tail [`crate::decide`] chose
+//!   recent tail the policy keeps verbatim (the tail [`crate::decide()`] chose
 //!   with [`select_tail`] and recorded in `CompactionStarted`).
 //! - [`Fallback`]: the attempts, in order: the full request; tool outputs cut
 //!   to [`TRUNCATED_TOOL_OUTPUT_CHARS`]; only the most recent turns, shrunk

@@ -1,9 +1,9 @@
 //! ctxlog-core: the event model, the decisions and the pure reducers of ctxlog.
 //!
-//! A session is an ordered stream of [`Envelope`]s. [`decide`] turns a
+//! A session is an ordered stream of [`Envelope`]s. [`decide()`] turns a
 //! [`Command`] into the events to record: every decision of the compaction
 //! lifecycle is made there, once. [`SessionState::evolve`] folds events into
-//! the derived state; the views — [`window`] (the exact model input),
+//! the derived state; the views — [`window()`] (the exact model input),
 //! [`SessionState::overflow`] (the seeds' predicate), [`plan_prune`] (the
 //! prune plan) and [`SessionState::pending_jobs`] (queued compactions) — are
 //! pure functions of that state. Nothing here does I/O, reads a clock or

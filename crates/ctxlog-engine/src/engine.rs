@@ -1,4 +1,4 @@
-//! [`Engine`]: the I/O around [`ctxlog_core::decide`]. A command is decided
+//! [`Engine`]: the I/O around [`ctxlog_core::decide()`]. A command is decided
 //! on the session's cached state, its events are applied and appended to the
 //! log in one atomic append, then every reaction the decision asks for is
 //! decided the same way. Subscribers get a [`Notice`] for each committed

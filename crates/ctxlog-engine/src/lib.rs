@@ -1,5 +1,5 @@
 //! ctxlog-engine: what an agent embeds. It is the I/O around the decisions
-//! of [`ctxlog_core::decide`]: it appends what they decide to a log (durable
+//! of [`ctxlog_core::decide()`]: it appends what they decide to a log (durable
 //! [`SledStore`] or in-memory [`MemoryLog`]), calls the summarizer and the
 //! compacting hook, and tells subscribers. The lifecycle, as the seeds
 //! describe it:
