@@ -30,7 +30,7 @@
 
 use crate::error::{RefusedCommand, Violation};
 use crate::event::{CompactionTrigger, Event, FinishReason, MessageError, ModelRef, PartBody};
-use crate::event::{PromptRecord, Role};
+use crate::event::{PromptRecord, PrunedPart, Role};
 use crate::guard::LoopGuard;
 use crate::ids::{EventId, IdSource, MessageId, PartId, TimestampMs};
 use crate::policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
@@ -300,6 +300,50 @@ pub struct Decided {
     pub then: Option<Command>,
     /// The overflow check, for [`Command::CheckOverflow`].
     pub overflow: Option<OverflowCheck>,
+}
+
+/// Every event drafted by `decided` (a command and its reactions), in order.
+pub fn drafted(decided: &[Decided]) -> impl Iterator<Item = &Event> {
+    decided.iter().flat_map(|d| &d.events).map(|d| &d.event)
+}
+
+/// The first message `decided` appended (a compaction marker counts): the
+/// user message, the step, or the continue message after a summary.
+pub fn first_message(decided: &[Decided]) -> Option<MessageId> {
+    drafted(decided).find_map(|e| match e {
+        Event::MessageAppended { message, .. } | Event::CompactionRequested { message, .. } => {
+            Some(*message)
+        }
+        _ => None,
+    })
+}
+
+/// The compaction job (marker) `decided` queued, if any.
+pub fn queued(decided: &[Decided]) -> Option<MessageId> {
+    drafted(decided).find_map(|e| match e {
+        Event::CompactionRequested { message, .. } => Some(*message),
+        _ => None,
+    })
+}
+
+/// The parts `decided` pruned and their tokens in all, if it pruned.
+pub fn pruned(decided: &[Decided]) -> Option<(&[PrunedPart], u64)> {
+    drafted(decided).find_map(|e| match e {
+        Event::PartsPruned {
+            parts,
+            total_tokens,
+            ..
+        } => Some((parts.as_slice(), *total_tokens)),
+        _ => None,
+    })
+}
+
+/// Why the loop guard paused automatic compaction in `decided`, if it did.
+pub fn paused(decided: &[Decided]) -> Option<&str> {
+    drafted(decided).find_map(|e| match e {
+        Event::AutoCompactionPaused { reason, .. } => Some(reason.as_str()),
+        _ => None,
+    })
 }
 
 /// Decides `command` on `state`; see the module documentation.

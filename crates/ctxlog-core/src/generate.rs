@@ -6,12 +6,12 @@
 //! an agent loop would, so its logs exercise every rule. Pure: the same
 //! config always gives the same events.
 
-use crate::decide::{Command, Decided, SummaryText};
+use crate::decide::{first_message, pruned, queued, Command, SummaryText};
 use crate::error::Refused;
 use crate::event::{Envelope, Event, FinishReason, MessageError, PartBody, Role, ToolState};
 use crate::fallback::{summary_input, Fallback};
 use crate::guard::LoopGuard;
-use crate::ids::{MessageId, PartId, SeededIds, SessionId};
+use crate::ids::{MessageId, SeededIds, SessionId};
 use crate::json::Json;
 use crate::policy::{ModelLimits, Policy, TokenUsage};
 use crate::recorder::Recorder;
@@ -123,28 +123,6 @@ fn text_of(rng: &mut Rng, lo: u64, hi: u64) -> String {
     s
 }
 
-/// The job a decision queued, if any.
-fn queued_job(decided: &[Decided]) -> Option<MessageId> {
-    decided
-        .iter()
-        .flat_map(|d| &d.events)
-        .find_map(|d| match d.event {
-            Event::CompactionRequested { message, .. } => Some(message),
-            _ => None,
-        })
-}
-
-/// The parts a decision pruned, if any.
-fn pruned_parts(decided: &[Decided]) -> Option<Vec<PartId>> {
-    decided
-        .iter()
-        .flat_map(|d| &d.events)
-        .find_map(|d| match &d.event {
-            Event::PartsPruned { parts, .. } => Some(parts.iter().map(|p| p.part).collect()),
-            _ => None,
-        })
-}
-
 /// The generator's stand-in for the summarizer's system prompt and
 /// instruction, tokens.
 const PROMPT_OVERHEAD_TOKENS: u64 = 600;
@@ -218,17 +196,8 @@ fn run_job(
     };
     let decided = r.run(*t + 2_000, Command::CompleteJob { job, summary }, guard)?;
     *t += 2_001;
-    Ok(decided
-        .iter()
-        .flat_map(|d| &d.events)
-        .find_map(|d| match d.event {
-            Event::MessageAppended {
-                message,
-                role: Role::User,
-                ..
-            } => Some(message),
-            _ => None,
-        }))
+    // The continue message, after an automatic compaction.
+    Ok(first_message(&decided))
 }
 
 /// Generates one session's events under `cfg`.
@@ -376,7 +345,7 @@ pub fn generate_into(
                 },
                 guard,
             )?;
-            if let Some(job) = queued_job(&decided) {
+            if let Some(job) = queued(&decided) {
                 t += 10;
                 let continued = run_job(&mut r, &mut rng, cfg, guard, job, &mut t, turn, step)?;
                 if let Some(message) = continued {
@@ -385,8 +354,8 @@ pub fn generate_into(
                 win = estimate_window(r.state());
             }
         }
-        let pruned = r.run(t, Command::EndTurn, guard)?;
-        if let Some(parts) = pruned_parts(&pruned) {
+        let pruned_now = r.run(t, Command::EndTurn, guard)?;
+        if let Some((parts, _)) = pruned(&pruned_now) {
             // The seed's prune walk can reach outputs from before the pivot,
             // which were not in the window: re-measure it rather than subtract.
             if rng.chance(50) {
@@ -394,7 +363,7 @@ pub fn generate_into(
                 r.run(
                     t,
                     Command::Restore {
-                        parts: parts.iter().take(1).copied().collect(),
+                        parts: parts.iter().take(1).map(|p| p.part).collect(),
                         reason: "the user asked for the output again".into(),
                     },
                     guard,

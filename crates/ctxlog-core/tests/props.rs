@@ -245,60 +245,65 @@ fn json_strategy() -> impl Strategy<Value = Json> {
     })
 }
 
-/// The properties above are only as strong as the logs the simulator writes:
+/// The generator settings the lifecycle-coverage tests run: 8 seeds at three
+/// context sizes, with failures at 5 %.
+fn lifecycle_configs() -> impl Iterator<Item = GenerateConfig> {
+    (0..8).flat_map(|seed| {
+        [30_000u64, 60_000, 128_000].map(|context| GenerateConfig {
+            seed,
+            failure_percent: 5,
+            limits: ModelLimits {
+                context,
+                input: None,
+                output: Some(8_000),
+            },
+            ..GenerateConfig::default()
+        })
+    })
+}
+
+/// The properties above are only as strong as the logs the generator writes:
 /// over a handful of seeds it must exercise compactions (completed and
 /// failed), prunes, tool errors and aborted steps.
 #[test]
-fn the_simulator_exercises_the_whole_lifecycle() {
+fn the_generator_exercises_the_whole_lifecycle() {
     let (mut completed, mut failed, mut prunes, mut tool_errors, mut aborted) = (0, 0, 0, 0, 0);
-    for seed in 0..8 {
-        for context in [30_000u64, 60_000, 128_000] {
-            let cfg = GenerateConfig {
-                seed,
-                failure_percent: 5,
-                limits: ModelLimits {
-                    context,
-                    input: None,
-                    output: Some(8_000),
-                },
-                ..GenerateConfig::default()
-            };
-            let events = generate(&cfg).unwrap();
-            let state = SessionState::replay(&events).unwrap();
-            completed += state
-                .jobs
-                .iter()
-                .filter(|j| matches!(j.status, JobStatus::Completed { .. }))
-                .count();
-            failed += state
-                .jobs
-                .iter()
-                .filter(|j| matches!(j.status, JobStatus::Failed { .. }))
-                .count();
-            prunes += events
-                .iter()
-                .filter(|e| matches!(e.event, Event::PartsPruned { .. }))
-                .count();
-            tool_errors += state
-                .messages
-                .iter()
-                .flat_map(|m| &m.parts)
-                .filter(|p| {
-                    matches!(
-                        p.body,
-                        PartBody::Tool {
-                            state: ToolState::Error { .. },
-                            ..
-                        }
-                    )
-                })
-                .count();
-            aborted += state
-                .messages
-                .iter()
-                .filter(|m| m.error.is_some() && !m.summary)
-                .count();
-        }
+    for cfg in lifecycle_configs() {
+        let events = generate(&cfg).unwrap();
+        let state = SessionState::replay(&events).unwrap();
+        completed += state
+            .jobs
+            .iter()
+            .filter(|j| matches!(j.status, JobStatus::Completed { .. }))
+            .count();
+        failed += state
+            .jobs
+            .iter()
+            .filter(|j| matches!(j.status, JobStatus::Failed { .. }))
+            .count();
+        prunes += events
+            .iter()
+            .filter(|e| matches!(e.event, Event::PartsPruned { .. }))
+            .count();
+        tool_errors += state
+            .messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .filter(|p| {
+                matches!(
+                    p.body,
+                    PartBody::Tool {
+                        state: ToolState::Error { .. },
+                        ..
+                    }
+                )
+            })
+            .count();
+        aborted += state
+            .messages
+            .iter()
+            .filter(|m| m.error.is_some() && !m.summary)
+            .count();
     }
     assert!(completed >= 10, "completed compactions: {completed}");
     assert!(failed >= 1, "failed compactions: {failed}");
@@ -312,21 +317,9 @@ fn the_simulator_exercises_the_whole_lifecycle() {
 #[test]
 fn the_generator_emits_every_event_kind() {
     let mut seen = std::collections::BTreeSet::new();
-    for seed in 0..8 {
-        for context in [30_000u64, 60_000, 128_000] {
-            let cfg = GenerateConfig {
-                seed,
-                failure_percent: 5,
-                limits: ModelLimits {
-                    context,
-                    input: None,
-                    output: Some(8_000),
-                },
-                ..GenerateConfig::default()
-            };
-            for e in generate(&cfg).unwrap() {
-                seen.insert(e.event.kind());
-            }
+    for cfg in lifecycle_configs() {
+        for e in generate(&cfg).unwrap() {
+            seen.insert(e.event.kind());
         }
     }
     let missing: Vec<_> = EVENT_KINDS.iter().filter(|k| !seen.contains(*k)).collect();

@@ -5,6 +5,7 @@
 use crate::error::EngineError;
 use crate::outcome::StepOutcome;
 use crate::Engine;
+use ctxlog_core::decide::{drafted, first_message, pruned, queued};
 use ctxlog_core::window::{estimate_window, window, Window};
 use ctxlog_core::{
     audit, AuditEntry, Command, Decided, Event, FinishReason, MessageId, ModelLimits, ModelRef,
@@ -12,30 +13,12 @@ use ctxlog_core::{
 };
 use ctxlog_store::EventLog;
 
-/// Every event the decisions drafted, in order.
-fn events(decided: &[Decided]) -> impl Iterator<Item = &Event> {
-    decided.iter().flat_map(|d| &d.events).map(|d| &d.event)
-}
-
-/// The first message the decisions appended.
-fn first_message(decided: &[Decided]) -> Option<MessageId> {
-    events(decided).find_map(|e| match e {
-        Event::MessageAppended { message, .. } | Event::CompactionRequested { message, .. } => {
-            Some(*message)
-        }
-        _ => None,
-    })
-}
-
 /// The step outcome of a run that finished the step of `message`.
 fn step_outcome(message: MessageId, decided: &[Decided]) -> StepOutcome {
     StepOutcome {
         message,
         overflow: decided.iter().find_map(|d| d.overflow),
-        queued: events(decided).find_map(|e| match e {
-            Event::CompactionRequested { message, .. } => Some(*message),
-            _ => None,
-        }),
+        queued: queued(decided),
     }
 }
 
@@ -177,7 +160,7 @@ impl<L: EventLog> Engine<L> {
         body: PartBody,
     ) -> Result<PartId, EngineError> {
         let decided = self.command(session, Command::AppendPart { message, body })?;
-        let part = events(&decided).find_map(|e| match e {
+        let part = drafted(&decided).find_map(|e| match e {
             Event::PartAppended { part, .. } => Some(*part),
             _ => None,
         });
@@ -236,18 +219,10 @@ impl<L: EventLog> Engine<L> {
     /// what was pruned.
     pub fn end_turn(&self, session: SessionId) -> Result<Option<Pruned>, EngineError> {
         let decided = self.command(session, Command::EndTurn)?;
-        let pruned = events(&decided).find_map(|e| match e {
-            Event::PartsPruned {
-                parts,
-                total_tokens,
-                ..
-            } => Some(Pruned {
-                parts: parts.clone(),
-                tokens: *total_tokens,
-            }),
-            _ => None,
-        });
-        Ok(pruned)
+        Ok(pruned(&decided).map(|(parts, tokens)| Pruned {
+            parts: parts.to_vec(),
+            tokens,
+        }))
     }
 
     /// The exact model input at the head.

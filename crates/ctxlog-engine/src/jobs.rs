@@ -11,24 +11,12 @@ use crate::summarize::{
     SummarizeError, SummaryOutput, SummaryRequest, COMPACTION_INSTRUCTION, COMPACTION_SYSTEM_PROMPT,
 };
 use crate::Engine;
+use ctxlog_core::decide::paused;
 use ctxlog_core::fallback::{summary_input, Answer, Fallback, Verdict};
 use ctxlog_core::window::WindowMessage;
-use ctxlog_core::{
-    Command, Decided, Event, MessageId, PromptRecord, SessionId, SessionState, SummaryText,
-};
+use ctxlog_core::{Command, MessageId, PromptRecord, SessionId, SessionState, SummaryText};
 use ctxlog_store::EventLog;
 use sha2::{Digest, Sha256};
-
-/// The loop guard's pause among `decided`, if any.
-fn paused(decided: &[Decided]) -> Option<String> {
-    decided
-        .iter()
-        .flat_map(|d| &d.events)
-        .find_map(|d| match &d.event {
-            Event::AutoCompactionPaused { reason, .. } => Some(reason.clone()),
-            _ => None,
-        })
-}
 
 impl<L: EventLog> Engine<L> {
     /// Runs every pending compaction job of `session`, oldest first (jobs
@@ -156,7 +144,7 @@ impl<L: EventLog> Engine<L> {
                 Ok(JobOutcome::Failed {
                     job,
                     error,
-                    paused: paused(&decided),
+                    paused: paused(&decided).map(str::to_owned),
                 })
             }
         }
@@ -234,7 +222,7 @@ impl<L: EventLog> Engine<L> {
             summary: j.and_then(|j| j.summary).unwrap_or(job),
             continued: j.is_some_and(|j| j.auto),
             redactions,
-            paused: paused(&decided),
+            paused: paused(&decided).map(str::to_owned),
         })
     }
 }

@@ -6,6 +6,7 @@
 
 use crate::limits::{resolve, Resolved};
 use crate::{Format, ImportError, ImportOptions, Imported};
+use ctxlog_core::decide::queued;
 use ctxlog_core::{
     Command, Event, FinishReason, IdSource, Json, LoopGuard, MessageId, ModelLimits, ModelRef,
     PartBody, PartId, RecordedCompaction, Recorder, Role, SeededIds, SessionId, TimestampMs,
@@ -202,6 +203,35 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Appends a tool call that waits for its result (a pending tool part
+    /// whose source id is the call id); returns what [`Builder::complete_call`]
+    /// needs later.
+    pub fn pending_call(
+        &mut self,
+        at: TimestampMs,
+        message: MessageId,
+        call_id: &str,
+        tool: String,
+        arguments: &serde_json::Value,
+    ) -> Result<OpenCall, ImportError> {
+        let input = as_json(arguments);
+        let body = PartBody::Tool {
+            call_id: call_id.to_owned(),
+            tool: tool.clone(),
+            state: ToolState::Pending {
+                input: input.clone(),
+                raw: arguments.to_string(),
+            },
+        };
+        let part = self.part(at, message, body, Some(call_id.to_owned()))?;
+        Ok(OpenCall {
+            part,
+            tool,
+            input,
+            start: at,
+        })
+    }
+
     /// Completes (or errors) a waiting tool call with its result.
     pub fn complete_call(
         &mut self,
@@ -265,14 +295,7 @@ impl<'a> Builder<'a> {
             Ok(decided) => decided,
             Err(e) => return Err(self.err(format!("cannot record the compaction: {e}"))),
         };
-        decided
-            .iter()
-            .flat_map(|d| &d.events)
-            .find_map(|d| match d.event {
-                Event::CompactionRequested { message, .. } => Some(message),
-                _ => None,
-            })
-            .ok_or_else(|| self.err("the compaction decided no marker"))
+        queued(&decided).ok_or_else(|| self.err("the compaction decided no marker"))
     }
 
     /// Appends a message with no parts.

@@ -12,11 +12,10 @@
 //!   `isCompactSummary` user line becomes its completed summary.
 //! - Source ids: user lines keep their `uuid`, steps their `message.id`.
 
-use crate::build::{as_json, Builder, NewMessage, OpenCall};
+use crate::build::{Builder, NewMessage, OpenCall};
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     CompactionTrigger, Event, FinishReason, Json, MessageId, ModelRef, PartBody, Role, TokenUsage,
-    ToolState,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -417,30 +416,9 @@ impl<'a> Importer<'a> {
             .and_then(Value::as_str)
             .ok_or_else(|| self.err(format!("field `message.content[{i}].name` missing")))?
             .to_owned();
-        let raw = b.get("input").cloned().unwrap_or(Value::Null);
-        let input = as_json(&raw);
-        let part = self.b.part(
-            at,
-            message,
-            PartBody::Tool {
-                call_id: id.clone(),
-                tool: tool.clone(),
-                state: ToolState::Pending {
-                    input: input.clone(),
-                    raw: raw.to_string(),
-                },
-            },
-            Some(id.clone()),
-        )?;
-        self.calls.insert(
-            id,
-            OpenCall {
-                part,
-                tool,
-                input,
-                start: at,
-            },
-        );
+        let input = b.get("input").unwrap_or(&Value::Null);
+        let call = self.b.pending_call(at, message, &id, tool, input)?;
+        self.calls.insert(id, call);
         Ok(())
     }
 

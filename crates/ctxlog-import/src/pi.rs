@@ -15,11 +15,11 @@
 //!   `summary`; `firstKeptEntryIndex` (0-based line index) is the tail start.
 //! - `thinking_level_change` and unknown entries are skipped.
 
-use crate::build::{as_json, Builder, NewMessage, OpenCall};
+use crate::build::{Builder, NewMessage, OpenCall};
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     Attachment, Event, FinishReason, Json, MessageError, MessageId, ModelRef, PartBody, Role,
-    TokenUsage, ToolState,
+    TokenUsage,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -279,30 +279,9 @@ impl<'a> Importer<'a> {
             .and_then(Value::as_str)
             .ok_or_else(|| self.err(format!("field `{}` missing", field("name"))))?
             .to_owned();
-        let args = c.get("arguments").cloned().unwrap_or(Value::Null);
-        let input = as_json(&args);
-        let part = self.b.part(
-            at,
-            message,
-            PartBody::Tool {
-                call_id: id.clone(),
-                tool: tool.clone(),
-                state: ToolState::Pending {
-                    input: input.clone(),
-                    raw: args.to_string(),
-                },
-            },
-            Some(id.clone()),
-        )?;
-        self.calls.insert(
-            id,
-            OpenCall {
-                part,
-                tool,
-                input,
-                start: at,
-            },
-        );
+        let args = c.get("arguments").unwrap_or(&Value::Null);
+        let call = self.b.pending_call(at, message, &id, tool, args)?;
+        self.calls.insert(id, call);
         Ok(())
     }
 

@@ -168,6 +168,50 @@ pub(crate) fn evolve_to_head<L: EventLog + ?Sized>(
     Ok(applied)
 }
 
+/// The retry rule both logs apply once some of a batch's ids are found
+/// stored (`stored`: each such event with its stored position, in batch
+/// order): the batch is a retry only when every id is stored, at contiguous
+/// seqs of `session`, and `same` says each is stored unchanged; then the
+/// original position is returned. Anything else is refused. `abort` turns a
+/// refusal into the caller's error type (the sled writer aborts its
+/// transaction with it).
+pub(crate) fn retried_position<E>(
+    session: SessionId,
+    events: &[NewEvent],
+    stored: &[(&NewEvent, SessionId, Seq)],
+    abort: impl Fn(StoreError) -> E,
+    mut same: impl FnMut(&NewEvent, SessionId, Seq) -> Result<bool, E>,
+) -> Result<Option<Appended>, E> {
+    let Some((first, _, _)) = stored.first() else {
+        return Ok(None);
+    };
+    if stored.len() != events.len() {
+        return Err(abort(StoreError::PartialDuplicate { id: first.id }));
+    }
+    let mut range: Option<(Seq, Seq)> = None;
+    for &(e, s, seq) in stored {
+        let conflict = || StoreError::IdConflict {
+            id: e.id,
+            session: s,
+            seq,
+        };
+        let follows = range.is_none_or(|(_, last)| last.checked_add(1) == Some(seq));
+        if s != session || !follows {
+            return Err(abort(conflict()));
+        }
+        range = Some((range.map_or(seq, |(first, _)| first), seq));
+        if !same(e, s, seq)? {
+            return Err(abort(conflict()));
+        }
+    }
+    Ok(range.map(|(first, last)| Appended {
+        session,
+        first,
+        last,
+        duplicate: true,
+    }))
+}
+
 /// The first id repeated inside one batch (such a batch can never be stored).
 pub(crate) fn repeated_id(events: &[NewEvent]) -> Option<EventId> {
     let mut seen = std::collections::BTreeSet::new();

@@ -4,7 +4,7 @@
 
 use crate::error::{Expected, StoreError};
 use crate::follower::Followable;
-use crate::log::{check_expected, repeated_id, Appended, EventLog, NewEvent};
+use crate::log::{check_expected, repeated_id, retried_position, Appended, EventLog, NewEvent};
 use crate::subscribe::{Hub, Subscription};
 use ctxlog_core::{codec, Envelope, EventId, Seq, SessionId};
 use std::collections::BTreeMap;
@@ -86,44 +86,25 @@ impl Logs {
         session: SessionId,
         events: &[NewEvent],
     ) -> Result<Option<Appended>, StoreError> {
-        let stored: Vec<(&NewEvent, (SessionId, Seq))> = events
+        let stored: Vec<(&NewEvent, SessionId, Seq)> = events
             .iter()
-            .filter_map(|e| self.ids.get(&e.id).map(|pos| (e, *pos)))
+            .filter_map(|e| self.ids.get(&e.id).map(|&(s, seq)| (e, s, seq)))
             .collect();
-        let Some((first, _)) = stored.first() else {
-            return Ok(None);
-        };
-        if stored.len() != events.len() {
-            return Err(StoreError::PartialDuplicate { id: first.id });
-        }
-        let mut range: Option<(Seq, Seq)> = None;
-        for (e, (s, seq)) in stored {
-            let conflict = StoreError::IdConflict {
-                id: e.id,
-                session: s,
-                seq,
-            };
-            let follows = range.is_none_or(|(_, last)| last.checked_add(1) == Some(seq));
-            if s != session || !follows {
-                return Err(conflict);
-            }
-            range = Some((range.map_or(seq, |(first, _)| first), seq));
-            let env = self.get(s, seq).ok_or_else(|| {
-                StoreError::Damaged(format!(
-                    "event {} indexed at session {s} seq {seq} but not stored",
-                    e.id
-                ))
-            })?;
-            if !e.is_stored_as(env) {
-                return Err(conflict);
-            }
-        }
-        Ok(range.map(|(first, last)| Appended {
+        retried_position(
             session,
-            first,
-            last,
-            duplicate: true,
-        }))
+            events,
+            &stored,
+            |e| e,
+            |e, s, seq| {
+                let env = self.get(s, seq).ok_or_else(|| {
+                    StoreError::Damaged(format!(
+                        "event {} indexed at session {s} seq {seq} but not stored",
+                        e.id
+                    ))
+                })?;
+                Ok(e.is_stored_as(env))
+            },
+        )
     }
 
     /// Checks, encodes and stores a batch that is not a retry.

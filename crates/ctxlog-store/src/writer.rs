@@ -10,7 +10,7 @@
 
 use crate::config::{Durability, StoreConfig};
 use crate::error::{Expected, StoreError};
-use crate::log::{check_expected, repeated_id, Appended, NewEvent};
+use crate::log::{check_expected, repeated_id, retried_position, Appended, NewEvent};
 use crate::record::{self, Chain};
 use crate::subscribe::Hub;
 use crate::trees::{decode_head, encode_head, Trees};
@@ -458,34 +458,17 @@ impl Tx<'_> {
         let mut stored = Vec::new();
         for e in events {
             if let Some(pos) = self.ids.get(e.id.as_bytes())? {
-                stored.push((e, pos));
+                let (s, seq) = record::parse_key(&pos).ok_or_else(|| {
+                    abort(StoreError::Damaged(format!(
+                        "id index entry of event {}",
+                        e.id
+                    )))
+                })?;
+                stored.push((e, s, seq));
             }
         }
-        let Some((first, _)) = stored.first() else {
-            return Ok(None);
-        };
-        if stored.len() != events.len() {
-            return Err(abort(StoreError::PartialDuplicate { id: first.id }));
-        }
-        let mut range: Option<(Seq, Seq)> = None;
-        for (e, pos) in &stored {
-            let (s, seq) = record::parse_key(pos).ok_or_else(|| {
-                abort(StoreError::Damaged(format!(
-                    "id index entry of event {}",
-                    e.id
-                )))
-            })?;
-            let conflict = StoreError::IdConflict {
-                id: e.id,
-                session: s,
-                seq,
-            };
-            let follows = range.is_none_or(|(_, last)| last.checked_add(1) == Some(seq));
-            if s != session || !follows {
-                return Err(abort(conflict));
-            }
-            range = Some((range.map_or(seq, |(first, _)| first), seq));
-            let bytes = self.events.get(pos)?.ok_or_else(|| {
+        retried_position(session, events, &stored, abort, |e, s, seq| {
+            let bytes = self.events.get(record::key(s, seq))?.ok_or_else(|| {
                 abort(StoreError::Damaged(format!(
                     "event {} indexed at session {s} seq {seq} but not stored",
                     e.id
@@ -498,16 +481,8 @@ impl Tx<'_> {
                     problem,
                 })
             })?;
-            if !e.is_stored_as(&stored.envelope) {
-                return Err(abort(conflict));
-            }
-        }
-        Ok(range.map(|(first, last)| Appended {
-            session,
-            first,
-            last,
-            duplicate: true,
-        }))
+            Ok(e.is_stored_as(&stored.envelope))
+        })
     }
 }
 
