@@ -136,9 +136,11 @@ enum Command {
         /// Its format.
         #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
         format: FormatArg,
-        /// Policy preset recorded with the session.
-        #[arg(long, default_value = "opencode-seed")]
-        policy: String,
+        /// Policy preset recorded with the session [default: the preset of
+        /// the agent version that wrote it (OpenCode 1.18.x → opencode-1.18),
+        /// else opencode-seed].
+        #[arg(long)]
+        policy: Option<String>,
         #[command(flatten)]
         limits: LimitArgs,
     },
@@ -200,6 +202,10 @@ enum Command {
         /// Show the window as it was right after this event.
         #[arg(long)]
         at: Option<u64>,
+        /// `ctxlog`: messages and parts; `openai`: the chat-completions
+        /// `messages` array a provider receives from OpenCode (JSON).
+        #[arg(long, value_enum, default_value = "ctxlog")]
+        format: WindowFormat,
     },
     /// Every prune, compaction request, start, attempt, summary, failure,
     /// pause and continue of a stored session.
@@ -342,7 +348,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             format,
             policy,
             limits,
-        } => recorded::import(cli.json, &cli.db, file, *format, policy, limits),
+        } => recorded::import(cli.json, &cli.db, file, *format, policy.as_deref(), limits),
         Command::Sessions => recorded::sessions(cli.json, &cli.db),
         Command::Replay { session } => recorded::replay(cli.json, &cli.db, session),
         Command::Export {
@@ -353,7 +359,11 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Simulate(args) => recorded::simulate(cli.json, args),
         Command::Bench { quick } => bench::run(cli.json, *quick),
         Command::BenchReplayRss { session } => bench::replay_rss_child(cli.json, &cli.db, session),
-        Command::Window { session, at } => show_window(cli, session, *at),
+        Command::Window {
+            session,
+            at,
+            format,
+        } => show_window(cli, session, *at, *format),
         Command::Audit { session } => show_audit(cli, session),
         Command::Compact {
             session,
@@ -537,7 +547,21 @@ fn window_json(w: &Window) -> Result<serde_json::Value, CliError> {
     }))
 }
 
-fn show_window(cli: &Cli, session: &str, at: Option<u64>) -> Result<(), CliError> {
+/// How `window` prints the model input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum WindowFormat {
+    /// ctxlog's messages and parts.
+    Ctxlog,
+    /// The chat-completions `messages` array, as OpenCode sends it.
+    Openai,
+}
+
+fn show_window(
+    cli: &Cli,
+    session: &str,
+    at: Option<u64>,
+    format: WindowFormat,
+) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
     let engine = engine(store, SummarizerKind::Extractive)?;
     let w = match at {
@@ -548,6 +572,18 @@ fn show_window(cli: &Cli, session: &str, at: Option<u64>) -> Result<(), CliError
         EngineError::NoSuchSeq { .. } => CliError::BadInput(e.to_string()),
         e => CliError::Failed(e.to_string()),
     })?;
+    if format == WindowFormat::Openai {
+        println!(
+            "{}",
+            json!({
+                "format": "openai",
+                "messages": ctxlog_engine::chat::chat_messages(&w),
+                "omitted": ["system", "tools"],
+                "note": "ctxlog does not record the system prompt or the tool definitions; a provider receives them before and beside these messages",
+            })
+        );
+        return Ok(());
+    }
     if cli.json {
         println!("{}", window_json(&w)?);
         return Ok(());

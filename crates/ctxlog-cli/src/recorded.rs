@@ -117,11 +117,12 @@ pub fn import(
     db: &Path,
     file: &Path,
     format: FormatArg,
-    policy: &str,
+    policy: Option<&str>,
     limits: &LimitArgs,
 ) -> Result<(), CliError> {
     let options = ImportOptions {
-        policy: preset(policy)?,
+        policy: preset(policy.unwrap_or(ctxlog_core::policy::PRESET_OPENCODE_SEED))?,
+        detect_policy: policy.is_none(),
         limits: limits.overrides(),
     };
     let imported = read_recording(json, file, format, &options)?;
@@ -378,6 +379,7 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
     }
     let options = ImportOptions {
         policy: policy.clone(),
+        detect_policy: false,
         limits: a.limits.overrides(),
     };
     let imported = read_recording(json, &a.file, a.format, &options)?;

@@ -3,6 +3,7 @@
 //! Never use bincode's top-level `serialize`/`deserialize`: their options
 //! differ (fixed-width integers, trailing bytes allowed, no limit).
 
+use crate::event::Envelope;
 use bincode::Options;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -57,4 +58,156 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CodecError> {
 /// Decodes a whole buffer with the fixed options; trailing bytes are an error.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
     Ok(options().deserialize(bytes)?)
+}
+
+/// Decodes an envelope written under event schema `schema` (see
+/// [`crate::EVENT_SCHEMA_VERSION`]). Schema 1 differs only in the policy of
+/// `SessionStarted` and `PolicyChanged`; every other event has the same bytes.
+pub fn decode_envelope(bytes: &[u8], schema: u16) -> Result<Envelope, CodecError> {
+    if schema >= 2 {
+        return decode(bytes);
+    }
+    let kind = legacy::kind_of(bytes);
+    match kind {
+        Some(0) | Some(10) => Ok(decode::<legacy::EnvelopeV1>(bytes)?.into()),
+        _ => decode(bytes),
+    }
+}
+
+/// The schema-1 shapes of the two events whose layout changed in schema 2.
+mod legacy {
+    use crate::event::{Envelope, Event};
+    use crate::ids::{EventId, Seq, SessionId, TimestampMs};
+    use crate::policy::{Estimator, ModelLimits, OverflowRule, Policy, TailRule};
+    use bincode::Options;
+    use serde::Deserialize;
+    use uuid::Uuid;
+
+    /// `Policy` before `summary_input` and `failed_marker`.
+    #[derive(Deserialize)]
+    pub struct PolicyV1 {
+        name: String,
+        auto: bool,
+        prune: bool,
+        overflow: OverflowRule,
+        prune_protect: u64,
+        prune_minimum: u64,
+        prune_protect_turns: u32,
+        protected_tools: Vec<String>,
+        estimator: Estimator,
+        tail: Option<TailRule>,
+    }
+
+    impl From<PolicyV1> for Policy {
+        fn from(p: PolicyV1) -> Policy {
+            Policy {
+                name: p.name,
+                auto: p.auto,
+                prune: p.prune,
+                overflow: p.overflow,
+                prune_protect: p.prune_protect,
+                prune_minimum: p.prune_minimum,
+                prune_protect_turns: p.prune_protect_turns,
+                protected_tools: p.protected_tools,
+                estimator: p.estimator,
+                tail: p.tail,
+                summary_input: Default::default(),
+                failed_marker: Default::default(),
+            }
+        }
+    }
+
+    /// The event variants of schema 1 in their order; only variants 0 and 10
+    /// are ever decoded through this type (the others are placeholders that
+    /// keep the indices).
+    #[derive(Deserialize)]
+    pub enum EventV1 {
+        SessionStarted {
+            policy: PolicyV1,
+            limits: ModelLimits,
+            title: Option<String>,
+            source_id: Option<String>,
+        },
+        P1,
+        P2,
+        P3,
+        P4,
+        P5,
+        P6,
+        P7,
+        P8,
+        P9,
+        PolicyChanged {
+            policy: PolicyV1,
+        },
+    }
+
+    /// A schema-1 envelope holding one of the changed events.
+    #[derive(Deserialize)]
+    pub struct EnvelopeV1 {
+        session: SessionId,
+        seq: Seq,
+        id: EventId,
+        recorded_at: TimestampMs,
+        causation: Option<EventId>,
+        correlation: Option<Uuid>,
+        event: EventV1,
+    }
+
+    impl From<EnvelopeV1> for Envelope {
+        fn from(e: EnvelopeV1) -> Envelope {
+            let event = match e.event {
+                EventV1::SessionStarted {
+                    policy,
+                    limits,
+                    title,
+                    source_id,
+                } => Event::SessionStarted {
+                    policy: policy.into(),
+                    limits,
+                    title,
+                    source_id,
+                },
+                EventV1::PolicyChanged { policy } => Event::PolicyChanged {
+                    policy: policy.into(),
+                },
+                // Never decoded: `kind_of` routes only kinds 0 and 10 here.
+                _ => Event::PolicyChanged {
+                    policy: Policy::default(),
+                },
+            };
+            Envelope {
+                session: e.session,
+                seq: e.seq,
+                id: e.id,
+                recorded_at: e.recorded_at,
+                causation: e.causation,
+                correlation: e.correlation,
+                event,
+            }
+        }
+    }
+
+    /// The event kind of an encoded envelope: the variant index that follows
+    /// the envelope's fixed fields, read with the same options.
+    pub fn kind_of(bytes: &[u8]) -> Option<u32> {
+        #[derive(Deserialize)]
+        struct Head {
+            _session: SessionId,
+            _seq: Seq,
+            _id: EventId,
+            _recorded_at: TimestampMs,
+            _causation: Option<EventId>,
+            _correlation: Option<Uuid>,
+            kind: u32,
+        }
+        let head: Head = bincode::DefaultOptions::new()
+            .with_varint_encoding()
+            .with_little_endian()
+            .allow_trailing_bytes()
+            .with_limit(super::MAX_ENCODED_BYTES)
+            .deserialize(bytes)
+            .ok()?;
+        Some(head.kind)
+    }
 }

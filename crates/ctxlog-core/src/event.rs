@@ -11,7 +11,13 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// Version of the event schema written by this build.
-pub const EVENT_SCHEMA_VERSION: u16 = 1;
+///
+/// - 1: the first schema.
+/// - 2: [`Policy`] gains `summary_input` and `failed_marker` (the
+///   `opencode-1.18` preset). Schema-1 records still decode
+///   ([`crate::codec::decode_envelope`]) with both at their defaults, which
+///   are the rules every schema-1 policy had.
+pub const EVENT_SCHEMA_VERSION: u16 = 2;
 
 /// One recorded event with its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

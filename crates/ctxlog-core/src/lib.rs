@@ -42,7 +42,9 @@ pub use event::{
 pub use guard::LoopGuard;
 pub use ids::{EventId, IdSource, MessageId, PartId, SeededIds, Seq, SessionId, TimestampMs};
 pub use json::{Json, JsonNumber};
-pub use policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
+pub use policy::{
+    FailedMarker, ModelLimits, OverflowCheck, Policy, SummaryInput, TokenUsage, ALL_TURNS,
+};
 pub use prune::{plan_prune, PrunePlan, PruneStop};
 pub use recorder::Recorder;
 pub use state::{Job, JobStatus, Message, Part, PruneMark, SessionState, REDUCER_VERSION};

@@ -140,17 +140,50 @@ pub fn estimate_tokens(units: u64, per_token: u64) -> u64 {
 /// The recent-turn tail kept verbatim after a compaction (OpenCode §1.7 step 5).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TailRule {
-    /// Recent user turns considered (`compaction.tail_turns`, 2); 0 disables.
+    /// Recent user turns considered (`compaction.tail_turns`, 2 in 1.17);
+    /// 0 disables; [`ALL_TURNS`] considers every turn.
     pub turns: u32,
     /// Fixed token budget (`preserve_recent_tokens`); when `None`,
     /// `min(max_tokens, max(min_tokens, usable × percent / 100))`.
     pub preserve_recent_tokens: Option<u64>,
     /// Lower bound of the derived budget (2,000).
     pub min_tokens: u64,
-    /// Upper bound of the derived budget (8,000).
+    /// Upper bound of the derived budget (8,000 in 1.17, 15,000 in 1.18).
     pub max_tokens: u64,
     /// Share of the usable budget, in percent (25).
     pub percent_of_usable: u64,
+}
+
+/// `TailRule::turns` meaning "every turn" (OpenCode 1.18 leaves
+/// `compaction.tail_turns` unset: only the token budget limits the tail).
+pub const ALL_TURNS: u32 = u32::MAX;
+
+/// What the summarizer is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum SummaryInput {
+    /// The history as model messages, then the compaction prompt (seed, 1.17).
+    #[default]
+    Messages,
+    /// One user message holding the history as a text transcript
+    /// (`[User]: …`, `[Assistant tool call]: …`, `[Tool result]: …`) with
+    /// each tool result cut after `tool_output_max_chars` UTF-16 units, and
+    /// the prior summary after it (OpenCode 1.18).
+    Transcript {
+        /// Where a tool result is cut (2,000 in OpenCode 1.18).
+        tool_output_max_chars: u32,
+    },
+}
+
+/// Whether the marker of a failed compaction is still sent to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum FailedMarker {
+    /// Left out: a failed compaction leaves the window as it was (ctxlog's
+    /// rule for `opencode-seed` and `opencode-1.17`).
+    #[default]
+    Hidden,
+    /// Sent as the compaction question, as OpenCode does (its window only
+    /// skips *completed* pivots and errored summaries; 1.18.33 observed).
+    Sent,
 }
 
 /// A complete compaction policy. Every constant is configurable.
@@ -176,12 +209,21 @@ pub struct Policy {
     pub estimator: Estimator,
     /// The recent-turn tail kept after compaction; `None` = no tail (seed).
     pub tail: Option<TailRule>,
+    /// What the summarizer is sent (added in event schema 2; schema-1
+    /// records decode with the default).
+    #[serde(default)]
+    pub summary_input: SummaryInput,
+    /// Whether a failed compaction's marker is sent (added in event schema 2).
+    #[serde(default)]
+    pub failed_marker: FailedMarker,
 }
 
 /// Name of the default preset.
 pub const PRESET_OPENCODE_SEED: &str = "opencode-seed";
 /// Name of the OpenCode 1.17 preset.
 pub const PRESET_OPENCODE_1_17: &str = "opencode-1.17";
+/// Name of the OpenCode 1.18 preset.
+pub const PRESET_OPENCODE_1_18: &str = "opencode-1.18";
 
 impl Policy {
     /// The default preset, exactly as the seed documents describe it.
@@ -202,6 +244,8 @@ impl Policy {
             protected_tools: vec!["skill".into()],
             estimator: Estimator::CharsPerToken { chars_per_token: 4 },
             tail: None,
+            summary_input: SummaryInput::Messages,
+            failed_marker: FailedMarker::Hidden,
         }
     }
 
@@ -233,18 +277,46 @@ impl Policy {
         }
     }
 
+    /// OpenCode 1.18 (read from the 1.18.33 binary and checked live by the
+    /// differential test): 1.17's overflow rule and pruning off; a tail over
+    /// every turn (no `tail_turns`) of at most 15k tokens; the summarizer
+    /// gets a transcript with tool results cut at 2,000 characters; a failed
+    /// compaction's marker is still sent.
+    pub fn opencode_1_18() -> Self {
+        Policy {
+            name: PRESET_OPENCODE_1_18.into(),
+            tail: Some(TailRule {
+                turns: ALL_TURNS,
+                preserve_recent_tokens: None,
+                min_tokens: 2_000,
+                max_tokens: 15_000,
+                percent_of_usable: 25,
+            }),
+            summary_input: SummaryInput::Transcript {
+                tool_output_max_chars: 2_000,
+            },
+            failed_marker: FailedMarker::Sent,
+            ..Self::opencode_1_17()
+        }
+    }
+
     /// A preset by name.
     pub fn preset(name: &str) -> Option<Self> {
         match name {
             PRESET_OPENCODE_SEED => Some(Self::opencode_seed()),
             PRESET_OPENCODE_1_17 => Some(Self::opencode_1_17()),
+            PRESET_OPENCODE_1_18 => Some(Self::opencode_1_18()),
             _ => None,
         }
     }
 
     /// Names of the built-in presets.
     pub fn preset_names() -> &'static [&'static str] {
-        &[PRESET_OPENCODE_SEED, PRESET_OPENCODE_1_17]
+        &[
+            PRESET_OPENCODE_SEED,
+            PRESET_OPENCODE_1_17,
+            PRESET_OPENCODE_1_18,
+        ]
     }
 
     /// Whether `tool`'s output is protected from pruning.

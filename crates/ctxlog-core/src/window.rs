@@ -8,7 +8,8 @@
 //!   attachments are dropped; the stored output is untouched.
 //! - A pending or running tool renders as the error [`INTERRUPTED_TOOL`], so
 //!   every call has a result.
-//! - Summaries that never completed, markers of failed compactions, and
+//! - Summaries that never completed, markers of failed compactions (unless
+//!   the policy's [`FailedMarker`] is `Sent`, as in OpenCode), and
 //!   assistant messages with an error (other than an abort that left
 //!   content), are left out.
 //! - Step markers carry no content and are not sent.
@@ -16,7 +17,7 @@
 use crate::event::{Attachment, PartBody, Role, ToolState};
 use crate::ids::MessageId;
 use crate::json::Json;
-use crate::policy::Estimator;
+use crate::policy::{Estimator, FailedMarker};
 use crate::state::{JobStatus, Message, SessionState};
 use serde::{Deserialize, Serialize};
 
@@ -196,8 +197,10 @@ fn is_sent(state: &SessionState, m: &Message) -> bool {
     if m.summary && !summary_completed(state, m.id) {
         return false;
     }
-    // A failed compaction leaves the window as it was: its marker is not sent.
+    // A failed compaction leaves the window as it was: its marker is not
+    // sent, unless the policy follows OpenCode, which still sends it.
     if m.marker
+        && state.policy.failed_marker == FailedMarker::Hidden
         && state
             .job(m.id)
             .is_some_and(|j| matches!(j.status, JobStatus::Failed { .. }))

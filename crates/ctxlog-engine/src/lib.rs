@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod chat;
 mod clock;
 mod commands;
 mod config;

@@ -113,12 +113,29 @@ impl<'a> Builder<'a> {
         })
     }
 
+    /// The policy to record: the preset of the agent version that wrote the
+    /// recording (`writer`, e.g. OpenCode's `info.version`), when the options
+    /// allow detection and a preset matches, else the options' policy.
+    pub fn policy_for(&self, writer: Option<&str>) -> ctxlog_core::Policy {
+        let detected =
+            writer
+                .filter(|_| self.options.detect_policy)
+                .and_then(|w| match self.format {
+                    Format::OpenCode if w.starts_with("1.18.") => {
+                        Some(ctxlog_core::Policy::opencode_1_18())
+                    }
+                    _ => None,
+                });
+        detected.unwrap_or_else(|| self.options.policy.clone())
+    }
+
     /// Starts the session once the recording's own id is known.
     pub fn start(
         &mut self,
         source: &str,
         at: TimestampMs,
         title: Option<String>,
+        policy: ctxlog_core::Policy,
     ) -> Result<(), ImportError> {
         if self.r.is_some() {
             return Err(self.err("the session started twice"));
@@ -135,7 +152,7 @@ impl<'a> Builder<'a> {
             session,
             ids,
             at,
-            self.options.policy.clone(),
+            policy,
             initial.limits,
             title,
             Some(source.to_owned()),

@@ -111,7 +111,8 @@ impl<'a> Importer<'a> {
                 .and_then(Value::as_str)
                 .ok_or_else(|| self.err("field `sessionId` missing on the first message line"))?
                 .to_owned();
-            self.b.start(&source, at, None)?;
+            let policy = self.b.policy_for(None);
+            self.b.start(&source, at, None, policy)?;
         }
         match ty {
             "system" => {

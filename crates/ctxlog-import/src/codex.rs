@@ -189,7 +189,8 @@ impl<'a> Importer<'a> {
                 .and_then(Value::as_str)
                 .ok_or_else(|| self.err("field `payload.id` missing or not a string"))?;
             let at = at.unwrap_or(0);
-            return self.b.start(id, at, None);
+            let policy = self.b.policy_for(None);
+            return self.b.start(id, at, None, policy);
         }
         if !self.b.started() {
             return Err(self.err(format!(

@@ -12,7 +12,7 @@
 
 use crate::opencode::finish_name;
 use ctxlog_core::{
-    Envelope, Event, JobStatus, Message, MessageId, Part, PartBody, PartId, PruneMark,
+    Envelope, Event, JobStatus, Message, MessageId, ModelRef, Part, PartBody, PartId, PruneMark,
     RefusedEvent, Role, SessionId, SessionState, Span, TimestampMs, TokenUsage, ToolState,
 };
 use serde_json::{json, Map, Value};
@@ -125,7 +125,16 @@ pub fn opencode<'a, W: Write>(
         "version": concat!("ctxlog-", env!("CARGO_PKG_VERSION")),
         "time": {"created": state.started_at, "updated": updated},
     });
+    let model = state
+        .messages
+        .iter()
+        .find_map(|m| m.model.clone())
+        .unwrap_or_else(|| ModelRef {
+            provider: UNKNOWN.into(),
+            model: UNKNOWN.into(),
+        });
     let doc = Doc {
+        model,
         state: &state,
         extra: &extra,
         sid: &sid,
@@ -232,6 +241,9 @@ fn assign_ids(
 
 /// What every message and part of one export refers to.
 struct Doc<'a> {
+    /// The model a message that records none is exported with (OpenCode
+    /// requires one on every message): the session's first recorded model.
+    model: ModelRef,
     state: &'a SessionState,
     extra: &'a Extra,
     sid: &'a str,
@@ -260,17 +272,18 @@ impl Doc<'_> {
             time["completed"] = json!(t);
         }
         info.insert("time".into(), time);
-        if let Some(a) = &m.agent {
-            info.insert("agent".into(), json!(a));
-        }
+        // OpenCode's import requires an agent and a model on every message.
+        info.insert(
+            "agent".into(),
+            json!(m.agent.as_deref().unwrap_or(DEFAULT_AGENT)),
+        );
         match m.role {
             Role::User => {
-                if let Some(model) = &m.model {
-                    info.insert(
-                        "model".into(),
-                        json!({"providerID": model.provider, "modelID": model.model}),
-                    );
-                }
+                let model = m.model.as_ref().unwrap_or(&self.model);
+                info.insert(
+                    "model".into(),
+                    json!({"providerID": model.provider, "modelID": model.model}),
+                );
             }
             Role::Assistant => self.assistant_info(m, &mut info),
         }
@@ -278,27 +291,42 @@ impl Doc<'_> {
         json!({"info": Value::Object(info), "parts": parts})
     }
 
-    /// The assistant-only fields of a message's `info`.
-    fn assistant_info(&self, m: &Message, info: &mut Map<String, Value>) {
-        if let Some(model) = &m.model {
-            info.insert("modelID".into(), json!(model.model));
-            info.insert("providerID".into(), json!(model.provider));
-        }
-        if let Some(a) = &m.agent {
-            info.insert("mode".into(), json!(a));
-        }
+    /// The parent OpenCode requires on every assistant message: the
+    /// recorded one, else the nearest earlier user message, else the
+    /// message itself (an assistant message that opens a session).
+    fn parent_id(&self, m: &Message) -> String {
         if let Some(p) = m.parent.and_then(|p| self.msg_ids.get(&p)) {
-            info.insert("parentID".into(), json!(p));
+            return p.clone();
         }
+        let index = self.state.message_index(m.id).unwrap_or(0);
+        self.state.messages[..index]
+            .iter()
+            .rev()
+            .find(|u| u.role == Role::User)
+            .map(|u| self.message_id(u.id))
+            .unwrap_or_else(|| self.message_id(m.id))
+    }
+
+    /// The assistant-only fields of a message's `info`; every field
+    /// OpenCode's import requires is present, with a neutral value when the
+    /// recording had none (`path` empty, `tokens` zero).
+    fn assistant_info(&self, m: &Message, info: &mut Map<String, Value>) {
+        let model = m.model.as_ref().unwrap_or(&self.model);
+        info.insert("modelID".into(), json!(model.model));
+        info.insert("providerID".into(), json!(model.provider));
+        info.insert(
+            "mode".into(),
+            json!(m.agent.as_deref().unwrap_or(DEFAULT_AGENT)),
+        );
+        info.insert("parentID".into(), json!(self.parent_id(m)));
+        info.insert("path".into(), json!({"cwd": "", "root": ""}));
         if m.summary {
             info.insert("summary".into(), json!(true));
         }
         if let Some(f) = &m.finish {
             info.insert("finish".into(), json!(finish_name(f)));
         }
-        if let Some(t) = &m.tokens {
-            info.insert("tokens".into(), tokens_json(t));
-        }
+        info.insert("tokens".into(), tokens_json(&m.tokens.unwrap_or_default()));
         let cost: u64 = m
             .parts
             .iter()
@@ -317,15 +345,9 @@ impl Doc<'_> {
             None
         };
         if let Some(e) = &m.error {
-            info.insert(
-                "error".into(),
-                json!({"name": e.name, "data": {"message": e.message}}),
-            );
+            info.insert("error".into(), error_json(&e.name, &e.message));
         } else if let Some(error) = failed {
-            info.insert(
-                "error".into(),
-                json!({"name": "CompactionFailed", "data": {"message": error}}),
-            );
+            info.insert("error".into(), ctxlog_error_json(FAILED_REF, &error));
         }
     }
 
@@ -412,6 +434,43 @@ impl Doc<'_> {
         }
         Value::Object(o)
     }
+}
+
+/// The agent a message that records none is exported with.
+const DEFAULT_AGENT: &str = "build";
+/// The provider and model ids of a session that records no model.
+const UNKNOWN: &str = "unknown";
+/// `error.data.ref` of a compaction job ctxlog recorded as failed.
+pub(crate) const FAILED_REF: &str = "ctxlog:CompactionFailed";
+/// `error.data.ref` of a summary attempt a restarted job superseded.
+pub(crate) const RESTARTED_REF: &str = "ctxlog:CompactionRestarted";
+
+/// An error as OpenCode's schema takes it: its own error names with their
+/// required fields; any other name becomes an `UnknownError` whose message
+/// keeps the name (`Name: message`).
+fn error_json(name: &str, message: &str) -> Value {
+    match name {
+        "MessageAbortedError" | "ContextOverflowError" | "ContentFilterError" => {
+            json!({"name": name, "data": {"message": message}})
+        }
+        "MessageOutputLengthError" => json!({"name": name, "data": {}}),
+        "StructuredOutputError" => {
+            json!({"name": name, "data": {"message": message, "retries": 0}})
+        }
+        "APIError" => {
+            json!({"name": name, "data": {"message": message, "isRetryable": false}})
+        }
+        "UnknownError" => json!({"name": name, "data": {"message": message}}),
+        other => {
+            json!({"name": "UnknownError", "data": {"message": format!("{other}: {message}")}})
+        }
+    }
+}
+
+/// A ctxlog compaction outcome as an `UnknownError` whose `ref` names it, so
+/// that a re-import reads the outcome back exactly.
+fn ctxlog_error_json(reference: &str, message: &str) -> Value {
+    json!({"name": "UnknownError", "data": {"message": message, "ref": reference}})
 }
 
 /// A part's `time` (`start`, and `end` when known).

@@ -139,6 +139,10 @@ impl Format {
 pub struct ImportOptions {
     /// The policy recorded at the session's start.
     pub policy: Policy,
+    /// Record the preset of the agent version that wrote the recording
+    /// instead, when one matches (an OpenCode 1.18.x export →
+    /// `opencode-1.18`). Off when the user named a policy.
+    pub detect_policy: bool,
     /// Overrides of the model limits (the table and the file's own are used
     /// otherwise).
     pub limits: LimitOverrides,
@@ -148,6 +152,7 @@ impl Default for ImportOptions {
     fn default() -> Self {
         ImportOptions {
             policy: Policy::opencode_seed(),
+            detect_policy: true,
             limits: LimitOverrides::default(),
         }
     }

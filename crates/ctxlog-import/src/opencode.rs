@@ -27,6 +27,7 @@
 //!   ids; errors name the JSON path (`messages[3].parts[1].state`).
 
 use crate::build::{as_json, Builder, NewMessage};
+use crate::export::{FAILED_REF, RESTARTED_REF};
 use crate::{Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     Attachment, CompactionTrigger, Event, FinishReason, MessageError, MessageId, ModelRef,
@@ -127,7 +128,9 @@ impl<'a> Importer<'a> {
             .as_ref()
             .and_then(|i| str_at(i, "title"))
             .map(str::to_owned);
-        self.b.start(&id, created, title)
+        let version = info.as_ref().and_then(|i| str_at(i, "version"));
+        let policy = self.b.policy_for(version);
+        self.b.start(&id, created, title, policy)
     }
 
     /// Places the prune marks whose time has come before a message created at `at`.
@@ -292,7 +295,14 @@ impl<'a> Importer<'a> {
             .get("error")
             .filter(|e| !e.is_null())
             .map(|e| MessageError {
-                name: str_at(e, "name").unwrap_or("UnknownError").to_owned(),
+                // ctxlog's own compaction outcomes travel as an
+                // `UnknownError` whose `ref` names them (see `export`).
+                name: match e.pointer("/data/ref").and_then(Value::as_str) {
+                    Some(FAILED_REF) => "CompactionFailed",
+                    Some(RESTARTED_REF) => "CompactionRestarted",
+                    _ => str_at(e, "name").unwrap_or("UnknownError"),
+                }
+                .to_owned(),
                 message: e
                     .pointer("/data/message")
                     .and_then(Value::as_str)

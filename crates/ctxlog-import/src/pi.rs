@@ -95,7 +95,8 @@ impl<'a> Importer<'a> {
                 .get("id")
                 .and_then(Value::as_str)
                 .ok_or_else(|| self.err("field `id` missing or not a string"))?;
-            self.b.start(id, at.unwrap_or(0), None)?;
+            let policy = self.b.policy_for(None);
+            self.b.start(id, at.unwrap_or(0), None, policy)?;
             if let Some(p) = v.get("provider").and_then(Value::as_str) {
                 self.provider = p.to_owned();
             }

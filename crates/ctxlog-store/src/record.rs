@@ -193,8 +193,8 @@ pub fn decode(bytes: &[u8], session: SessionId, seq: Seq) -> Result<Decoded, Rec
     let Some((payload, chain)) = rest.split_last_chunk::<CHAIN_LEN>() else {
         return Err(RecordProblem::Truncated(bytes.len()));
     };
-    let envelope: Envelope =
-        codec::decode(payload).map_err(|e| RecordProblem::Undecodable(e.to_string()))?;
+    let envelope: Envelope = codec::decode_envelope(payload, schema)
+        .map_err(|e| RecordProblem::Undecodable(e.to_string()))?;
     if envelope.event.kind_index() != kind {
         return Err(RecordProblem::KindMismatch {
             header: kind,

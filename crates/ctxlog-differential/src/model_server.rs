@@ -1,0 +1,357 @@
+//! A scripted OpenAI-compatible model server on loopback.
+//!
+//! It answers `POST …/chat/completions` with a server-sent-event stream
+//! (`stream: true`) the way OpenAI does, one connection per request
+//! (`Connection: close`). What it answers is scripted: the agent loop's
+//! requests (those with `tools`) take the next [`Reply`] of
+//! [`Script::agent`], the summarizer's (no tools, not a title request) the
+//! next of [`Script::summary`], title requests get a fixed title. Every
+//! request body is kept, in arrival order, with the kind it was told apart as.
+
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+/// What one model call answers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Streams `text`, then finish `stop`, then the usage.
+    Text {
+        /// The answer.
+        text: String,
+        /// Reported usage.
+        usage: Usage,
+    },
+    /// Streams tool calls, then finish `tool_calls`, then the usage.
+    ToolCalls {
+        /// `(call id, tool name, arguments)`, in order.
+        calls: Vec<(String, String, Value)>,
+        /// Reported usage.
+        usage: Usage,
+    },
+    /// Answers an HTTP error with a JSON body (no stream).
+    Error {
+        /// HTTP status.
+        status: u16,
+        /// The body, e.g. `{"error": {"code": "context_length_exceeded", …}}`.
+        body: Value,
+    },
+}
+
+/// Reported usage of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    /// `prompt_tokens`.
+    pub prompt: u64,
+    /// `completion_tokens`.
+    pub completion: u64,
+    /// `prompt_tokens_details.cached_tokens`.
+    pub cached: u64,
+}
+
+impl Usage {
+    /// Usage with no cached tokens.
+    pub fn new(prompt: u64, completion: u64) -> Self {
+        Usage {
+            prompt,
+            completion,
+            cached: 0,
+        }
+    }
+}
+
+impl Reply {
+    /// A text answer.
+    pub fn text(text: &str, prompt: u64, completion: u64) -> Self {
+        Reply::Text {
+            text: text.into(),
+            usage: Usage::new(prompt, completion),
+        }
+    }
+
+    /// One `bash` tool call running `command`.
+    pub fn bash(call_id: &str, command: &str, prompt: u64, completion: u64) -> Self {
+        Reply::ToolCalls {
+            calls: vec![(
+                call_id.into(),
+                "bash".into(),
+                json!({"command": command, "description": "Runs a scripted command"}),
+            )],
+            usage: Usage::new(prompt, completion),
+        }
+    }
+
+    /// The provider's context-length error (HTTP 400), as OpenAI words it.
+    pub fn context_length_exceeded() -> Self {
+        Reply::Error {
+            status: 400,
+            body: json!({"error": {
+                "message": "This model's maximum context length is 100000 tokens. However, your messages resulted in 120000 tokens. Please reduce the length of the messages.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded"
+            }}),
+        }
+    }
+}
+
+/// What the server answers, in order, per kind of request.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    /// Answers to the agent loop's requests (those with `tools`).
+    pub agent: VecDeque<Reply>,
+    /// Answers to the summarizer's requests.
+    pub summary: VecDeque<Reply>,
+}
+
+/// How a request was told apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The agent loop: the body has `tools`.
+    Agent,
+    /// The title generator: no tools, system prompt "You are a title generator…".
+    Title,
+    /// Any other request without tools: the compaction summarizer.
+    Summary,
+}
+
+impl Kind {
+    /// Tells a chat-completions body's kind.
+    pub fn of(body: &Value) -> Kind {
+        if body.get("tools").is_some_and(|t| !t.is_null()) {
+            return Kind::Agent;
+        }
+        let system = body
+            .pointer("/messages/0/content")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if system.starts_with("You are a title generator") {
+            Kind::Title
+        } else {
+            Kind::Summary
+        }
+    }
+}
+
+/// One request the server received.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// 1-based arrival number (`n`), counting every request.
+    pub n: usize,
+    /// Its kind.
+    pub kind: Kind,
+    /// The JSON body.
+    pub body: Value,
+    /// What was answered (`None` when the script had nothing left).
+    pub reply: Option<Reply>,
+}
+
+struct Shared {
+    script: Script,
+    requests: Vec<Request>,
+}
+
+/// A running server; it stops when dropped (the listener thread ends with
+/// the process; no new request is answered from the script after drop).
+pub struct ModelServer {
+    port: u16,
+    shared: Arc<Mutex<Shared>>,
+}
+
+impl ModelServer {
+    /// Starts a server on `127.0.0.1` at a free port.
+    pub fn start(script: Script) -> std::io::Result<ModelServer> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let shared = Arc::new(Mutex::new(Shared {
+            script,
+            requests: Vec::new(),
+        }));
+        let s = Arc::clone(&shared);
+        thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let s = Arc::clone(&s);
+                thread::spawn(move || {
+                    // A broken connection only loses that request.
+                    let _ = serve(stream, &s);
+                });
+            }
+        });
+        Ok(ModelServer { port, shared })
+    }
+
+    /// The base URL to configure (`http://127.0.0.1:PORT/v1`).
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<Request> {
+        self.shared
+            .lock()
+            .map(|s| s.requests.clone())
+            .unwrap_or_default()
+    }
+
+    /// Appends answers to the script (for the next turns of a scenario).
+    pub fn push(&self, kind: Kind, reply: Reply) {
+        if let Ok(mut s) = self.shared.lock() {
+            match kind {
+                Kind::Summary => s.script.summary.push_back(reply),
+                _ => s.script.agent.push_back(reply),
+            }
+        }
+    }
+
+    /// How many scripted answers are still unused (agent, summary).
+    pub fn unused(&self) -> (usize, usize) {
+        self.shared
+            .lock()
+            .map(|s| (s.script.agent.len(), s.script.summary.len()))
+            .unwrap_or((0, 0))
+    }
+}
+
+/// Reads one HTTP/1.1 request: the path and the body.
+fn read_request(stream: &TcpStream) -> std::io::Result<(String, String, Vec<u8>)> {
+    let mut r = BufReader::new(stream);
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let mut words = line.split_whitespace();
+    let method = words.next().unwrap_or("").to_owned();
+    let path = words.next().unwrap_or("").to_owned();
+    let mut length = 0usize;
+    let mut chunked = false;
+    loop {
+        let mut h = String::new();
+        if r.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
+            break;
+        }
+        let lower = h.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            length = v.trim().parse().unwrap_or(0);
+        }
+        if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+            chunked = true;
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            let mut size = String::new();
+            r.read_line(&mut size)?;
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if n == 0 {
+                let mut end = String::new();
+                r.read_line(&mut end)?;
+                break;
+            }
+            let mut chunk = vec![0; n + 2];
+            r.read_exact(&mut chunk)?;
+            body.extend_from_slice(&chunk[..n]);
+        }
+    } else {
+        body.resize(length, 0);
+        r.read_exact(&mut body)?;
+    }
+    Ok((method, path, body))
+}
+
+fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
+    let (method, path, body) = read_request(&stream)?;
+    if method != "POST" || !path.ends_with("/chat/completions") {
+        let msg = format!("no route {method} {path}");
+        return write!(
+            stream,
+            "HTTP/1.1 404 Not Found\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{msg}",
+            msg.len()
+        );
+    }
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let kind = Kind::of(&body);
+    let reply = {
+        let mut s = shared
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        let reply = match kind {
+            Kind::Agent => s.script.agent.pop_front(),
+            Kind::Summary => s.script.summary.pop_front(),
+            Kind::Title => Some(Reply::text("Scripted session", 50, 3)),
+        };
+        let n = s.requests.len() + 1;
+        s.requests.push(Request {
+            n,
+            kind,
+            body,
+            reply: reply.clone(),
+        });
+        reply
+    };
+    // An unscripted call ends the turn politely rather than hanging it.
+    let reply = reply.unwrap_or_else(|| Reply::text("(unscripted)", 10, 2));
+    respond(&mut stream, &reply)
+}
+
+fn respond(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+    let (deltas, finish, usage) = match reply {
+        Reply::Error { status, body } => {
+            let text = body.to_string();
+            return write!(
+                stream,
+                "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+        Reply::Text { text, usage } => (
+            vec![
+                json!({"role": "assistant", "content": ""}),
+                json!({"content": text}),
+            ],
+            "stop",
+            usage,
+        ),
+        Reply::ToolCalls { calls, usage } => {
+            let mut d = vec![json!({"role": "assistant", "content": null})];
+            for (i, (id, name, args)) in calls.iter().enumerate() {
+                d.push(json!({"tool_calls": [{
+                    "index": i, "id": id, "type": "function",
+                    "function": {"name": name, "arguments": args.to_string()}
+                }]}));
+            }
+            (d, "tool_calls", usage)
+        }
+    };
+    write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+    )?;
+    let chunk = |choices: Value, usage: Value| {
+        json!({"id": "chatcmpl-scripted", "object": "chat.completion.chunk",
+               "created": 1_700_000_000, "model": "scripted",
+               "choices": choices, "usage": usage})
+    };
+    for d in deltas {
+        let c = chunk(
+            json!([{"index": 0, "delta": d, "finish_reason": null}]),
+            Value::Null,
+        );
+        write!(stream, "data: {c}\n\n")?;
+    }
+    let c = chunk(
+        json!([{"index": 0, "delta": {}, "finish_reason": finish}]),
+        Value::Null,
+    );
+    write!(stream, "data: {c}\n\n")?;
+    let u = json!({
+        "prompt_tokens": usage.prompt,
+        "completion_tokens": usage.completion,
+        "total_tokens": usage.prompt + usage.completion,
+        "prompt_tokens_details": {"cached_tokens": usage.cached},
+    });
+    write!(stream, "data: {}\n\n", chunk(json!([]), u))?;
+    write!(stream, "data: [DONE]\n\n")?;
+    stream.flush()
+}

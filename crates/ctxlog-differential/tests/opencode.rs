@@ -1,0 +1,496 @@
+//! Differential test against the real OpenCode (`opencode-ai`, pinned in
+//! [`ctxlog_differential::opencode::VERSION`]).
+//!
+//! Each scenario drives OpenCode offline against the scripted model server,
+//! keeps every request the model received, exports the session with
+//! `opencode export`, imports that export into ctxlog, and checks:
+//! - the import labels the session `opencode-1.18`;
+//! - ctxlog's window before each model call, rendered as chat-completions
+//!   messages, equals the `messages` OpenCode sent (its system prompt aside);
+//! - ctxlog's overflow decision after every step equals OpenCode's (a
+//!   compaction marker follows exactly the steps ctxlog says overflow);
+//! - ctxlog's export of the imported session is accepted by `opencode import`.
+//!
+//! The npm install is cached outside git; when the registry cannot be
+//! reached the tests skip with a message. Scenarios run one at a time (each
+//! starts its own `opencode serve`).
+
+use ctxlog_core::{window, Envelope, Event, Policy, SessionState};
+use ctxlog_differential::model_server::{Kind, ModelServer, Reply, Request, Script};
+use ctxlog_differential::opencode::{install, DriveError, ModelConfig, Sandbox, Server};
+use ctxlog_engine::chat::chat_messages;
+use ctxlog_import::{Format, ImportOptions, LimitOverrides};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// One scenario at a time: each runs an OpenCode server on 2 cores.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The pinned OpenCode, or `None` (with a message) when npm cannot reach
+/// its registry.
+fn opencode() -> Option<PathBuf> {
+    match install() {
+        Ok(bin) => Some(bin),
+        Err(DriveError::Unreachable(why)) => {
+            eprintln!("SKIPPED: the differential tests need the npm registry: {why}");
+            None
+        }
+        Err(e) => panic!("installing OpenCode failed: {e}"),
+    }
+}
+
+/// What a scenario does after the session is created.
+enum Action {
+    Prompt(&'static str),
+    Summarize,
+}
+
+/// What one run left behind.
+struct Run {
+    dir: PathBuf,
+    requests: Vec<Request>,
+    export_path: PathBuf,
+    export: Value,
+    sandbox: Sandbox,
+    model: ModelConfig,
+}
+
+fn run(name: &str, script: Script, model: ModelConfig, actions: &[Action]) -> Option<Run> {
+    let bin = opencode()?;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("opencode-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let server = ModelServer::start(script).expect("model server");
+    let sandbox = Sandbox::new(bin, dir.clone(), &server.base_url(), model).expect("sandbox");
+    let oc = Server::start(&sandbox).expect("opencode serve");
+    let id = oc.create_session().expect("session");
+    for a in actions {
+        match a {
+            Action::Prompt(text) => oc.prompt(&id, text).expect("prompt"),
+            Action::Summarize => oc.summarize(&id).expect("summarize"),
+        }
+    }
+    let export_path = dir.join("export.json");
+    let export = sandbox.export(&id, &export_path).expect("export");
+    drop(oc);
+    let requests = server.requests();
+    for r in &requests {
+        let file = dir.join(format!("request-{:02}-{:?}.json", r.n, r.kind));
+        std::fs::write(file, serde_json::to_vec_pretty(&r.body).unwrap()).unwrap();
+    }
+    assert_eq!(
+        server.unused(),
+        (0, 0),
+        "{name}: OpenCode made fewer model calls than scripted"
+    );
+    Some(Run {
+        dir,
+        requests,
+        export_path,
+        export,
+        sandbox,
+        model,
+    })
+}
+
+/// The export imported into ctxlog (policy detected from the export).
+fn import(run: &Run) -> Vec<Envelope> {
+    let options = ImportOptions {
+        limits: LimitOverrides {
+            context: Some(run.model.context),
+            output: Some(run.model.output),
+            ..LimitOverrides::default()
+        },
+        ..ImportOptions::default()
+    };
+    let file = std::fs::File::open(&run.export_path).unwrap();
+    let imported = ctxlog_import::import(
+        std::io::BufReader::new(file),
+        &run.export_path.display().to_string(),
+        Format::OpenCode,
+        &options,
+    )
+    .unwrap_or_else(|e| panic!("ctxlog cannot import OpenCode's export: {e}"));
+    imported.events
+}
+
+fn state_at(events: &[Envelope], seq: u64) -> SessionState {
+    SessionState::replay(events.iter().take(seq as usize)).expect("replay")
+}
+
+/// The policy the import recorded.
+fn recorded_policy(events: &[Envelope]) -> Policy {
+    match &events[0].event {
+        Event::SessionStarted { policy, .. } => policy.clone(),
+        e => panic!("first event is {}", e.kind()),
+    }
+}
+
+/// The export's messages in order.
+fn messages(export: &Value) -> &[Value] {
+    export["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
+}
+
+/// Checks ctxlog's window before every agent-loop model call against the
+/// request OpenCode sent.
+fn check_windows(run: &Run, events: &[Envelope]) {
+    let agent: Vec<&Request> = run
+        .requests
+        .iter()
+        .filter(|r| r.kind == Kind::Agent)
+        .collect();
+    // Every agent call created one non-summary assistant message, in order.
+    let calls: Vec<&str> = messages(&run.export)
+        .iter()
+        .filter(|m| m["info"]["role"] == "assistant" && m["info"]["summary"] != true)
+        .filter_map(|m| m["info"]["id"].as_str())
+        .collect();
+    assert_eq!(
+        agent.len(),
+        calls.len(),
+        "one assistant message per agent request"
+    );
+    for (request, call) in agent.iter().zip(&calls) {
+        let seq = events
+            .iter()
+            .find(|e| {
+                matches!(&e.event, Event::MessageAppended { source_id: Some(s), .. } if s == call)
+            })
+            .map(|e| e.seq)
+            .unwrap_or_else(|| panic!("message {call} not imported"));
+        let state = state_at(events, seq - 1);
+        let ours = Value::Array(chat_messages(&window(&state)));
+        let sent = request.body["messages"].as_array().unwrap();
+        let theirs = Value::Array(sent[1..].to_vec());
+        if ours != theirs {
+            let file = run.dir.join(format!("window-{:02}.json", request.n));
+            std::fs::write(&file, serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
+            panic!(
+                "request n={} (before message {call}, seq {}): ctxlog's window differs from what OpenCode sent; ours in {}, theirs in request-{:02}-Agent.json",
+                request.n,
+                seq - 1,
+                file.display(),
+                request.n
+            );
+        }
+    }
+}
+
+/// After every finished step, ctxlog's overflow check says "compact" exactly
+/// when OpenCode wrote an automatic, non-overflow compaction marker next.
+fn check_overflow_decisions(events: &[Envelope]) -> usize {
+    let policy = recorded_policy(events);
+    let mut state = SessionState::new();
+    let mut compactions = 0;
+    for (i, e) in events.iter().enumerate() {
+        state.evolve(e).unwrap();
+        let Event::StepFinished {
+            tokens, message, ..
+        } = &e.event
+        else {
+            continue;
+        };
+        let ours = policy.check_overflow(&state.limits, tokens).overflow;
+        // OpenCode's decision: the next message it wrote is an automatic marker.
+        let theirs = events[i + 1..]
+            .iter()
+            .find_map(|n| match &n.event {
+                Event::MessageAppended { .. } => Some(false),
+                Event::CompactionRequested { auto, overflow, .. } => Some(*auto && !*overflow),
+                _ => None,
+            })
+            .unwrap_or(false);
+        assert_eq!(
+            ours, theirs,
+            "step of message {message} (seq {}, {tokens:?}): ctxlog says overflow = {ours}, OpenCode compacted = {theirs}",
+            e.seq
+        );
+        compactions += usize::from(theirs);
+    }
+    compactions
+}
+
+/// ctxlog's export of the imported session is accepted by `opencode import`.
+fn check_export_accepted(run: &Run, events: &[Envelope]) {
+    let file = run.dir.join("ctxlog-export.json");
+    let mut out = Vec::new();
+    ctxlog_import::export::opencode(events, &mut out).expect("ctxlog export");
+    std::fs::write(&file, &out).unwrap();
+    if let Err(e) = run.sandbox.import(&file) {
+        panic!("OpenCode refuses ctxlog's export {}: {e}", file.display());
+    }
+}
+
+fn check_all(run: &Run) -> Vec<Envelope> {
+    let events = import(run);
+    assert_eq!(
+        recorded_policy(&events).name,
+        "opencode-1.18",
+        "an OpenCode 1.18 export is labelled with its preset"
+    );
+    check_windows(run, &events);
+    check_export_accepted(run, &events);
+    events
+}
+
+fn model(context: u64) -> ModelConfig {
+    ModelConfig {
+        context,
+        output: 4_000,
+        prune: true,
+    }
+}
+
+fn dir_of(run: &Run) -> &Path {
+    &run.dir
+}
+
+/// At the end of every turn (before each real user message, and at the end),
+/// ctxlog's prune plan (with pruning on, as the sandbox configures) applies
+/// exactly when OpenCode pruned there, and selects the same parts.
+fn check_prunes(events: &[Envelope]) -> usize {
+    let mut policy = recorded_policy(events);
+    policy.prune = true;
+    let mut state = SessionState::new();
+    let mut prunes = 0;
+    let mut i = 0;
+    while i < events.len() {
+        let turn_ends = match &events[i].event {
+            Event::MessageAppended {
+                role: ctxlog_core::Role::User,
+                synthetic: false,
+                ..
+            } => state.session.is_some() && !state.messages.is_empty(),
+            _ => false,
+        };
+        if turn_ends {
+            let plan = ctxlog_core::prune::plan_prune(&state, &policy);
+            let recorded = match &events[i - 1].event {
+                Event::PartsPruned { parts, .. } => Some(parts.clone()),
+                _ => None,
+            };
+            let ours = plan.apply.then(|| plan.parts.clone());
+            // The recorded prune was already applied to `state`: compare the
+            // plan made before it.
+            if recorded.is_none() {
+                assert_eq!(
+                    ours, None,
+                    "before seq {}: ctxlog would prune, OpenCode did not",
+                    events[i].seq
+                );
+            }
+        }
+        // OpenCode stamps each part it clears with its own time, so one prune
+        // pass imports as a run of adjacent `PartsPruned` events.
+        let run_len = events[i..]
+            .iter()
+            .take_while(|e| matches!(e.event, Event::PartsPruned { .. }))
+            .count();
+        if run_len > 0 {
+            let plan = ctxlog_core::prune::plan_prune(&state, &policy);
+            let mut ours: Vec<_> = plan.parts.iter().map(|p| p.part).collect();
+            let mut theirs: Vec<_> = events[i..i + run_len]
+                .iter()
+                .flat_map(|e| match &e.event {
+                    Event::PartsPruned { parts, .. } => parts.iter().map(|p| p.part).collect(),
+                    _ => Vec::new(),
+                })
+                .collect();
+            ours.sort();
+            theirs.sort();
+            assert!(
+                plan.apply,
+                "seq {}: OpenCode pruned, ctxlog would not",
+                events[i].seq
+            );
+            assert_eq!(ours, theirs, "seq {}: pruned parts differ", events[i].seq);
+            prunes += 1;
+            for e in &events[i..i + run_len] {
+                state.evolve(e).unwrap();
+            }
+            i += run_len;
+            continue;
+        }
+        state.evolve(&events[i]).unwrap();
+        i += 1;
+    }
+    prunes
+}
+
+/// Nine turns, each one bash call of 44,000 characters (440 lines of 99
+/// digits and a newline, 11,000 estimated tokens) and a short answer, with
+/// small usage: pruning, not compaction, is exercised. With protect 40,000
+/// and minimum 20,000 the first pass clears calls 1 and 2 after turn 7; the
+/// second, after turn 9, clears 3 and 4 and stops at the cleared call 2.
+#[test]
+fn prune_over_many_large_tool_outputs() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut script = Script::default();
+    let big = "for i in $(seq 1 440); do printf '%099d\\n' $i; done";
+    for n in 1..=9u64 {
+        script.agent.push_back(Reply::bash(
+            &format!("call_{n:04}"),
+            big,
+            5_000 + n * 11_000,
+            20,
+        ));
+        script.agent.push_back(Reply::text(
+            &format!("Turn {n} done."),
+            6_000 + n * 11_000,
+            5,
+        ));
+    }
+    let prompts = [
+        Action::Prompt("turn one"),
+        Action::Prompt("turn two"),
+        Action::Prompt("turn three"),
+        Action::Prompt("turn four"),
+        Action::Prompt("turn five"),
+        Action::Prompt("turn six"),
+        Action::Prompt("turn seven"),
+        Action::Prompt("turn eight"),
+        Action::Prompt("turn nine"),
+    ];
+    let Some(run) = run("prune", script, model(400_000), &prompts) else {
+        return;
+    };
+    let events = check_all(&run);
+    assert_eq!(check_overflow_decisions(&events), 0);
+    assert!(check_prunes(&events) >= 2, "{:?}", dir_of(&run));
+}
+
+#[test]
+fn two_compactions() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut script = Script::default();
+    script.agent.extend([
+        Reply::bash("call_0001", "seq 1 700", 20_000, 20),
+        Reply::text("One.", 97_000, 3),
+        Reply::text("Resumed once.", 5_000, 3),
+        Reply::bash("call_0002", "seq 1 800", 40_000, 20),
+        Reply::text("Two.", 96_000, 3),
+        Reply::text("Resumed twice.", 5_000, 3),
+    ]);
+    script.summary.extend([
+        Reply::text("## Objective\n- First summary.", 9_000, 20),
+        Reply::text("## Objective\n- Second summary.", 9_000, 20),
+    ]);
+    let Some(run) = run(
+        "two",
+        script,
+        model(100_000),
+        &[Action::Prompt("first turn"), Action::Prompt("second turn")],
+    ) else {
+        return;
+    };
+    let events = check_all(&run);
+    assert_eq!(check_overflow_decisions(&events), 2, "{:?}", dir_of(&run));
+}
+
+#[test]
+fn manual_compaction() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut script = Script::default();
+    script.agent.extend([
+        Reply::bash("call_0001", "seq 1 300", 8_000, 20),
+        Reply::text("Done.", 9_000, 3),
+        Reply::text("After the manual compaction.", 2_000, 3),
+    ]);
+    script
+        .summary
+        .push_back(Reply::text("## Objective\n- Manual summary.", 3_000, 20));
+    let Some(run) = run(
+        "manual",
+        script,
+        model(100_000),
+        &[
+            Action::Prompt("first turn"),
+            Action::Summarize,
+            Action::Prompt("after compacting"),
+        ],
+    ) else {
+        return;
+    };
+    let events = check_all(&run);
+    assert_eq!(check_overflow_decisions(&events), 0);
+}
+
+#[test]
+fn provider_context_length_error() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut script = Script::default();
+    script.agent.extend([
+        Reply::bash("call_0001", "seq 1 300", 30_000, 20),
+        Reply::text("One.", 31_000, 3),
+        Reply::context_length_exceeded(),
+        Reply::text("Answered the replayed prompt.", 4_000, 3),
+    ]);
+    script
+        .summary
+        .push_back(Reply::text("## Objective\n- After the refusal.", 3_000, 20));
+    let Some(run) = run(
+        "refused",
+        script,
+        model(100_000),
+        &[
+            Action::Prompt("first turn"),
+            Action::Prompt("a prompt too large"),
+        ],
+    ) else {
+        return;
+    };
+    check_all(&run);
+}
+
+#[test]
+fn failed_summary() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut script = Script::default();
+    script.agent.extend([
+        Reply::bash("call_0001", "seq 1 300", 50_000, 20),
+        Reply::text("One.", 97_000, 3),
+        Reply::text("Answered with the whole history.", 98_000, 3),
+    ]);
+    script.summary.push_back(Reply::context_length_exceeded());
+    let Some(run) = run(
+        "failed",
+        script,
+        model(100_000),
+        &[Action::Prompt("first turn"), Action::Prompt("next prompt")],
+    ) else {
+        return;
+    };
+    check_all(&run);
+}
+
+#[test]
+fn automatic_compaction_and_continue() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut script = Script::default();
+    script.agent.extend([
+        Reply::bash("call_0001", "seq 1 200", 11_000, 20),
+        Reply::text("First turn done.", 11_900, 10),
+        Reply::bash("call_0002", "seq 1 900", 60_000, 20),
+        // 97,037 >= usable 96,000: compaction before the next call
+        Reply::bash("call_0003", "seq 1 100", 97_000, 37),
+        Reply::text("Picked up after the summary.", 3_000, 10),
+    ]);
+    script.summary.push_back(Reply::text(
+        "## Objective\n- Scripted summary one.",
+        9_000,
+        50,
+    ));
+    let Some(run) = run(
+        "auto",
+        script,
+        model(100_000),
+        &[Action::Prompt("first turn"), Action::Prompt("second turn")],
+    ) else {
+        return;
+    };
+    let events = check_all(&run);
+    assert_eq!(check_overflow_decisions(&events), 1, "{:?}", dir_of(&run));
+}
