@@ -494,3 +494,58 @@ fn automatic_compaction_and_continue() {
     let events = check_all(&run);
     assert_eq!(check_overflow_decisions(&events), 1, "{:?}", dir_of(&run));
 }
+
+/// Every recording ctxlog reads (the fixtures of each format, and the real
+/// sessions in `../shared/sessions` when present), imported and exported,
+/// is accepted by `opencode import`.
+#[test]
+fn every_recorded_format_exports_to_an_opencode_import() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(bin) = opencode() else {
+        return;
+    };
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files: Vec<(PathBuf, Format)> = Vec::new();
+    for dir in ["fixtures/sessions", "../shared/sessions"] {
+        for (format, kind) in [
+            ("opencode", Format::OpenCode),
+            ("claude-code", Format::ClaudeCode),
+            ("codex", Format::Codex),
+            ("pi", Format::Pi),
+        ] {
+            let Ok(entries) = std::fs::read_dir(root.join(dir).join(format)) else {
+                if dir.starts_with("../shared") {
+                    eprintln!("SKIPPED: {dir}/{format} is absent");
+                }
+                continue;
+            };
+            let mut found: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            found.sort();
+            files.extend(found.into_iter().map(|f| (f, kind)));
+        }
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("opencode-formats");
+    let _ = std::fs::remove_dir_all(&dir);
+    let model = model(200_000);
+    let sandbox = Sandbox::new(bin, dir.clone(), "http://127.0.0.1:9/v1", model).expect("sandbox");
+    let mut failures = Vec::new();
+    for (n, (file, format)) in files.iter().enumerate() {
+        let reader = std::io::BufReader::new(std::fs::File::open(file).unwrap());
+        let name = file.display().to_string();
+        let imported = ctxlog_import::import(reader, &name, *format, &ImportOptions::default())
+            .unwrap_or_else(|e| panic!("ctxlog cannot import {name}: {e}"));
+        let out = dir.join(format!("export-{n:02}.json"));
+        let mut bytes = Vec::new();
+        ctxlog_import::export::opencode(&imported.events, &mut bytes).expect("export");
+        std::fs::write(&out, bytes).unwrap();
+        if let Err(e) = sandbox.import(&out) {
+            failures.push(format!("{name} (exported to {}): {e}", out.display()));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "OpenCode refuses ctxlog's export of:\n{}",
+        failures.join("\n")
+    );
+    assert!(files.len() >= 4, "the fixtures of every format were read");
+}

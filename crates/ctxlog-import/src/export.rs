@@ -374,7 +374,12 @@ impl Doc<'_> {
             }
             PartBody::Reasoning { text, time } => {
                 o.insert("text".into(), json!(text));
-                if let Some(t) = span_json(time) {
+                // OpenCode requires a reasoning part's time.
+                let time = time.or(Some(Span {
+                    start: m.created_at,
+                    end: None,
+                }));
+                if let Some(t) = span_json(&time) {
                     o.insert("time".into(), t);
                 }
             }
@@ -446,8 +451,9 @@ pub(crate) const FAILED_REF: &str = "ctxlog:CompactionFailed";
 pub(crate) const RESTARTED_REF: &str = "ctxlog:CompactionRestarted";
 
 /// An error as OpenCode's schema takes it: its own error names with their
-/// required fields; any other name becomes an `UnknownError` whose message
-/// keeps the name (`Name: message`).
+/// required fields; ctxlog's compaction outcomes as an `UnknownError` with a
+/// `ref`; any other name becomes an `UnknownError` whose message keeps the
+/// name (`Name: message`).
 fn error_json(name: &str, message: &str) -> Value {
     match name {
         "MessageAbortedError" | "ContextOverflowError" | "ContentFilterError" => {
@@ -461,6 +467,8 @@ fn error_json(name: &str, message: &str) -> Value {
             json!({"name": name, "data": {"message": message, "isRetryable": false}})
         }
         "UnknownError" => json!({"name": name, "data": {"message": message}}),
+        "CompactionFailed" => ctxlog_error_json(FAILED_REF, message),
+        "CompactionRestarted" => ctxlog_error_json(RESTARTED_REF, message),
         other => {
             json!({"name": "UnknownError", "data": {"message": format!("{other}: {message}")}})
         }
@@ -485,8 +493,18 @@ fn span_json(s: &Option<Span>) -> Option<Value> {
 }
 
 /// A tool part's `state`; a pruned output carries `time.compacted`.
+/// `v` as a JSON object, which OpenCode requires of a tool's input and
+/// metadata: `null` is `{}`, any other non-object is `{"value": v}`.
+fn as_object(v: Value) -> Value {
+    match v {
+        Value::Object(_) => v,
+        Value::Null => json!({}),
+        other => json!({ "value": other }),
+    }
+}
+
 fn tool_state_json(s: &ToolState, pruned: Option<&PruneMark>) -> Value {
-    let input = serde_json::to_value(s.input()).unwrap_or(Value::Null);
+    let input = as_object(serde_json::to_value(s.input()).unwrap_or(Value::Null));
     match s {
         ToolState::Pending { raw, .. } => {
             json!({"status": "pending", "input": input, "raw": raw})
@@ -516,7 +534,7 @@ fn tool_state_json(s: &ToolState, pruned: Option<&PruneMark>) -> Value {
                 "input": input,
                 "output": output,
                 "title": title.clone().unwrap_or_default(),
-                "metadata": serde_json::to_value(metadata).unwrap_or(Value::Null),
+                "metadata": as_object(serde_json::to_value(metadata).unwrap_or(Value::Null)),
                 "time": time,
             });
             if !attachments.is_empty() {
