@@ -5,9 +5,13 @@
 //!
 //! Regenerate only for an intended, compatible change:
 //! `CTXLOG_BLESS=1 cargo test --test golden`. The bytes of every older schema
-//! stay checked in (`events-schema1.txt`) and must keep decoding.
+//! stay checked in (`events-schema1.txt`, `events-schema2.txt`) and must keep
+//! decoding.
 
-use ctxlog::core::{codec, Envelope, Event, FailedMarker, SummaryInput, EVENT_KINDS};
+use ctxlog::core::{
+    codec, ContinueMessage, Envelope, Event, FailedMarker, Policy, ProviderOverflow, SummaryInput,
+    EVENT_KINDS,
+};
 use ctxlog::store::record;
 use std::path::PathBuf;
 
@@ -96,13 +100,12 @@ fn every_event_kind_decodes_from_its_golden_bytes_and_re_encodes_identically() {
     );
 }
 
-/// Schema 1 (before the policy gained `summary_input` and `failed_marker`):
-/// every record still decodes, policies with the rules they always had, and
-/// every event whose layout did not change re-encodes to the same payload.
-#[test]
-fn schema_1_records_still_decode() {
-    let path = fixtures().join("golden").join("events-schema1.txt");
-    let text = std::fs::read_to_string(&path).expect("fixtures/golden/events-schema1.txt");
+/// Every record of an older schema still decodes, policies with the rules
+/// they always had, and every event whose layout did not change re-encodes
+/// to the same payload.
+fn older_schema_still_decodes(schema: u16, file: &str, check: impl Fn(&Policy)) {
+    let path = fixtures().join("golden").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
     let mut kinds = Vec::new();
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let mut f = line.split(' ');
@@ -111,17 +114,23 @@ fn schema_1_records_still_decode() {
             unhex(f.next().unwrap()),
             unhex(f.next().unwrap()),
         );
-        assert_eq!(u16::from_le_bytes([rec[3], rec[4]]), 1, "{kind}: schema");
-        let e = codec::decode_envelope(&payload, 1)
-            .unwrap_or_else(|err| panic!("{kind}: schema-1 payload no longer decodes: {err}"));
+        assert_eq!(
+            u16::from_le_bytes([rec[3], rec[4]]),
+            schema,
+            "{kind}: schema"
+        );
+        let e = codec::decode_envelope(&payload, schema).unwrap_or_else(|err| {
+            panic!("{kind}: schema-{schema} payload no longer decodes: {err}")
+        });
         assert_eq!(e.event.kind(), kind);
         let d = record::decode(&rec, e.session, e.seq)
-            .unwrap_or_else(|p| panic!("{kind}: schema-1 record no longer decodes: {p}"));
+            .unwrap_or_else(|p| panic!("{kind}: schema-{schema} record no longer decodes: {p}"));
         assert_eq!(d.envelope, e);
         match &e.event {
             Event::SessionStarted { policy, .. } | Event::PolicyChanged { policy } => {
-                assert_eq!(policy.summary_input, SummaryInput::Messages);
-                assert_eq!(policy.failed_marker, FailedMarker::Hidden);
+                check(policy);
+                assert_eq!(policy.continue_message, ContinueMessage::Seed);
+                assert_eq!(policy.provider_overflow, ProviderOverflow::Error);
                 assert!(codec::decode::<Envelope>(&payload).is_err());
             }
             _ => assert_eq!(codec::encode(&e).unwrap(), payload, "{kind}"),
@@ -129,4 +138,20 @@ fn schema_1_records_still_decode() {
         kinds.push(kind.to_owned());
     }
     assert_eq!(kinds, EVENT_KINDS);
+}
+
+/// Schema 1: before the policy gained `summary_input` and `failed_marker`.
+#[test]
+fn schema_1_records_still_decode() {
+    older_schema_still_decodes(1, "events-schema1.txt", |policy| {
+        assert_eq!(policy.summary_input, SummaryInput::Messages);
+        assert_eq!(policy.failed_marker, FailedMarker::Hidden);
+    });
+}
+
+/// Schema 2: before the policy gained `continue_message` and
+/// `provider_overflow`.
+#[test]
+fn schema_2_records_still_decode() {
+    older_schema_still_decodes(2, "events-schema2.txt", |_| {});
 }

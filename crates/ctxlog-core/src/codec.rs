@@ -61,29 +61,35 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
 }
 
 /// Decodes an envelope written under event schema `schema` (see
-/// [`crate::EVENT_SCHEMA_VERSION`]). Schema 1 differs only in the policy of
-/// `SessionStarted` and `PolicyChanged`; every other event has the same bytes.
+/// [`crate::EVENT_SCHEMA_VERSION`]). Older schemas differ only in the policy
+/// of `SessionStarted` and `PolicyChanged`; every other event has the same
+/// bytes in every schema.
 pub fn decode_envelope(bytes: &[u8], schema: u16) -> Result<Envelope, CodecError> {
-    if schema >= 2 {
+    if schema >= crate::EVENT_SCHEMA_VERSION {
         return decode(bytes);
     }
-    let kind = legacy::kind_of(bytes);
-    match kind {
-        Some(0) | Some(10) => Ok(decode::<legacy::EnvelopeV1>(bytes)?.into()),
+    match legacy::kind_of(bytes) {
+        Some(0) | Some(10) if schema <= 1 => {
+            Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV1>>(bytes)?.into())
+        }
+        Some(0) | Some(10) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV2>>(bytes)?.into()),
         _ => decode(bytes),
     }
 }
 
-/// The schema-1 shapes of the two events whose layout changed in schema 2.
+/// The older shapes of the two events whose layout changed: the policy of
+/// schema 1 and of schema 2.
 mod legacy {
     use crate::event::{Envelope, Event};
     use crate::ids::{EventId, Seq, SessionId, TimestampMs};
-    use crate::policy::{Estimator, ModelLimits, OverflowRule, Policy, TailRule};
+    use crate::policy::{
+        Estimator, FailedMarker, ModelLimits, OverflowRule, Policy, SummaryInput, TailRule,
+    };
     use bincode::Options;
     use serde::Deserialize;
     use uuid::Uuid;
 
-    /// `Policy` before `summary_input` and `failed_marker`.
+    /// `Policy` of schema 1 (before `summary_input` and `failed_marker`).
     #[derive(Deserialize)]
     pub struct PolicyV1 {
         name: String,
@@ -96,6 +102,14 @@ mod legacy {
         protected_tools: Vec<String>,
         estimator: Estimator,
         tail: Option<TailRule>,
+    }
+
+    /// `Policy` of schema 2 (before `continue_message` and `provider_overflow`).
+    #[derive(Deserialize)]
+    pub struct PolicyV2 {
+        v1: PolicyV1,
+        summary_input: SummaryInput,
+        failed_marker: FailedMarker,
     }
 
     impl From<PolicyV1> for Policy {
@@ -113,17 +127,29 @@ mod legacy {
                 tail: p.tail,
                 summary_input: Default::default(),
                 failed_marker: Default::default(),
+                continue_message: Default::default(),
+                provider_overflow: Default::default(),
             }
         }
     }
 
-    /// The event variants of schema 1 in their order; only variants 0 and 10
-    /// are ever decoded through this type (the others are placeholders that
-    /// keep the indices).
+    impl From<PolicyV2> for Policy {
+        fn from(p: PolicyV2) -> Policy {
+            Policy {
+                summary_input: p.summary_input,
+                failed_marker: p.failed_marker,
+                ..p.v1.into()
+            }
+        }
+    }
+
+    /// The event variants in their order; only variants 0 and 10 are ever
+    /// decoded through this type (the others are placeholders that keep the
+    /// indices).
     #[derive(Deserialize)]
-    pub enum EventV1 {
+    pub enum EventOld<P> {
         SessionStarted {
-            policy: PolicyV1,
+            policy: P,
             limits: ModelLimits,
             title: Option<String>,
             source_id: Option<String>,
@@ -138,26 +164,26 @@ mod legacy {
         P8,
         P9,
         PolicyChanged {
-            policy: PolicyV1,
+            policy: P,
         },
     }
 
-    /// A schema-1 envelope holding one of the changed events.
+    /// An older envelope holding one of the changed events.
     #[derive(Deserialize)]
-    pub struct EnvelopeV1 {
+    pub struct EnvelopeOld<P> {
         session: SessionId,
         seq: Seq,
         id: EventId,
         recorded_at: TimestampMs,
         causation: Option<EventId>,
         correlation: Option<Uuid>,
-        event: EventV1,
+        event: EventOld<P>,
     }
 
-    impl From<EnvelopeV1> for Envelope {
-        fn from(e: EnvelopeV1) -> Envelope {
+    impl<P: Into<Policy>> From<EnvelopeOld<P>> for Envelope {
+        fn from(e: EnvelopeOld<P>) -> Envelope {
             let event = match e.event {
-                EventV1::SessionStarted {
+                EventOld::SessionStarted {
                     policy,
                     limits,
                     title,
@@ -168,7 +194,7 @@ mod legacy {
                     title,
                     source_id,
                 },
-                EventV1::PolicyChanged { policy } => Event::PolicyChanged {
+                EventOld::PolicyChanged { policy } => Event::PolicyChanged {
                     policy: policy.into(),
                 },
                 // Never decoded: `kind_of` routes only kinds 0 and 10 here.

@@ -17,7 +17,9 @@ use uuid::Uuid;
 ///   `opencode-1.18` preset). Schema-1 records still decode
 ///   ([`crate::codec::decode_envelope`]) with both at their defaults, which
 ///   are the rules every schema-1 policy had.
-pub const EVENT_SCHEMA_VERSION: u16 = 2;
+/// - 3: [`Policy`] gains `continue_message` and `provider_overflow`; older
+///   records decode with both at their defaults (what ctxlog always did).
+pub const EVENT_SCHEMA_VERSION: u16 = 3;
 
 /// One recorded event with its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,6 +15,7 @@ use crate::event::FinishReason;
 use crate::event::Role;
 use crate::ids::MessageId;
 use crate::policy::Estimator;
+use crate::replay::history_end;
 use crate::state::SessionState;
 #[cfg(doc)]
 use crate::tail::select_tail;
@@ -31,10 +32,12 @@ pub const MAX_SHRINKS: u32 = 4;
 
 /// The messages job `marker` summarizes: the window up to the marker,
 /// without the tail kept verbatim after the summary (the one its
-/// `CompactionStarted` recorded, chosen by [`select_tail`]). Empty when the
-/// marker is unknown.
+/// `CompactionStarted` recorded, chosen by [`select_tail`]) and, for a job
+/// that replays a refused prompt, without that prompt and what followed it
+/// ([`history_end`]). Empty when the marker is unknown.
 pub fn summary_input(state: &SessionState, marker: MessageId) -> Vec<WindowMessage> {
-    let Some(marker_index) = state.message_index(marker) else {
+    let (Some(marker_index), Some(end)) = (state.message_index(marker), history_end(state, marker))
+    else {
         return Vec::new();
     };
     let tail_start = state.job(marker).and_then(|j| j.tail_start);
@@ -42,7 +45,7 @@ pub fn summary_input(state: &SessionState, marker: MessageId) -> Vec<WindowMessa
     let (_, order) = window_order(state);
     order
         .into_iter()
-        .filter(|&i| i <= marker_index)
+        .filter(|&i| i < end || i == marker_index)
         .filter(|&i| !tail_index.is_some_and(|t| t <= i && i < marker_index))
         .filter_map(|i| render_message(state, &state.messages[i]))
         .collect()
@@ -221,6 +224,14 @@ impl Fallback {
             last_error: "the compaction request does not fit the model, even with only the most \
                          recent turns"
                 .into(),
+        }
+    }
+
+    /// A plan of one attempt with everything (a transcript is sent whole).
+    pub fn single(limit: Option<u64>) -> Self {
+        Fallback {
+            plan: [Strategy::Full].into(),
+            ..Self::new(limit)
         }
     }
 

@@ -27,8 +27,10 @@ pub mod json;
 pub mod policy;
 pub mod prune;
 pub mod recorder;
+pub mod replay;
 pub mod state;
 pub mod tail;
+pub mod transcript;
 pub mod window;
 
 pub use audit::{audit, AuditEntry};
@@ -43,10 +45,12 @@ pub use guard::LoopGuard;
 pub use ids::{EventId, IdSource, MessageId, PartId, SeededIds, Seq, SessionId, TimestampMs};
 pub use json::{Json, JsonNumber};
 pub use policy::{
-    FailedMarker, ModelLimits, OverflowCheck, Policy, SummaryInput, TokenUsage, ALL_TURNS,
+    ContinueMessage, FailedMarker, ModelLimits, OverflowCheck, Policy, ProviderOverflow,
+    SummaryInput, TokenUsage, ALL_TURNS,
 };
 pub use prune::{plan_prune, PrunePlan, PruneStop};
 pub use recorder::Recorder;
 pub use state::{Job, JobStatus, Message, Part, PruneMark, SessionState, REDUCER_VERSION};
 pub use tail::select_tail;
+pub use transcript::{transcript, Transcript};
 pub use window::{estimate_window, window, Window, WindowMessage, WindowPart};

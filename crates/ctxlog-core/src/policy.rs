@@ -186,6 +186,31 @@ pub enum FailedMarker {
     Sent,
 }
 
+/// What is appended after an automatic compaction's summary when there is
+/// no refused prompt to replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ContinueMessage {
+    /// [`crate::window::CONTINUE_TEXT`] (the seed; OpenCode until 2026-02-10).
+    #[default]
+    Seed,
+    /// [`crate::window::CONTINUE_TEXT_OPENCODE`], marked `compaction_continue`
+    /// on export; after a provider overflow it starts with
+    /// [`crate::window::OVERFLOW_CONTINUE_PREFIX`] (OpenCode 1.17, 1.18).
+    OpenCode,
+}
+
+/// What a provider's "request too large" answer to an agent request does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum ProviderOverflow {
+    /// Recorded as the message's error; nothing else happens (the seed).
+    #[default]
+    Error,
+    /// An automatic compaction flagged `overflow`: it summarizes the history
+    /// before the refused prompt and then replays that prompt as a new user
+    /// message (OpenCode since 2026-03-02: 1.17, 1.18).
+    Compact,
+}
+
 /// A complete compaction policy. Every constant is configurable.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
@@ -216,6 +241,12 @@ pub struct Policy {
     /// Whether a failed compaction's marker is sent (added in event schema 2).
     #[serde(default)]
     pub failed_marker: FailedMarker,
+    /// The message that resumes an automatic compaction (added in event schema 3).
+    #[serde(default)]
+    pub continue_message: ContinueMessage,
+    /// What a provider's "request too large" does (added in event schema 3).
+    #[serde(default)]
+    pub provider_overflow: ProviderOverflow,
 }
 
 /// Name of the default preset.
@@ -246,12 +277,15 @@ impl Policy {
             tail: None,
             summary_input: SummaryInput::Messages,
             failed_marker: FailedMarker::Hidden,
+            continue_message: ContinueMessage::Seed,
+            provider_overflow: ProviderOverflow::Error,
         }
     }
 
     /// OpenCode 1.17 (`opencode-behavior.md` §1.3, §1.7, §1.10): `total` or all
     /// four counts, `>=`, `reserved` with a 20k buffer, a two-turn tail of at
-    /// most 8k tokens, and pruning off by default (as upstream since 1.14.19).
+    /// most 8k tokens, pruning off by default (as upstream since 1.14.19),
+    /// the long continue message and compaction on a provider overflow.
     pub fn opencode_1_17() -> Self {
         Policy {
             name: PRESET_OPENCODE_1_17.into(),
@@ -273,6 +307,8 @@ impl Policy {
                 max_tokens: 8_000,
                 percent_of_usable: 25,
             }),
+            continue_message: ContinueMessage::OpenCode,
+            provider_overflow: ProviderOverflow::Compact,
             ..Self::opencode_seed()
         }
     }

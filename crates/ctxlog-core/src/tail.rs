@@ -5,6 +5,7 @@
 use crate::event::Role;
 use crate::ids::MessageId;
 use crate::policy::{estimate_tokens, utf16_len, Estimator, Policy};
+use crate::replay::history_end;
 use crate::state::SessionState;
 use crate::window::{render_message, window_order};
 
@@ -28,8 +29,9 @@ pub fn tail_budget(policy: &Policy, state: &SessionState) -> Option<u64> {
 /// `marker`, or `None` (no tail rule, no turn fits, or the tail would be the
 /// whole history).
 ///
-/// History is the current window before the marker, without earlier markers
-/// and summaries. Turns start at user messages that are not markers. The walk
+/// History is the current window before the marker (before the refused
+/// prompt, for a job that replays one: [`history_end`]), without earlier
+/// markers and summaries. Turns start at user messages that are not markers. The walk
 /// adds whole turns from the newest while they fit the budget; the first turn
 /// that does not fit may contribute its longest suffix that fits. A turn's
 /// size is the estimate of its messages serialised as one JSON array (see
@@ -42,11 +44,11 @@ pub fn select_tail(state: &SessionState, policy: &Policy, marker: MessageId) -> 
         return None;
     }
     let budget = tail_budget(policy, state)?;
-    let marker_index = state.message_index(marker)?;
+    let end = history_end(state, marker)?;
     let (_, order) = window_order(state);
     let history: Vec<usize> = order
         .into_iter()
-        .filter(|&i| i < marker_index)
+        .filter(|&i| i < end)
         .filter(|&i| !state.messages[i].marker && !state.messages[i].summary)
         .collect();
     let starts: Vec<usize> = (0..history.len())

@@ -29,6 +29,13 @@ pub const PRUNED_PLACEHOLDER: &str = "[Old tool result content cleared]";
 pub const INTERRUPTED_TOOL: &str = "[Tool execution was interrupted]";
 /// The synthetic user message after an automatic compaction.
 pub const CONTINUE_TEXT: &str = "Continue if you have next steps";
+/// The continue message of OpenCode since 2026-02-10 ([`crate::ContinueMessage::OpenCode`]).
+pub const CONTINUE_TEXT_OPENCODE: &str = "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed.";
+/// What OpenCode 1.18 puts before [`CONTINUE_TEXT_OPENCODE`] after a provider
+/// overflow with no prompt to replay (it blames media whatever the cause).
+pub const OVERFLOW_CONTINUE_PREFIX: &str = "The previous request exceeded the provider's size limit due to large media attachments. The conversation was compacted and media files were removed from context. If the user was asking about attached images or files, explain that the attachments were too large to process and suggest they try again with smaller or fewer files.\n";
+/// The error name OpenCode gives a provider's "request too large".
+pub const CONTEXT_OVERFLOW_ERROR: &str = "ContextOverflowError";
 /// The error name of an aborted message, whose content is still sent.
 pub const ABORTED_ERROR: &str = "MessageAbortedError";
 

@@ -7,6 +7,8 @@
 //! - the import labels the session `opencode-1.18`;
 //! - ctxlog's window before each model call, rendered as chat-completions
 //!   messages, equals the `messages` OpenCode sent (its system prompt aside);
+//! - every summarizer request OpenCode sent equals the one ctxlog builds for
+//!   that job (system prompt, transcript, prior summary, `max_tokens`);
 //! - ctxlog's overflow decision after every step equals OpenCode's (a
 //!   compaction marker follows exactly the steps ctxlog says overflow);
 //! - ctxlog's export of the imported session is accepted by `opencode import`.
@@ -19,6 +21,7 @@ use ctxlog_core::{window, Envelope, Event, Policy, SessionState};
 use ctxlog_differential::model_server::{Kind, ModelServer, Reply, Request, Script};
 use ctxlog_differential::opencode::{install, DriveError, ModelConfig, Sandbox, Server};
 use ctxlog_engine::chat::chat_messages;
+use ctxlog_engine::{summary_request, HookOutput};
 use ctxlog_import::{Format, ImportOptions, LimitOverrides};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -224,6 +227,46 @@ fn check_export_accepted(run: &Run, events: &[Envelope]) {
     }
 }
 
+/// Every summarizer request OpenCode sent equals the one ctxlog builds for
+/// the same job (by order), as chat-completions messages: the system prompt,
+/// then the transcript with its cut tool results and prior summary.
+fn check_summary_requests(run: &Run, events: &[Envelope]) {
+    let sent: Vec<&Request> = run
+        .requests
+        .iter()
+        .filter(|r| r.kind == Kind::Summary)
+        .collect();
+    let started: Vec<(u64, ctxlog_core::MessageId)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionStarted { job, .. } => Some((e.seq, *job)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), started.len(), "one summary request per job");
+    for (request, (seq, job)) in sent.iter().zip(started) {
+        let state = state_at(events, seq);
+        let ours = summary_request(events[0].session, &state, job, &HookOutput::default(), None);
+        let mine = Value::Array(ours.chat_messages());
+        if mine != request.body["messages"] {
+            let file = run.dir.join(format!("summary-{:02}.json", request.n));
+            std::fs::write(&file, serde_json::to_vec_pretty(&mine).unwrap()).unwrap();
+            panic!(
+                "summary request n={} (job {job}, seq {seq}) differs; ours in {}, theirs in request-{:02}-Summary.json",
+                request.n,
+                file.display(),
+                request.n
+            );
+        }
+        assert_eq!(
+            request.body["max_tokens"], ours.max_output_tokens,
+            "summary request n={}: max_tokens",
+            request.n
+        );
+        assert!(request.body.get("tools").is_none());
+    }
+}
+
 fn check_all(run: &Run) -> Vec<Envelope> {
     let events = import(run);
     assert_eq!(
@@ -232,6 +275,7 @@ fn check_all(run: &Run) -> Vec<Envelope> {
         "an OpenCode 1.18 export is labelled with its preset"
     );
     check_windows(run, &events);
+    check_summary_requests(run, &events);
     check_export_accepted(run, &events);
     events
 }

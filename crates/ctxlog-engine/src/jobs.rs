@@ -10,11 +10,14 @@ use crate::redact;
 use crate::summarize::{
     SummarizeError, SummaryOutput, SummaryRequest, COMPACTION_INSTRUCTION, COMPACTION_SYSTEM_PROMPT,
 };
+use crate::transcript_prompt::{transcript_prompt, SUMMARY_TEMPLATE, TRANSCRIPT_SYSTEM_PROMPT};
 use crate::Engine;
 use ctxlog_core::decide::paused;
 use ctxlog_core::fallback::{summary_input, Answer, Fallback, Verdict};
-use ctxlog_core::window::WindowMessage;
-use ctxlog_core::{Command, MessageId, PromptRecord, SessionId, SessionState, SummaryText};
+use ctxlog_core::{
+    transcript, Command, MessageId, ModelRef, PromptRecord, SessionId, SessionState, SummaryInput,
+    SummaryText,
+};
 use ctxlog_store::EventLog;
 use sha2::{Digest, Sha256};
 
@@ -57,33 +60,16 @@ impl<L: EventLog> Engine<L> {
         }
     }
 
-    /// The request for `job` over `messages` (what the job summarizes), with
-    /// the system prompt and the instruction (with hook context). The
-    /// request type has no tools field: none can be passed.
+    /// The request for `job` (see [`summary_request`]), with this engine's
+    /// hook and compaction model.
     fn build_request(
         &self,
         session: SessionId,
         state: &SessionState,
         job: MessageId,
-        messages: Vec<WindowMessage>,
     ) -> SummaryRequest {
         let hook = self.hook_output(session);
-        let instruction = match hook.prompt {
-            Some(p) => p,
-            None => std::iter::once(COMPACTION_INSTRUCTION.to_owned())
-                .chain(hook.context)
-                .collect::<Vec<_>>()
-                .join("\n\n"),
-        };
-        SummaryRequest {
-            session,
-            job,
-            system: COMPACTION_SYSTEM_PROMPT.into(),
-            messages,
-            instruction,
-            model: self.compaction_model.clone(),
-            max_output_tokens: state.policy.max_output_tokens(&state.limits),
-        }
+        summary_request(session, state, job, &hook, self.compaction_model.clone())
     }
 
     /// Calls the summarizer; a panic in it is an error, not a crash.
@@ -109,8 +95,7 @@ impl<L: EventLog> Engine<L> {
         state: &mut SessionState,
         job: MessageId,
     ) -> Result<JobOutcome, EngineError> {
-        let base = self.build_request(session, state, job, Vec::new());
-        let prompt = base.prompt_text();
+        let prompt = self.build_request(session, state, job).prompt_text();
         self.run(
             session,
             state,
@@ -124,10 +109,7 @@ impl<L: EventLog> Engine<L> {
             },
         )?;
         // What decide chose to summarize: the window minus the recorded tail.
-        let base = SummaryRequest {
-            messages: summary_input(state, job),
-            ..base
-        };
+        let base = self.build_request(session, state, job);
         match self.attempt(session, state, job, &base)? {
             Ok(out) => self.complete(session, state, job, out),
             Err(error) => {
@@ -160,9 +142,22 @@ impl<L: EventLog> Engine<L> {
         base: &SummaryRequest,
     ) -> Result<Result<SummaryOutput, String>, EngineError> {
         let estimator = state.policy.estimator;
-        let fixed = estimator.estimate(&base.system) + estimator.estimate(&base.instruction);
-        let mut fallback = Fallback::new(state.policy.usable(&state.limits));
-        while let Some(attempt) = fallback.next(&base.messages, fixed, &estimator) {
+        let limit = state.policy.usable(&state.limits);
+        // A transcript is one request, sent whole (as OpenCode does); the
+        // messages are cut down by the fallback plan.
+        let (mut fallback, plan_messages, fixed) = match &base.transcript {
+            Some(t) => (
+                Fallback::single(limit),
+                &[][..],
+                estimator.estimate(&base.system) + estimator.estimate(t),
+            ),
+            None => (
+                Fallback::new(limit),
+                &base.messages[..],
+                estimator.estimate(&base.system) + estimator.estimate(&base.instruction),
+            ),
+        };
+        while let Some(attempt) = fallback.next(plan_messages, fixed, &estimator) {
             self.run(
                 session,
                 state,
@@ -177,9 +172,12 @@ impl<L: EventLog> Engine<L> {
             if !attempt.fits {
                 continue;
             }
-            let request = SummaryRequest {
-                messages: attempt.messages.clone(),
-                ..base.clone()
+            let request = match &base.transcript {
+                Some(_) => base.clone(),
+                None => SummaryRequest {
+                    messages: attempt.messages.clone(),
+                    ..base.clone()
+                },
             };
             let result = self.summarize(&request);
             let error = result.as_ref().err().map(|e| e.to_string());
@@ -224,6 +222,56 @@ impl<L: EventLog> Engine<L> {
             redactions,
             paused: paused(&decided).map(str::to_owned),
         })
+    }
+}
+
+/// The summarizer request for `job` in `state`: what decide chose to
+/// summarize ([`summary_input`]: the window minus the recorded tail and any
+/// refused prompt), the system prompt and the instruction with the hook's
+/// context, or (under [`SummaryInput::Transcript`]) OpenCode's system prompt
+/// and the transcript as one message. The request type has no tools field:
+/// none can be passed.
+pub fn summary_request(
+    session: SessionId,
+    state: &SessionState,
+    job: MessageId,
+    hook: &HookOutput,
+    model: Option<ModelRef>,
+) -> SummaryRequest {
+    let instruction = match &hook.prompt {
+        Some(p) => p.clone(),
+        None => std::iter::once(COMPACTION_INSTRUCTION.to_owned())
+            .chain(hook.context.iter().cloned())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+    };
+    let (system, instruction, transcript) = match state.policy.summary_input {
+        SummaryInput::Messages => (COMPACTION_SYSTEM_PROMPT.to_owned(), instruction, None),
+        SummaryInput::Transcript {
+            tool_output_max_chars,
+        } => {
+            let t = transcript(state, job, tool_output_max_chars);
+            let prompt = transcript_prompt(&t, hook.prompt.as_deref(), &hook.context);
+            // The fixed part of the prompt, which `prompt_text` hashes.
+            let fixed = match &hook.prompt {
+                Some(p) => p.clone(),
+                None => std::iter::once(SUMMARY_TEMPLATE.to_owned())
+                    .chain(hook.context.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            };
+            (TRANSCRIPT_SYSTEM_PROMPT.to_owned(), fixed, Some(prompt))
+        }
+    };
+    SummaryRequest {
+        session,
+        job,
+        system,
+        messages: summary_input(state, job),
+        instruction,
+        transcript,
+        model,
+        max_output_tokens: state.policy.max_output_tokens(&state.limits),
     }
 }
 

@@ -55,6 +55,7 @@ pub mod openai;
 pub mod redact;
 pub mod simulate;
 pub mod summarize;
+pub mod transcript_prompt;
 pub mod workers;
 
 pub use clock::{boxed_ids, system_ids, Clock, ManualClock, SystemClock};
@@ -71,5 +72,6 @@ pub use ctxlog_core::{
 pub use ctxlog_store::{MemoryLog, SledStore};
 pub use engine::Engine;
 pub use error::EngineError;
+pub use jobs::summary_request;
 pub use outcome::{JobOutcome, Notice, StepOutcome};
 pub use session::Session;

@@ -64,12 +64,9 @@ impl OpenAiSummarizer {
             .as_ref()
             .map(|m| m.model.clone())
             .unwrap_or_else(|| self.config.model.clone());
-        let mut messages = vec![json!({"role": "system", "content": request.system})];
-        messages.extend(request.messages.iter().filter_map(chat_message));
-        messages.push(json!({"role": "user", "content": request.instruction}));
         json!({
             "model": model,
-            "messages": messages,
+            "messages": request.chat_messages(),
             "max_tokens": request.max_output_tokens,
             "stream": false,
         })
@@ -139,7 +136,7 @@ fn is_context_overflow(text: &str) -> bool {
 
 /// One window message as a chat message; tool calls become text, since the
 /// request offers no tools.
-fn chat_message(m: &WindowMessage) -> Option<Value> {
+pub(crate) fn chat_message(m: &WindowMessage) -> Option<Value> {
     let mut lines = Vec::new();
     for p in &m.parts {
         match p {

@@ -46,6 +46,11 @@ pub struct SummaryRequest {
     pub messages: Vec<WindowMessage>,
     /// The final user instruction (after hook context, or the hook's prompt).
     pub instruction: String,
+    /// Under [`ctxlog_core::SummaryInput::Transcript`], the one user message
+    /// an endpoint is sent instead of `messages` and `instruction` (see
+    /// [`crate::transcript_prompt`]); `messages` still hold the history for
+    /// summarizers that read it.
+    pub transcript: Option<String>,
     /// The model to summarise with, when configured.
     pub model: Option<ModelRef>,
     /// Most output tokens to ask for.
@@ -57,6 +62,20 @@ impl SummaryRequest {
     /// `CompactionStarted` event hashes.
     pub fn prompt_text(&self) -> String {
         format!("{}\n\n{}", self.system, self.instruction)
+    }
+
+    /// The chat-completions messages an endpoint is sent: the system prompt,
+    /// then the transcript, or the conversation and the instruction.
+    pub fn chat_messages(&self) -> Vec<serde_json::Value> {
+        let system = serde_json::json!({"role": "system", "content": self.system});
+        let user = |text: &str| serde_json::json!({"role": "user", "content": text});
+        match &self.transcript {
+            Some(t) => vec![system, user(t)],
+            None => std::iter::once(system)
+                .chain(self.messages.iter().filter_map(crate::openai::chat_message))
+                .chain(std::iter::once(user(&self.instruction)))
+                .collect(),
+        }
     }
 }
 

@@ -952,6 +952,7 @@ fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget
         )
         .messages,
         instruction: String::new(),
+        transcript: None,
         model: None,
         max_output_tokens: 100,
     };

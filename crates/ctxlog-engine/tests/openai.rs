@@ -112,6 +112,7 @@ fn request() -> SummaryRequest {
             ),
         ],
         instruction: COMPACTION_INSTRUCTION.into(),
+        transcript: None,
         model: None,
         max_output_tokens: 4_096,
     }
