@@ -5,7 +5,7 @@
 
 use crate::event::{CompactionTrigger, Envelope, Event, PartBody};
 use crate::ids::{MessageId, Seq, TimestampMs};
-use crate::window::CONTINUE_TEXT;
+use crate::window::is_continue_text;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -61,14 +61,12 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
                 message,
                 body: PartBody::Text { text, .. },
                 ..
-            } if continue_messages.remove(message) && text.starts_with(CONTINUE_TEXT) => {
-                Some(Line {
-                    kind: "continue",
-                    ids: vec![message.to_string()],
-                    tokens: None,
-                    what: format!("synthetic user message: {text}"),
-                })
-            }
+            } if continue_messages.remove(message) && is_continue_text(text) => Some(Line {
+                kind: "continue",
+                ids: vec![message.to_string()],
+                tokens: None,
+                what: format!("synthetic user message: {text}"),
+            }),
             event => describe(event),
         };
         if let Some(l) = line {

@@ -10,9 +10,10 @@
 //!
 //! ```text
 //! step finished ─► CheckOverflow ─► marker queued (auto, overflow, not paused, none pending)
+//! Refused ─► marker flagged `overflow` (policy compacts on provider overflow) or the error
 //! StartJob ─► CompactionStarted (with the tail the policy keeps)
 //! Attempt ─► CompactionAttempted (the fallback plan is `crate::fallback`)
-//! CompleteJob ─► summary text, SummaryCompleted, continue (auto only) ─► CheckGuard
+//! CompleteJob ─► summary text, SummaryCompleted, replay or continue (auto only) ─► CheckGuard
 //! FailJob ─► CompactionFailed ─► CheckGuard (auto only)
 //! CheckGuard ─► AutoCompactionPaused when the compaction did not help or fired too often
 //! EndTurn ─► PartsPruned when the policy prunes and the plan applies
@@ -33,11 +34,14 @@ use crate::event::{CompactionTrigger, Event, FinishReason, MessageError, ModelRe
 use crate::event::{PromptRecord, PrunedPart, Role};
 use crate::guard::LoopGuard;
 use crate::ids::{EventId, IdSource, MessageId, PartId, TimestampMs};
+use crate::policy::{ContinueMessage, ProviderOverflow};
 use crate::policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
 use crate::prune::plan_prune;
+use crate::replay::{replay_of, replay_parts};
 use crate::state::{JobStatus, SessionState};
 use crate::tail::select_tail;
-use crate::window::{estimate_window, CONTINUE_TEXT};
+use crate::window::{estimate_window, CONTEXT_OVERFLOW_ERROR, CONTINUE_TEXT};
+use crate::window::{CONTINUE_TEXT_OPENCODE, OVERFLOW_CONTINUE_PREFIX};
 use uuid::Uuid;
 
 /// What the caller supplies to a decision: ids, the time, and the loop guard.
@@ -215,6 +219,18 @@ pub enum Command {
         /// Its usage.
         tokens: TokenUsage,
     },
+    /// The provider refused the request of assistant message `message` as
+    /// too large (its error text): under [`ProviderOverflow::Compact`] an
+    /// automatic compaction flagged `overflow` is queued (it replays the
+    /// refused prompt after the summary); otherwise, or when automatic
+    /// compaction is off, paused or already pending, the error is recorded
+    /// on the message.
+    Refused {
+        /// The assistant message of the refused request (no finished step).
+        message: MessageId,
+        /// The provider's words.
+        error: String,
+    },
     /// An error recorded on a message.
     ErrorMessage {
         /// The message.
@@ -370,6 +386,7 @@ impl Command {
             Command::AppendPart { .. } => "append_part",
             Command::UpdatePart { .. } => "update_part",
             Command::FinishStep { .. } => "finish_step",
+            Command::Refused { .. } => "refused",
             Command::ErrorMessage { .. } => "error_message",
             Command::Record(_) => "record",
             Command::RecordCompaction(_) => "record_compaction",
@@ -452,6 +469,7 @@ fn decide_inner(
             });
             d.out.then = Some(Command::CheckOverflow { step: message });
         }
+        Command::Refused { message, error } => d.refused(state, message, error)?,
         Command::ErrorMessage { message, error } => {
             d.push(Event::MessageErrored { message, error })
         }
@@ -464,7 +482,7 @@ fn decide_inner(
             }
         }
         Command::RecordCompaction(c) => d.recorded_compaction(c),
-        Command::RequestCompaction => d.marker(false, CompactionTrigger::Manual),
+        Command::RequestCompaction => d.marker(false, false, CompactionTrigger::Manual),
         Command::StartJob { job, model, prompt } => {
             pending_job(state, job)?;
             let summary_message = d.message();
@@ -518,7 +536,7 @@ fn decide_inner(
             d.out.overflow = check;
             if let Some(check) = check.filter(|c| c.overflow) {
                 if state.auto_paused.is_none() && state.pending_jobs().next().is_none() {
-                    d.marker(true, CompactionTrigger::Overflow { step, check });
+                    d.marker(true, false, CompactionTrigger::Overflow { step, check });
                 }
             }
         }
@@ -529,6 +547,18 @@ fn decide_inner(
         }
     }
     Ok(d.out)
+}
+
+/// The continue message after an automatic compaction under `policy`
+/// (`overflow`: it was caused by a provider overflow and has nothing to replay).
+pub fn continue_text(policy: &Policy, overflow: bool) -> String {
+    match policy.continue_message {
+        ContinueMessage::Seed => CONTINUE_TEXT.into(),
+        ContinueMessage::OpenCode if overflow => {
+            format!("{OVERFLOW_CONTINUE_PREFIX}{CONTINUE_TEXT_OPENCODE}")
+        }
+        ContinueMessage::OpenCode => CONTINUE_TEXT_OPENCODE.into(),
+    }
 }
 
 /// Whether `job` is pending (requested or running), and if so whether it is
@@ -632,13 +662,13 @@ impl Drafter<'_, '_> {
         self.out.then = Some(Command::CheckOverflow { step: message });
     }
 
-    fn marker(&mut self, auto: bool, trigger: CompactionTrigger) {
+    fn marker(&mut self, auto: bool, overflow: bool, trigger: CompactionTrigger) {
         let (message, part) = (self.message(), self.part());
         self.push(Event::CompactionRequested {
             message,
             part,
             auto,
-            overflow: false,
+            overflow,
             trigger,
             agent: None,
             model: None,
@@ -672,11 +702,71 @@ impl Drafter<'_, '_> {
             redactions: summary.redactions,
         });
         if j.auto {
-            // Only an automatic compaction continues on its own.
-            self.user_message(CONTINUE_TEXT.into(), true, None);
+            // Only an automatic compaction continues on its own: with the
+            // refused prompt again, or with the continue message.
+            match replay_of(state, job) {
+                Some(prompt) => self.replay(state, prompt),
+                None => {
+                    let text = continue_text(&state.policy, j.overflow);
+                    self.user_message(text, true, None);
+                }
+            }
             self.out.then = Some(Command::CheckGuard { window_before });
         }
         Ok(())
+    }
+
+    fn refused(
+        &mut self,
+        state: &SessionState,
+        message: MessageId,
+        error: String,
+    ) -> Result<(), Violation> {
+        let m = state
+            .message(message)
+            .ok_or(Violation::UnknownMessage(message))?;
+        let compact = state.policy.provider_overflow == ProviderOverflow::Compact
+            && state.policy.auto
+            && state.auto_paused.is_none()
+            && state.pending_jobs().next().is_none()
+            && m.role == Role::Assistant;
+        if compact {
+            self.marker(true, true, CompactionTrigger::ProviderOverflow { error });
+        } else {
+            self.push(Event::MessageErrored {
+                message,
+                error: MessageError {
+                    name: CONTEXT_OVERFLOW_ERROR.into(),
+                    message: error,
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// The refused prompt as a new user message (OpenCode copies its agent,
+    /// model and parts; media become a text note).
+    fn replay(&mut self, state: &SessionState, prompt: MessageId) {
+        let original = state.message(prompt);
+        let message = self.message();
+        self.push(Event::MessageAppended {
+            message,
+            role: Role::User,
+            agent: original.and_then(|m| m.agent.clone()),
+            model: original.and_then(|m| m.model.clone()),
+            synthetic: false,
+            parent: None,
+            source_id: None,
+        });
+        for body in replay_parts(state, prompt) {
+            let part = self.part();
+            self.push(Event::PartAppended {
+                message,
+                part,
+                body,
+                source_id: None,
+            });
+        }
     }
 
     /// The ids are drawn in the order the importers always drew them, so

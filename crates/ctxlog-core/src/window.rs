@@ -33,7 +33,13 @@ pub const CONTINUE_TEXT: &str = "Continue if you have next steps";
 pub const CONTINUE_TEXT_OPENCODE: &str = "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed.";
 /// What OpenCode 1.18 puts before [`CONTINUE_TEXT_OPENCODE`] after a provider
 /// overflow with no prompt to replay (it blames media whatever the cause).
-pub const OVERFLOW_CONTINUE_PREFIX: &str = "The previous request exceeded the provider's size limit due to large media attachments. The conversation was compacted and media files were removed from context. If the user was asking about attached images or files, explain that the attachments were too large to process and suggest they try again with smaller or fewer files.\n";
+pub const OVERFLOW_CONTINUE_PREFIX: &str = "The previous request exceeded the provider's size limit due to large media attachments. The conversation was compacted and media files were removed from context. If the user was asking about attached images or files, explain that the attachments were too large to process and suggest they try again with smaller or fewer files.\n\n";
+/// Whether `text` is a continue message (any preset's, with or without the
+/// overflow prefix).
+pub fn is_continue_text(text: &str) -> bool {
+    text.starts_with(CONTINUE_TEXT) || text.starts_with(OVERFLOW_CONTINUE_PREFIX)
+}
+
 /// The error name OpenCode gives a provider's "request too large".
 pub const CONTEXT_OVERFLOW_ERROR: &str = "ContextOverflowError";
 /// The error name of an aborted message, whose content is still sent.

@@ -17,7 +17,9 @@
 //! reached the tests skip with a message. Scenarios run one at a time (each
 //! starts its own `opencode serve`).
 
-use ctxlog_core::{window, Envelope, Event, Policy, SessionState};
+use ctxlog_core::decide::continue_text;
+use ctxlog_core::replay::{replay_of, replay_parts};
+use ctxlog_core::{window, Envelope, Event, PartBody, Policy, SessionState};
 use ctxlog_differential::model_server::{Kind, ModelServer, Reply, Request, Script};
 use ctxlog_differential::opencode::{install, DriveError, ModelConfig, Sandbox, Server};
 use ctxlog_engine::chat::chat_messages;
@@ -267,6 +269,59 @@ fn check_summary_requests(run: &Run, events: &[Envelope]) {
     }
 }
 
+/// After every automatic summary, the message OpenCode wrote next is the one
+/// ctxlog decides: the refused prompt again (same parts), or the preset's
+/// continue message (with the overflow note when a refusal had nothing to
+/// replay), synthetic.
+fn check_resume(events: &[Envelope]) -> usize {
+    let mut state = SessionState::new();
+    let mut checked = 0;
+    for (i, e) in events.iter().enumerate() {
+        // Decided as the job completes: on the state before its summary counts.
+        let Event::SummaryCompleted { job, .. } = &e.event else {
+            state.evolve(e).unwrap();
+            continue;
+        };
+        let j = state.job(*job).unwrap().clone();
+        if !j.auto {
+            continue;
+        }
+        let (want_parts, want_synthetic) = match replay_of(&state, *job) {
+            Some(prompt) => (replay_parts(&state, prompt), false),
+            None => (
+                vec![PartBody::Text {
+                    text: continue_text(&state.policy, j.overflow),
+                    synthetic: true,
+                    time: None,
+                }],
+                true,
+            ),
+        };
+        state.evolve(e).unwrap();
+        let mut next = SessionState::replay(events).unwrap();
+        next.messages.retain(|m| m.created_seq > e.seq);
+        let m = next
+            .messages
+            .first()
+            .unwrap_or_else(|| panic!("seq {}: OpenCode wrote nothing after the summary", e.seq));
+        assert_eq!(m.role, ctxlog_core::Role::User);
+        assert_eq!(m.synthetic, want_synthetic, "seq {}", events[i].seq);
+        let text = |parts: &[PartBody]| -> Vec<String> {
+            parts
+                .iter()
+                .filter_map(|p| match p {
+                    PartBody::Text { text, .. } => Some(text.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let theirs: Vec<PartBody> = m.parts.iter().map(|p| p.body.clone()).collect();
+        assert_eq!(text(&theirs), text(&want_parts), "seq {}: resume", e.seq);
+        checked += 1;
+    }
+    checked
+}
+
 fn check_all(run: &Run) -> Vec<Envelope> {
     let events = import(run);
     assert_eq!(
@@ -276,6 +331,7 @@ fn check_all(run: &Run) -> Vec<Envelope> {
     );
     check_windows(run, &events);
     check_summary_requests(run, &events);
+    check_resume(&events);
     check_export_accepted(run, &events);
     events
 }
@@ -486,7 +542,33 @@ fn provider_context_length_error() {
     ) else {
         return;
     };
-    check_all(&run);
+    let events = check_all(&run);
+    assert_eq!(check_resume(&events), 1, "{:?}", dir_of(&run));
+}
+
+/// The very first prompt is refused: nothing before it can be kept, so the
+/// whole history is summarized and OpenCode continues with its overflow note.
+#[test]
+fn provider_refuses_the_first_prompt() {
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut script = Script::default();
+    script.agent.extend([
+        Reply::context_length_exceeded(),
+        Reply::text("Continued after the refusal.", 4_000, 3),
+    ]);
+    script
+        .summary
+        .push_back(Reply::text("## Objective\n- Refused at once.", 3_000, 20));
+    let Some(run) = run(
+        "refused-first",
+        script,
+        model(100_000),
+        &[Action::Prompt("an enormous first prompt")],
+    ) else {
+        return;
+    };
+    let events = check_all(&run);
+    assert_eq!(check_resume(&events), 1, "{:?}", dir_of(&run));
 }
 
 #[test]

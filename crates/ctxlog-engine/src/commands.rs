@@ -197,6 +197,23 @@ impl<L: EventLog> Engine<L> {
         Ok(step_outcome(message, &decided))
     }
 
+    /// The provider refused the request of assistant message `message` (one
+    /// from [`Engine::assistant_message`], with no finished step) as too
+    /// large: under a policy that compacts on provider overflow an automatic
+    /// compaction is queued that replays the refused prompt after its summary
+    /// (run it with [`Engine::run_pending`]); otherwise the error is recorded
+    /// on the message. Returns the queued job, if any.
+    pub fn refused(
+        &self,
+        session: SessionId,
+        message: MessageId,
+        error: &str,
+    ) -> Result<Option<MessageId>, EngineError> {
+        let error = error.into();
+        let decided = self.command(session, Command::Refused { message, error })?;
+        Ok(queued(&decided))
+    }
+
     /// Queues a compaction by hand (`auto: false`): no continue message after it.
     pub fn request_compaction(&self, session: SessionId) -> Result<MessageId, EngineError> {
         let decided = self.command(session, Command::RequestCompaction)?;

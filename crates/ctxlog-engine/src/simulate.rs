@@ -31,7 +31,7 @@
 use crate::clock::ManualClock;
 use crate::summarize::{ExtractiveSummarizer, Summarizer};
 use crate::{Engine, EngineBuilder, EngineError, JobOutcome, StepOutcome};
-use ctxlog_core::window::CONTINUE_TEXT;
+use ctxlog_core::window::is_continue_text;
 use ctxlog_core::{
     Envelope, Event, MessageId, ModelLimits, PartBody, PartId, Policy, Role, SeededIds, SessionId,
     TokenUsage,
@@ -278,7 +278,7 @@ impl Feed<'_> {
                 ..
             } = &env.event
             {
-                if *message == held_id && text.starts_with(CONTINUE_TEXT) {
+                if *message == held_id && is_continue_text(text) {
                     self.skipped_messages.insert(held_id);
                     self.skipped_parts.insert(*part);
                     return Ok(true);

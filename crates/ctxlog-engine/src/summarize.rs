@@ -7,7 +7,7 @@
 
 use ctxlog_core::policy::Estimator;
 use ctxlog_core::window::{
-    ToolResult, WindowMessage, WindowPart, COMPACTION_QUESTION, CONTINUE_TEXT,
+    is_continue_text, ToolResult, WindowMessage, WindowPart, COMPACTION_QUESTION,
 };
 use ctxlog_core::{Envelope, JobStatus};
 use ctxlog_core::{FinishReason, MessageId, ModelRef, PartBody, Role, SessionId, TokenUsage};
@@ -204,7 +204,7 @@ impl Summarizer for ExtractiveSummarizer {
             for p in &m.parts {
                 match (m.role, p) {
                     (Role::User, WindowPart::Text(t))
-                        if t != COMPACTION_QUESTION && !t.starts_with(CONTINUE_TEXT) =>
+                        if t != COMPACTION_QUESTION && !is_continue_text(t) =>
                     {
                         push_unique(&mut requests, first_line(t, 300));
                     }

@@ -1,7 +1,7 @@
 //! Tests that pin the design: one home for every decision, two logs that
 //! behave alike, and `simulate` deciding exactly what the engine decides live.
 
-use ctxlog_core::window::{WindowPart, COMPACTION_QUESTION, CONTINUE_TEXT};
+use ctxlog_core::window::{WindowPart, COMPACTION_QUESTION, CONTINUE_TEXT, CONTINUE_TEXT_OPENCODE};
 use ctxlog_core::*;
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_engine::summarize::*;
@@ -402,7 +402,7 @@ fn opencode_1_17_keeps_its_tail_through_the_engine() {
         "the summarized turn is gone from the window"
     );
     let last = window.messages.last().unwrap();
-    assert!(matches!(&last.parts[..], [WindowPart::Text(t)] if t == CONTINUE_TEXT));
+    assert!(matches!(&last.parts[..], [WindowPart::Text(t)] if t == CONTINUE_TEXT_OPENCODE));
 }
 
 /// The embedding API refuses an invalid configuration with a typed error.

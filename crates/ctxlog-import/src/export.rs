@@ -11,12 +11,13 @@
 //! same state twice gives the same bytes. Written message by message.
 
 use crate::opencode::finish_name;
+use ctxlog_core::window::is_continue_text;
 use ctxlog_core::{
     Envelope, Event, JobStatus, Message, MessageId, ModelRef, Part, PartBody, PartId, PruneMark,
     RefusedEvent, Role, SessionId, SessionState, Span, TimestampMs, TokenUsage, ToolState,
 };
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use thiserror::Error;
 
@@ -100,11 +101,15 @@ fn cost_json(micros: Option<u64>) -> Value {
     json!(micros.unwrap_or(0) as f64 / 1_000_000.0)
 }
 
-/// Per-message facts the state does not keep: step finish times and costs.
+/// Per-message facts the state does not keep: step finish times and costs,
+/// and which messages continue an automatic compaction.
 #[derive(Default)]
 struct Extra {
     completed: BTreeMap<MessageId, TimestampMs>,
     step_cost: BTreeMap<PartId, (Option<u64>, TimestampMs)>,
+    /// Synthetic user messages appended right after an automatic summary
+    /// (their continue text is marked `compaction_continue`, as OpenCode does).
+    continues: BTreeSet<MessageId>,
 }
 
 /// Writes the session whose events are `events` (seq 1 onwards) to `out`.
@@ -165,9 +170,21 @@ fn fold<'a>(
     let mut state = SessionState::new();
     let mut extra = Extra::default();
     let mut updated = 0;
+    let mut after_auto_summary = false;
     for e in events {
         state.evolve(e)?;
         updated = e.recorded_at;
+        if let Event::MessageAppended {
+            message,
+            role,
+            synthetic,
+            ..
+        } = &e.event
+        {
+            if std::mem::take(&mut after_auto_summary) && *role == Role::User && *synthetic {
+                extra.continues.insert(*message);
+            }
+        }
         match &e.event {
             Event::StepFinished {
                 message,
@@ -182,6 +199,7 @@ fn fold<'a>(
                 if let Some(s) = state.job(*job).and_then(|j| j.summary) {
                     extra.completed.insert(s, e.recorded_at);
                 }
+                after_auto_summary = state.job(*job).is_some_and(|j| j.auto);
                 extra.step_cost.insert(*part, (None, e.recorded_at));
             }
             Event::CompactionFailed { job, .. } => {
@@ -367,6 +385,9 @@ impl Doc<'_> {
                 o.insert("text".into(), json!(text));
                 if *synthetic {
                     o.insert("synthetic".into(), json!(true));
+                }
+                if self.extra.continues.contains(&m.id) && is_continue_text(text) {
+                    o.insert("metadata".into(), json!({"compaction_continue": true}));
                 }
                 if let Some(t) = span_json(time) {
                     o.insert("time".into(), t);
