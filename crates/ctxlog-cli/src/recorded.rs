@@ -490,6 +490,22 @@ pub fn print_decisions(decisions: &[Decision]) {
             Decision::Stalled { after, reason } => {
                 vec!["stalled".into(), after.clone(), reason.clone()]
             }
+            Decision::Refused { after, compacted } => vec![
+                "refused".into(),
+                after.clone(),
+                if *compacted {
+                    "provider overflow: compaction queued".into()
+                } else {
+                    "provider overflow: recorded as the error".into()
+                },
+            ],
+            Decision::Replay { after } => {
+                vec![
+                    "replay".into(),
+                    after.clone(),
+                    "refused prompt sent again".into(),
+                ]
+            }
         })
         .collect();
     ui::table(&["DECISION", "AFTER", "DETAIL"], &rows);

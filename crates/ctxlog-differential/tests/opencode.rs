@@ -9,6 +9,10 @@
 //!   messages, equals the `messages` OpenCode sent (its system prompt aside);
 //! - every summarizer request OpenCode sent equals the one ctxlog builds for
 //!   that job (system prompt, transcript, prior summary, `max_tokens`);
+//! - after every automatic summary OpenCode wrote the message ctxlog decides
+//!   (the replayed prompt or the preset's continue message);
+//! - `simulate` under the session's own policy compacts after exactly the
+//!   steps (and refused requests) OpenCode compacted after;
 //! - ctxlog's overflow decision after every step equals OpenCode's (a
 //!   compaction marker follows exactly the steps ctxlog says overflow);
 //! - ctxlog's export of the imported session is accepted by `opencode import`.
@@ -23,11 +27,13 @@ use ctxlog_core::{window, Envelope, Event, PartBody, Policy, SessionState};
 use ctxlog_differential::model_server::{Kind, ModelServer, Reply, Request, Script};
 use ctxlog_differential::opencode::{install, DriveError, ModelConfig, Sandbox, Server};
 use ctxlog_engine::chat::chat_messages;
+use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
+use ctxlog_engine::summarize::RecordedSummarizer;
 use ctxlog_engine::{summary_request, HookOutput};
 use ctxlog_import::{Format, ImportOptions, LimitOverrides};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// One scenario at a time: each runs an OpenCode server on 2 cores.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -87,6 +93,15 @@ fn run(name: &str, script: Script, model: ModelConfig, actions: &[Action]) -> Op
         server.unused(),
         (0, 0),
         "{name}: OpenCode made fewer model calls than scripted"
+    );
+    let unscripted: Vec<String> = requests
+        .iter()
+        .filter(|r| r.kind != Kind::Title && r.reply.is_none())
+        .map(|r| format!("n={} {:?}", r.n, r.kind))
+        .collect();
+    assert!(
+        unscripted.is_empty(),
+        "{name}: OpenCode made model calls the script did not expect: {unscripted:?}"
     );
     Some(Run {
         dir,
@@ -284,6 +299,7 @@ fn check_resume(events: &[Envelope]) -> usize {
         };
         let j = state.job(*job).unwrap().clone();
         if !j.auto {
+            state.evolve(e).unwrap();
             continue;
         }
         let (want_parts, want_synthetic) = match replay_of(&state, *job) {
@@ -322,6 +338,55 @@ fn check_resume(events: &[Envelope]) -> usize {
     checked
 }
 
+/// `simulate` of the imported session under its own policy, with the
+/// recorded summaries, reproduces every automatic compaction OpenCode made,
+/// after the same step (or the same refused request), the second and later
+/// ones included, on the recorded usage throughout. Returns how many.
+fn check_simulation(events: &[Envelope]) -> usize {
+    let config = SimulateConfig {
+        policy: recorded_policy(events),
+        limits: None,
+        summarizer: Arc::new(RecordedSummarizer::from_log(events)),
+    };
+    let report = simulate_recording(events, config, |_| {}).expect("simulate");
+    let mut last_assistant = String::new();
+    let mut recorded = Vec::new();
+    for e in events {
+        match &e.event {
+            Event::MessageAppended {
+                role: ctxlog_core::Role::Assistant,
+                source_id: Some(s),
+                ..
+            } => last_assistant = s.clone(),
+            Event::CompactionRequested { auto: true, .. } => recorded.push(last_assistant.clone()),
+            _ => {}
+        }
+    }
+    let simulated: Vec<String> = report
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Compaction {
+                after, estimated, ..
+            } => {
+                assert!(!estimated, "after {after}: the recorded usage was replaced");
+                Some(after.clone())
+            }
+            Decision::Refused {
+                after,
+                compacted: true,
+            } => Some(after.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        simulated, recorded,
+        "simulate compacts after the steps OpenCode compacted after: {:?}",
+        report.decisions
+    );
+    recorded.len()
+}
+
 fn check_all(run: &Run) -> Vec<Envelope> {
     let events = import(run);
     assert_eq!(
@@ -332,6 +397,7 @@ fn check_all(run: &Run) -> Vec<Envelope> {
     check_windows(run, &events);
     check_summary_requests(run, &events);
     check_resume(&events);
+    check_simulation(&events);
     check_export_accepted(run, &events);
     events
 }
@@ -578,7 +644,8 @@ fn failed_summary() {
     script.agent.extend([
         Reply::bash("call_0001", "seq 1 300", 50_000, 20),
         Reply::text("One.", 97_000, 3),
-        Reply::text("Answered with the whole history.", 98_000, 3),
+        // Below the threshold: one compaction, the failed one.
+        Reply::text("Answered with the whole history.", 60_000, 3),
     ]);
     script.summary.push_back(Reply::context_length_exceeded());
     let Some(run) = run(
@@ -589,7 +656,13 @@ fn failed_summary() {
     ) else {
         return;
     };
-    check_all(&run);
+    let events = check_all(&run);
+    let failed = events
+        .iter()
+        .filter(|e| matches!(e.event, Event::CompactionFailed { .. }))
+        .count();
+    assert_eq!(failed, 1, "{:?}", dir_of(&run));
+    assert_eq!(check_simulation(&events), 1);
 }
 
 #[test]

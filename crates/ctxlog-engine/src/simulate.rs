@@ -13,20 +13,30 @@
 //!   (its `LimitsChanged` events are then left out).
 //! - The turn ends (prune, when the policy prunes) before each later real
 //!   user prompt and at the end of the recording.
-//! - Until the first compaction (the simulation's or the recording's own)
-//!   the recorded usage drives the overflow check. From then on the
+//! - While the simulation decides what the recording did (it compacts after
+//!   exactly the steps and refusals the recording compacted after) the
+//!   recorded usage drives the overflow check: the agent saw that window.
+//!   From the first difference on (a compaction only one of them made, a
+//!   manual compaction, a refusal the policy does not compact on) the
 //!   recording no longer matches what the agent would have seen, so each
 //!   later step's usage is the engine's own estimate: the prompt is the
 //!   estimated window when the step started plus the fixed overhead (system
 //!   prompt, tool schemas) measured at the first step as recorded prompt
 //!   minus estimated window; the output is as recorded.
+//! - A recorded compaction flagged `overflow` means the provider refused the
+//!   request before it: the simulation tells the engine so
+//!   ([`Engine::refused`]) and the policy decides (compact and replay the
+//!   prompt, or record the error). The recording's own replay of the prompt
+//!   is left out when the simulation replayed it too.
 //! - Compaction jobs run at once with the configured summarizer
 //!   (extractive by default: deterministic, no network).
 //!
-//! Decision kinds: `prune`, `compaction`, `summary` (a job completed: window
-//! estimate before and after), `continue` (the synthetic continue message
-//! was appended), `compaction_failed`, and `stalled` (the loop guard paused
-//! automatic compaction).
+//! Decision kinds: `prune`, `compaction`, `refused` (the provider refused a
+//! request: compacted or not), `summary` (a job completed: window estimate
+//! before and after), `continue` (the synthetic continue message was
+//! appended), `replay` (the refused prompt was sent again),
+//! `compaction_failed`, and `stalled` (the loop guard paused automatic
+//! compaction).
 
 use crate::clock::ManualClock;
 use crate::summarize::{ExtractiveSummarizer, Summarizer};
@@ -65,8 +75,16 @@ pub enum Decision {
         /// The usable budget.
         usable: Option<u64>,
         /// Whether the count was the engine's estimate (after the first
-        /// compaction) rather than the recorded usage.
+        /// decision that differs from the recording's) rather than the
+        /// recorded usage.
         estimated: bool,
+    },
+    /// The provider refused a request as too large (as recorded).
+    Refused {
+        /// Source id of the refused request's message.
+        after: String,
+        /// Whether the policy queued a compaction (else it recorded the error).
+        compacted: bool,
     },
     /// A compaction job completed.
     Summary {
@@ -80,6 +98,11 @@ pub enum Decision {
     /// The synthetic continue message was appended after an automatic compaction.
     Continue {
         /// Source id of the step that triggered the compaction.
+        after: String,
+    },
+    /// The refused prompt was appended again after the compaction it caused.
+    Replay {
+        /// Source id of the refused request's message.
         after: String,
     },
     /// A compaction job failed.
@@ -136,6 +159,10 @@ pub struct SimulationReport {
     pub final_window: u64,
 }
 
+/// The error a recorded refusal is simulated with (the recording keeps no
+/// provider text: only that its compaction was caused by an overflow).
+const RECORDED_REFUSAL: &str = "the provider refused the request as too large (recorded)";
+
 /// Ids the simulated engine draws: a seed of its own, so they never collide
 /// with the recording's.
 const ENGINE_SEED: u64 = 0x5349_4D55;
@@ -182,7 +209,10 @@ pub fn simulate_recording(
         skipped_parts: BTreeSet::new(),
         call_ids: BTreeMap::new(),
         sources: BTreeMap::new(),
-        compacted: false,
+        diverged: false,
+        unmatched: None,
+        open_step: None,
+        replayed: None,
         after_recorded_summary: false,
         recorded_auto: BTreeSet::new(),
         held: None,
@@ -220,15 +250,25 @@ struct Feed<'a> {
     skipped_parts: BTreeSet<PartId>,
     call_ids: BTreeMap<PartId, String>,
     sources: BTreeMap<MessageId, String>,
-    /// A compaction happened (the simulation's or the recording's).
-    compacted: bool,
-    /// The recording's own automatic summary just completed: a synthetic
-    /// user message next may be its continue message.
+    /// A decision differed from the recording's: its usage no longer
+    /// measures the simulated window.
+    diverged: bool,
+    /// The simulation compacted and the recording has not yet (its marker
+    /// must come before its next message, or the two differ).
+    unmatched: Option<MessageId>,
+    /// The latest assistant message whose step has not finished (a request
+    /// the provider may have refused).
+    open_step: Option<MessageId>,
+    /// The text of the prompt the simulation replayed after its latest
+    /// compaction, if it replayed one.
+    replayed: Option<String>,
+    /// The recording's own automatic summary just completed: a user message
+    /// next may be its continue message or its replay of a refused prompt.
     after_recorded_summary: bool,
     /// The recording's automatic jobs.
     recorded_auto: BTreeSet<MessageId>,
-    /// A synthetic user message right after a recorded automatic summary,
-    /// held until its first part shows whether it is the continue message.
+    /// A user message right after a recorded automatic summary, held until
+    /// its first part shows whether it is the continue message or a replay.
     held: Option<(MessageId, Envelope)>,
     overhead: Option<u64>,
     /// The estimated window when the current step started.
@@ -246,8 +286,16 @@ impl Feed<'_> {
         for (i, env) in events.iter().enumerate().skip(1) {
             progress(i);
             self.clock.advance_to(env.recorded_at);
-            if self.hold_continue(env)? {
+            if self.hold_resume(env)? {
                 continue;
+            }
+            if let Event::CompactionRequested {
+                auto: true,
+                overflow: true,
+                ..
+            } = env.event
+            {
+                self.refusal()?;
             }
             if let Some(event) = self.keep(&env.event) {
                 self.feed(env, event)?;
@@ -264,12 +312,13 @@ impl Feed<'_> {
         Ok(())
     }
 
-    /// Leaves out the recording's own continue message after an automatic
-    /// compaction (the policy under test decides whether to continue): a
-    /// synthetic user message right after a recorded automatic summary is
-    /// held until its first part; it is dropped when that part is the
-    /// continue text, fed as recorded otherwise. True when `env` was taken.
-    fn hold_continue(&mut self, env: &Envelope) -> Result<bool, EngineError> {
+    /// Leaves out the recording's own resume after an automatic compaction
+    /// (the policy under test decides how to resume): a user message right
+    /// after a recorded automatic summary is held until its first part; it
+    /// is dropped when it is a synthetic continue message, or the replay of
+    /// the prompt the simulation replayed too; fed as recorded otherwise.
+    /// True when `env` was taken.
+    fn hold_resume(&mut self, env: &Envelope) -> Result<bool, EngineError> {
         if let Some((held_id, held)) = self.held.take() {
             if let Event::PartAppended {
                 message,
@@ -278,7 +327,19 @@ impl Feed<'_> {
                 ..
             } = &env.event
             {
-                if *message == held_id && is_continue_text(text) {
+                let synthetic = matches!(
+                    held.event,
+                    Event::MessageAppended {
+                        synthetic: true,
+                        ..
+                    }
+                );
+                let resume = if synthetic {
+                    is_continue_text(text)
+                } else {
+                    self.replayed.as_deref() == Some(text.as_str())
+                };
+                if *message == held_id && resume {
                     self.skipped_messages.insert(held_id);
                     self.skipped_parts.insert(*part);
                     return Ok(true);
@@ -291,11 +352,10 @@ impl Feed<'_> {
         if let Event::MessageAppended {
             message,
             role: Role::User,
-            synthetic,
             ..
         } = &env.event
         {
-            if after && *synthetic {
+            if after {
                 self.held = Some((*message, env.clone()));
                 return Ok(true);
             }
@@ -321,6 +381,11 @@ impl Feed<'_> {
                 if *auto {
                     self.recorded_auto.insert(*message);
                 }
+                // The recording compacted here: so did the simulation, or
+                // the two differ from now on.
+                if self.unmatched.take().is_none() || !auto {
+                    self.diverged = true;
+                }
                 return None;
             }
             Event::CompactionStarted {
@@ -330,9 +395,6 @@ impl Feed<'_> {
                 return None;
             }
             Event::SummaryCompleted { job, .. } => {
-                // The agent compacted here: from now on its recorded usage
-                // measures a window the simulation does not have.
-                self.compacted = true;
                 self.after_recorded_summary = self.recorded_auto.contains(job);
                 return None;
             }
@@ -378,6 +440,10 @@ impl Feed<'_> {
                 let label = source_id
                     .clone()
                     .unwrap_or_else(|| format!("seq:{}", env.seq));
+                if self.unmatched.take().is_some() {
+                    // The simulation compacted; the recording went on without.
+                    self.diverged = true;
+                }
                 if *role == Role::User && !synthetic {
                     if self.turns > 0 {
                         self.flush()?;
@@ -385,9 +451,10 @@ impl Feed<'_> {
                     }
                     self.turns += 1;
                 }
+                self.open_step = (*role == Role::Assistant).then_some(*message);
                 // The window at a step's start is needed only to measure the
                 // overhead (first step) and once usage is estimated.
-                if *role == Role::Assistant && (self.compacted || self.overhead.is_none()) {
+                if *role == Role::Assistant && (self.diverged || self.overhead.is_none()) {
                     self.flush()?;
                     self.step_window = self.engine.window_estimate(self.session)?;
                 }
@@ -416,6 +483,7 @@ impl Feed<'_> {
                     .cloned()
                     .unwrap_or_else(|| format!("seq:{}", env.seq));
                 let tokens = self.usage(tokens);
+                self.open_step = None;
                 self.batch.push(Event::StepFinished {
                     message: *message,
                     part: *part,
@@ -432,15 +500,16 @@ impl Feed<'_> {
         Ok(())
     }
 
-    /// The usage a step reports: as recorded until the first compaction,
-    /// then the estimate (see the module documentation).
+    /// The usage a step reports: as recorded until the simulation's
+    /// decisions differ from the recording's, then the estimate (see the
+    /// module documentation).
     fn usage(&mut self, recorded: &TokenUsage) -> TokenUsage {
         self.steps += 1;
         let prompt = recorded.input + recorded.cache_read + recorded.cache_write;
         if self.overhead.is_none() && prompt > 0 {
             self.overhead = Some(prompt.saturating_sub(self.step_window));
         }
-        if !self.compacted {
+        if !self.diverged {
             return *recorded;
         }
         TokenUsage {
@@ -461,7 +530,7 @@ impl Feed<'_> {
 
     /// After a step that queued a job: run it at once and report.
     fn after_step(&mut self, after: String, outcome: StepOutcome) -> Result<(), EngineError> {
-        let (Some(_), Some(check)) = (outcome.queued, outcome.overflow) else {
+        let (Some(job), Some(check)) = (outcome.queued, outcome.overflow) else {
             return Ok(());
         };
         self.decisions.push(Decision::Compaction {
@@ -469,15 +538,42 @@ impl Feed<'_> {
             auto: true,
             count: check.count,
             usable: check.usable,
-            estimated: self.compacted,
+            estimated: self.diverged,
         });
+        self.run_jobs(after, job)
+    }
+
+    /// A recorded compaction flagged `overflow`: the provider refused the
+    /// open step's request. The policy decides what that does.
+    fn refusal(&mut self) -> Result<(), EngineError> {
+        self.flush()?;
+        let Some(step) = self.open_step.take() else {
+            // No request to attribute it to: the recording's compaction is
+            // one the simulation cannot make.
+            return Ok(());
+        };
+        let after = self.sources.get(&step).cloned().unwrap_or_default();
+        let queued = self.engine.refused(self.session, step, RECORDED_REFUSAL)?;
+        self.decisions.push(Decision::Refused {
+            after: after.clone(),
+            compacted: queued.is_some(),
+        });
+        match queued {
+            Some(job) => self.run_jobs(after, job),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs the queued job `job` at once and reports what it led to.
+    fn run_jobs(&mut self, after: String, job: MessageId) -> Result<(), EngineError> {
+        self.unmatched = Some(job);
         let window_before = self.engine.window_estimate(self.session)?;
         let outcomes = self.engine.run_pending(self.session)?;
         let window_after = self.engine.window_estimate(self.session)?;
+        self.replayed = None;
         for o in outcomes {
             match &o {
                 JobOutcome::Completed { continued, .. } => {
-                    self.compacted = true;
                     self.decisions.push(Decision::Summary {
                         after: after.clone(),
                         window_before,
@@ -485,7 +581,13 @@ impl Feed<'_> {
                     });
                     if *continued {
                         let after = after.clone();
-                        self.decisions.push(Decision::Continue { after });
+                        match self.replayed_prompt()? {
+                            Some(text) => {
+                                self.replayed = Some(text);
+                                self.decisions.push(Decision::Replay { after });
+                            }
+                            None => self.decisions.push(Decision::Continue { after }),
+                        }
                     }
                 }
                 JobOutcome::Failed { error, .. } => {
@@ -503,6 +605,23 @@ impl Feed<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The first text of the message that resumed the latest compaction,
+    /// when it is a replayed prompt (a real user message) rather than a
+    /// synthetic continue message.
+    fn replayed_prompt(&self) -> Result<Option<String>, EngineError> {
+        let state = self.engine.state(self.session)?;
+        let Some(last) = state.messages.last().filter(|m| m.role == Role::User) else {
+            return Ok(None);
+        };
+        if last.synthetic {
+            return Ok(None);
+        }
+        Ok(last.parts.iter().find_map(|p| match &p.body {
+            PartBody::Text { text, .. } => Some(text.clone()),
+            _ => None,
+        }))
     }
 
     /// The end of a turn: prune when the policy says so.

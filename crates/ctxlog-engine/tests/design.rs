@@ -135,7 +135,6 @@ fn drive<L: EventLog>(
         .unwrap();
     let s = session.id();
     let mut decisions = Vec::new();
-    let mut compacted = false;
     let mut calls = 0;
     for (t, turn) in script.iter().enumerate() {
         if t > 0 {
@@ -171,7 +170,9 @@ fn drive<L: EventLog>(
                 auto: true,
                 count: check.count,
                 usable: check.usable,
-                estimated: compacted,
+                // Simulated under the same policy, every decision coincides
+                // with this run's, so the recorded usage is never replaced.
+                estimated: false,
             });
             let window_before = session.window_estimate().unwrap();
             let outcomes = session.run_pending().unwrap();
@@ -179,7 +180,6 @@ fn drive<L: EventLog>(
             for o in outcomes {
                 match &o {
                     JobOutcome::Completed { continued, .. } => {
-                        compacted = true;
                         decisions.push(Decision::Summary {
                             after: after.clone(),
                             window_before,
@@ -307,6 +307,8 @@ fn the_drive_above_compacts_and_prunes() {
             Decision::Continue { .. } => "continue",
             Decision::CompactionFailed { .. } => "failed",
             Decision::Stalled { .. } => "stalled",
+            Decision::Refused { .. } => "refused",
+            Decision::Replay { .. } => "replay",
         })
         .collect();
     assert!(kinds.contains(&"compaction"), "{kinds:?}");
@@ -481,4 +483,37 @@ fn simulate_drops_only_the_recorded_continue_message() {
     // not the continue message.
     assert_eq!(context.events, continued.events + 2);
     assert!(context.final_window > continued.final_window);
+}
+
+/// A recording made with automatic compaction off, simulated with it on:
+/// the first compaction is decided on the recorded usage; the recording
+/// did not compact there, so every later one is decided on the estimate.
+#[test]
+fn simulate_keeps_the_recorded_usage_only_while_its_decisions_coincide() {
+    let turn = |n: usize| Turn {
+        prompt: format!("turn {n}"),
+        steps: vec![vec![20_000], vec![20_000], vec![]],
+        output_tokens: 50,
+    };
+    let script: Vec<Turn> = (0..6).map(turn).collect();
+    let live = builder(11).in_memory().unwrap();
+    let mut off = Policy::opencode_seed();
+    off.auto = false;
+    let (s, decided) = drive(&live, off, 20_000, &script);
+    assert!(!decided
+        .iter()
+        .any(|d| matches!(d, Decision::Compaction { .. })));
+    let config = SimulateConfig::new(Policy::opencode_seed());
+    let report = simulate_recording(&log(&live, s), config, |_| {}).unwrap();
+    let estimated: Vec<bool> = report
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Compaction { estimated, .. } => Some(*estimated),
+            _ => None,
+        })
+        .collect();
+    assert!(estimated.len() >= 2, "{:?}", report.decisions);
+    assert!(!estimated[0]);
+    assert!(estimated[1..].iter().all(|e| *e), "{estimated:?}");
 }
