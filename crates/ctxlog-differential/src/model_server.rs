@@ -196,16 +196,6 @@ impl ModelServer {
             .unwrap_or_default()
     }
 
-    /// Appends answers to the script (for the next turns of a scenario).
-    pub fn push(&self, kind: Kind, reply: Reply) {
-        if let Ok(mut s) = self.shared.lock() {
-            match kind {
-                Kind::Summary => s.script.summary.push_back(reply),
-                _ => s.script.agent.push_back(reply),
-            }
-        }
-    }
-
     /// How many scripted answers are still unused (agent, summary).
     pub fn unused(&self) -> (usize, usize) {
         self.shared
