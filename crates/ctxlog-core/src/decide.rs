@@ -725,11 +725,13 @@ impl Drafter<'_, '_> {
         let m = state
             .message(message)
             .ok_or(Violation::UnknownMessage(message))?;
+        if m.role != Role::Assistant || m.summary || m.finish.is_some() {
+            return Err(Violation::NotARequest(message));
+        }
         let compact = state.policy.provider_overflow == ProviderOverflow::Compact
             && state.policy.auto
             && state.auto_paused.is_none()
-            && state.pending_jobs().next().is_none()
-            && m.role == Role::Assistant;
+            && state.pending_jobs().next().is_none();
         if compact {
             self.marker(true, true, CompactionTrigger::ProviderOverflow { error });
         } else {

@@ -85,6 +85,9 @@ pub enum Violation {
         /// The message.
         message: MessageId,
     },
+    /// A refusal of something that is not an open request.
+    #[error("message {0:?} is not an assistant message whose step is still open: only a request can be refused")]
+    NotARequest(MessageId),
     /// A step finished on a summary message.
     #[error("message {0:?} is a compaction summary: its step ends with summary_completed")]
     StepOnSummary(MessageId),

@@ -8,11 +8,11 @@
 //! When nothing but markers would be left before it, there is no replay and
 //! the whole window is the history.
 
+use crate::event::PartBody;
 use crate::event::Role;
-use crate::event::{Attachment, PartBody};
 use crate::ids::MessageId;
 use crate::state::SessionState;
-use crate::window::window_order;
+use crate::window::{attachment_note, window_order};
 
 /// The refused prompt job `marker` replays after its summary, if any.
 pub fn replay_of(state: &SessionState, marker: MessageId) -> Option<MessageId> {
@@ -59,16 +59,11 @@ pub fn replay_parts(state: &SessionState, prompt: MessageId) -> Vec<PartBody> {
         .iter()
         .filter_map(|p| match &p.body {
             PartBody::Compaction { .. } => None,
-            PartBody::File(Attachment { mime, filename, .. }) if is_media(mime) => {
-                Some(PartBody::Text {
-                    text: format!(
-                        "[Attached {mime}: {}]",
-                        filename.as_deref().unwrap_or("file")
-                    ),
-                    synthetic: false,
-                    time: None,
-                })
-            }
+            PartBody::File(a) if is_media(&a.mime) => Some(PartBody::Text {
+                text: attachment_note(a),
+                synthetic: false,
+                time: None,
+            }),
             body => Some(body.clone()),
         })
         .collect()

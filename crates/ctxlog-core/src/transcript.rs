@@ -17,14 +17,13 @@
 //! - Messages that render to nothing are left out; the rest are joined by a
 //!   blank line.
 
-use crate::event::{Attachment, PartBody, Role, ToolState};
-#[cfg(doc)]
+use crate::event::{PartBody, Role, ToolState};
 use crate::fallback::summary_input;
 use crate::ids::MessageId;
 #[cfg(doc)]
 use crate::policy::SummaryInput;
 use crate::state::{JobStatus, Message, SessionState};
-use crate::window::PRUNED_PLACEHOLDER;
+use crate::window::{attachment_note, PRUNED_PLACEHOLDER};
 
 /// What follows a tool result cut for the transcript.
 pub const TRUNCATED_MARK: &str = "\n[truncated]";
@@ -54,7 +53,7 @@ pub fn transcript(
     let max = tool_output_max_chars as usize;
     let mut prior_summary = None;
     let mut blocks = Vec::new();
-    for rendered in crate::fallback::summary_input(state, marker) {
+    for rendered in summary_input(state, marker) {
         let Some(message) = state.message(rendered.id) else {
             continue;
         };
@@ -94,14 +93,6 @@ fn summary_text(message: &Message) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-fn attached(a: &Attachment) -> String {
-    format!(
-        "[Attached {}: {}]",
-        a.mime,
-        a.filename.as_deref().unwrap_or("file")
-    )
-}
-
 fn user_block(message: &Message) -> String {
     let texts: Vec<&str> = message
         .parts
@@ -116,7 +107,7 @@ fn user_block(message: &Message) -> String {
         lines.push(format!("[User]: {}", texts.join("\n")));
     }
     lines.extend(message.parts.iter().filter_map(|p| match &p.body {
-        PartBody::File(a) => Some(attached(a)),
+        PartBody::File(a) => Some(attachment_note(a)),
         _ => None,
     }));
     lines.join("\n")
@@ -145,7 +136,7 @@ fn assistant_block(message: &Message, max: usize) -> String {
                         ..
                     } => {
                         let mut result = vec![output.clone()];
-                        result.extend(attachments.iter().map(attached));
+                        result.extend(attachments.iter().map(attachment_note));
                         let result = cut(&result.join("\n"), max);
                         lines.push(format!("[Tool result]: {result}"));
                     }

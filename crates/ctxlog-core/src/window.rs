@@ -34,6 +34,16 @@ pub const CONTINUE_TEXT_OPENCODE: &str = "Continue if you have next steps, or st
 /// What OpenCode 1.18 puts before [`CONTINUE_TEXT_OPENCODE`] after a provider
 /// overflow with no prompt to replay (it blames media whatever the cause).
 pub const OVERFLOW_CONTINUE_PREFIX: &str = "The previous request exceeded the provider's size limit due to large media attachments. The conversation was compacted and media files were removed from context. If the user was asking about attached images or files, explain that the attachments were too large to process and suggest they try again with smaller or fewer files.\n\n";
+/// How an attachment is named where its content is not sent (a transcript, a
+/// replayed prompt, a text-only request): `[Attached <mime>: <filename>]`.
+pub fn attachment_note(a: &Attachment) -> String {
+    format!(
+        "[Attached {}: {}]",
+        a.mime,
+        a.filename.as_deref().unwrap_or("file")
+    )
+}
+
 /// Whether `text` is a continue message (any preset's, with or without the
 /// overflow prefix).
 pub fn is_continue_text(text: &str) -> bool {

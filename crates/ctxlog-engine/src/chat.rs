@@ -21,7 +21,7 @@
 //! files; reasoning recorded under another model, which OpenCode sends as
 //! text.
 
-use ctxlog_core::window::{ToolResult, Window, WindowMessage, WindowPart};
+use ctxlog_core::window::{attachment_note, ToolResult, Window, WindowMessage, WindowPart};
 use ctxlog_core::Role;
 use serde_json::{json, Map, Value};
 
@@ -59,7 +59,7 @@ fn user(m: &WindowMessage) -> Option<Value> {
                     }
                     WindowPart::File(a) => Some(json!({
                         "type": "text",
-                        "text": format!("[Attached {}: {}]", a.mime, a.filename.as_deref().unwrap_or("file")),
+                        "text": attachment_note(a),
                     })),
                     WindowPart::Tool { .. } => None,
                 })

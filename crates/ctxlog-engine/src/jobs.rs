@@ -8,7 +8,8 @@ use crate::error::EngineError;
 use crate::outcome::JobOutcome;
 use crate::redact;
 use crate::summarize::{
-    SummarizeError, SummaryOutput, SummaryRequest, COMPACTION_INSTRUCTION, COMPACTION_SYSTEM_PROMPT,
+    prompt_text, SummarizeError, SummaryOutput, SummaryRequest, COMPACTION_INSTRUCTION,
+    COMPACTION_SYSTEM_PROMPT,
 };
 use crate::transcript_prompt::{transcript_prompt, SUMMARY_TEMPLATE, TRANSCRIPT_SYSTEM_PROMPT};
 use crate::Engine;
@@ -60,18 +61,6 @@ impl<L: EventLog> Engine<L> {
         }
     }
 
-    /// The request for `job` (see [`summary_request`]), with this engine's
-    /// hook and compaction model.
-    fn build_request(
-        &self,
-        session: SessionId,
-        state: &SessionState,
-        job: MessageId,
-    ) -> SummaryRequest {
-        let hook = self.hook_output(session);
-        summary_request(session, state, job, &hook, self.compaction_model.clone())
-    }
-
     /// Calls the summarizer; a panic in it is an error, not a crash.
     fn summarize(&self, request: &SummaryRequest) -> Result<SummaryOutput, SummarizeError> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -95,7 +84,11 @@ impl<L: EventLog> Engine<L> {
         state: &mut SessionState,
         job: MessageId,
     ) -> Result<JobOutcome, EngineError> {
-        let prompt = self.build_request(session, state, job).prompt_text();
+        // The hook is asked once per job; its output shapes the prompt that
+        // `CompactionStarted` records and the request.
+        let hook = self.hook_output(session);
+        let (system, instruction) = summary_prompts(state.policy.summary_input, &hook);
+        let prompt = prompt_text(&system, &instruction);
         self.run(
             session,
             state,
@@ -109,7 +102,8 @@ impl<L: EventLog> Engine<L> {
             },
         )?;
         // What decide chose to summarize: the window minus the recorded tail.
-        let base = self.build_request(session, state, job);
+        let model = self.compaction_model.clone();
+        let base = summary_request(session, state, job, &hook, model);
         match self.attempt(session, state, job, &base)? {
             Ok(out) => self.complete(session, state, job, out),
             Err(error) => {
@@ -225,12 +219,30 @@ impl<L: EventLog> Engine<L> {
     }
 }
 
+/// The system prompt and the fixed instruction of a compaction request
+/// under `input`, with the hook's context (or its prompt, which replaces the
+/// instruction). Under [`SummaryInput::Transcript`] the instruction is
+/// OpenCode's template, which the transcript message ends with.
+pub fn summary_prompts(input: SummaryInput, hook: &HookOutput) -> (String, String) {
+    let (system, base, separator) = match input {
+        SummaryInput::Messages => (COMPACTION_SYSTEM_PROMPT, COMPACTION_INSTRUCTION, "\n\n"),
+        SummaryInput::Transcript { .. } => (TRANSCRIPT_SYSTEM_PROMPT, SUMMARY_TEMPLATE, "\n"),
+    };
+    let instruction = match &hook.prompt {
+        Some(p) => p.clone(),
+        None => std::iter::once(base.to_owned())
+            .chain(hook.context.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(separator),
+    };
+    (system.to_owned(), instruction)
+}
+
 /// The summarizer request for `job` in `state`: what decide chose to
 /// summarize ([`summary_input`]: the window minus the recorded tail and any
-/// refused prompt), the system prompt and the instruction with the hook's
-/// context, or (under [`SummaryInput::Transcript`]) OpenCode's system prompt
-/// and the transcript as one message. The request type has no tools field:
-/// none can be passed.
+/// refused prompt) with [`summary_prompts`], and under
+/// [`SummaryInput::Transcript`] the transcript as the one message an endpoint
+/// is sent. The request type has no tools field: none can be passed.
 pub fn summary_request(
     session: SessionId,
     state: &SessionState,
@@ -238,29 +250,14 @@ pub fn summary_request(
     hook: &HookOutput,
     model: Option<ModelRef>,
 ) -> SummaryRequest {
-    let instruction = match &hook.prompt {
-        Some(p) => p.clone(),
-        None => std::iter::once(COMPACTION_INSTRUCTION.to_owned())
-            .chain(hook.context.iter().cloned())
-            .collect::<Vec<_>>()
-            .join("\n\n"),
-    };
-    let (system, instruction, transcript) = match state.policy.summary_input {
-        SummaryInput::Messages => (COMPACTION_SYSTEM_PROMPT.to_owned(), instruction, None),
+    let (system, instruction) = summary_prompts(state.policy.summary_input, hook);
+    let transcript = match state.policy.summary_input {
+        SummaryInput::Messages => None,
         SummaryInput::Transcript {
             tool_output_max_chars,
         } => {
             let t = transcript(state, job, tool_output_max_chars);
-            let prompt = transcript_prompt(&t, hook.prompt.as_deref(), &hook.context);
-            // The fixed part of the prompt, which `prompt_text` hashes.
-            let fixed = match &hook.prompt {
-                Some(p) => p.clone(),
-                None => std::iter::once(SUMMARY_TEMPLATE.to_owned())
-                    .chain(hook.context.iter().cloned())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            };
-            (TRANSCRIPT_SYSTEM_PROMPT.to_owned(), fixed, Some(prompt))
+            Some(transcript_prompt(&t, hook.prompt.as_deref(), &hook.context))
         }
     };
     SummaryRequest {

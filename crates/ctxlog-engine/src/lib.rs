@@ -72,6 +72,6 @@ pub use ctxlog_core::{
 pub use ctxlog_store::{MemoryLog, SledStore};
 pub use engine::Engine;
 pub use error::EngineError;
-pub use jobs::summary_request;
+pub use jobs::{summary_prompts, summary_request};
 pub use outcome::{JobOutcome, Notice, StepOutcome};
 pub use session::Session;

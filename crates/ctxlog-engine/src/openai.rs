@@ -5,7 +5,7 @@
 //! carries tools: the conversation's tool calls are rendered as text.
 
 use crate::summarize::{SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
-use ctxlog_core::window::{ToolResult, WindowMessage, WindowPart};
+use ctxlog_core::window::{attachment_note, ToolResult, WindowMessage, WindowPart};
 use ctxlog_core::{FinishReason, Role, TokenUsage};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -142,11 +142,7 @@ pub(crate) fn chat_message(m: &WindowMessage) -> Option<Value> {
         match p {
             WindowPart::Text(t) => lines.push(t.clone()),
             WindowPart::Reasoning(_) => {}
-            WindowPart::File(a) => lines.push(format!(
-                "[Attached {}: {}]",
-                a.mime,
-                a.filename.as_deref().unwrap_or("file")
-            )),
+            WindowPart::File(a) => lines.push(attachment_note(a)),
             WindowPart::Tool {
                 tool,
                 input,

@@ -61,7 +61,7 @@ impl SummaryRequest {
     /// The prompt text actually used (system, then instruction): what the
     /// `CompactionStarted` event hashes.
     pub fn prompt_text(&self) -> String {
-        format!("{}\n\n{}", self.system, self.instruction)
+        prompt_text(&self.system, &self.instruction)
     }
 
     /// The chat-completions messages an endpoint is sent: the system prompt,
@@ -77,6 +77,11 @@ impl SummaryRequest {
                 .collect(),
         }
     }
+}
+
+/// The prompt text of a request with this system prompt and instruction.
+pub fn prompt_text(system: &str, instruction: &str) -> String {
+    format!("{system}\n\n{instruction}")
 }
 
 /// A summarizer's answer.

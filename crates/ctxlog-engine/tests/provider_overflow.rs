@@ -160,6 +160,13 @@ fn the_seed_records_the_refusal_as_an_error_and_compacts_nothing() {
     let s = start(&e, Policy::opencode_seed());
     assert_eq!(refused_second_prompt(&e, s), None);
     let state = e.state(s).unwrap();
+    // Only an open request can be refused: not a prompt, not a finished step.
+    let prompt = state.messages[0].id;
+    let step = state.messages[1].id;
+    for id in [prompt, step] {
+        assert!(e.refused(s, id, "too large").is_err());
+    }
+    assert_eq!(e.state(s).unwrap().head, state.head, "nothing recorded");
     assert!(state.jobs.is_empty());
     let error = state.messages.last().unwrap().error.clone().unwrap();
     assert_eq!(error.name, CONTEXT_OVERFLOW_ERROR);
