@@ -444,15 +444,7 @@ fn decide_inner(
                 source_id: None,
             });
         }
-        Command::AppendPart { message, body } => {
-            let part = d.part();
-            d.push(Event::PartAppended {
-                message,
-                part,
-                body,
-                source_id: None,
-            });
-        }
+        Command::AppendPart { message, body } => d.append(message, body),
         Command::UpdatePart { part, body } => d.push(Event::PartUpdated { part, body }),
         Command::FinishStep {
             message,
@@ -603,18 +595,24 @@ impl Drafter<'_, '_> {
         });
     }
 
-    fn text(&mut self, message: MessageId, text: String, synthetic: bool) {
+    /// A new part on `message` (its id drawn now).
+    fn append(&mut self, message: MessageId, body: PartBody) {
         let part = self.part();
         self.push(Event::PartAppended {
             message,
             part,
-            body: PartBody::Text {
-                text,
-                synthetic,
-                time: None,
-            },
+            body,
             source_id: None,
         });
+    }
+
+    fn text(&mut self, message: MessageId, text: String, synthetic: bool) {
+        let body = PartBody::Text {
+            text,
+            synthetic,
+            time: None,
+        };
+        self.append(message, body);
     }
 
     fn user_message(&mut self, text: String, synthetic: bool, source_id: Option<String>) {
@@ -643,13 +641,7 @@ impl Drafter<'_, '_> {
             source_id: step.source_id,
         });
         for body in step.parts {
-            let part = self.part();
-            self.push(Event::PartAppended {
-                message,
-                part,
-                body,
-                source_id: None,
-            });
+            self.append(message, body);
         }
         let part = self.part();
         self.push(Event::StepFinished {
@@ -761,13 +753,7 @@ impl Drafter<'_, '_> {
             source_id: None,
         });
         for body in replay_parts(state, prompt) {
-            let part = self.part();
-            self.push(Event::PartAppended {
-                message,
-                part,
-                body,
-                source_id: None,
-            });
+            self.append(message, body);
         }
     }
 

@@ -57,8 +57,9 @@ enum Action {
     Summarize,
 }
 
-/// What one run left behind.
+/// What one run left behind (holding the one-at-a-time lock until dropped).
 struct Run {
+    _serial: std::sync::MutexGuard<'static, ()>,
     dir: PathBuf,
     requests: Vec<Request>,
     export_path: PathBuf,
@@ -68,6 +69,7 @@ struct Run {
 }
 
 fn run(name: &str, script: Script, model: ModelConfig, actions: &[Action]) -> Option<Run> {
+    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let bin = opencode()?;
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("opencode-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -104,6 +106,7 @@ fn run(name: &str, script: Script, model: ModelConfig, actions: &[Action]) -> Op
         "{name}: OpenCode made model calls the script did not expect: {unscripted:?}"
     );
     Some(Run {
+        _serial: serial,
         dir,
         requests,
         export_path,
@@ -493,7 +496,6 @@ fn check_prunes(events: &[Envelope]) -> usize {
 /// second, after turn 9, clears 3 and 4 and stops at the cleared call 2.
 #[test]
 fn prune_over_many_large_tool_outputs() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut script = Script::default();
     let big = "for i in $(seq 1 440); do printf '%099d\\n' $i; done";
     for n in 1..=9u64 {
@@ -530,7 +532,6 @@ fn prune_over_many_large_tool_outputs() {
 
 #[test]
 fn two_compactions() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut script = Script::default();
     script.agent.extend([
         Reply::bash("call_0001", "seq 1 700", 20_000, 20),
@@ -559,7 +560,6 @@ fn two_compactions() {
 
 #[test]
 fn manual_compaction() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut script = Script::default();
     script.agent.extend([
         Reply::bash("call_0001", "seq 1 300", 8_000, 20),
@@ -587,7 +587,6 @@ fn manual_compaction() {
 
 #[test]
 fn provider_context_length_error() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut script = Script::default();
     script.agent.extend([
         Reply::bash("call_0001", "seq 1 300", 30_000, 20),
@@ -617,7 +616,6 @@ fn provider_context_length_error() {
 /// whole history is summarized and OpenCode continues with its overflow note.
 #[test]
 fn provider_refuses_the_first_prompt() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut script = Script::default();
     script.agent.extend([
         Reply::context_length_exceeded(),
@@ -640,7 +638,6 @@ fn provider_refuses_the_first_prompt() {
 
 #[test]
 fn failed_summary() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut script = Script::default();
     script.agent.extend([
         Reply::bash("call_0001", "seq 1 300", 50_000, 20),
@@ -668,7 +665,6 @@ fn failed_summary() {
 
 #[test]
 fn automatic_compaction_and_continue() {
-    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut script = Script::default();
     script.agent.extend([
         Reply::bash("call_0001", "seq 1 200", 11_000, 20),

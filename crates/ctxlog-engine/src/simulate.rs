@@ -340,6 +340,8 @@ impl Feed<'_> {
                     self.replayed.as_deref() == Some(text.as_str())
                 };
                 if *message == held_id && resume {
+                    // A replay is left out once.
+                    self.replayed = None;
                     self.skipped_messages.insert(held_id);
                     self.skipped_parts.insert(*part);
                     return Ok(true);
