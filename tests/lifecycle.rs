@@ -272,6 +272,22 @@ fn scenario() -> Vec<Envelope> {
         },
     )
     .unwrap();
+    // What an OpenCode import keeps of a message that ctxlog does not model.
+    r.record(
+        tick(),
+        Event::SourceFields {
+            format: "opencode".into(),
+            target: SourceTarget::Message(a1),
+            fields: Json::Object(vec![(
+                "path".into(),
+                Json::Object(vec![
+                    ("cwd".into(), Json::String("/work/app".into())),
+                    ("root".into(), Json::String("/work/app".into())),
+                ]),
+            )]),
+        },
+    )
+    .unwrap();
     r.into_events()
 }
 

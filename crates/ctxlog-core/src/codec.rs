@@ -65,14 +65,11 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
 /// of `SessionStarted` and `PolicyChanged`; every other event has the same
 /// bytes in every schema.
 pub fn decode_envelope(bytes: &[u8], schema: u16) -> Result<Envelope, CodecError> {
-    if schema >= crate::EVENT_SCHEMA_VERSION {
-        return decode(bytes);
-    }
-    match legacy::kind_of(bytes) {
-        Some(0) | Some(10) if schema <= 1 => {
-            Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV1>>(bytes)?.into())
-        }
-        Some(0) | Some(10) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV2>>(bytes)?.into()),
+    // Only the policy's layout ever changed (schemas 2 and 3); schema 4 only
+    // added an event kind.
+    match (schema, legacy::kind_of(bytes)) {
+        (0..=1, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV1>>(bytes)?.into()),
+        (2, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV2>>(bytes)?.into()),
         _ => decode(bytes),
     }
 }

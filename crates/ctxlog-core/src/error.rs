@@ -133,6 +133,9 @@ pub enum Violation {
     /// The same part twice in one event.
     #[error("part {0:?} listed twice")]
     RepeatedPart(PartId),
+    /// Source fields that are not a JSON object.
+    #[error("source_fields: fields must be a JSON object")]
+    SourceFieldsNotAnObject,
     /// An empty prune or restore.
     #[error("no parts listed")]
     NoParts,

@@ -19,7 +19,9 @@ use uuid::Uuid;
 ///   are the rules every schema-1 policy had.
 /// - 3: [`Policy`] gains `continue_message` and `provider_overflow`; older
 ///   records decode with both at their defaults (what ctxlog always did).
-pub const EVENT_SCHEMA_VERSION: u16 = 3;
+/// - 4: [`Event::SourceFields`] (a new variant: every older record decodes
+///   unchanged; an older build refuses a schema-4 record by name).
+pub const EVENT_SCHEMA_VERSION: u16 = 4;
 
 /// One recorded event with its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -295,6 +297,17 @@ pub struct PrunedPart {
     pub tokens: u64,
 }
 
+/// The object of a recorded source that [`Event::SourceFields`] completes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SourceTarget {
+    /// The session itself (OpenCode's `info`).
+    Session,
+    /// A message (its `info`).
+    Message(MessageId),
+    /// A part.
+    Part(PartId),
+}
+
 /// Every event a session can record. **Append only**: the order of variants
 /// is part of the log format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -477,6 +490,19 @@ pub enum Event {
         /// Estimated window tokens after it.
         window_after: u64,
     },
+    /// Fields of an imported object that ctxlog does not model (OpenCode's
+    /// `path`, snapshots, `summary.diffs`, the ids of parts ctxlog writes
+    /// itself, ...), kept as the source wrote them so that an export to the
+    /// same format gives them back. Nothing is derived from them.
+    SourceFields {
+        /// The source format they belong to (`opencode`).
+        format: String,
+        /// The object they complete.
+        target: SourceTarget,
+        /// A JSON object: an export merges it over the object it writes
+        /// (objects key by key, any other value replacing the written one).
+        fields: Json,
+    },
 }
 
 /// Every event kind name, in variant order. A test checks this list against
@@ -498,6 +524,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "limits_changed",
     "compaction_attempted",
     "auto_compaction_paused",
+    "source_fields",
 ];
 
 impl Event {
@@ -525,6 +552,7 @@ impl Event {
             Event::LimitsChanged { .. } => 13,
             Event::CompactionAttempted { .. } => 14,
             Event::AutoCompactionPaused { .. } => 15,
+            Event::SourceFields { .. } => 16,
         }
     }
 }

@@ -39,7 +39,8 @@ pub use digest::StateDigest;
 pub use error::{Refused, RefusedCommand, RefusedEvent, Violation};
 pub use event::{
     Attachment, CompactionTrigger, Envelope, Event, FinishReason, MessageError, ModelRef, PartBody,
-    PromptRecord, PrunedPart, Role, Span, ToolState, EVENT_KINDS, EVENT_SCHEMA_VERSION,
+    PromptRecord, PrunedPart, Role, SourceTarget, Span, ToolState, EVENT_KINDS,
+    EVENT_SCHEMA_VERSION,
 };
 pub use guard::LoopGuard;
 pub use ids::{EventId, IdSource, MessageId, PartId, SeededIds, Seq, SessionId, TimestampMs};

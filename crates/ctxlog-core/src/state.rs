@@ -8,9 +8,10 @@
 use crate::error::{RefusedEvent, Violation};
 use crate::event::{
     CompactionTrigger, Envelope, Event, FinishReason, MessageError, ModelRef, PartBody,
-    PromptRecord, PrunedPart, Role, ToolState,
+    PromptRecord, PrunedPart, Role, SourceTarget, ToolState,
 };
 use crate::ids::{EventId, MessageId, PartId, Seq, SessionId, TimestampMs};
+use crate::json::Json;
 use crate::policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
 use crate::window::estimate_part;
 use serde::{Deserialize, Serialize};
@@ -424,10 +425,13 @@ impl SessionState {
                     why: "the summary's job is no longer running",
                 });
             }
-            if !matches!(body, PartBody::Text { .. } | PartBody::Reasoning { .. }) {
+            if !matches!(
+                body,
+                PartBody::Text { .. } | PartBody::Reasoning { .. } | PartBody::StepStart { .. }
+            ) {
                 return Err(Violation::ClosedMessage {
                     message: msg.id,
-                    why: "a summary holds only text and reasoning (the summarizer has no tools)",
+                    why: "a summary holds only its step start, text and reasoning (the summarizer has no tools)",
                 });
             }
         }
@@ -478,7 +482,25 @@ impl SessionState {
             } => self.check_parts_pruned(parts, *total_tokens),
             Event::PartsRestored { parts, .. } => self.check_parts_restored(parts),
             Event::MessageErrored { message, .. } => self.check_message_errored(*message),
+            Event::SourceFields { target, fields, .. } => self.check_source_fields(*target, fields),
         }
+    }
+
+    /// Source fields complete an object that exists, with a JSON object.
+    fn check_source_fields(&self, target: SourceTarget, fields: &Json) -> Result<(), Violation> {
+        match target {
+            SourceTarget::Session => {}
+            SourceTarget::Message(m) => {
+                self.existing_message(m)?;
+            }
+            SourceTarget::Part(p) => {
+                self.part(p).ok_or(Violation::UnknownPart(p))?;
+            }
+        }
+        if !matches!(fields, Json::Object(_)) {
+            return Err(Violation::SourceFieldsNotAnObject);
+        }
+        Ok(())
     }
 
     /// The envelope: the next seq, of this session, started exactly once.
@@ -783,7 +805,7 @@ impl SessionState {
                 }
             }
             Event::LimitsChanged { limits } => self.limits = limits.clone(),
-            Event::CompactionAttempted { .. } => {}
+            Event::CompactionAttempted { .. } | Event::SourceFields { .. } => {}
             Event::AutoCompactionPaused { reason, .. } => self.auto_paused = Some(reason.clone()),
             Event::MessageAppended {
                 message,

@@ -194,6 +194,11 @@ impl Sandbox {
         Ok(Sandbox { root, bin })
     }
 
+    /// The OpenCode binary.
+    pub fn bin(&self) -> &Path {
+        &self.bin
+    }
+
     /// The project folder OpenCode runs in.
     pub fn project(&self) -> PathBuf {
         self.root.join("project")
@@ -246,8 +251,8 @@ impl Sandbox {
         serde_json::from_str(&text[start..]).map_err(|e| failed("export JSON", e))
     }
 
-    /// `opencode import FILE`; the output on success, the error text when
-    /// OpenCode refuses it.
+    /// `opencode import FILE`; the output on success (it names the session:
+    /// [`imported_session`]), the error text when OpenCode refuses it.
     pub fn import(&self, file: &Path) -> Result<String, DriveError> {
         let out = self
             .command()
@@ -267,6 +272,18 @@ impl Sandbox {
             Err(failed(format!("opencode import {}", file.display()), text))
         }
     }
+}
+
+/// The session id in what `opencode import` printed
+/// (`Imported session: ses_…`).
+pub fn imported_session(output: &str) -> Option<String> {
+    let start = output.find("ses_")?;
+    Some(
+        output[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect(),
+    )
 }
 
 /// A running `opencode serve`, killed when dropped.

@@ -15,7 +15,11 @@
 //!   steps (and refused requests) OpenCode compacted after;
 //! - ctxlog's overflow decision after every step equals OpenCode's (a
 //!   compaction marker follows exactly the steps ctxlog says overflow);
-//! - ctxlog's export of the imported session is accepted by `opencode import`.
+//! - ctxlog's export of the imported session is accepted by `opencode import`,
+//!   and OpenCode's export of what it imported equals its own export of the
+//!   session (the round trip OpenCode → ctxlog → OpenCode loses nothing);
+//! - every recorded format (the fixtures and `../shared/sessions`) goes
+//!   through OpenCode and back into ctxlog unchanged.
 //!
 //! The npm install is cached outside git; when the registry cannot be
 //! reached the tests skip with a message. Scenarios run one at a time (each
@@ -25,7 +29,9 @@ use ctxlog_core::decide::continue_text;
 use ctxlog_core::replay::{replay_of, replay_parts};
 use ctxlog_core::{window, Envelope, Event, PartBody, Policy, SessionState};
 use ctxlog_differential::model_server::{Kind, ModelServer, Reply, Request, Script};
-use ctxlog_differential::opencode::{install, DriveError, ModelConfig, Sandbox, Server};
+use ctxlog_differential::opencode::{
+    imported_session, install, DriveError, ModelConfig, Sandbox, Server,
+};
 use ctxlog_engine::chat::chat_messages;
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_engine::summarize::RecordedSummarizer;
@@ -236,14 +242,107 @@ fn check_overflow_decisions(events: &[Envelope]) -> usize {
     compactions
 }
 
-/// ctxlog's export of the imported session is accepted by `opencode import`.
-fn check_export_accepted(run: &Run, events: &[Envelope]) {
+/// The fields of an export that `opencode import` sets itself: the
+/// session's directory, path and project name the project it is imported
+/// into, whatever the file says.
+const SET_BY_IMPORT: &[&str] = &["directory", "path", "projectID"];
+
+/// `export` without the fields `opencode import` sets itself.
+fn without_import_fields(mut export: Value) -> Value {
+    if let Some(info) = export.get_mut("info").and_then(Value::as_object_mut) {
+        for k in SET_BY_IMPORT {
+            info.remove(*k);
+        }
+    }
+    export
+}
+
+/// `export` without the `time` of its step-finish parts: OpenCode's parts
+/// have none, and its import drops the one ctxlog writes (a message's last
+/// step comes back at the message's `time.completed`).
+fn without_step_finish_times(mut export: Value) -> Value {
+    for m in export["messages"].as_array_mut().into_iter().flatten() {
+        for p in m["parts"].as_array_mut().into_iter().flatten() {
+            if p["type"] == "step-finish" {
+                if let Some(o) = p.as_object_mut() {
+                    o.remove("time");
+                }
+            }
+        }
+    }
+    export
+}
+
+/// The first place where `a` and `b` differ (a JSON path), if any.
+fn first_difference(a: &Value, b: &Value, path: &str) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| match (x.get(k), y.get(k)) {
+                (Some(p), Some(q)) => first_difference(p, q, &format!("{path}.{k}")),
+                (p, q) => Some(format!("{path}.{k}: {p:?} | {q:?}")),
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
+            .iter()
+            .zip(y)
+            .enumerate()
+            .find_map(|(i, (p, q))| first_difference(p, q, &format!("{path}[{i}]"))),
+        _ if a == b => None,
+        // One JSON number however it is written (`0.0` is `0` in JavaScript).
+        (Value::Number(x), Value::Number(y)) if x.as_f64() == y.as_f64() => None,
+        _ => Some(format!("{path}: {} | {}", short(a), short(b))),
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(160) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+/// `file` imported by the real OpenCode into a fresh sandbox under `dir`,
+/// and exported again by it.
+fn through_opencode(bin: &Path, dir: &Path, file: &Path) -> Result<Value, String> {
+    let sandbox = Sandbox::new(
+        bin.to_owned(),
+        dir.to_owned(),
+        "http://127.0.0.1:9/v1",
+        model(200_000),
+    )
+    .map_err(|e| e.to_string())?;
+    let said = sandbox.import(file).map_err(|e| e.to_string())?;
+    let id = imported_session(&said)
+        .ok_or_else(|| format!("`opencode import` named no session: {said}"))?;
+    sandbox
+        .export(&id, &dir.join("export.json"))
+        .map_err(|e| e.to_string())
+}
+
+/// OpenCode → ctxlog → OpenCode loses nothing: ctxlog's export of the
+/// imported session is accepted by `opencode import` (in a fresh sandbox),
+/// and OpenCode's export of it equals OpenCode's own export of the session
+/// (messages, parts, ids, tool calls and outputs, prune marks, markers,
+/// summaries, metadata, agent, model, paths, tokens), but for the fields its
+/// import sets itself.
+fn check_round_trip(run: &Run, events: &[Envelope]) {
     let file = run.dir.join("ctxlog-export.json");
     let mut out = Vec::new();
     ctxlog_import::export::opencode(events, &mut out).expect("ctxlog export");
     std::fs::write(&file, &out).unwrap();
-    if let Err(e) = run.sandbox.import(&file) {
-        panic!("OpenCode refuses ctxlog's export {}: {e}", file.display());
+    let again = through_opencode(run.sandbox.bin(), &run.dir.join("round-trip"), &file)
+        .unwrap_or_else(|e| panic!("OpenCode refuses ctxlog's export {}: {e}", file.display()));
+    let (theirs, back) = (
+        without_import_fields(run.export.clone()),
+        without_import_fields(again),
+    );
+    if let Some(d) = first_difference(&theirs, &back, "") {
+        panic!(
+            "the round trip OpenCode → ctxlog → OpenCode changed {}: {d} (OpenCode's own | after the round trip)",
+            run.export_path.display()
+        );
     }
 }
 
@@ -401,7 +500,7 @@ fn check_all(run: &Run) -> Vec<Envelope> {
     check_summary_requests(run, &events);
     check_resume(&events);
     check_simulation(&events);
-    check_export_accepted(run, &events);
+    check_round_trip(run, &events);
     events
 }
 
@@ -693,9 +792,11 @@ fn automatic_compaction_and_continue() {
 
 /// Every recording ctxlog reads (the fixtures of each format, and the real
 /// sessions in `../shared/sessions` when present), imported and exported,
-/// is accepted by `opencode import`.
+/// is accepted by `opencode import`, and OpenCode's export of it imports
+/// back into ctxlog as the same session (the same export, but for the fields
+/// OpenCode's import sets itself).
 #[test]
-fn every_recorded_format_exports_to_an_opencode_import() {
+fn every_recorded_format_round_trips_through_opencode() {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let Some(bin) = opencode() else {
         return;
@@ -722,8 +823,6 @@ fn every_recorded_format_exports_to_an_opencode_import() {
     }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("opencode-formats");
     let _ = std::fs::remove_dir_all(&dir);
-    let model = model(200_000);
-    let sandbox = Sandbox::new(bin, dir.clone(), "http://127.0.0.1:9/v1", model).expect("sandbox");
     let mut failures = Vec::new();
     for (n, (file, format)) in files.iter().enumerate() {
         let reader = std::io::BufReader::new(std::fs::File::open(file).unwrap());
@@ -731,16 +830,49 @@ fn every_recorded_format_exports_to_an_opencode_import() {
         let imported = ctxlog_import::import(reader, &name, *format, &ImportOptions::default())
             .unwrap_or_else(|e| panic!("ctxlog cannot import {name}: {e}"));
         let out = dir.join(format!("export-{n:02}.json"));
-        let mut bytes = Vec::new();
-        ctxlog_import::export::opencode(&imported.events, &mut bytes).expect("export");
-        std::fs::write(&out, bytes).unwrap();
-        if let Err(e) = sandbox.import(&out) {
-            failures.push(format!("{name} (exported to {}): {e}", out.display()));
+        let mut ours = Vec::new();
+        ctxlog_import::export::opencode(&imported.events, &mut ours).expect("export");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(&out, &ours).unwrap();
+        let back = match through_opencode(&bin, &dir.join(format!("sandbox-{n:02}")), &out) {
+            Ok(v) => v,
+            Err(e) => {
+                failures.push(format!(
+                    "{name}: OpenCode refuses ctxlog's export {}: {e}",
+                    out.display()
+                ));
+                continue;
+            }
+        };
+        // Back into ctxlog, and out again: the same export.
+        let text = serde_json::to_vec(&back).unwrap();
+        let again = ctxlog_import::import(
+            &text[..],
+            "back",
+            Format::OpenCode,
+            &ImportOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("ctxlog cannot import OpenCode's export of {name}: {e}"));
+        let mut twice = Vec::new();
+        ctxlog_import::export::opencode(&again.events, &mut twice).expect("export");
+        let (first, second): (Value, Value) = (
+            serde_json::from_slice(&ours).unwrap(),
+            serde_json::from_slice(&twice).unwrap(),
+        );
+        if let Some(d) = first_difference(
+            &without_step_finish_times(without_import_fields(first)),
+            &without_step_finish_times(without_import_fields(second)),
+            "",
+        ) {
+            failures.push(format!(
+                "{name}: ctxlog → OpenCode → ctxlog changed {d} (before | after; export in {})",
+                out.display()
+            ));
         }
     }
     assert!(
         failures.is_empty(),
-        "OpenCode refuses ctxlog's export of:\n{}",
+        "the round trip through OpenCode fails for:\n{}",
         failures.join("\n")
     );
     assert!(files.len() >= 4, "the fixtures of every format were read");

@@ -406,6 +406,8 @@ impl Feed<'_> {
             | Event::PolicyChanged { .. }
             | Event::CompactionAttempted { .. }
             | Event::AutoCompactionPaused { .. }
+            // What an import kept for an export of the recording itself.
+            | Event::SourceFields { .. }
             | Event::SessionStarted { .. } => return None,
             Event::LimitsChanged { .. } if self.fixed_limits => return None,
             Event::PartAppended { message, part, .. }

@@ -371,7 +371,7 @@ impl<'a> Builder<'a> {
         self.record(at, Event::PartUpdated { part, body })
     }
 
-    /// Records one model call's end.
+    /// Records one model call's end; the step-finish part created.
     pub fn finish_step(
         &mut self,
         at: TimestampMs,
@@ -379,7 +379,7 @@ impl<'a> Builder<'a> {
         reason: FinishReason,
         tokens: TokenUsage,
         cost_micros: Option<u64>,
-    ) -> Result<(), ImportError> {
+    ) -> Result<PartId, ImportError> {
         let part = self.part_id(at)?;
         self.record(
             at,
@@ -392,7 +392,7 @@ impl<'a> Builder<'a> {
             },
         )?;
         self.steps += 1;
-        Ok(())
+        Ok(part)
     }
 
     /// The model in use from now on; records `LimitsChanged` when its

@@ -67,7 +67,9 @@ impl<'a> Importer<'a> {
             None if g.has_tool => FinishReason::ToolCalls,
             None => FinishReason::Stop,
         };
-        self.b.finish_step(g.at, g.message, reason, g.usage, None)
+        self.b
+            .finish_step(g.at, g.message, reason, g.usage, None)
+            .map(|_| ())
     }
 
     fn new_message(

@@ -9,12 +9,18 @@
 //! a session from another agent) is generated from the times, ascending after
 //! every kept id, with a suffix derived from the session id, so exporting the
 //! same state twice gives the same bytes. Written message by message.
+//!
+//! What an import from OpenCode kept of the fields ctxlog does not model
+//! (`Event::SourceFields`: paths, snapshots, the ids of the parts ctxlog
+//! writes itself, the session's slug and project, ...) is merged over the
+//! objects written here, so an OpenCode session exports as it came.
 
 use crate::opencode::finish_name;
 use ctxlog_core::window::is_continue_text;
 use ctxlog_core::{
     Envelope, Event, JobStatus, Message, MessageId, ModelRef, Part, PartBody, PartId, PruneMark,
-    RefusedEvent, Role, SessionId, SessionState, Span, TimestampMs, TokenUsage, ToolState,
+    RefusedEvent, Role, SessionId, SessionState, SourceTarget, Span, TimestampMs, TokenUsage,
+    ToolState,
 };
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -98,7 +104,17 @@ fn tokens_json(t: &TokenUsage) -> Value {
 }
 
 fn cost_json(micros: Option<u64>) -> Value {
-    json!(micros.unwrap_or(0) as f64 / 1_000_000.0)
+    js_number(micros.unwrap_or(0) as f64 / 1_000_000.0)
+}
+
+/// `x` as JavaScript writes it: a whole number without a fraction (`0`,
+/// not `0.0`).
+fn js_number(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9_007_199_254_740_992.0 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
 }
 
 /// Per-message facts the state does not keep: step finish times and costs,
@@ -110,6 +126,53 @@ struct Extra {
     /// Synthetic user messages appended right after an automatic summary
     /// (their continue text is marked `compaction_continue`, as OpenCode does).
     continues: BTreeSet<MessageId>,
+    /// The OpenCode fields an import kept that ctxlog does not model.
+    source: Source,
+}
+
+/// The OpenCode fields of the session, its messages and parts that ctxlog
+/// does not model, as an import kept them (`Event::SourceFields`).
+#[derive(Default)]
+struct Source {
+    session: Option<Value>,
+    messages: BTreeMap<MessageId, Value>,
+    parts: BTreeMap<PartId, Value>,
+}
+
+impl Source {
+    fn keep(&mut self, target: SourceTarget, fields: Value) {
+        let slot = match target {
+            SourceTarget::Session => self.session.get_or_insert(Value::Null),
+            SourceTarget::Message(m) => self.messages.entry(m).or_insert(Value::Null),
+            SourceTarget::Part(p) => self.parts.entry(p).or_insert(Value::Null),
+        };
+        merge(slot, fields);
+    }
+
+    /// The source id a part without one of its own was kept with.
+    fn part_id(&self, part: PartId) -> Option<&str> {
+        self.parts.get(&part)?.get("id")?.as_str()
+    }
+}
+
+/// Merges `over` into `into`: objects key by key, any other value replacing.
+fn merge(into: &mut Value, over: Value) {
+    match (into, over) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                merge(a.entry(k).or_insert(Value::Null), v);
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+/// `v` with what the source kept merged over it, if anything.
+fn with_source(mut v: Value, kept: Option<&Value>) -> Value {
+    if let Some(k) = kept {
+        merge(&mut v, k.clone());
+    }
+    v
 }
 
 /// Writes the session whose events are `events` (seq 1 onwards) to `out`.
@@ -119,7 +182,7 @@ pub fn opencode<'a, W: Write>(
 ) -> Result<(), ExportError> {
     let (state, extra, updated) = fold(events)?;
     let session = state.session.ok_or(ExportError::Empty)?;
-    let (sid, msg_ids, part_ids) = assign_ids(&state, session);
+    let (sid, msg_ids, part_ids) = assign_ids(&state, session, &extra.source);
     let slug: String = sid.chars().skip(4).take(8).collect();
     let info = json!({
         "id": sid,
@@ -146,6 +209,12 @@ pub fn opencode<'a, W: Write>(
         msg_ids: &msg_ids,
         part_ids: &part_ids,
     };
+    // OpenCode's session totals: the sums over its assistant messages.
+    let mut totals = Totals::default();
+    for m in state.messages.iter().filter(|m| m.role == Role::Assistant) {
+        totals.add(&doc.info_json(m));
+    }
+    let info = totals.written_into(info, extra.source.session.as_ref());
     out.write_all(b"{\"info\":")?;
     serde_json::to_writer(&mut out, &info)?;
     out.write_all(b",\"messages\":[")?;
@@ -160,6 +229,57 @@ pub fn opencode<'a, W: Write>(
     out.write_all(b"\n]}\n")?;
     out.flush()?;
     Ok(())
+}
+
+/// The session's `cost` and `tokens` as OpenCode keeps them: the sums over
+/// its assistant messages.
+#[derive(Default)]
+struct Totals {
+    cost: f64,
+    tokens: [u64; 5],
+}
+
+/// The token fields OpenCode sums, as paths in a `tokens` object.
+const TOKEN_FIELDS: [&str; 5] = [
+    "/input",
+    "/output",
+    "/reasoning",
+    "/cache/read",
+    "/cache/write",
+];
+
+impl Totals {
+    /// Adds an exported message's `info`.
+    fn add(&mut self, info: &Value) {
+        if info["role"] != "assistant" {
+            return;
+        }
+        self.cost += info["cost"].as_f64().unwrap_or(0.0);
+        for (sum, path) in self.tokens.iter_mut().zip(TOKEN_FIELDS) {
+            *sum += info["tokens"]
+                .pointer(path)
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+        }
+    }
+
+    /// The session's `info` with the totals, and what the source kept of it
+    /// (its own totals among them) over both.
+    fn written_into(&self, info: Value, kept: Option<&Value>) -> Value {
+        let [input, output, reasoning, read, write] = self.tokens;
+        let totals = json!({
+            "cost": js_number(self.cost),
+            "tokens": {
+                "input": input,
+                "output": output,
+                "reasoning": reasoning,
+                "cache": {"read": read, "write": write},
+            },
+        });
+        let mut merged = info;
+        merge(&mut merged, totals);
+        with_source(merged, kept)
+    }
 }
 
 /// Replays the events: the state, the facts it does not keep, and the time
@@ -207,6 +327,15 @@ fn fold<'a>(
                     extra.completed.insert(s, e.recorded_at);
                 }
             }
+            Event::SourceFields {
+                format,
+                target,
+                fields,
+            } if format == "opencode" => {
+                if let Ok(v) = serde_json::to_value(fields) {
+                    extra.source.keep(*target, v);
+                }
+            }
             _ => {}
         }
     }
@@ -217,6 +346,7 @@ fn fold<'a>(
 fn assign_ids(
     state: &SessionState,
     session: SessionId,
+    source: &Source,
 ) -> (
     String,
     BTreeMap<MessageId, String>,
@@ -251,7 +381,8 @@ fn assign_ids(
     let mut part_ids: BTreeMap<PartId, String> = BTreeMap::new();
     for m in &state.messages {
         for p in &m.parts {
-            part_ids.insert(p.id, ids.id("prt_", p.source_id.as_deref(), m.created_at));
+            let kept = p.source_id.as_deref().or_else(|| source.part_id(p.id));
+            part_ids.insert(p.id, ids.id("prt_", kept, m.created_at));
         }
     }
     (sid, msg_ids, part_ids)
@@ -276,6 +407,25 @@ impl Doc<'_> {
     }
 
     fn message_json(&self, m: &Message) -> Value {
+        let mid = self.message_id(m.id);
+        let parts: Vec<Value> = m
+            .parts
+            .iter()
+            .map(|p| {
+                let kept = self.extra.source.parts.get(&p.id);
+                let mut part = with_source(self.part_json(&mid, m, p), kept);
+                // The ids of this export, whatever the source said.
+                part["id"] = json!(self.part_ids.get(&p.id).cloned().unwrap_or_default());
+                part["sessionID"] = json!(self.sid);
+                part["messageID"] = json!(mid);
+                part
+            })
+            .collect();
+        json!({"info": self.info_json(m), "parts": parts})
+    }
+
+    /// A message's `info`, with what the source kept of it.
+    fn info_json(&self, m: &Message) -> Value {
         let mid = self.message_id(m.id);
         let mut info = Map::new();
         info.insert("id".into(), json!(mid));
@@ -305,8 +455,7 @@ impl Doc<'_> {
             }
             Role::Assistant => self.assistant_info(m, &mut info),
         }
-        let parts: Vec<Value> = m.parts.iter().map(|p| self.part_json(&mid, m, p)).collect();
-        json!({"info": Value::Object(info), "parts": parts})
+        with_source(Value::Object(info), self.extra.source.messages.get(&m.id))
     }
 
     /// The parent OpenCode requires on every assistant message: the
@@ -439,7 +588,10 @@ impl Doc<'_> {
             }
             PartBody::Compaction { auto, overflow } => {
                 o.insert("auto".into(), json!(auto));
-                o.insert("overflow".into(), json!(overflow));
+                // OpenCode writes `overflow` on automatic markers only.
+                if *auto || *overflow {
+                    o.insert("overflow".into(), json!(overflow));
+                }
                 if let Some(t) = self
                     .state
                     .job(m.id)

@@ -31,7 +31,7 @@ use crate::export::{FAILED_REF, RESTARTED_REF};
 use crate::{Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     Attachment, CompactionTrigger, Event, FinishReason, MessageError, MessageId, ModelRef,
-    PartBody, PartId, PrunedPart, Role, Span, TokenUsage, ToolState,
+    PartBody, PartId, PrunedPart, Role, SourceTarget, Span, TokenUsage, ToolState,
 };
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -79,6 +79,94 @@ pub fn tokens_from(v: &Value) -> TokenUsage {
 fn cost_micros(v: Option<&Value>) -> Option<u64> {
     let c = v?.as_f64()?;
     (c.is_finite() && c >= 0.0).then(|| (c * 1_000_000.0).round() as u64)
+}
+
+/// What ctxlog models of a user message's `info` (see [`unmodelled`]).
+const USER_INFO: &[&str] = &[
+    "id",
+    "sessionID",
+    "role",
+    "time.created",
+    "agent",
+    "model.providerID",
+    "model.modelID",
+];
+/// What ctxlog models of an assistant message's `info`.
+const ASSISTANT_INFO: &[&str] = &[
+    "id",
+    "sessionID",
+    "role",
+    "time.created",
+    "agent",
+    "modelID",
+    "providerID",
+    "parentID",
+    "summary",
+];
+/// What ctxlog models of every part (its id only where it keeps the source
+/// id: parts written by `StepFinished`, `SummaryCompleted` and
+/// `CompactionRequested` get ids of their own, so theirs is kept here).
+const PART: &[&str] = &["sessionID", "messageID", "type"];
+
+/// What ctxlog models of a part of `kind`, besides [`PART`] and its id.
+fn part_fields(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "text" => &["text", "synthetic", "time.start", "time.end"],
+        "reasoning" => &["text", "time.start", "time.end"],
+        "file" => &["mime", "filename", "url"],
+        "step-start" => &["snapshot"],
+        "step-finish" => &["reason", "tokens", "cost"],
+        "compaction" => &["auto", "overflow", "tail_start_id"],
+        "tool" => &[
+            "tool",
+            "callID",
+            "state.status",
+            "state.input",
+            "state.output",
+            "state.title",
+            "state.metadata",
+            "state.time.start",
+            "state.time.end",
+            "state.time.compacted",
+            "state.attachments",
+            "state.error",
+            "state.raw",
+        ],
+        _ => &[],
+    }
+}
+
+/// `v` without the `modelled` paths (`a.b` is key `b` of object `a`) and
+/// without the objects that left empty: the fields ctxlog does not model,
+/// `None` when there are none.
+fn unmodelled(v: &Value, modelled: &[&str]) -> Option<Value> {
+    let mut rest = v.clone();
+    for path in modelled {
+        remove_path(&mut rest, path);
+    }
+    match &rest {
+        Value::Object(m) if !m.is_empty() => Some(rest),
+        _ => None,
+    }
+}
+
+fn remove_path(v: &mut Value, path: &str) {
+    let Value::Object(m) = v else {
+        return;
+    };
+    match path.split_once('.') {
+        None => {
+            m.remove(path);
+        }
+        Some((head, rest)) => {
+            if let Some(child) = m.get_mut(head) {
+                remove_path(child, rest);
+                if child.as_object().is_some_and(Map::is_empty) {
+                    m.remove(head);
+                }
+            }
+        }
+    }
 }
 
 struct Marker {
@@ -131,6 +219,47 @@ impl<'a> Importer<'a> {
         let version = info.as_ref().and_then(|i| str_at(i, "version"));
         let policy = self.b.policy_for(version);
         self.b.start(&id, created, title, policy)
+    }
+
+    /// Keeps the fields of `source` that ctxlog does not model besides
+    /// `modelled` (a [`Event::SourceFields`] for `target`), if there are any.
+    fn keep_source(
+        &mut self,
+        at: u64,
+        target: SourceTarget,
+        source: &Value,
+        modelled: &[&str],
+    ) -> Result<(), ImportError> {
+        let Some(fields) = unmodelled(source, modelled) else {
+            return Ok(());
+        };
+        self.b.record(
+            at,
+            Event::SourceFields {
+                format: "opencode".into(),
+                target,
+                fields: as_json(&fields),
+            },
+        )
+    }
+
+    /// Keeps what ctxlog does not model of part `p` (besides `fields`),
+    /// created as `part`; `kept_id` when the part's event carries the source
+    /// id.
+    fn keep_part(
+        &mut self,
+        at: u64,
+        part: PartId,
+        p: &Value,
+        fields: &[&str],
+        kept_id: bool,
+    ) -> Result<(), ImportError> {
+        let mut modelled: Vec<&str> = PART.to_vec();
+        modelled.extend_from_slice(fields);
+        if kept_id {
+            modelled.push("id");
+        }
+        self.keep_source(at, SourceTarget::Part(part), p, &modelled)
     }
 
     /// Places the prune marks whose time has come before a message created at `at`.
@@ -249,7 +378,8 @@ impl<'a> Importer<'a> {
             )?;
             self.ids.insert(id, message);
             self.markers.insert(message, Marker { tail });
-            return Ok(());
+            self.keep_source(at, SourceTarget::Message(message), info, USER_INFO)?;
+            return self.keep_part(at, part, c, part_fields("compaction"), false);
         }
         let texts: Vec<&Value> = parts
             .iter()
@@ -271,7 +401,9 @@ impl<'a> Importer<'a> {
             },
         )?;
         self.ids.insert(id, message);
-        self.parts(path, message, parts, at, false).map(|_| ())
+        self.keep_source(at, SourceTarget::Message(message), info, USER_INFO)?;
+        self.parts(path, message, parts, at, false, None)
+            .map(|_| ())
     }
 
     fn assistant(
@@ -338,7 +470,8 @@ impl<'a> Importer<'a> {
             },
         )?;
         self.ids.insert(id, message);
-        let stepped = self.parts(path, message, parts, at, false)?;
+        self.keep_source(at, SourceTarget::Message(message), info, ASSISTANT_INFO)?;
+        let stepped = self.parts(path, message, parts, at, false, completed)?;
         if !stepped {
             if let Some(reason) = finish {
                 let tokens = info.get("tokens").map(tokens_from).unwrap_or_default();
@@ -385,7 +518,13 @@ impl<'a> Importer<'a> {
             },
         )?;
         self.ids.insert(id, summary_message);
-        self.parts(path, summary_message, parts, at, true)?;
+        self.keep_source(
+            at,
+            SourceTarget::Message(summary_message),
+            info,
+            ASSISTANT_INFO,
+        )?;
+        self.parts(path, summary_message, parts, at, true, None)?;
         let completed = info
             .pointer("/time/completed")
             .and_then(Value::as_u64)
@@ -423,10 +562,11 @@ impl<'a> Importer<'a> {
                 ),
             );
         }
-        let tokens = parts
+        let step_finish = parts
             .iter()
             .rev()
-            .find(|p| str_at(p, "type") == Some("step-finish"))
+            .find(|p| str_at(p, "type") == Some("step-finish"));
+        let tokens = step_finish
             .and_then(|p| p.get("tokens"))
             .or_else(|| info.get("tokens"))
             .map(tokens_from)
@@ -441,10 +581,17 @@ impl<'a> Importer<'a> {
                 tokens,
                 redactions: 0,
             },
-        )
+        )?;
+        match step_finish {
+            // `SummaryCompleted` keeps no cost.
+            Some(p) => self.keep_part(completed, part, p, &["reason", "tokens"], false),
+            None => Ok(()),
+        }
     }
 
-    /// Appends `parts`; returns whether a step-finish was among them.
+    /// Appends `parts`; returns whether a step-finish was among them. A
+    /// step-finish ends at its `time.end` (ctxlog's own exports write one),
+    /// else the last one at the message's `completed` time, else at `at`.
     fn parts(
         &mut self,
         path: &str,
@@ -452,7 +599,11 @@ impl<'a> Importer<'a> {
         parts: &[Value],
         at: u64,
         summary: bool,
+        completed: Option<u64>,
     ) -> Result<bool, ImportError> {
+        let last_step = parts
+            .iter()
+            .rposition(|p| str_at(p, "type") == Some("step-finish"));
         let mut stepped = false;
         for (i, p) in parts.iter().enumerate() {
             let ppath = format!("{path}.parts[{i}]");
@@ -496,20 +647,31 @@ impl<'a> Importer<'a> {
                     if summary {
                         continue; // becomes SummaryCompleted's part
                     }
-                    let t = p.pointer("/time/end").and_then(Value::as_u64).unwrap_or(at);
+                    let t = p
+                        .pointer("/time/end")
+                        .and_then(Value::as_u64)
+                        .or(completed.filter(|_| last_step == Some(i)))
+                        .unwrap_or(at);
                     let reason = str_at(p, "reason")
                         .map(finish_from)
                         .unwrap_or(FinishReason::Stop);
                     let tokens = p.get("tokens").map(tokens_from).unwrap_or_default();
-                    self.b
-                        .finish_step(t, message, reason, tokens, cost_micros(p.get("cost")))?;
+                    let part = self.b.finish_step(
+                        t,
+                        message,
+                        reason,
+                        tokens,
+                        cost_micros(p.get("cost")),
+                    )?;
+                    self.keep_part(t, part, p, part_fields(kind), false)?;
                     stepped = true;
                     continue;
                 }
-                _ if summary => continue, // a summary holds only text and reasoning
                 "step-start" => PartBody::StepStart {
                     snapshot: str_at(p, "snapshot").map(str::to_owned),
                 },
+                // A summary holds only its step start, text and reasoning.
+                _ if summary => continue,
                 "file" => PartBody::File(Attachment {
                     mime: str_at(p, "mime")
                         .unwrap_or("application/octet-stream")
@@ -519,7 +681,8 @@ impl<'a> Importer<'a> {
                 }),
                 "tool" => {
                     let (body, compacted) = self.tool(&ppath, p, at)?;
-                    let part = self.b.part(at, message, body.clone(), source)?;
+                    let part = self.b.part(at, message, body.clone(), source.clone())?;
+                    self.keep_part(at, part, p, part_fields(kind), source.is_some())?;
                     if let (
                         Some(t),
                         PartBody::Tool {
@@ -550,7 +713,12 @@ impl<'a> Importer<'a> {
                     }
                 }
             };
-            self.b.part(at, message, body, source)?;
+            // An unmodelled kind keeps all its fields in its body already.
+            let keep = (!matches!(body, PartBody::Other { .. })).then_some(source.is_some());
+            let part = self.b.part(at, message, body, source)?;
+            if let Some(kept_id) = keep {
+                self.keep_part(at, part, p, part_fields(kind), kept_id)?;
+            }
         }
         Ok(stepped)
     }
@@ -730,5 +898,14 @@ pub fn import<R: BufRead>(
         im.start(None, 0)?;
     }
     im.flush_prunes(None)?;
+    if let Some(info) = im.info.take() {
+        let at = im.b.time(None);
+        im.keep_source(
+            at,
+            SourceTarget::Session,
+            &info,
+            &["id", "title", "time.created"],
+        )?;
+    }
     im.b.finish()
 }

@@ -167,6 +167,70 @@ fn opencode_round_trip_export_import_export_import_keeps_the_digest() {
         .any(|m| m["info"]["summary"] == true && m["info"]["finish"] == "stop"));
 }
 
+/// An OpenCode session exports as it came: every field, id and part of the
+/// fixture, the ones ctxlog does not model included (kept by the import as
+/// `source_fields`). The additions: an assistant message that recorded no
+/// `tokens` gets zero tokens, which OpenCode's import requires, and the
+/// session, which recorded no totals, gets OpenCode's (the sums of its
+/// messages' `cost` and `tokens`).
+#[test]
+fn opencode_export_gives_back_the_export_it_came_from() {
+    let (a, _) = load("opencode/compacted-and-pruned.json", Format::OpenCode);
+    assert!(a
+        .events
+        .iter()
+        .any(|e| matches!(e.event, Event::SourceFields { .. })));
+    let mut out = Vec::new();
+    export::opencode(&a.events, &mut out).unwrap();
+    let ours: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let mut theirs: serde_json::Value =
+        serde_json::from_str(&fixture("opencode/compacted-and-pruned.json")).unwrap();
+    let mut added = 0;
+    for (m, o) in theirs["messages"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .zip(ours["messages"].as_array().unwrap())
+    {
+        if m["info"]["role"] == "assistant" && m["info"].get("tokens").is_none() {
+            m["info"]["tokens"] = o["info"]["tokens"].clone();
+            added += 1;
+        }
+    }
+    assert_eq!(
+        added, 1,
+        "the fixture has one assistant message without tokens"
+    );
+    let messages = theirs["messages"].as_array().unwrap();
+    let cost: f64 = messages
+        .iter()
+        .filter_map(|m| m["info"]["cost"].as_f64())
+        .sum();
+    let input: u64 = messages
+        .iter()
+        .filter_map(|m| m["info"]["tokens"]["input"].as_u64())
+        .sum();
+    assert!((ours["info"]["cost"].as_f64().unwrap() - cost).abs() < 1e-9);
+    assert_eq!(ours["info"]["tokens"]["input"], input);
+    assert!(theirs["info"].get("cost").is_none() && theirs["info"].get("tokens").is_none());
+    theirs["info"]["cost"] = ours["info"]["cost"].clone();
+    theirs["info"]["tokens"] = ours["info"]["tokens"].clone();
+    if ours != theirs {
+        let (a, b) = (ours.to_string(), theirs.to_string());
+        let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+        let around = |s: &str| {
+            s.get(at.saturating_sub(60)..(at + 60).min(s.len()))
+                .unwrap_or("")
+                .to_owned()
+        };
+        panic!(
+            "the export differs from the fixture at byte {at}: …{}… | …{}…",
+            around(&a),
+            around(&b)
+        );
+    }
+}
+
 #[test]
 fn every_format_round_trips_through_an_opencode_export() {
     for (rel, format) in [
