@@ -8,6 +8,9 @@ use ctxlog_bench::{BenchError, Report, GOALS, STAGES};
 use ctxlog_core::SessionId;
 use serde_json::{json, Map, Value};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 impl From<BenchError> for CliError {
     fn from(e: BenchError) -> Self {
@@ -66,6 +69,67 @@ pub fn replay_rss_child(json_out: bool, db: &Path, session: &str) -> Result<(), 
     Ok(())
 }
 
+/// The exit status of a bench that stopped making progress.
+pub const STALLED_EXIT: i32 = 3;
+
+/// Ends the process when the bench makes no progress for `limit`: a stage
+/// that hangs (sled 0.34 can deadlock under load, spacejam/sled#1412) is
+/// named, with every thread's stack when `gdb` is installed, and exits with
+/// [`STALLED_EXIT`] instead of running forever.
+struct Watchdog {
+    stages: Arc<AtomicU64>,
+    done: Arc<AtomicBool>,
+}
+
+impl Watchdog {
+    fn start(limit: Duration) -> Watchdog {
+        let stages = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let (seen, finished) = (stages.clone(), done.clone());
+        std::thread::spawn(move || {
+            let (mut last, mut since) = (0, Instant::now());
+            while !finished.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(200));
+                let now = seen.load(Ordering::SeqCst);
+                if now != last {
+                    (last, since) = (now, Instant::now());
+                } else if since.elapsed() >= limit {
+                    stalled(now, limit);
+                }
+            }
+        });
+        Watchdog { stages, done }
+    }
+
+    fn progressed(&self) {
+        self.stages.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Reports a stalled bench (with the threads' stacks when `gdb` can say)
+/// and exits.
+fn stalled(stage: u64, limit: Duration) -> ! {
+    eprintln!(
+        "ctxlog bench: stage {} of {STAGES} made no progress in {}s: stalled; every thread's stack follows when gdb is installed",
+        stage + 1,
+        limit.as_secs()
+    );
+    let _ = std::process::Command::new("gdb")
+        .args(["-batch", "-p", &std::process::id().to_string()])
+        .args(["-ex", "thread apply all bt"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::inherit())
+        .stderr(std::process::Stdio::inherit())
+        .status();
+    std::process::exit(STALLED_EXIT);
+}
+
 /// Runs the benchmark.
 pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
     let bar = ui::progress(json_out, STAGES, 0, "bench", false);
@@ -74,7 +138,22 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
             "ctxlog: warning: a debug build; run `cargo run --release -p ctxlog-cli -- bench`"
         );
     }
-    let report = ctxlog_bench::run(quick, &mut || bar.inc(1), &replay_rss)?;
+    // The quick bench takes well under a minute per stage, the full one a
+    // few minutes; `CTXLOG_BENCH_STALL_SECS` sets another limit.
+    let limit = std::env::var("CTXLOG_BENCH_STALL_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if quick { 300 } else { 1800 });
+    let watchdog = Watchdog::start(Duration::from_secs(limit));
+    let report = ctxlog_bench::run(
+        quick,
+        &mut || {
+            watchdog.progressed();
+            bar.inc(1)
+        },
+        &replay_rss,
+    )?;
+    drop(watchdog);
     bar.finish_and_clear();
     print_report(json_out, report);
     Ok(())

@@ -662,3 +662,24 @@ fn import_a_real_claude_code_session_once_and_refuse_bad_input_without_writing()
     let v = json(&ctxlog(&["verify", "--json", "--db", d]));
     assert_eq!(v["sessions"], 1, "nothing of the bad file was stored");
 }
+
+/// A bench that stops making progress ends with exit 3 and names its stage,
+/// instead of running forever (here: a limit of 0 s, and no `gdb` on the
+/// path, so no stacks).
+#[test]
+fn a_stalled_bench_names_its_stage_and_ends() {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("stalled-bench");
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .args(["bench", "--quick"])
+        .env("CTXLOG_BENCH_STALL_SECS", "0")
+        .env("PATH", "")
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(err.contains("stage 1 of 8 made no progress in 0s"), "{err}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
