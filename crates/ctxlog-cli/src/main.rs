@@ -437,10 +437,12 @@ fn verify(cli: &Cli) -> Result<(), CliError> {
             .iter()
             .map(|e| {
                 json!({
+                    "kind": e.kind,
                     "session": e.session.map(|s| s.to_string()),
                     "seq": e.seq,
-                    "problem": e.problem,
-                    "message": e.to_string(),
+                    "file": e.file.as_ref().map(|f| store.path().join(f).display().to_string()),
+                    "offset": e.offset,
+                    "detail": e.detail,
                 })
             })
             .collect();

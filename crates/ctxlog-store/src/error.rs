@@ -67,6 +67,15 @@ pub enum StoreError {
         /// What is wrong.
         problem: RecordProblem,
     },
+    /// Acknowledged events of the session are missing from the log or
+    /// changed: the witness vouches for them (see `witness.rs`).
+    #[error("session {session}: {detail}")]
+    Lost {
+        /// The session.
+        session: SessionId,
+        /// Which events, and what to do.
+        detail: String,
+    },
     /// A stored value that is not a ctxlog record at all (bad key, bad head).
     #[error("store damaged: {0}")]
     Damaged(String),

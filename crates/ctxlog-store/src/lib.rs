@@ -41,6 +41,7 @@ mod snapshot;
 mod subscribe;
 mod trees;
 mod verify;
+mod witness;
 mod writer;
 
 pub use config::{Durability, StoreConfig};

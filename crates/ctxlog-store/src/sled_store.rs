@@ -11,7 +11,8 @@ use crate::snapshot;
 use crate::subscribe::Subscription;
 use crate::trees::Trees;
 use crate::verify::VerifyReport;
-use crate::writer::{Request, Shared, StoreStats, Writer};
+use crate::witness;
+use crate::writer::{LostHead, Request, Shared, StoreStats, Writer};
 use crossbeam_channel::{bounded, Sender};
 use ctxlog_core::{Envelope, Seq, SessionId, SessionState};
 use std::collections::BTreeMap;
@@ -76,11 +77,26 @@ impl SledStore {
     pub fn open_with(config: StoreConfig) -> Result<Self, StoreError> {
         config.check()?;
         let trees = Trees::open(&config.path)?;
+        let (file, losses) = witness::check(&trees, &config.path)?;
+        let mut lost = BTreeMap::new();
+        for l in &losses {
+            tracing::error!(store = %config.path.display(), "{}", l.as_error());
+            if let Some((s, w)) = l.session.and_then(|s| Some((s, file.heads.get(&s)?))) {
+                let head = LostHead {
+                    seq: w.seq,
+                    chain: w.chain,
+                    detail: l.detail.clone(),
+                };
+                lost.insert(s, head);
+            }
+        }
+        let witness = witness::open_for_writer(&trees, &config.path, &file, &losses)?;
         let durable: BTreeMap<SessionId, Seq> = trees.heads()?.into_iter().collect();
-        let shared = Arc::new(Shared::new(durable));
+        let shared = Arc::new(Shared::new(durable, lost));
         let (tx, rx) = bounded(config.queue);
         let writer = Writer {
             trees: trees.clone(),
+            witness,
             shared: shared.clone(),
             rx,
             config: config.clone(),
@@ -196,6 +212,7 @@ impl EventLog for SledStore {
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
         self.inner.shared.check()?;
+        self.inner.shared.check_session(session)?;
         if events.is_empty() {
             return Err(StoreError::EmptyAppend);
         }
@@ -223,6 +240,7 @@ impl EventLog for SledStore {
             session,
             expect: Some(from),
             head,
+            lost: self.inner.shared.lost_head(session),
             done: false,
         }))
     }
@@ -257,13 +275,17 @@ impl Followable for SledStore {
 }
 
 /// Reads one session in order, checking every record and that no seq is
-/// missing up to the head read when it started; stops at the first error.
+/// missing up to the head read when it started (or up to the witnessed
+/// head, for a session that lost acknowledged events); stops at the first
+/// error.
 struct ReadIter {
     inner: sled::Iter,
     session: SessionId,
     /// The next seq; `None` after seq `u64::MAX`.
     expect: Option<Seq>,
     head: Seq,
+    /// The witnessed head of a session that lost events.
+    lost: Option<LostHead>,
     done: bool,
 }
 
@@ -302,9 +324,12 @@ impl ReadIter {
             return Err(self.corrupt(expect, missing));
         }
         self.expect = seq.checked_add(1);
-        record::decode(v, self.session, seq)
-            .map(|d| d.envelope)
-            .map_err(|problem| self.corrupt(seq, problem))
+        let d =
+            record::decode(v, self.session, seq).map_err(|problem| self.corrupt(seq, problem))?;
+        match &self.lost {
+            Some(l) if l.seq == seq && l.chain != d.chain => Err(l.error(self.session)),
+            _ => Ok(d.envelope),
+        }
     }
 }
 
@@ -324,6 +349,10 @@ impl Iterator for ReadIter {
                     };
                     Err(self.corrupt(expect, missing))
                 }
+                Some(expect) if self.lost.as_ref().is_some_and(|l| expect <= l.seq) => Err(self
+                    .lost
+                    .as_ref()
+                    .map_or(StoreError::Closed, |l| l.error(self.session))),
                 _ => {
                     self.done = true;
                     return None;

@@ -20,6 +20,8 @@ pub(crate) struct Trees {
     pub(crate) heads: sled::Tree,
     pub(crate) ids: sled::Tree,
     pub(crate) snapshots: sled::Tree,
+    /// Small facts about the store itself (see `witness.rs`).
+    pub(crate) meta: sled::Tree,
 }
 
 /// How long `open` waits for the database lock a just-closed store of this
@@ -35,6 +37,7 @@ impl Trees {
             heads: db.open_tree("heads")?,
             ids: db.open_tree("ids")?,
             snapshots: db.open_tree("snapshots")?,
+            meta: db.open_tree("meta")?,
             db,
         })
     }
@@ -54,6 +57,18 @@ impl Trees {
             let (k, v) = kv?;
             let session = session_of(&k)?;
             out.push((session, decode_head(session, &v)?.0));
+        }
+        Ok(out)
+    }
+
+    /// Every session with its head seq and chain, in session-id order.
+    pub(crate) fn heads_with_chains(&self) -> Result<Vec<(SessionId, Seq, Chain)>, StoreError> {
+        let mut out = Vec::new();
+        for kv in self.heads.iter() {
+            let (k, v) = kv?;
+            let session = session_of(&k)?;
+            let (seq, chain) = decode_head(session, &v)?;
+            out.push((session, seq, chain));
         }
         Ok(out)
     }

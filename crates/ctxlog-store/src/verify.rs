@@ -5,27 +5,44 @@
 use crate::error::StoreError;
 use crate::record::{self, Chain, RecordProblem};
 use crate::trees::{decode_head, session_of, Trees};
+use crate::witness::Loss;
 use ctxlog_core::{Seq, SessionId};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// One problem found by [`SledStore::verify`](crate::SledStore::verify).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifyError {
+    /// What is wrong, in one word: `record` (a record that does not read or
+    /// does not chain), `missing` (seqs absent between records), `head` (a
+    /// head that disagrees with its records), `index` (the id index),
+    /// `lost` (acknowledged events, vouched for by the witness, missing or
+    /// different), `witness` (the witness file damaged or missing).
+    pub kind: &'static str,
     /// The session, when the damaged key names one.
     pub session: Option<SessionId>,
-    /// The seq, when known.
+    /// The seq, when known (the first of a range).
     pub seq: Option<Seq>,
-    /// What is wrong.
-    pub problem: String,
+    /// The file, when the problem is placed in one rather than a session.
+    pub file: Option<String>,
+    /// The offset in that file.
+    pub offset: Option<u64>,
+    /// What is wrong, and what is lost.
+    pub detail: String,
 }
 
 impl std::fmt::Display for VerifyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match (self.session, self.seq) {
-            (Some(s), Some(q)) => write!(f, "session {s} seq {q}: {}", self.problem),
-            (Some(s), None) => write!(f, "session {s}: {}", self.problem),
-            _ => f.write_str(&self.problem),
+            (Some(s), Some(q)) => write!(f, "session {s} seq {q}: ")?,
+            (Some(s), None) => write!(f, "session {s}: ")?,
+            _ => {}
         }
+        match (&self.file, self.offset) {
+            (Some(file), Some(o)) => write!(f, "{file} at byte {o}: ")?,
+            (Some(file), None) => write!(f, "{file}: ")?,
+            _ => {}
+        }
+        f.write_str(&self.detail)
     }
 }
 
@@ -49,21 +66,32 @@ impl VerifyReport {
     }
 
     /// A problem that names no (session, seq).
-    fn unplaced(&mut self, problem: String) {
+    fn unplaced(&mut self, kind: &'static str, detail: String) {
         self.errors.push(VerifyError {
+            kind,
             session: None,
             seq: None,
-            problem,
+            file: None,
+            offset: None,
+            detail,
         });
     }
 
     /// A problem at (`session`, `seq`).
-    fn at(&mut self, session: SessionId, seq: Seq, problem: String) {
+    fn at(&mut self, session: SessionId, seq: Seq, kind: &'static str, detail: String) {
         self.errors.push(VerifyError {
+            kind,
             session: Some(session),
             seq: Some(seq),
-            problem,
+            file: None,
+            offset: None,
+            detail,
         });
+    }
+
+    /// A problem of the witness file.
+    pub(crate) fn witness(&mut self, loss: &Loss) {
+        self.errors.push(loss.as_error());
     }
 }
 
@@ -75,7 +103,12 @@ pub(crate) fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
     compare_heads(&heads, &walked, &mut report);
     for (s, walk) in &walked {
         if !heads.contains_key(s) {
-            report.at(*s, walk.last, "records stored without a head".into());
+            report.at(
+                *s,
+                walk.last,
+                "head",
+                "records stored without a head".into(),
+            );
         }
         report.heads.insert(*s, walk.last);
     }
@@ -100,7 +133,7 @@ fn read_heads(
             Ok((s, h)) => {
                 heads.insert(s, h);
             }
-            Err(e) => report.unplaced(e.to_string()),
+            Err(e) => report.unplaced("head", e.to_string()),
         }
     }
     Ok(heads)
@@ -146,16 +179,16 @@ impl Walk {
                     seq - 1
                 )
             };
-            report.at(session, self.last + 1, missing);
+            report.at(session, self.last + 1, "missing", missing);
             self.trusted = false;
         }
         match record::decode(v, session, seq) {
             Ok(d) => {
                 if self.trusted && !d.chain_follows(&self.chain, v) {
-                    report.at(session, seq, RecordProblem::Chain.to_string());
+                    report.at(session, seq, "record", RecordProblem::Chain.to_string());
                 }
                 if t.ids.get(d.envelope.id.as_bytes())?.as_deref() != Some(k) {
-                    report.at(session, seq, RecordProblem::Index.to_string());
+                    report.at(session, seq, "index", RecordProblem::Index.to_string());
                 }
                 self.chain = d.chain;
                 self.trusted = true;
@@ -163,7 +196,7 @@ impl Walk {
             Err(p) => {
                 // One bad record is one error: the next one's chain is not
                 // checked against bytes that could not be read.
-                report.at(session, seq, p.to_string());
+                report.at(session, seq, "record", p.to_string());
                 self.trusted = false;
             }
         }
@@ -183,7 +216,7 @@ fn walk_records(
         let (k, v) = kv?;
         report.events += 1;
         let Some((session, seq)) = record::parse_key(&k) else {
-            report.unplaced(format!("record key of {} bytes", k.len()));
+            report.unplaced("record", format!("record key of {} bytes", k.len()));
             continue;
         };
         let mut walk = match cur.take() {
@@ -212,7 +245,12 @@ fn compare_heads(
 ) {
     for (s, (head, head_chain)) in heads {
         let Some(walk) = walked.get(s) else {
-            report.at(*s, 1, format!("head is {head} but no record is stored"));
+            report.at(
+                *s,
+                1,
+                "head",
+                format!("head is {head} but no record is stored"),
+            );
             continue;
         };
         let last = walk.last;
@@ -220,12 +258,18 @@ fn compare_heads(
             report.at(
                 *s,
                 last + 1,
+                "head",
                 format!("head is {head} but the last record is seq {last}"),
             );
         } else if last > *head {
-            report.at(*s, head + 1, format!("record beyond head {head}"));
+            report.at(*s, head + 1, "head", format!("record beyond head {head}"));
         } else if walk.trusted && walk.chain != *head_chain {
-            report.at(*s, *head, "head chain differs from the last record".into());
+            report.at(
+                *s,
+                *head,
+                "head",
+                "head chain differs from the last record".into(),
+            );
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::record::{self, Chain};
 use crate::subscribe::Hub;
 use crate::trees::{decode_head, encode_head, Trees};
 use crate::verify::{verify, VerifyReport};
+use crate::witness::{self, Witness};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use ctxlog_core::{EventId, Seq, SessionId};
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
@@ -50,17 +51,39 @@ pub(crate) struct Shared {
     poison: Mutex<Option<String>>,
     /// Heads known to be flushed (initialised from disk at open).
     durable: RwLock<BTreeMap<SessionId, Seq>>,
+    /// Sessions whose acknowledged events the witness found missing or
+    /// changed at open: reads stop with an error where the loss starts, and
+    /// appends are refused.
+    lost: BTreeMap<SessionId, LostHead>,
     /// The subscribers, woken after each flush.
     pub(crate) hub: Hub,
 }
 
 impl Shared {
-    /// Shared state for a store whose flushed heads are `durable`.
-    pub(crate) fn new(durable: BTreeMap<SessionId, Seq>) -> Shared {
+    /// Shared state for a store whose flushed heads are `durable` and whose
+    /// `lost` sessions cannot be used.
+    pub(crate) fn new(
+        durable: BTreeMap<SessionId, Seq>,
+        lost: BTreeMap<SessionId, LostHead>,
+    ) -> Shared {
         Shared {
             durable: RwLock::new(durable),
+            lost,
             ..Shared::default()
         }
+    }
+
+    /// Fails for a session whose acknowledged events are lost.
+    pub(crate) fn check_session(&self, session: SessionId) -> Result<(), StoreError> {
+        match self.lost.get(&session) {
+            Some(l) => Err(l.error(session)),
+            None => Ok(()),
+        }
+    }
+
+    /// The witnessed head of a session whose events are lost.
+    pub(crate) fn lost_head(&self, session: SessionId) -> Option<LostHead> {
+        self.lost.get(&session).cloned()
     }
 
     /// Fails once the store is poisoned.
@@ -106,6 +129,27 @@ impl Shared {
             appends: c.appends.load(Relaxed),
             events: c.events.load(Relaxed),
             flushes: c.flushes.load(Relaxed),
+        }
+    }
+}
+
+/// The witnessed head of a session that lost acknowledged events.
+#[derive(Debug, Clone)]
+pub(crate) struct LostHead {
+    /// The last acknowledged seq.
+    pub(crate) seq: Seq,
+    /// The chain of that record.
+    pub(crate) chain: crate::record::Chain,
+    /// What is lost, and what to do.
+    pub(crate) detail: String,
+}
+
+impl LostHead {
+    /// The error of reading or appending past the loss.
+    pub(crate) fn error(&self, session: SessionId) -> StoreError {
+        StoreError::Lost {
+            session,
+            detail: self.detail.clone(),
         }
     }
 }
@@ -187,6 +231,7 @@ struct Unflushed {
 /// The single writer; see the module doc.
 pub(crate) struct Writer {
     pub(crate) trees: Trees,
+    pub(crate) witness: Witness,
     pub(crate) shared: Arc<Shared>,
     pub(crate) rx: Receiver<Request>,
     pub(crate) config: StoreConfig,
@@ -206,7 +251,7 @@ struct Tx<'a> {
 impl Writer {
     /// Serves requests until every handle is gone, then flushes what buffered
     /// mode acknowledged.
-    pub(crate) fn run(self) {
+    pub(crate) fn run(mut self) {
         let mut unflushed = Unflushed::default();
         while let Some(requests) = self.next_group(&mut unflushed) {
             self.serve(Group::sort(requests), &mut unflushed);
@@ -218,16 +263,28 @@ impl Writer {
                 self.shared.poison(format!("final flush failed: {e}"));
             }
         }
+        if let Err(e) = self.witness.sync() {
+            self.shared.poison(format!("witness sync failed: {e}"));
+        }
     }
 
     /// Waits for the next request (flushing at the buffered deadline
     /// meanwhile) and takes up to `max_group` requests; `None` once closed.
-    fn next_group(&self, unflushed: &mut Unflushed) -> Option<Vec<Request>> {
+    fn next_group(&mut self, unflushed: &mut Unflushed) -> Option<Vec<Request>> {
         let first = loop {
             if unflushed.deadline.is_some_and(|d| Instant::now() >= d) {
                 self.flush(unflushed, Vec::new(), false);
             }
-            match unflushed.deadline {
+            if self.witness.sync_due().is_some_and(|d| Instant::now() >= d) {
+                if let Err(e) = self.witness.sync() {
+                    self.shared.poison(format!("witness sync failed: {e}"));
+                }
+            }
+            let deadline = match (unflushed.deadline, self.witness.sync_due()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            match deadline {
                 None => break self.rx.recv().ok()?,
                 Some(d) => match self.rx.recv_deadline(d) {
                     Ok(r) => break r,
@@ -248,7 +305,7 @@ impl Writer {
 
     /// Commits a group, then acknowledges it (after the flush, or at once in
     /// buffered mode unless a flush was asked for) and runs its verifies.
-    fn serve(&self, group: Group, unflushed: &mut Unflushed) {
+    fn serve(&mut self, group: Group, unflushed: &mut Unflushed) {
         let force = !group.flushes.is_empty();
         let mut pending = self.commit(group.appends, &mut unflushed.heads);
         pending.extend(group.flushes.into_iter().map(Pending::Flush));
@@ -266,7 +323,7 @@ impl Writer {
             self.flush(unflushed, pending, force);
         }
         for reply in group.verifies {
-            let _ = reply.send(self.shared.check().and_then(|()| verify(&self.trees)));
+            let _ = reply.send(self.shared.check().and_then(|()| self.verify()));
         }
     }
 
@@ -301,7 +358,44 @@ impl Writer {
     /// Flushes (when anything was committed, or when `force`d), then answers
     /// `pending` (errors if the flush failed) and notifies subscribers of what
     /// became durable.
-    fn flush(&self, unflushed: &mut Unflushed, pending: Vec<Pending>, force: bool) {
+    /// Every record and head, and the log against the witness.
+    fn verify(&self) -> Result<VerifyReport, StoreError> {
+        let mut report = verify(&self.trees)?;
+        let (_, losses) = witness::check(&self.trees, &self.config.path)?;
+        for l in &losses {
+            report.witness(l);
+        }
+        report.errors.sort_by_key(|e| (e.session, e.seq));
+        Ok(report)
+    }
+
+    /// Writes what `committed` made durable to the witness (and rewrites it
+    /// when it has grown too large).
+    fn witness_heads(&mut self, committed: &BTreeMap<SessionId, Seq>) -> Result<(), String> {
+        let mut heads = Vec::with_capacity(committed.len());
+        for s in committed.keys() {
+            match self.trees.head(*s) {
+                Ok(Some((seq, chain))) => heads.push((*s, seq, chain)),
+                Ok(None) => {}
+                Err(e) => return Err(format!("witness: head of session {s}: {e}")),
+            }
+        }
+        self.witness
+            .record(&heads)
+            .map_err(|e| format!("witness write failed: {e}"))?;
+        if self.witness.wants_compaction() {
+            let all = self
+                .trees
+                .heads_with_chains()
+                .map_err(|e| format!("witness: heads: {e}"))?;
+            self.witness
+                .compact(&all)
+                .map_err(|e| format!("witness rewrite failed: {e}"))?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, unflushed: &mut Unflushed, pending: Vec<Pending>, force: bool) {
         unflushed.deadline = None;
         let committed = std::mem::take(&mut unflushed.heads);
         let flushed = match self.shared.check() {
@@ -315,6 +409,14 @@ impl Writer {
                     StoreError::Poisoned(why)
                 })
             }
+        };
+        // What was flushed is witnessed before it is acknowledged.
+        let flushed = match flushed {
+            Ok(()) if !committed.is_empty() => self.witness_heads(&committed).map_err(|why| {
+                self.shared.poison(why.clone());
+                StoreError::Poisoned(why)
+            }),
+            other => other,
         };
         if flushed.is_ok() && !committed.is_empty() {
             let mut durable = self

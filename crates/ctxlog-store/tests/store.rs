@@ -314,7 +314,7 @@ fn flipped_deleted_and_swapped_records_are_named() {
         report.errors
     );
     let flip = report.errors.iter().find(|e| e.session == Some(a)).unwrap();
-    assert!(flip.problem.contains("CRC32C"), "{flip}");
+    assert!(flip.detail.contains("CRC32C"), "{flip}");
     // one damaged record is one error, not a cascade down the session
     assert_eq!(
         report
@@ -751,4 +751,73 @@ fn a_refused_append_leaves_no_trace_even_when_its_first_events_encode() {
         .unwrap();
     assert_eq!((a.first, a.last, a.duplicate), (1, 3, false));
     assert!(store.verify().unwrap().ok());
+}
+
+/// What sled leaves after it took a flipped bit in its log for a torn write
+/// and truncated there: `session`'s records after `keep` and its head gone,
+/// as if they had never been written.
+fn truncate_like_sled(dir: &std::path::Path, session: SessionId, keep: Seq) {
+    let db = sled::open(dir).unwrap();
+    let events = db.open_tree("events").unwrap();
+    let heads = db.open_tree("heads").unwrap();
+    let mut seq = keep + 1;
+    while events.remove(record::key(session, seq)).unwrap().is_some() {
+        seq += 1;
+    }
+    let kept = events.get(record::key(session, keep)).unwrap().unwrap();
+    let chain = record::decode(&kept, session, keep).unwrap().chain;
+    let mut head = keep.to_be_bytes().to_vec();
+    head.extend_from_slice(&chain);
+    heads.insert(session.as_bytes(), head).unwrap();
+    db.flush().unwrap();
+}
+
+/// Acknowledged events that sled lost without noticing are named, by the
+/// witness, as lost: a read stops where the loss starts, appends to the
+/// session are refused, verify reports the seq range, and it stays so
+/// after every reopen. Other sessions are untouched.
+#[test]
+fn acknowledged_events_that_sled_lost_are_named_never_silent() {
+    let dir = tempdir();
+    let (a, ev_a) = session_events(21, 30);
+    let (b, ev_b) = session_events(22, 10);
+    {
+        let store = SledStore::open(&dir.0).unwrap();
+        store
+            .append(a, Expected::NoStream, ev_a[..20].to_vec())
+            .unwrap();
+        store.append(b, Expected::NoStream, ev_b).unwrap();
+        store
+            .append(a, Expected::Exactly(20), ev_a[20..].to_vec())
+            .unwrap();
+        assert!(store.verify().unwrap().ok());
+    }
+    truncate_like_sled(&dir.0, a, 18);
+    for _ in 0..2 {
+        let store = SledStore::open(&dir.0).unwrap();
+        assert_eq!(store.head(a).unwrap(), 18, "sled's own view");
+        let got: Vec<_> = store.read(a, 1).unwrap().collect();
+        assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 18);
+        match got.last() {
+            Some(Err(StoreError::Lost { session, detail })) => {
+                assert_eq!(*session, a);
+                assert!(detail.contains("events 19 to 30"), "{detail}");
+                assert!(detail.contains("ctxlog salvage"), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(store.replay(a).is_err());
+        assert!(matches!(
+            store.append(a, Expected::Any, session_events(23, 1).1),
+            Err(StoreError::Lost { .. })
+        ));
+        assert_eq!(store.replay(b).unwrap().head, 10);
+        let report = store.verify().unwrap();
+        assert!(!report.ok());
+        let lost: Vec<_> = report.errors.iter().filter(|e| e.kind == "lost").collect();
+        assert_eq!(lost.len(), 1, "{:?}", report.errors);
+        assert_eq!((lost[0].session, lost[0].seq), (Some(a), Some(19)));
+        assert_eq!(lost[0].file.as_deref(), Some("witness"));
+        assert!(lost[0].offset.is_some());
+    }
 }
