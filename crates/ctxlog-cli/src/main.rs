@@ -121,9 +121,22 @@ enum Command {
         #[arg(long)]
         seed: Option<u64>,
     },
-    /// Check every record of the store (CRC, chain, contiguity, heads).
+    /// Check every record of the store (CRC, chain, contiguity, heads) and
+    /// the log against the witness of what was acknowledged. Exit 1 when
+    /// anything is wrong; `--json` prints `{"ok", "heads", "errors": [{"kind",
+    /// "session", "seq", "file", "offset", "detail"}]}`.
     #[command(after_help = "Example:\n  ctxlog --db ctxlog-data verify --json")]
     Verify,
+    /// Copy every intact event of a damaged store into a new store, session
+    /// by session up to its first damaged or lost event, and print what could
+    /// not be saved (exit 1 when anything could not).
+    #[command(after_help = "Example:\n  ctxlog salvage ctxlog-data ctxlog-data.salvaged")]
+    Salvage {
+        /// The damaged store.
+        from: PathBuf,
+        /// The new store (a path that does not exist yet).
+        to: PathBuf,
+    },
     /// Import a recorded session (OpenCode export, Claude Code, Codex or pi)
     /// into the store, whole or not at all. Importing the same file again
     /// writes nothing (the ids derive from the recording's own session id).
@@ -343,6 +356,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             seed,
         } => stress::run(&cli.db, *sessions, *events, *batch, *seed),
         Command::Verify => verify(cli),
+        Command::Salvage { from, to } => salvage(cli.json, from, to),
         Command::Import {
             file,
             format,
@@ -466,6 +480,62 @@ fn verify(cli: &Cli) -> Result<(), CliError> {
         Ok(())
     } else {
         Err(CliError::Reported(report.errors.len()))
+    }
+}
+
+fn salvage(json_out: bool, from: &Path, to: &Path) -> Result<(), CliError> {
+    if !from.join("db").is_file() {
+        return Err(CliError::BadInput(format!(
+            "{}: not a ctxlog store (no sled `db` file)",
+            from.display()
+        )));
+    }
+    if to.exists() {
+        return Err(CliError::BadInput(format!(
+            "{}: already exists; salvage writes a new store",
+            to.display()
+        )));
+    }
+    let source = open_store(from)?;
+    let target = open_store(to)?;
+    let report = ctxlog_store::salvage(&source, &target)
+        .map_err(|e| CliError::Failed(format!("salvage failed: {e}")))?;
+    target
+        .flush()
+        .map_err(|e| CliError::Failed(format!("salvage: {}: {e}", to.display())))?;
+    if json_out {
+        let saved: serde_json::Map<String, serde_json::Value> = report
+            .saved
+            .iter()
+            .map(|(s, q)| (s.to_string(), json!(q)))
+            .collect();
+        let unsaved: Vec<_> = report
+            .unsaved
+            .iter()
+            .map(|u| json!({"session": u.session.to_string(), "seq": u.seq, "detail": u.detail}))
+            .collect();
+        println!(
+            "{}",
+            json!({"complete": report.complete(), "saved": saved, "unsaved": unsaved})
+        );
+    } else {
+        let events: u64 = report.saved.values().sum();
+        println!(
+            "saved {} sessions, {events} events, into {}",
+            report.saved.len(),
+            to.display()
+        );
+        for u in &report.unsaved {
+            println!(
+                "NOT SAVED: session {} from seq {}: {}",
+                u.session, u.seq, u.detail
+            );
+        }
+    }
+    if report.complete() {
+        Ok(())
+    } else {
+        Err(CliError::Reported(report.unsaved.len()))
     }
 }
 

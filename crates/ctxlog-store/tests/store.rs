@@ -820,4 +820,20 @@ fn acknowledged_events_that_sled_lost_are_named_never_silent() {
         assert_eq!(lost[0].file.as_deref(), Some("witness"));
         assert!(lost[0].offset.is_some());
     }
+    // Salvage copies what is intact and says what is not.
+    let to = tempdir();
+    let report = {
+        let from = SledStore::open(&dir.0).unwrap();
+        let into = SledStore::open(&to.0).unwrap();
+        salvage(&from, &into).unwrap()
+    };
+    assert_eq!(report.saved[&a], 18);
+    assert_eq!(report.saved[&b], 10);
+    assert_eq!(report.unsaved.len(), 1, "{:?}", report.unsaved);
+    assert_eq!((report.unsaved[0].session, report.unsaved[0].seq), (a, 19));
+    assert!(report.unsaved[0].detail.contains("events 19 to 30"));
+    let salvaged = SledStore::open(&to.0).unwrap();
+    assert!(salvaged.verify().unwrap().ok());
+    assert_eq!(salvaged.replay(a).unwrap().head, 18);
+    assert_eq!(salvaged.replay(b).unwrap().head, 10);
 }
