@@ -266,7 +266,7 @@ pub(crate) enum CliError {
     #[error("{0}")]
     Failed(String),
     /// The failure is already in the command's output.
-    #[error("{0} problems found")]
+    #[error("{0} problem(s) found")]
     Reported(usize),
 }
 
@@ -297,6 +297,14 @@ pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
 }
 
 fn main() -> ExitCode {
+    // A panic inside the store's calls into sled becomes a located error
+    // (`StoreError::SledPanicked`), printed once like any other.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !ctxlog_store::in_guarded_call() {
+            default_hook(info);
+        }
+    }));
     let cli = Cli::parse();
     match run(&cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -99,9 +99,58 @@ pub enum StoreError {
     /// A [`StoreConfig`](crate::StoreConfig) that cannot work (e.g. a zero queue).
     #[error("invalid store configuration: {0}")]
     InvalidConfig(String),
+    /// sled panicked on the store's files (damage it does not survive).
+    #[error(
+        "{path}: sled failed while {what} ({message}): its files are damaged; {}",
+        panic_advice(what)
+    )]
+    SledPanicked {
+        /// The store directory.
+        path: String,
+        /// What the store was doing.
+        what: &'static str,
+        /// sled's panic message.
+        message: String,
+    },
     /// An error from sled.
-    #[error("sled: {0}")]
+    #[error("sled: {}", describe_sled(.0))]
     Sled(#[from] sled::Error),
+}
+
+/// Where in the store's files sled found corrupted data: the file (relative
+/// to the store) and the offset.
+pub fn sled_location(e: &sled::Error) -> Option<(String, u64)> {
+    match e {
+        sled::Error::Corruption {
+            at: Some(sled::DiskPtr::Inline(offset)),
+            ..
+        } => Some(("db".into(), *offset)),
+        sled::Error::Corruption {
+            at: Some(sled::DiskPtr::Blob(offset, blob)),
+            ..
+        } => Some((format!("blobs/{blob}, referenced from db"), *offset)),
+        _ => None,
+    }
+}
+
+/// What to do after sled panicked while doing `what`.
+fn panic_advice(what: &str) -> &'static str {
+    if what.starts_with("opening") {
+        "sled cannot open them, so nothing can be read through it: restore the store from a copy"
+    } else {
+        "`ctxlog verify` and `ctxlog salvage` read what they still can"
+    }
+}
+
+/// A sled error in words, with the file and offset when sled names them.
+fn describe_sled(e: &sled::Error) -> String {
+    match (e, sled_location(e)) {
+        (_, Some((file, offset))) => {
+            format!("corrupted data in its file `{file}` at byte {offset}")
+        }
+        (sled::Error::Corruption { .. }, None) => "corrupted data in its files".into(),
+        (other, None) => other.to_string(),
+    }
 }
 
 impl StoreError {

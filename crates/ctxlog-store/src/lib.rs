@@ -33,6 +33,7 @@
 mod config;
 mod error;
 mod follower;
+mod guard;
 mod log;
 mod memory;
 pub mod record;
@@ -48,6 +49,7 @@ mod writer;
 pub use config::{Durability, StoreConfig};
 pub use error::{Expected, StoreError};
 pub use follower::{Followable, Follower};
+pub use guard::in_guarded_call;
 pub use log::{Appended, EventLog, LoadedState, NewEvent};
 pub use memory::MemoryLog;
 pub use salvage::{salvage, SalvageReport, Unsaved};

@@ -53,7 +53,15 @@ pub fn salvage(from: &SledStore, to: &SledStore) -> Result<SalvageReport, StoreE
     }
     let checked = from.verify()?;
     let mut report = SalvageReport::default();
-    for (session, last) in &checked.heads {
+    // Every session the heads or the records name (a session whose records
+    // sled cannot reach still has its head).
+    let mut sessions = checked.heads.clone();
+    if let Ok(heads) = from.sessions() {
+        for (s, head) in heads {
+            sessions.entry(s).or_insert(head);
+        }
+    }
+    for (session, last) in &sessions {
         let (saved, mut stopped) = copy_session(from, to, *session)?;
         if stopped.is_none() && saved < *last {
             // The records past a gap in a session without a head.

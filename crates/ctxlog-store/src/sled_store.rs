@@ -5,6 +5,7 @@
 use crate::config::StoreConfig;
 use crate::error::{Expected, StoreError};
 use crate::follower::Followable;
+use crate::guard::guarded;
 use crate::log::{evolve_to_head, Appended, EventLog, LoadedState, NewEvent};
 use crate::record::{self, RecordProblem};
 use crate::snapshot;
@@ -76,6 +77,11 @@ impl SledStore {
     /// `max_group` or `queue` is 0.
     pub fn open_with(config: StoreConfig) -> Result<Self, StoreError> {
         config.check()?;
+        let path = config.path.clone();
+        guarded(&path, "opening the store", || Self::open_unguarded(config))
+    }
+
+    fn open_unguarded(config: StoreConfig) -> Result<Self, StoreError> {
         let trees = Trees::open(&config.path)?;
         let (file, losses) = witness::check(&trees, &config.path)?;
         let mut lost = BTreeMap::new();
@@ -235,8 +241,12 @@ impl EventLog for SledStore {
         let from = from.max(1);
         let head = self.head(session)?;
         let range = record::key(session, from)..=record::key(session, Seq::MAX);
+        let inner = guarded(self.path(), "reading a session", || {
+            Ok(self.inner.trees.events.range(range))
+        })?;
         Ok(Box::new(ReadIter {
-            inner: self.inner.trees.events.range(range),
+            inner,
+            path: self.inner.path.clone(),
             session,
             expect: Some(from),
             head,
@@ -247,12 +257,16 @@ impl EventLog for SledStore {
 
     fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
         self.inner.shared.check()?;
-        Ok(self.inner.trees.head(session)?.map_or(0, |(seq, _)| seq))
+        guarded(self.path(), "reading a head", || {
+            Ok(self.inner.trees.head(session)?.map_or(0, |(seq, _)| seq))
+        })
     }
 
     fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
         self.inner.shared.check()?;
-        self.inner.trees.heads()
+        guarded(self.path(), "listing the sessions", || {
+            self.inner.trees.heads()
+        })
     }
 
     fn load_state(&self, session: SessionId) -> Result<LoadedState, StoreError> {
@@ -280,6 +294,8 @@ impl Followable for SledStore {
 /// error.
 struct ReadIter {
     inner: sled::Iter,
+    /// The store directory (for errors).
+    path: PathBuf,
     session: SessionId,
     /// The next seq; `None` after seq `u64::MAX`.
     expect: Option<Seq>,
@@ -340,7 +356,12 @@ impl Iterator for ReadIter {
         if self.done {
             return None;
         }
-        let item = match self.inner.next() {
+        let path = self.path.clone();
+        let next = match guarded(&path, "reading a session", || Ok(self.inner.next())) {
+            Ok(next) => next.map(|kv| kv.map_err(StoreError::from)),
+            Err(panicked) => Some(Err(panicked)),
+        };
+        let item = match next {
             None => match self.expect {
                 Some(expect) if expect <= self.head => {
                     let missing = RecordProblem::Missing {
@@ -358,7 +379,7 @@ impl Iterator for ReadIter {
                     return None;
                 }
             },
-            Some(Err(e)) => Err(e.into()),
+            Some(Err(e)) => Err(e),
             Some(Ok((k, v))) => self.record(&k, &v),
         };
         self.done = item.is_err();

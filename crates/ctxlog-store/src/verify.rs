@@ -2,7 +2,7 @@
 //! contiguity, id index) and every head, each problem named by (session,
 //! seq). It runs on the writer thread (see `writer.rs`), between groups.
 
-use crate::error::StoreError;
+use crate::error::{sled_location, StoreError};
 use crate::record::{self, Chain, RecordProblem};
 use crate::trees::{decode_head, session_of, Trees};
 use crate::witness::Loss;
@@ -89,6 +89,29 @@ impl VerifyReport {
         });
     }
 
+    /// sled could not read its files past `after` (the last key read).
+    pub(crate) fn sled(&mut self, e: &sled::Error, tree: &str, after: Option<(SessionId, Seq)>) {
+        let (file, offset) = match sled_location(e) {
+            Some((f, o)) => (f, Some(o)),
+            None => ("db".to_owned(), None),
+        };
+        let from = match after {
+            Some((s, q)) => format!("after session {s} seq {q}"),
+            None => "from the start".into(),
+        };
+        self.errors.push(VerifyError {
+            kind: "sled",
+            session: after.map(|(s, _)| s),
+            seq: after.map(|(_, q)| q.saturating_add(1)),
+            file: Some(file),
+            offset,
+            detail: format!(
+                "sled cannot read its {tree} tree {from} ({}): what is stored there is unreadable; `ctxlog salvage` copies what can be read",
+                StoreError::Sled(e.clone())
+            ),
+        });
+    }
+
     /// A problem of the witness file.
     pub(crate) fn witness(&mut self, loss: &Loss) {
         self.errors.push(loss.as_error());
@@ -99,8 +122,23 @@ impl VerifyReport {
 pub(crate) fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
     let mut report = VerifyReport::default();
     let heads = read_heads(t, &mut report)?;
-    let walked = walk_records(t, &mut report)?;
-    compare_heads(&heads, &walked, &mut report);
+    let mut walked = BTreeMap::new();
+    let mut cut = BTreeSet::new();
+    if let Some(broken) = walk_records(t, &mut report, &mut walked)? {
+        // sled could not read past one place of its log: each session from
+        // there on is walked on its own, from its own first key, so that
+        // only what is unreadable is reported so.
+        if let Some(s) = broken {
+            cut.insert(s);
+        }
+        for s in heads.keys().filter(|s| broken.is_none_or(|b| **s > b)) {
+            walked.remove(s);
+            if !walk_session(t, &mut report, *s, &mut walked)? {
+                cut.insert(*s);
+            }
+        }
+    }
+    compare_heads(&heads, &walked, &cut, &mut report);
     for (s, walk) in &walked {
         if !heads.contains_key(s) {
             report.at(
@@ -128,7 +166,13 @@ fn read_heads(
 ) -> Result<BTreeMap<SessionId, (Seq, Chain)>, StoreError> {
     let mut heads = BTreeMap::new();
     for kv in t.heads.iter() {
-        let (k, v) = kv?;
+        let (k, v) = match kv {
+            Ok(kv) => kv,
+            Err(e) => {
+                report.sled(&e, "heads", None);
+                break;
+            }
+        };
         match session_of(&k).and_then(|s| Ok((s, decode_head(s, &v)?))) {
             Ok((s, h)) => {
                 heads.insert(s, h);
@@ -187,8 +231,10 @@ impl Walk {
                 if self.trusted && !d.chain_follows(&self.chain, v) {
                     report.at(session, seq, "record", RecordProblem::Chain.to_string());
                 }
-                if t.ids.get(d.envelope.id.as_bytes())?.as_deref() != Some(k) {
-                    report.at(session, seq, "index", RecordProblem::Index.to_string());
+                match t.ids.get(d.envelope.id.as_bytes()) {
+                    Ok(at) if at.as_deref() == Some(k) => {}
+                    Ok(_) => report.at(session, seq, "index", RecordProblem::Index.to_string()),
+                    Err(e) => report.sled(&e, "ids", Some((session, seq.saturating_sub(1)))),
                 }
                 self.chain = d.chain;
                 self.trusted = true;
@@ -205,15 +251,25 @@ impl Walk {
     }
 }
 
-/// Walks every record in key order; returns where each session's walk ended.
+/// Walks every record in key order into `finished` (where each session's
+/// walk ended). When sled cannot read on, `Some(session it was in)`.
 fn walk_records(
     t: &Trees,
     report: &mut VerifyReport,
-) -> Result<BTreeMap<SessionId, Walk>, StoreError> {
-    let mut finished = BTreeMap::new();
+    finished: &mut BTreeMap<SessionId, Walk>,
+) -> Result<Option<Option<SessionId>>, StoreError> {
     let mut cur: Option<(SessionId, Walk)> = None;
+    let mut broken = None;
     for kv in t.events.iter() {
-        let (k, v) = kv?;
+        let (k, v) = match kv {
+            Ok(kv) => kv,
+            Err(e) => {
+                let after = cur.as_ref().map(|(s, walk)| (*s, walk.last));
+                report.sled(&e, "events", after);
+                broken = Some(after.map(|(s, _)| s));
+                break;
+            }
+        };
         report.events += 1;
         let Some((session, seq)) = record::parse_key(&k) else {
             report.unplaced("record", format!("record key of {} bytes", k.len()));
@@ -234,16 +290,52 @@ fn walk_records(
     if let Some((s, walk)) = cur {
         finished.insert(s, walk);
     }
-    Ok(finished)
+    Ok(broken)
 }
 
-/// Each head against the last record of its session.
+/// Walks the records of one session into `finished`; false when sled could
+/// not read all of them (reported).
+fn walk_session(
+    t: &Trees,
+    report: &mut VerifyReport,
+    session: SessionId,
+    finished: &mut BTreeMap<SessionId, Walk>,
+) -> Result<bool, StoreError> {
+    let mut walk = Walk::start(session);
+    let mut whole = true;
+    for kv in t
+        .events
+        .range(record::key(session, 1)..=record::key(session, Seq::MAX))
+    {
+        let (k, v) = match kv {
+            Ok(kv) => kv,
+            Err(e) => {
+                report.sled(&e, "events", Some((session, walk.last)));
+                whole = false;
+                break;
+            }
+        };
+        report.events += 1;
+        if let Some((s, seq)) = record::parse_key(&k).filter(|(s, _)| *s == session) {
+            walk.check(t, report, (s, seq), &k, &v)?;
+        }
+    }
+    if walk.last > 0 {
+        finished.insert(session, walk);
+    }
+    Ok(whole)
+}
+
+/// Each head against the last record of its session (but for the sessions
+/// in `cut`).
 fn compare_heads(
     heads: &BTreeMap<SessionId, (Seq, Chain)>,
     walked: &BTreeMap<SessionId, Walk>,
+    cut: &BTreeSet<SessionId>,
     report: &mut VerifyReport,
 ) {
-    for (s, (head, head_chain)) in heads {
+    // A session sled could not read to its end is reported as such already.
+    for (s, (head, head_chain)) in heads.iter().filter(|(s, _)| !cut.contains(*s)) {
         let Some(walk) = walked.get(s) else {
             report.at(
                 *s,

@@ -10,6 +10,7 @@
 
 use crate::config::{Durability, StoreConfig};
 use crate::error::{Expected, StoreError};
+use crate::guard::guarded;
 use crate::log::{check_expected, repeated_id, retried_position, Appended, NewEvent};
 use crate::record::{self, Chain};
 use crate::subscribe::Hub;
@@ -254,7 +255,16 @@ impl Writer {
     pub(crate) fn run(mut self) {
         let mut unflushed = Unflushed::default();
         while let Some(requests) = self.next_group(&mut unflushed) {
-            self.serve(Group::sort(requests), &mut unflushed);
+            let path = self.config.path.clone();
+            let served = guarded(&path, "writing", || {
+                self.serve(Group::sort(requests), &mut unflushed);
+                Ok(())
+            });
+            if let Err(e) = served {
+                // The group's replies were dropped: their callers see the
+                // poison.
+                self.shared.poison(e.to_string());
+            }
         }
         // Never after a failure: sled 0.34 can block forever flushing after
         // an I/O error.
@@ -361,9 +371,14 @@ impl Writer {
     /// Every record and head, and the log against the witness.
     fn verify(&self) -> Result<VerifyReport, StoreError> {
         let mut report = verify(&self.trees)?;
-        let (_, losses) = witness::check(&self.trees, &self.config.path)?;
-        for l in &losses {
-            report.witness(l);
+        match witness::check(&self.trees, &self.config.path) {
+            Ok((_, losses)) => {
+                for l in &losses {
+                    report.witness(l);
+                }
+            }
+            Err(StoreError::Sled(e)) => report.sled(&e, "heads", None),
+            Err(e) => return Err(e),
         }
         report.errors.sort_by_key(|e| (e.session, e.seq));
         Ok(report)

@@ -1,0 +1,321 @@
+//! Damage test: a store of several real sessions, damaged one way at a time
+//! (a flipped bit, a zeroed range, a truncation, a deleted file, over every
+//! file of the store), then read through the `ctxlog` binary as a user
+//! would. Every trial must end with no panic, no hang and no silent wrong
+//! answer: `verify` says ok only when every session replays to its original
+//! digest, a replay that succeeds gives the original digest, and every
+//! reported problem is located (session and seq, or file).
+//!
+//! Seeded: `CTXLOG_DAMAGE_SEED` and `CTXLOG_DAMAGE_TRIALS` change the set.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `ctxlog --json --db DB ARGS`, killed after 60 s (a hang is a failure).
+fn ctxlog(db: &Path, args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .arg("--json")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "ctxlog {args:?} on {} hung; stderr: {}",
+                db.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// xorshift64*: a small seeded source for the trials.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+}
+
+fn files_of(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files_of(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        let dest = to.join(e.file_name());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+/// One way of damaging one file; the description names both.
+fn damage(rng: &mut Rng, file: &Path) -> String {
+    let len = std::fs::metadata(file).unwrap().len();
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    match rng.below(4) {
+        0 if len > 0 => {
+            let mut bytes = std::fs::read(file).unwrap();
+            let at = rng.below(len) as usize;
+            let bit = rng.below(8);
+            bytes[at] ^= 1 << bit;
+            std::fs::write(file, bytes).unwrap();
+            format!("{name}: bit {bit} of byte {at} flipped")
+        }
+        1 if len > 0 => {
+            let mut bytes = std::fs::read(file).unwrap();
+            let at = rng.below(len) as usize;
+            let n = (1 + rng.below(4096) as usize).min(bytes.len() - at);
+            bytes[at..at + n].fill(0);
+            std::fs::write(file, bytes).unwrap();
+            format!("{name}: {n} bytes zeroed at {at}")
+        }
+        2 if len > 0 => {
+            let at = rng.below(len);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(file)
+                .unwrap()
+                .set_len(at)
+                .unwrap();
+            format!("{name}: truncated to {at} bytes")
+        }
+        _ => {
+            std::fs::remove_file(file).unwrap();
+            format!("{name}: deleted")
+        }
+    }
+}
+
+/// Every session of the store with its head and digest.
+fn digests(db: &Path) -> BTreeMap<String, String> {
+    let out = ctxlog(db, &["sessions"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut digests = BTreeMap::new();
+    for s in v["sessions"].as_array().unwrap() {
+        let id = s["session"].as_str().unwrap().to_owned();
+        let out = ctxlog(db, &["replay", &id]);
+        assert!(out.status.success());
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        digests.insert(id, r["digest"].as_str().unwrap().to_owned());
+    }
+    digests
+}
+
+/// How a trial ended: every session intact and verify ok, damage
+/// reported by verify, or a store that did not open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ending {
+    Intact,
+    Reported,
+    Unopened,
+}
+
+/// What went wrong in one trial, if anything, and how it ended.
+fn trial(db: &Path, want: &BTreeMap<String, String>) -> (Vec<String>, Ending) {
+    let mut wrong = Vec::new();
+    let check_no_panic = |what: &str, out: &Output, wrong: &mut Vec<String>| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("panicked") || out.status.code() == Some(101) {
+            wrong.push(format!("{what}: panicked: {err}"));
+        }
+    };
+    let verify = ctxlog(db, &["verify"]);
+    check_no_panic("verify", &verify, &mut wrong);
+    let verified_ok = verify.status.success();
+    let mut ending = if verified_ok {
+        Ending::Intact
+    } else {
+        Ending::Reported
+    };
+    match serde_json::from_slice::<Value>(&verify.stdout) {
+        Ok(v) if v.get("errors").is_some() => {
+            for e in v["errors"].as_array().into_iter().flatten() {
+                let placed =
+                    (e["session"].is_string() && e["seq"].is_u64()) || e["file"].is_string();
+                if !placed {
+                    wrong.push(format!("verify: an error without a location: {e}"));
+                }
+            }
+            if v["ok"].as_bool() != Some(verified_ok) {
+                wrong.push(format!(
+                    "verify: ok is {} but exit {:?}",
+                    v["ok"],
+                    verify.status.code()
+                ));
+            }
+        }
+        _ => {
+            ending = Ending::Unopened;
+            // The store did not open: the error must name a file of it.
+            let err = String::from_utf8_lossy(&verify.stderr);
+            if verified_ok || !err.contains(&db.display().to_string()) {
+                wrong.push(format!("verify: an unlocated failure: {err}"));
+            }
+        }
+    }
+    // Writing into a damaged store: stored or refused, never a panic.
+    let out = ctxlog(
+        db,
+        &[
+            "stress",
+            "--sessions",
+            "1",
+            "--events",
+            "40",
+            "--batch",
+            "8",
+            "--seed",
+            "5",
+        ],
+    );
+    check_no_panic("stress", &out, &mut wrong);
+    for (session, digest) in want {
+        let out = ctxlog(db, &["replay", session]);
+        check_no_panic("replay", &out, &mut wrong);
+        if out.status.success() {
+            let got: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+            if got["digest"].as_str() != Some(digest) {
+                wrong.push(format!(
+                    "replay {session}: SILENT wrong answer: digest {} instead of {digest}",
+                    got["digest"]
+                ));
+            }
+        } else if verified_ok {
+            wrong.push(format!(
+                "verify said ok but replay {session} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
+    (wrong, ending)
+}
+
+#[test]
+fn damage_is_never_silent_never_a_panic_and_always_located() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("damage");
+    let _ = std::fs::remove_dir_all(&work);
+    let pristine = work.join("pristine");
+    for f in [
+        "fixtures/sessions/opencode/compacted-and-pruned.json",
+        "fixtures/sessions/claude-code/edge-cases.jsonl",
+        "fixtures/sessions/codex/edge-cases.jsonl",
+        "fixtures/sessions/pi/edge-cases.jsonl",
+    ] {
+        let out = ctxlog(&pristine, &["import", root().join(f).to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Real sessions, when present, make a store with large values (sled
+    // blob files) and longer logs.
+    let shared = root().join("../shared/sessions");
+    let mut sessions = 4;
+    for f in [
+        "pi/large-session.jsonl",
+        "codex/rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
+    ] {
+        let file = shared.join(f);
+        if !file.exists() {
+            eprintln!("SKIPPED: {} is absent", file.display());
+            continue;
+        }
+        let out = ctxlog(&pristine, &["import", file.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        sessions += 1;
+    }
+    let want = digests(&pristine);
+    assert_eq!(want.len(), sessions);
+    let seed: u64 = std::env::var("CTXLOG_DAMAGE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_261_123);
+    let trials: u64 = std::env::var("CTXLOG_DAMAGE_TRIALS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    let mut rng = Rng(seed | 1);
+    let mut failures = Vec::new();
+    let mut endings: BTreeMap<Ending, u64> = BTreeMap::new();
+    for n in 0..trials {
+        let db = work.join(format!("trial-{n:03}"));
+        copy_dir(&pristine, &db);
+        let files = files_of(&db);
+        let file = &files[rng.below(files.len() as u64) as usize];
+        let what = damage(&mut rng, file);
+        let (wrong, ending) = trial(&db, &want);
+        *endings.entry(ending).or_default() += 1;
+        if wrong.is_empty() {
+            let _ = std::fs::remove_dir_all(&db);
+        } else {
+            failures.push(format!(
+                "trial {n} ({what}, kept in {}):\n  {}",
+                db.display(),
+                wrong.join("\n  ")
+            ));
+        }
+    }
+    eprintln!("damage trials (seed {seed}): {endings:?}");
+    assert!(
+        failures.is_empty(),
+        "{} of {trials} trials (seed {seed}) went wrong:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
