@@ -306,7 +306,9 @@ fn main() -> ExitCode {
         }
     }));
     let cli = Cli::parse();
-    match run(&cli) {
+    let result = run(&cli);
+    remove_read_copies();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e @ CliError::Reported(_)) => {
             eprintln!("ctxlog: {e}");
@@ -438,13 +440,103 @@ fn presets() -> Result<(), CliError> {
     Ok(())
 }
 
+/// Copies of read-only stores made by [`open_existing`], removed when the
+/// command ends.
+static READ_COPIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Opens the store at `db` for a command that only reads: a path that is not
+/// a store is bad input (exit 2) and nothing is created; a store that cannot
+/// be written (a read-only file system or copy) is read through a copy in
+/// the temp directory, since sled opens its files for writing.
+pub(crate) fn open_existing(db: &Path) -> Result<SledStore, CliError> {
+    require_store(db)?;
+    match std::fs::OpenOptions::new().append(true).open(db.join("db")) {
+        Ok(_) => open_store(db),
+        Err(e)
+            if e.kind() == std::io::ErrorKind::PermissionDenied
+                || e.kind() == std::io::ErrorKind::ReadOnlyFilesystem =>
+        {
+            let copy = std::env::temp_dir().join(format!("ctxlog-read-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&copy);
+            READ_COPIES
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(copy.clone());
+            copy_store(db, &copy, true).map_err(|e| {
+                CliError::Failed(format!(
+                    "{}: cannot copy the read-only store: {e}",
+                    db.display()
+                ))
+            })?;
+            eprintln!(
+                "ctxlog: {} cannot be written: reading a copy of it",
+                db.display()
+            );
+            open_store(&copy)
+        }
+        Err(e) => Err(CliError::Failed(format!(
+            "{}: {e}",
+            db.join("db").display()
+        ))),
+    }
+}
+
+/// Bad input (exit 2) unless `db` is a store.
+pub(crate) fn require_store(db: &Path) -> Result<(), CliError> {
+    if db.join("db").is_file() {
+        Ok(())
+    } else {
+        Err(CliError::BadInput(format!(
+            "{}: not a ctxlog store (no such directory, or no sled `db` file in it)",
+            db.display()
+        )))
+    }
+}
+
+/// Copies the files of a store (the witness first: it never claims more
+/// than the log copied after it holds), writable.
+fn copy_store(from: &Path, to: &Path, witness_first: bool) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    let mut entries: Vec<_> = std::fs::read_dir(from)?.flatten().collect();
+    entries.sort_by_key(|e| {
+        (
+            !(witness_first && e.file_name() == "witness"),
+            e.file_name(),
+        )
+    });
+    for e in entries {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        if src.is_dir() {
+            copy_store(&src, &dst, false)?;
+        } else {
+            std::fs::copy(&src, &dst)?;
+            let mut perms = std::fs::metadata(&dst)?.permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perms.set_readonly(false);
+            std::fs::set_permissions(&dst, perms)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the copies [`open_existing`] made.
+fn remove_read_copies() {
+    for c in READ_COPIES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .drain(..)
+    {
+        let _ = std::fs::remove_dir_all(c);
+    }
+}
+
 pub(crate) fn open_store(db: &Path) -> Result<SledStore, CliError> {
     SledStore::open(db)
         .map_err(|e| CliError::Failed(format!("cannot open the store at {}: {e}", db.display())))
 }
 
 fn verify(cli: &Cli) -> Result<(), CliError> {
-    let store = open_store(&cli.db)?;
+    let store = open_existing(&cli.db)?;
     let report = store
         .verify()
         .map_err(|e| CliError::Failed(format!("verify failed: {e}")))?;
@@ -462,7 +554,7 @@ fn verify(cli: &Cli) -> Result<(), CliError> {
                     "kind": e.kind,
                     "session": e.session.map(|s| s.to_string()),
                     "seq": e.seq,
-                    "file": e.file.as_ref().map(|f| store.path().join(f).display().to_string()),
+                    "file": e.file.as_ref().map(|f| cli.db.join(f).display().to_string()),
                     "offset": e.offset,
                     "detail": e.detail,
                 })
@@ -475,7 +567,7 @@ fn verify(cli: &Cli) -> Result<(), CliError> {
     } else {
         println!(
             "{}: {} sessions, {} events",
-            store.path().display(),
+            cli.db.display(),
             report.sessions,
             report.events
         );
@@ -492,19 +584,13 @@ fn verify(cli: &Cli) -> Result<(), CliError> {
 }
 
 fn salvage(json_out: bool, from: &Path, to: &Path) -> Result<(), CliError> {
-    if !from.join("db").is_file() {
-        return Err(CliError::BadInput(format!(
-            "{}: not a ctxlog store (no sled `db` file)",
-            from.display()
-        )));
-    }
     if to.exists() {
         return Err(CliError::BadInput(format!(
             "{}: already exists; salvage writes a new store",
             to.display()
         )));
     }
-    let source = open_store(from)?;
+    let source = open_existing(from)?;
     let target = open_store(to)?;
     let report = ctxlog_store::salvage(&source, &target)
         .map_err(|e| CliError::Failed(format!("salvage failed: {e}")))?;
@@ -547,9 +633,15 @@ fn salvage(json_out: bool, from: &Path, to: &Path) -> Result<(), CliError> {
     }
 }
 
-/// Opens the store and finds `text` in it (a ctxlog id or a source id).
-fn stored_session(cli: &Cli, text: &str) -> Result<(SledStore, SessionId), CliError> {
-    let store = open_store(&cli.db)?;
+/// Opens the store and finds `text` in it (a ctxlog id or a source id);
+/// for a command that `writes`, the store itself (never a copy).
+fn stored_session(cli: &Cli, text: &str, writes: bool) -> Result<(SledStore, SessionId), CliError> {
+    let store = if writes {
+        require_store(&cli.db)?;
+        open_store(&cli.db)?
+    } else {
+        open_existing(&cli.db)?
+    };
     let session = recorded::resolve_session(&store, &cli.db, text)?;
     Ok((store, session))
 }
@@ -642,7 +734,7 @@ fn show_window(
     at: Option<u64>,
     format: WindowFormat,
 ) -> Result<(), CliError> {
-    let (store, session) = stored_session(cli, session)?;
+    let (store, session) = stored_session(cli, session, false)?;
     let engine = engine(store, SummarizerKind::Extractive)?;
     let w = match at {
         Some(seq) => engine.window_at(session, seq),
@@ -709,7 +801,7 @@ fn read_log(store: &SledStore, session: SessionId) -> Result<Vec<Envelope>, CliE
 }
 
 fn show_audit(cli: &Cli, session: &str) -> Result<(), CliError> {
-    let (store, session) = stored_session(cli, session)?;
+    let (store, session) = stored_session(cli, session, false)?;
     let entries = audit(&read_log(&store, session)?);
     if cli.json {
         println!(
@@ -745,7 +837,7 @@ pub(crate) fn print_audit(entries: &[ctxlog_core::AuditEntry]) {
 }
 
 fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), CliError> {
-    let (store, session) = stored_session(cli, session)?;
+    let (store, session) = stored_session(cli, session, true)?;
     let engine = engine(store, summarizer)?;
     let fail = |e: EngineError| CliError::Failed(e.to_string());
     // A job already pending (queued, or started and cut off by a crash) runs

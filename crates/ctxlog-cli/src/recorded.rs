@@ -188,7 +188,7 @@ pub fn resolve_session(store: &SledStore, db: &Path, text: &str) -> Result<Sessi
 
 /// `sessions`.
 pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
-    let store = open_store(db)?;
+    let store = crate::open_existing(db)?;
     let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
     let mut rows = Vec::new();
     for (s, head) in store.sessions().map_err(fail)? {
@@ -257,7 +257,7 @@ pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
 
 /// `replay SESSION`: re-derives the state from the whole log.
 pub fn replay(json: bool, db: &Path, session: &str) -> Result<(), CliError> {
-    let store = open_store(db)?;
+    let store = crate::open_existing(db)?;
     let session = resolve_session(&store, db, session)?;
     let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
     let head = store.head(session).map_err(fail)?;
@@ -294,7 +294,7 @@ pub fn replay(json: bool, db: &Path, session: &str) -> Result<(), CliError> {
 /// `export SESSION --format opencode`: the export itself on stdout, or to
 /// `--out` with a short report (JSON with `--json`) on stdout.
 pub fn export(json: bool, db: &Path, session: &str, out: Option<&PathBuf>) -> Result<(), CliError> {
-    let store = open_store(db)?;
+    let store = crate::open_existing(db)?;
     let session = resolve_session(&store, db, session)?;
     let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
     let events: Vec<Envelope> = store

@@ -277,13 +277,13 @@ fn stress_then_verify_report_the_same_heads_with_db_before_or_after_the_command(
     let human = ctxlog(&["verify", "--db", db.to_str().unwrap()]);
     assert_eq!(human.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&human.stdout).contains("NOT OK"));
-    // a store that cannot be opened is an operation failure (exit 1)
+    // a path that is not a store is bad input (exit 2)
     std::fs::write(tmp("not-a-dir"), "x").unwrap();
     assert_eq!(
         ctxlog(&["verify", "--db", tmp("not-a-dir").to_str().unwrap()])
             .status
             .code(),
-        Some(1)
+        Some(2)
     );
     assert_eq!(
         ctxlog(&["stress", "--events", "0", "--db", db.to_str().unwrap()])
@@ -682,4 +682,141 @@ fn a_stalled_bench_names_its_stage_and_ends() {
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(err.contains("stage 1 of 8 made no progress in 0s"), "{err}");
     let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// A read-only command on a path that is not a store exits 2 naming it,
+/// and creates nothing.
+#[test]
+fn read_only_commands_on_a_missing_store_create_nothing() {
+    let missing = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-such-store/deeper");
+    let _ = std::fs::remove_dir_all(missing.parent().unwrap());
+    for args in [
+        vec!["sessions"],
+        vec!["verify"],
+        vec!["replay", "x"],
+        vec!["window", "x"],
+        vec!["audit", "x"],
+        vec!["export", "x"],
+        vec!["compact", "x"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+            .arg("--db")
+            .arg(&missing)
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("not a ctxlog store"), "{args:?}: {err}");
+        assert!(
+            !missing.parent().unwrap().exists(),
+            "{args:?} created the path"
+        );
+    }
+}
+
+/// A store its reader cannot write (here: another user's) is read through
+/// a copy: sessions and verify work, and the store is left as it was.
+/// Needs root and `runuser`; skipped otherwise.
+#[test]
+fn a_store_that_cannot_be_written_is_still_read_and_verified() {
+    let runuser = std::path::Path::new("/usr/sbin/runuser");
+    let root = std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false);
+    if !root || !runuser.exists() {
+        eprintln!("SKIPPED: needs root and runuser to read as another user");
+        return;
+    }
+    let dir = PathBuf::from("/tmp").join(format!("ctxlog-ro-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sessions/opencode/compacted-and-pruned.json");
+    let d = dir.to_str().unwrap();
+    assert!(ctxlog(&["--db", d, "import", fixture.to_str().unwrap()])
+        .status
+        .success());
+    let before: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_file())
+        .map(|e| (e.path(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    // Every user may read the store (and run a copy of the binary beside
+    // it); none but root may write it.
+    let bin = dir.with_extension("bin");
+    std::fs::copy(env!("CARGO_BIN_EXE_ctxlog"), &bin).unwrap();
+    let _ = Command::new("chmod").args(["-R", "a+rX", d]).status();
+    let _ = Command::new("chmod").arg("a+rx").arg(&bin).status();
+    let bin = bin.to_str().unwrap();
+    for args in [vec!["verify"], vec!["sessions"]] {
+        let out = Command::new(runuser)
+            .args(["-u", "nobody", "--", bin, "--db", d])
+            .args(&args)
+            .output()
+            .unwrap();
+        let (o, e) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{args:?}: {o}{e}");
+        assert!(
+            e.contains("cannot be written: reading a copy"),
+            "{args:?}: {e}"
+        );
+        if args == ["verify"] {
+            assert!(o.contains(d) && o.contains("ok"), "{o}");
+        }
+    }
+    for (path, bytes) in before {
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            bytes,
+            "{} changed",
+            path.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(bin);
+}
+
+/// A store another process holds is named with that process, not a raw
+/// lock error.
+#[test]
+fn a_store_in_use_names_the_process_that_holds_it() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("in-use");
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut writer = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .arg("--db")
+        .arg(&dir)
+        .args([
+            "stress",
+            "--sessions",
+            "1",
+            "--events",
+            "100000",
+            "--seed",
+            "9",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The first acknowledgement: the writer holds the store.
+    let mut line = String::new();
+    let mut out = std::io::BufReader::new(writer.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert!(line.starts_with("ACK"), "{line}");
+    let reader = ctxlog(&["--db", dir.to_str().unwrap(), "sessions"]);
+    let _ = writer.kill();
+    let _ = writer.wait();
+    let err = String::from_utf8_lossy(&reader.stderr);
+    assert_eq!(reader.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("in use by process {}", writer.id())) && err.contains("stress"),
+        "{err}"
+    );
 }

@@ -317,9 +317,9 @@ fn errors_are_named_and_exit_2_for_bad_input_1_for_failures() {
         code(&["import", &fixture(OPENCODE), "--format", "codex", "--db", d]),
         Some(2)
     );
-    // nothing of all that was written
-    let v = json(&ok(ctxlog(&["verify", "--json", "--db", d])));
-    assert_eq!(v["sessions"], 0);
+    // nothing of all that was written: not even the store
+    assert!(!std::path::Path::new(d).join("db").exists());
+    assert_eq!(code(&["verify", "--db", d]), Some(2));
     // a different recording with the same session id: refused, nothing written
     ok(ctxlog(&[
         "import",
@@ -371,11 +371,12 @@ fn errors_are_named_and_exit_2_for_bad_input_1_for_failures() {
         code(&["import", &fixture(OPENCODE), "--format", "word"]),
         Some(2)
     );
-    // a store that cannot be opened is a failure: exit 1
+    // a path that is not a store: bad input for a read (exit 2); a store
+    // that cannot be created there is a failure (exit 1)
     let file_db = fresh("not-a-dir");
     std::fs::write(&file_db, "x").unwrap();
     let f = file_db.to_str().unwrap();
-    assert_eq!(code(&["sessions", "--db", f]), Some(1));
+    assert_eq!(code(&["sessions", "--db", f]), Some(2));
     assert_eq!(code(&["import", &fixture(OPENCODE), "--db", f]), Some(1));
     // --json errors are one JSON document too
     let out = ctxlog(&["replay", "no-such-session", "--json", "--db", d]);

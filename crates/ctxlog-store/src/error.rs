@@ -99,6 +99,14 @@ pub enum StoreError {
     /// A [`StoreConfig`](crate::StoreConfig) that cannot work (e.g. a zero queue).
     #[error("invalid store configuration: {0}")]
     InvalidConfig(String),
+    /// Another process holds the store (sled lets one process open it).
+    #[error("{path}: the store is in use by {}; sled lets one process open a store at a time: run this when it has finished", .holder.as_deref().unwrap_or("another process"))]
+    InUse {
+        /// The store directory.
+        path: String,
+        /// The process holding it, when it can be told.
+        holder: Option<String>,
+    },
     /// sled panicked on the store's files (damage it does not survive).
     #[error(
         "{path}: sled failed while {what} ({message}): its files are damaged; {}",

@@ -89,7 +89,7 @@ impl Trees {
 }
 
 fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
-    let deadline = Instant::now() + LOCK_WAIT;
+    let started = Instant::now();
     loop {
         let opened = sled::Config::new()
             .path(path)
@@ -98,14 +98,60 @@ fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
             .flush_every_ms(None)
             .open();
         match opened {
-            Err(sled::Error::Io(e))
-                if e.to_string().contains("could not acquire lock")
-                    && Instant::now() < deadline =>
-            {
+            Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
+                let holder = lock_holder(&path.join("db"));
+                // Another process does not let go by waiting; a store this
+                // process just closed is released by a sled thread shortly.
+                let wait = match holder {
+                    Some(pid) if pid != std::process::id() => IN_USE_WAIT,
+                    _ => LOCK_WAIT,
+                };
+                if started.elapsed() >= wait {
+                    return Err(StoreError::InUse {
+                        path: path.display().to_string(),
+                        holder: holder.map(describe_process),
+                    });
+                }
                 std::thread::sleep(Duration::from_millis(20));
             }
             other => return Ok(other?),
         }
+    }
+}
+
+/// How long `open` waits for a store another process holds.
+const IN_USE_WAIT: Duration = Duration::from_secs(1);
+
+/// The process holding the lock on `file`, from `/proc/locks` (Linux);
+/// `None` where that cannot be told.
+fn lock_holder(file: &Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let inode = std::fs::metadata(file).ok()?.ino();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    locks.lines().find_map(|l| {
+        // `1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF`
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (pid, dev_inode) = (f.get(4)?, f.get(5)?);
+        let ino: u64 = dev_inode.rsplit(':').next()?.parse().ok()?;
+        (ino == inode).then(|| pid.parse().ok()).flatten()
+    })
+}
+
+/// `pid (command line)`.
+fn describe_process(pid: u32) -> String {
+    let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .split('\0')
+                .filter(|a| !a.is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    if cmd.is_empty() {
+        format!("process {pid}")
+    } else {
+        format!("process {pid} ({cmd})")
     }
 }
 
