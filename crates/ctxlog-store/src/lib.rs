@@ -18,14 +18,20 @@
 //!   [`StoreError::Poisoned`]; nothing carries on as if it were durable.
 //! - **Integrity**: every record carries a CRC32C and a digest chained from
 //!   the previous record of its session; reads check the CRC, [`SledStore::verify`]
-//!   checks everything and names the first bad (session, seq).
+//!   checks everything and locates every problem.
+//! - **No silent loss**: a witness file beside sled's records the durable
+//!   heads after every flush; a head sled lost is reported as
+//!   [`StoreError::Lost`] (see `witness.rs`). sled's panics become
+//!   [`StoreError::SledPanicked`]; [`salvage`] copies what is intact.
 //! - **Subscriptions** wake subscribers only after events are durable; a
 //!   [`Follower`] follows any [`Followable`] log.
 //!
 //! Modules, each depending only on those above it: `record` (record layout),
 //! `error`, `subscribe` (the doorbell), `log` (the trait), `follower`,
-//! `memory`, `config`, `trees` (the sled trees and heads), `snapshot`,
-//! `verify`, `writer` (the writer thread), `sled_store` (the handle).
+//! `memory`, `config`, `guard` (sled's panics as errors), `trees` (the sled
+//! trees and heads), `snapshot`, `verify`, `witness` (what was
+//! acknowledged, beside sled), `writer` (the writer thread), `sled_store`
+//! (the handle), `salvage`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

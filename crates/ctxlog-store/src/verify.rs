@@ -5,7 +5,6 @@
 use crate::error::{sled_location, StoreError};
 use crate::record::{self, Chain, RecordProblem};
 use crate::trees::{decode_head, session_of, Trees};
-use crate::witness::Loss;
 use ctxlog_core::{Seq, SessionId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -112,9 +111,9 @@ impl VerifyReport {
         });
     }
 
-    /// A problem of the witness file.
-    pub(crate) fn witness(&mut self, loss: &Loss) {
-        self.errors.push(loss.as_error());
+    /// A problem found elsewhere (the witness).
+    pub(crate) fn push(&mut self, e: VerifyError) {
+        self.errors.push(e);
     }
 }
 

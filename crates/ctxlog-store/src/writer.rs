@@ -374,7 +374,7 @@ impl Writer {
         match witness::check(&self.trees, &self.config.path) {
             Ok((_, losses)) => {
                 for l in &losses {
-                    report.witness(l);
+                    report.push(l.as_error());
                 }
             }
             Err(StoreError::Sled(e)) => report.sled(&e, "heads", None),
