@@ -114,9 +114,44 @@ fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
+            Err(sled::Error::Corruption { at: None, .. }) if remove_torn_snapshots(path) => {
+                // Open again without the snapshot a killed sled left torn.
+            }
             other => return Ok(other?),
         }
     }
+}
+
+/// sled 0.34 writes a snapshot of its page table to `snap.<lsn>.generating`
+/// and renames it when done, but its recovery also reads a `.generating`
+/// file: a process killed while writing one leaves a store that sled
+/// refuses as corrupted. Such files are never finished: when no process
+/// holds the store (sled's own lock on `db` is free), they are removed.
+/// Whether any was.
+fn remove_torn_snapshots(path: &Path) -> bool {
+    use fs2::FileExt;
+    let Ok(db) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path.join("db"))
+    else {
+        return false;
+    };
+    if db.try_lock_exclusive().is_err() {
+        return false;
+    }
+    let mut removed = false;
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("snap.") && name.ends_with(".generating") {
+                tracing::warn!(file = %e.path().display(), "removing a snapshot sled did not finish");
+                removed |= std::fs::remove_file(e.path()).is_ok();
+            }
+        }
+    }
+    let _ = FileExt::unlock(&db);
+    removed
 }
 
 /// How long `open` waits for a store another process holds.

@@ -1,0 +1,180 @@
+//! Interrupted imports and compactions never lock users out: a child
+//! `ctxlog import` or `ctxlog compact` is killed with SIGKILL at a random
+//! moment; after every kill the store must open, verify, hold each imported
+//! session whole (all its events) or not at all, and every session must
+//! replay.
+
+use ctxlog_core::SessionId;
+use ctxlog_store::{EventLog, SledStore};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// At least this many kill cycles...
+const MIN_CYCLES: u32 = 100;
+/// ...and more while this much time has not passed (at most `MAX_CYCLES`).
+const BUDGET: Duration = Duration::from_secs(40);
+/// Upper bound on cycles.
+const MAX_CYCLES: u32 = 400;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// The recordings imported: the fixtures, and the real sessions when present.
+fn recordings() -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = Vec::new();
+    for dir in ["fixtures/sessions", "../shared/sessions"] {
+        for format in ["opencode", "claude-code", "codex", "pi"] {
+            let Ok(entries) = std::fs::read_dir(root.join(dir).join(format)) else {
+                continue;
+            };
+            let mut found: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            found.sort();
+            files.extend(found);
+        }
+    }
+    files
+}
+
+fn ctxlog(db: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_ctxlog"));
+    c.arg("--db")
+        .arg(db)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    c
+}
+
+/// Runs `cmd`, killing it with SIGKILL after `after` if it is still running;
+/// whether it was killed.
+fn run_killed_after(mut cmd: Command, after: Duration) -> bool {
+    let mut child = cmd.spawn().unwrap();
+    let started = Instant::now();
+    while started.elapsed() < after {
+        if child.try_wait().unwrap().is_some() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let killed = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    killed
+}
+
+/// Every session of the store at `db` with its head; the store opens,
+/// verifies and every session replays.
+fn check(db: &Path, context: &str) -> BTreeMap<SessionId, u64> {
+    let store =
+        SledStore::open(db).unwrap_or_else(|e| panic!("{context}: the store does not open: {e}"));
+    let report = store.verify().unwrap();
+    assert!(report.ok(), "{context}: verify: {:?}", report.errors);
+    let mut heads = BTreeMap::new();
+    for (s, head) in store.sessions().unwrap() {
+        store
+            .replay(s)
+            .unwrap_or_else(|e| panic!("{context}: session {s} does not replay: {e}"));
+        heads.insert(s, head);
+    }
+    heads
+}
+
+#[test]
+fn killed_imports_and_compactions_leave_stores_that_open_whole() {
+    let files = recordings();
+    assert!(files.len() >= 4);
+    let base = std::env::temp_dir().join(format!("ctxlog-kill-import-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&base);
+    // The whole heads, from a store that imported everything undisturbed; and
+    // how long each import takes, to kill inside it.
+    let reference = base.join("reference");
+    let mut took = Vec::new();
+    for f in &files {
+        let t = Instant::now();
+        let ok = ctxlog(&reference, &["import", f.to_str().unwrap()])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "{}", f.display());
+        took.push(t.elapsed());
+    }
+    let whole = check(&reference, "reference");
+    let seed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("kill import test seed {seed}");
+    let mut rng = Rng(seed);
+    let started = Instant::now();
+    let (mut cycles, mut killed, mut partial_sessions) = (0u32, 0u32, 0u32);
+    let mut db = base.join("store-0");
+    let mut imported = 0usize;
+    while cycles < MIN_CYCLES || (started.elapsed() < BUDGET && cycles < MAX_CYCLES) {
+        if imported == files.len() {
+            let _ = std::fs::remove_dir_all(&db);
+            db = base.join(format!("store-{cycles}"));
+            imported = 0;
+        }
+        let i = imported;
+        let limit = took[i].as_micros() as u64 + 1;
+        let after = Duration::from_micros(rng.next() % limit);
+        let compaction = rng.next().is_multiple_of(4);
+        let context = format!(
+            "cycle {cycles}: {} {} killed after {after:?} (seed {seed}), store {}",
+            if compaction { "compact of" } else { "import" },
+            files[i].display(),
+            db.display()
+        );
+        let cmd = if compaction && i > 0 {
+            // Compact the session imported last, by its source file's id.
+            let prev = check(&db, &context);
+            let session = prev.keys().next().map(|s| s.to_string());
+            match session {
+                Some(s) => ctxlog(&db, &["compact", &s]),
+                None => ctxlog(&db, &["import", files[i].to_str().unwrap()]),
+            }
+        } else {
+            ctxlog(&db, &["import", files[i].to_str().unwrap()])
+        };
+        killed += u32::from(run_killed_after(cmd, after));
+        let heads = check(&db, &context);
+        for (s, head) in &heads {
+            let want = whole.get(s).copied().unwrap_or(0);
+            // An import is whole or absent; a compaction only adds events.
+            assert!(
+                *head >= want,
+                "{context}: session {s} holds {head} of its {want} imported events"
+            );
+        }
+        partial_sessions += heads.len() as u32;
+        if !compaction || i == 0 {
+            imported += 1;
+            // Importing again (the kill may have struck before the commit)
+            // gives the whole session.
+            let ok = ctxlog(&db, &["import", files[i].to_str().unwrap()])
+                .status()
+                .unwrap();
+            assert!(ok.success(), "{context}: importing again failed");
+        }
+        cycles += 1;
+    }
+    eprintln!(
+        "{cycles} cycles, {killed} killed mid-command, {partial_sessions} session checks, {:?}",
+        started.elapsed()
+    );
+    assert!(
+        killed > cycles / 4,
+        "too few kills landed mid-command: {killed} of {cycles}"
+    );
+    let _ = std::fs::remove_dir_all(&base);
+}
