@@ -8,6 +8,8 @@
 //!
 //! Seeded: `CTXLOG_DAMAGE_SEED` and `CTXLOG_DAMAGE_TRIALS` change the set.
 
+mod common;
+use common::Rng;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,26 +46,6 @@ fn ctxlog(db: &Path, args: &[&str]) -> Output {
             );
         }
         std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// xorshift64*: a small seeded source for the trials.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
     }
 }
 

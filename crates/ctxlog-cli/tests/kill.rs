@@ -3,6 +3,8 @@
 //! reopened and every acknowledged event must be there, sequences contiguous,
 //! chains verified, and every session must replay.
 
+mod common;
+use common::Rng;
 use ctxlog_core::SessionId;
 use ctxlog_store::{EventLog, SledStore};
 use std::collections::BTreeMap;
@@ -17,17 +19,6 @@ const MIN_CYCLES: u32 = 100;
 const BUDGET: Duration = Duration::from_secs(30);
 /// Upper bound on cycles.
 const MAX_CYCLES: u32 = 300;
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 fn parse_ack(line: &str) -> Option<(SessionId, u64)> {
     let mut f = line.split(' ');

@@ -95,6 +95,17 @@ pub struct Loss {
 }
 
 impl Loss {
+    /// A problem of the witness itself, at `offset` when it is placed.
+    fn of_witness(offset: Option<u64>, detail: String) -> Loss {
+        Loss {
+            kind: "witness",
+            session: None,
+            seqs: None,
+            offset,
+            detail,
+        }
+    }
+
     /// As a verification error.
     pub(crate) fn as_error(&self) -> VerifyError {
         VerifyError {
@@ -117,36 +128,27 @@ pub(crate) fn check(trees: &Trees, dir: &Path) -> Result<(WitnessFile, Vec<Loss>
     let file = read(dir).map_err(|e| io_error(dir, e))?;
     let mut losses = Vec::new();
     if let Some(why) = trees.meta.get(REBUILT)? {
-        losses.push(Loss {
-            kind: "witness",
-            session: None,
-            seqs: None,
-            offset: None,
-            detail: format!(
+        losses.push(Loss::of_witness(
+            None,
+            format!(
                 "the witness was rebuilt ({}): losses of events acknowledged before then cannot be detected; {SALVAGE}",
                 String::from_utf8_lossy(&why)
             ),
-        });
+        ));
     }
     if !file.exists && trees.meta.get(WITNESSED)?.is_some() {
-        losses.push(Loss {
-            kind: "witness",
-            session: None,
-            seqs: None,
-            offset: None,
-            detail: format!(
+        losses.push(Loss::of_witness(
+            None,
+            format!(
                 "the witness file is missing: the acknowledged heads cannot be checked; {SALVAGE}"
             ),
-        });
+        ));
     }
     for (offset, what) in &file.damaged {
-        losses.push(Loss {
-            kind: "witness",
-            session: None,
-            seqs: None,
-            offset: Some(*offset),
-            detail: format!("{what}: a head it held cannot be checked; {SALVAGE}"),
-        });
+        losses.push(Loss::of_witness(
+            Some(*offset),
+            format!("{what}: a head it held cannot be checked; {SALVAGE}"),
+        ));
     }
     for (session, w) in &file.heads {
         if let Some(loss) = check_head(trees, *session, w)? {
