@@ -6,6 +6,7 @@
 //! record key) and `snapshots` (see `snapshot.rs`).
 
 use crate::error::StoreError;
+use crate::guard::guarded;
 use crate::record::{self, Chain};
 use ctxlog_core::{Seq, SessionId};
 use std::path::Path;
@@ -90,13 +91,29 @@ impl Trees {
 
 fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
     let started = Instant::now();
+    let mut recovered = 0u8;
     loop {
-        let opened = sled::Config::new()
-            .path(path)
-            // The writer flushes itself; sled's background flusher would
-            // blur what "acknowledged" means.
-            .flush_every_ms(None)
-            .open();
+        let opened = guarded(path, "opening the store", || {
+            Ok(sled::Config::new()
+                .path(path)
+                // The writer flushes itself; sled's background flusher would
+                // blur what "acknowledged" means.
+                .flush_every_ms(None)
+                .open())
+        });
+        let opened = match opened {
+            Ok(opened) => opened,
+            // sled panics on a log its snapshot says is longer (a truncated
+            // or deleted `db`): its log may still be read without it.
+            Err(panicked) if recovered == 0 => {
+                recovered = 2;
+                if recover_snapshots(path) {
+                    continue;
+                }
+                return Err(panicked);
+            }
+            Err(panicked) => return Err(panicked),
+        };
         match opened {
             Err(sled::Error::Io(e)) if e.to_string().contains("could not acquire lock") => {
                 let holder = lock_holder(&path.join("db"));
@@ -114,21 +131,42 @@ fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            Err(sled::Error::Corruption { at: None, .. }) if remove_torn_snapshots(path) => {
-                // Open again without the snapshot a killed sled left torn.
+            Err(e @ sled::Error::Corruption { at: None, .. }) if recovered < 2 => {
+                // Open again without the derived file sled could not read:
+                // its snapshots first, then its config file.
+                let stage = recovered;
+                recovered += 1;
+                let changed = if stage == 0 {
+                    recover_snapshots(path)
+                } else {
+                    set_aside_config(path)
+                };
+                if !changed && stage == 1 {
+                    return Err(e.into());
+                }
             }
             other => return Ok(other?),
         }
     }
 }
 
-/// sled 0.34 writes a snapshot of its page table to `snap.<lsn>.generating`
-/// and renames it when done, but its recovery also reads a `.generating`
-/// file: a process killed while writing one leaves a store that sled
-/// refuses as corrupted. Such files are never finished: when no process
-/// holds the store (sled's own lock on `db` is free), they are removed.
-/// Whether any was.
-fn remove_torn_snapshots(path: &Path) -> bool {
+/// The directory inside a store where snapshots sled could not read are
+/// kept.
+pub(crate) const SET_ASIDE: &str = "unreadable-sled-snapshots";
+
+/// sled's snapshot of its page table (`snap.<lsn>`) is derived from its log,
+/// but sled refuses to open a store whose newest snapshot does not read:
+/// - sled 0.34 writes a snapshot to `snap.<lsn>.generating` and renames it
+///   when done, yet its recovery also reads a `.generating` file, so a
+///   process killed while writing one leaves a store sled calls corrupted;
+/// - a damaged snapshot file does the same.
+///
+/// When no process holds the store (sled's own lock on `db` is free), the
+/// unfinished snapshots are removed and the others moved into
+/// [`SET_ASIDE`], so that sled rebuilds its page table from its log (the
+/// witness then checks that nothing acknowledged is missing). Whether any
+/// file was moved or removed.
+fn recover_snapshots(path: &Path) -> bool {
     use fs2::FileExt;
     let Ok(db) = std::fs::OpenOptions::new()
         .read(true)
@@ -140,18 +178,51 @@ fn remove_torn_snapshots(path: &Path) -> bool {
     if db.try_lock_exclusive().is_err() {
         return false;
     }
-    let mut removed = false;
+    let mut changed = false;
+    let aside = path.join(SET_ASIDE);
     if let Ok(entries) = std::fs::read_dir(path) {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with("snap.") && name.ends_with(".generating") {
+            if !name.starts_with("snap.") {
+                continue;
+            }
+            if name.ends_with(".generating") {
                 tracing::warn!(file = %e.path().display(), "removing a snapshot sled did not finish");
-                removed |= std::fs::remove_file(e.path()).is_ok();
+                changed |= std::fs::remove_file(e.path()).is_ok();
+            } else if std::fs::create_dir_all(&aside).is_ok() {
+                tracing::warn!(file = %e.path().display(), aside = %aside.display(), "setting aside a sled snapshot that does not read");
+                changed |= std::fs::rename(e.path(), aside.join(&name)).is_ok();
             }
         }
     }
     let _ = FileExt::unlock(&db);
-    removed
+    changed
+}
+
+/// sled's `conf` file holds the configuration ctxlog always opens with
+/// (sled writes it again when it is absent); one that does not read makes
+/// sled refuse the store. When no process holds the store it is moved into
+/// [`SET_ASIDE`]. Whether it was.
+fn set_aside_config(path: &Path) -> bool {
+    use fs2::FileExt;
+    let Ok(db) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path.join("db"))
+    else {
+        return false;
+    };
+    if db.try_lock_exclusive().is_err() {
+        return false;
+    }
+    let aside = path.join(SET_ASIDE);
+    let moved = std::fs::create_dir_all(&aside).is_ok()
+        && std::fs::rename(path.join("conf"), aside.join("conf")).is_ok();
+    if moved {
+        tracing::warn!(aside = %aside.display(), "setting aside a sled config file that does not read");
+    }
+    let _ = FileExt::unlock(&db);
+    moved
 }
 
 /// How long `open` waits for a store another process holds.
