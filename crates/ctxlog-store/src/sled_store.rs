@@ -158,7 +158,20 @@ impl SledStore {
         // Route through the writer so that notifications and durable heads follow.
         let (reply, rx) = bounded(1);
         self.send(Request::Flush { reply })?;
-        rx.recv().map_err(|_| StoreError::Closed)?
+        rx.recv().map_err(|_| self.no_reply())?
+    }
+
+    /// Why a request got no reply: the writer dropped it while failing (a
+    /// sled panic poisons the store just after its replies are dropped, so
+    /// the poison is waited for briefly), or the store closed.
+    fn no_reply(&self) -> StoreError {
+        for _ in 0..50 {
+            if let Err(e) = self.inner.shared.check() {
+                return e;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        StoreError::Closed
     }
 
     fn send(&self, req: Request) -> Result<(), StoreError> {
@@ -206,7 +219,7 @@ impl SledStore {
         self.inner.shared.check()?;
         let (reply, rx) = bounded(1);
         self.send(Request::Verify { reply })?;
-        rx.recv().map_err(|_| StoreError::Closed)?
+        rx.recv().map_err(|_| self.no_reply())?
     }
 }
 
@@ -229,7 +242,7 @@ impl EventLog for SledStore {
             events,
             reply,
         })?;
-        rx.recv().map_err(|_| StoreError::Closed)?
+        rx.recv().map_err(|_| self.no_reply())?
     }
 
     fn read(

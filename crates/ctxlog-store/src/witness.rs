@@ -211,7 +211,9 @@ pub(crate) fn open_for_writer(
         .any(|l| l.kind == "witness" && l.offset.is_some());
     let missing = !file.exists && trees.meta.get(WITNESSED)?.is_some();
     let mut w = Witness::open(dir, file).map_err(|e| io_error(dir, e))?;
-    if !file.exists || damaged {
+    // A file cut before its header was complete holds nothing yet either.
+    let empty = file.len < HEADER.len() as u64;
+    if !file.exists || damaged || empty {
         let mut heads: BTreeMap<SessionId, (Seq, Chain)> = trees
             .heads_with_chains()?
             .into_iter()

@@ -261,8 +261,8 @@ impl Writer {
                 Ok(())
             });
             if let Err(e) = served {
-                // The group's replies were dropped: their callers see the
-                // poison.
+                // The group's replies were dropped while unwinding: their
+                // callers wait for this poison (`SledStore::no_reply`).
                 self.shared.poison(e.to_string());
             }
         }

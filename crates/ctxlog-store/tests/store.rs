@@ -870,3 +870,33 @@ fn a_snapshot_sled_did_not_finish_does_not_lock_the_store() {
     assert_eq!(store.replay(a).unwrap().head, 12);
     assert!(dir.0.join("unreadable-sled-snapshots").is_dir());
 }
+
+/// A witness cut short before its header was complete (a kill as the store
+/// was created) is started again from the log's heads, so a later loss is
+/// still named.
+#[test]
+fn a_witness_cut_at_creation_is_restarted_from_the_heads() {
+    let dir = tempdir();
+    let (a, ev_a) = session_events(41, 10);
+    {
+        let store = SledStore::open(&dir.0).unwrap();
+        store.append(a, Expected::NoStream, ev_a).unwrap();
+    }
+    let witness = dir.0.join("witness");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&witness)
+        .unwrap()
+        .set_len(5)
+        .unwrap();
+    drop(SledStore::open(&dir.0).unwrap());
+    assert!(std::fs::metadata(&witness).unwrap().len() > 16);
+    truncate_like_sled(&dir.0, a, 7);
+    let store = SledStore::open(&dir.0).unwrap();
+    let got: Vec<_> = store.read(a, 1).unwrap().collect();
+    assert!(
+        matches!(got.last(), Some(Err(StoreError::Lost { .. }))),
+        "{:?}",
+        got.last()
+    );
+}
