@@ -14,7 +14,8 @@ thread_local! {
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
-/// Whether this thread is inside [`guarded`]: a panic here becomes an error.
+/// Whether this thread is inside a guarded call into sled: a panic here
+/// becomes an error.
 pub fn in_guarded_call() -> bool {
     DEPTH.with(|d| d.get() > 0)
 }
