@@ -167,20 +167,12 @@ pub(crate) const SET_ASIDE: &str = "unreadable-sled-snapshots";
 /// witness then checks that nothing acknowledged is missing). Whether any
 /// file was moved or removed.
 fn recover_snapshots(path: &Path) -> bool {
-    use fs2::FileExt;
-    let Ok(db) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path.join("db"))
-    else {
-        return false;
-    };
-    if db.try_lock_exclusive().is_err() {
-        return false;
-    }
-    let mut changed = false;
-    let aside = path.join(SET_ASIDE);
-    if let Ok(entries) = std::fs::read_dir(path) {
+    unheld(path, || {
+        let mut changed = false;
+        let aside = path.join(SET_ASIDE);
+        let Ok(entries) = std::fs::read_dir(path) else {
+            return false;
+        };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             if !name.starts_with("snap.") {
@@ -194,9 +186,8 @@ fn recover_snapshots(path: &Path) -> bool {
                 changed |= std::fs::rename(e.path(), aside.join(&name)).is_ok();
             }
         }
-    }
-    let _ = FileExt::unlock(&db);
-    changed
+        changed
+    })
 }
 
 /// sled's `conf` file holds the configuration ctxlog always opens with
@@ -204,6 +195,21 @@ fn recover_snapshots(path: &Path) -> bool {
 /// sled refuse the store. When no process holds the store it is moved into
 /// [`SET_ASIDE`]. Whether it was.
 fn set_aside_config(path: &Path) -> bool {
+    unheld(path, || {
+        let aside = path.join(SET_ASIDE);
+        let moved = std::fs::create_dir_all(&aside).is_ok()
+            && std::fs::rename(path.join("conf"), aside.join("conf")).is_ok();
+        if moved {
+            tracing::warn!(aside = %aside.display(), "setting aside a sled config file that does not read");
+        }
+        moved
+    })
+}
+
+/// Runs `f` holding sled's own lock on the store's `db` file, so that no
+/// process has the store open meanwhile; false when the lock is taken (or
+/// the file cannot be opened).
+fn unheld(path: &Path, f: impl FnOnce() -> bool) -> bool {
     use fs2::FileExt;
     let Ok(db) = std::fs::OpenOptions::new()
         .read(true)
@@ -215,14 +221,9 @@ fn set_aside_config(path: &Path) -> bool {
     if db.try_lock_exclusive().is_err() {
         return false;
     }
-    let aside = path.join(SET_ASIDE);
-    let moved = std::fs::create_dir_all(&aside).is_ok()
-        && std::fs::rename(path.join("conf"), aside.join("conf")).is_ok();
-    if moved {
-        tracing::warn!(aside = %aside.display(), "setting aside a sled config file that does not read");
-    }
+    let done = f();
     let _ = FileExt::unlock(&db);
-    moved
+    done
 }
 
 /// How long `open` waits for a store another process holds.
