@@ -191,8 +191,25 @@ pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
     let store = crate::open_existing(db)?;
     let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
     let mut rows = Vec::new();
+    let mut unreadable = Vec::new();
     for (s, head) in store.sessions().map_err(fail)? {
-        let loaded = store.load_state(s).map_err(fail)?;
+        // A session that does not read (damage, or acknowledged events the
+        // store lost) is listed with why, never left out.
+        let loaded = match store.load_state(s) {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                rows.push(
+                    json!({"session": s.to_string(), "events": head, "error": e.to_string()}),
+                );
+                let why = e.to_string();
+                unreadable.push(if why.contains(&s.to_string()) {
+                    why
+                } else {
+                    format!("session {s}: {why}")
+                });
+                continue;
+            }
+        };
         let st = &loaded.state;
         let completed = st
             .jobs
@@ -211,13 +228,21 @@ pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
             "policy": st.policy.name,
         }));
     }
+    let outcome = if unreadable.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Reported(unreadable.len()))
+    };
     if json {
-        println!("{}", json!({ "sessions": rows }));
-        return Ok(());
+        println!(
+            "{}",
+            json!({ "ok": unreadable.is_empty(), "sessions": rows })
+        );
+        return outcome;
     }
     if rows.is_empty() {
         println!("no sessions in {}", db.display());
-        return Ok(());
+        return outcome;
     }
     let s = |v: &serde_json::Value| match v {
         serde_json::Value::String(s) => s.clone(),
@@ -235,7 +260,11 @@ pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
                 s(&r["compactions"]),
                 s(&r["pruned_parts"]),
                 s(&r["policy"]),
-                s(&r["title"]),
+                if r.get("error").is_some() {
+                    "UNREADABLE (below)".into()
+                } else {
+                    s(&r["title"])
+                },
             ]
         })
         .collect();
@@ -252,7 +281,10 @@ pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
         ],
         &table,
     );
-    Ok(())
+    for u in &unreadable {
+        println!("error: {u}");
+    }
+    outcome
 }
 
 /// `replay SESSION`: re-derives the state from the whole log.

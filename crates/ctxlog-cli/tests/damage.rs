@@ -215,6 +215,26 @@ fn trial(db: &Path, want: &BTreeMap<String, String>) -> (Vec<String>, Ending) {
             }
         }
     }
+    // Every session is listed (with why it does not read, if it does not),
+    // or the listing fails: a session never just disappears.
+    let listed = ctxlog(db, &["sessions"]);
+    check_no_panic("sessions", &listed, &mut wrong);
+    if listed.status.success() {
+        let v: Value = serde_json::from_slice(&listed.stdout).unwrap_or(Value::Null);
+        let names: Vec<&str> = v["sessions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r["session"].as_str())
+            .collect();
+        for session in want.keys() {
+            if !names.contains(&session.as_str()) {
+                wrong.push(format!(
+                    "sessions: SILENT: {session} is not listed and the listing says ok"
+                ));
+            }
+        }
+    }
     // Writing into a damaged store: stored or refused, never a panic.
     let out = ctxlog(
         db,

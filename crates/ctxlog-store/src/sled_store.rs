@@ -277,9 +277,18 @@ impl EventLog for SledStore {
 
     fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
         self.inner.shared.check()?;
-        guarded(self.path(), "listing the sessions", || {
-            self.inner.trees.heads()
-        })
+        let mut heads: BTreeMap<SessionId, Seq> =
+            guarded(self.path(), "listing the sessions", || {
+                self.inner.trees.heads()
+            })?
+            .into_iter()
+            .collect();
+        // A session the witness vouches for is listed even when sled lost
+        // it whole: reading it says what is lost.
+        for s in self.inner.shared.lost_sessions() {
+            heads.entry(s).or_insert(0);
+        }
+        Ok(heads.into_iter().collect())
     }
 
     fn load_state(&self, session: SessionId) -> Result<LoadedState, StoreError> {

@@ -82,6 +82,11 @@ impl Shared {
         }
     }
 
+    /// The sessions whose acknowledged events are lost.
+    pub(crate) fn lost_sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.lost.keys().copied()
+    }
+
     /// The witnessed head of a session whose events are lost.
     pub(crate) fn lost_head(&self, session: SessionId) -> Option<LostHead> {
         self.lost.get(&session).cloned()
