@@ -107,7 +107,7 @@ fn killed_imports_and_compactions_leave_stores_that_open_whole() {
     eprintln!("kill import test seed {seed}");
     let mut rng = Rng(seed);
     let started = Instant::now();
-    let (mut cycles, mut killed, mut partial_sessions) = (0u32, 0u32, 0u32);
+    let (mut cycles, mut killed, mut session_checks) = (0u32, 0u32, 0u32);
     let mut db = base.join("store-0");
     let mut imported = 0usize;
     while cycles < MIN_CYCLES || (started.elapsed() < BUDGET && cycles < MAX_CYCLES) {
@@ -127,7 +127,7 @@ fn killed_imports_and_compactions_leave_stores_that_open_whole() {
             db.display()
         );
         let cmd = if compaction && i > 0 {
-            // Compact the session imported last, by its source file's id.
+            // Compact one of the sessions imported so far (the first by id).
             let prev = check(&db, &context);
             let session = prev.keys().next().map(|s| s.to_string());
             match session {
@@ -147,7 +147,7 @@ fn killed_imports_and_compactions_leave_stores_that_open_whole() {
                 "{context}: session {s} holds {head} of its {want} imported events"
             );
         }
-        partial_sessions += heads.len() as u32;
+        session_checks += heads.len() as u32;
         if !compaction || i == 0 {
             imported += 1;
             // Importing again (the kill may have struck before the commit)
@@ -160,7 +160,7 @@ fn killed_imports_and_compactions_leave_stores_that_open_whole() {
         cycles += 1;
     }
     eprintln!(
-        "{cycles} cycles, {killed} killed mid-command, {partial_sessions} session checks, {:?}",
+        "{cycles} cycles, {killed} killed mid-command, {session_checks} session checks, {:?}",
         started.elapsed()
     );
     assert!(

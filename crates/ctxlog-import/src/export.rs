@@ -249,11 +249,8 @@ const TOKEN_FIELDS: [&str; 5] = [
 ];
 
 impl Totals {
-    /// Adds an exported message's `info`.
+    /// Adds an exported assistant message's `info`.
     fn add(&mut self, info: &Value) {
-        if info["role"] != "assistant" {
-            return;
-        }
         self.cost += info["cost"].as_f64().unwrap_or(0.0);
         for (sum, path) in self.tokens.iter_mut().zip(TOKEN_FIELDS) {
             *sum += info["tokens"]

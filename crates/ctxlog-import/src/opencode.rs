@@ -681,8 +681,9 @@ impl<'a> Importer<'a> {
                 }),
                 "tool" => {
                     let (body, compacted) = self.tool(&ppath, p, at)?;
-                    let part = self.b.part(at, message, body.clone(), source.clone())?;
-                    self.keep_part(at, part, p, part_fields(kind), source.is_some())?;
+                    let kept_id = source.is_some();
+                    let part = self.b.part(at, message, body.clone(), source)?;
+                    self.keep_part(at, part, p, part_fields(kind), kept_id)?;
                     if let (
                         Some(t),
                         PartBody::Tool {

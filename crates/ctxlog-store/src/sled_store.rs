@@ -378,8 +378,8 @@ impl Iterator for ReadIter {
         if self.done {
             return None;
         }
-        let path = self.path.clone();
-        let next = match guarded(&path, "reading a session", || Ok(self.inner.next())) {
+        let (path, inner) = (&self.path, &mut self.inner);
+        let next = match guarded(path, "reading a session", || Ok(inner.next())) {
             Ok(next) => next.map(|kv| kv.map_err(StoreError::from)),
             Err(panicked) => Some(Err(panicked)),
         };
