@@ -11,7 +11,7 @@ use ctxlog_core::{
 };
 use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
 use ctxlog_engine::{Engine, EngineError, JobOutcome};
-use ctxlog_store::{EventLog, SledStore};
+use ctxlog_store::{EventLog, Reader, SledStore, StoreError};
 use recorded::{FormatArg, LimitArgs, SimulateArgs};
 use serde_json::json;
 use std::sync::Arc;
@@ -35,6 +35,7 @@ mod stress;
 mod ui;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -445,13 +446,30 @@ fn presets() -> Result<(), CliError> {
 static READ_COPIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 /// Opens the store at `db` for a command that only reads: a path that is not
-/// a store is bad input (exit 2) and nothing is created; a store that cannot
-/// be written (a read-only file system or copy) is read through a copy in
-/// the temp directory, since sled opens its files for writing.
-pub(crate) fn open_existing(db: &Path) -> Result<SledStore, CliError> {
+/// a store is bad input (exit 2) and nothing is created; a store another
+/// process holds is read through that process; a store that cannot be
+/// written (a read-only file system or copy) is read through a copy in the
+/// temp directory, since sled opens its files for writing.
+pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
     require_store(db)?;
+    let cannot_open = |e: StoreError| match e {
+        // These name the store and its holder already.
+        e @ (StoreError::InUse { .. } | StoreError::Unanswered { .. }) => {
+            CliError::Failed(e.to_string())
+        }
+        e => CliError::Failed(format!("cannot open the store at {}: {e}", db.display())),
+    };
     match std::fs::OpenOptions::new().append(true).open(db.join("db")) {
-        Ok(_) => open_store(db),
+        Ok(_) => {
+            let reader = Reader::open(db).map_err(cannot_open)?;
+            if let Some(pid) = reader.served_by() {
+                eprintln!(
+                    "ctxlog: {} is held by process {pid}: reading what it has made durable, through it",
+                    db.display()
+                );
+            }
+            Ok(reader)
+        }
         Err(e)
             if e.kind() == std::io::ErrorKind::PermissionDenied
                 || e.kind() == std::io::ErrorKind::ReadOnlyFilesystem =>
@@ -472,7 +490,7 @@ pub(crate) fn open_existing(db: &Path) -> Result<SledStore, CliError> {
                 "ctxlog: {} cannot be written: reading a copy of it",
                 db.display()
             );
-            open_store(&copy)
+            Ok(Reader::from(open_store(&copy)?))
         }
         Err(e) => Err(CliError::Failed(format!(
             "{}: {e}",
@@ -506,6 +524,11 @@ fn copy_store(from: &Path, to: &Path, witness_first: bool) -> std::io::Result<()
     });
     for e in entries {
         let (src, dst) = (e.path(), to.join(e.file_name()));
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_socket() {
+            // The socket a serving process listens on is not data.
+            continue;
+        }
         if src.is_dir() {
             copy_store(&src, &dst, false)?;
         } else {
@@ -633,20 +656,24 @@ fn salvage(json_out: bool, from: &Path, to: &Path) -> Result<(), CliError> {
     }
 }
 
-/// Opens the store and finds `text` in it (a ctxlog id or a source id);
-/// for a command that `writes`, the store itself (never a copy).
-fn stored_session(cli: &Cli, text: &str, writes: bool) -> Result<(SledStore, SessionId), CliError> {
-    let store = if writes {
-        require_store(&cli.db)?;
-        open_store(&cli.db)?
-    } else {
-        open_existing(&cli.db)?
-    };
+/// Opens the store for reading (see [`open_existing`]) and finds `text` in
+/// it (a ctxlog id or a source id).
+fn stored_session(cli: &Cli, text: &str) -> Result<(Reader, SessionId), CliError> {
+    let store = open_existing(&cli.db)?;
     let session = recorded::resolve_session(&store, &cli.db, text)?;
     Ok((store, session))
 }
 
-fn engine(store: SledStore, summarizer: SummarizerKind) -> Result<Engine, CliError> {
+/// Opens the store itself, never a copy, for a command that writes, and
+/// finds `text` in it.
+fn stored_session_to_write(cli: &Cli, text: &str) -> Result<(SledStore, SessionId), CliError> {
+    require_store(&cli.db)?;
+    let store = open_store(&cli.db)?;
+    let session = recorded::resolve_session(&store, &cli.db, text)?;
+    Ok((store, session))
+}
+
+fn engine<L: EventLog>(store: L, summarizer: SummarizerKind) -> Result<Engine<L>, CliError> {
     let mut builder = Engine::builder();
     if summarizer == SummarizerKind::Openai {
         builder = builder.summarizer(Arc::new(OpenAiSummarizer::new(OpenAiConfig::from_env())));
@@ -734,7 +761,7 @@ fn show_window(
     at: Option<u64>,
     format: WindowFormat,
 ) -> Result<(), CliError> {
-    let (store, session) = stored_session(cli, session, false)?;
+    let (store, session) = stored_session(cli, session)?;
     let engine = engine(store, SummarizerKind::Extractive)?;
     let w = match at {
         Some(seq) => engine.window_at(session, seq),
@@ -792,7 +819,7 @@ fn show_window(
     Ok(())
 }
 
-fn read_log(store: &SledStore, session: SessionId) -> Result<Vec<Envelope>, CliError> {
+fn read_log(store: &impl EventLog, session: SessionId) -> Result<Vec<Envelope>, CliError> {
     store
         .read(session, 1)
         .map_err(|e| CliError::Failed(e.to_string()))?
@@ -801,7 +828,7 @@ fn read_log(store: &SledStore, session: SessionId) -> Result<Vec<Envelope>, CliE
 }
 
 fn show_audit(cli: &Cli, session: &str) -> Result<(), CliError> {
-    let (store, session) = stored_session(cli, session, false)?;
+    let (store, session) = stored_session(cli, session)?;
     let entries = audit(&read_log(&store, session)?);
     if cli.json {
         println!(
@@ -837,7 +864,7 @@ pub(crate) fn print_audit(entries: &[ctxlog_core::AuditEntry]) {
 }
 
 fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), CliError> {
-    let (store, session) = stored_session(cli, session, true)?;
+    let (store, session) = stored_session_to_write(cli, session)?;
     let engine = engine(store, summarizer)?;
     let fail = |e: EngineError| CliError::Failed(e.to_string());
     // A job already pending (queued, or started and cut off by a crash) runs

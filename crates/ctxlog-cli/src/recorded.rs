@@ -178,7 +178,11 @@ pub fn store_import(store: &SledStore, imported: &Imported) -> Result<Stored, Cl
 }
 
 /// Resolves SESSION: a ctxlog id, or a recording's own session id.
-pub fn resolve_session(store: &SledStore, db: &Path, text: &str) -> Result<SessionId, CliError> {
+pub fn resolve_session(
+    store: &impl EventLog,
+    db: &Path,
+    text: &str,
+) -> Result<SessionId, CliError> {
     catalog::resolve_session(store, text).map_err(|e| match e {
         CatalogError::NotFound(_) => CliError::BadInput(format!("{e} in {}", db.display())),
         e @ CatalogError::Ambiguous { .. } => CliError::BadInput(e.to_string()),

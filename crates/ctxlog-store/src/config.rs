@@ -26,6 +26,9 @@ pub struct StoreConfig {
     pub queue: usize,
     /// In buffered mode, the longest time an acknowledged event stays unflushed.
     pub buffered_flush_ms: u64,
+    /// Serve reads to other processes over the store's socket (`owner.sock`
+    /// in the store directory) while the store is open.
+    pub serve_readers: bool,
 }
 
 impl StoreConfig {
@@ -37,6 +40,7 @@ impl StoreConfig {
             max_group: 256,
             queue: 1024,
             buffered_flush_ms: 100,
+            serve_readers: true,
         }
     }
 

@@ -107,6 +107,21 @@ pub enum StoreError {
         /// The process holding it, when it can be told.
         holder: Option<String>,
     },
+    /// Another process holds the store and did not serve a reader: it did
+    /// not answer in time, stopped answering, or speaks another protocol.
+    #[error("{path}: the store is held by {}, which did not serve this reader ({why}); run this again, or when it has finished", .holder.as_deref().unwrap_or("another process"))]
+    Unanswered {
+        /// The store directory.
+        path: String,
+        /// The process holding it, when it can be told.
+        holder: Option<String>,
+        /// What went wrong.
+        why: String,
+    },
+    /// An error the process holding the store reported while serving a
+    /// read (its message, as it would have printed it).
+    #[error("{0}")]
+    Served(String),
     /// sled panicked on the store's files (damage it does not survive).
     #[error(
         "{path}: sled failed while {what} ({message}): its files are damaged; {}",

@@ -8,6 +8,7 @@
 
 use crate::error::{Expected, StoreError};
 use crate::log::{EventLog, NewEvent};
+use crate::remote::Reader;
 use crate::sled_store::SledStore;
 use ctxlog_core::{Seq, SessionId};
 use std::collections::BTreeMap;
@@ -44,7 +45,7 @@ impl SalvageReport {
 
 /// Copies every event of `from` that reads, chains and precedes any damage
 /// into `to` (a store with no session yet), session by session.
-pub fn salvage(from: &SledStore, to: &SledStore) -> Result<SalvageReport, StoreError> {
+pub fn salvage(from: &Reader, to: &SledStore) -> Result<SalvageReport, StoreError> {
     if !to.sessions()?.is_empty() {
         return Err(StoreError::InvalidConfig(format!(
             "salvage writes into a new store; {} already holds sessions",
@@ -104,7 +105,7 @@ pub fn salvage(from: &SledStore, to: &SledStore) -> Result<SalvageReport, StoreE
 /// Copies one session up to its first unreadable event; (events copied,
 /// why it stopped early).
 fn copy_session(
-    from: &SledStore,
+    from: &Reader,
     to: &SledStore,
     session: SessionId,
 ) -> Result<(Seq, Option<String>), StoreError> {

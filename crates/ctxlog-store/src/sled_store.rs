@@ -8,6 +8,7 @@ use crate::follower::Followable;
 use crate::guard::guarded;
 use crate::log::{evolve_to_head, Appended, EventLog, LoadedState, NewEvent};
 use crate::record::{self, RecordProblem};
+use crate::serve::{OpenStore, Server};
 use crate::snapshot;
 use crate::subscribe::Subscription;
 use crate::trees::Trees;
@@ -32,11 +33,15 @@ struct Inner {
     shared: Arc<Shared>,
     queue: Mutex<Option<Sender<Request>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
+    /// Answers other processes' reads while the store is open.
+    server: Mutex<Option<Server>>,
     path: PathBuf,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        // No new reader is served by a store that is closing.
+        lock(&self.server).take();
         // Closing the queue stops the writer after it drains and flushes.
         lock(&self.queue).take();
         if let Some(w) = lock(&self.writer).take() {
@@ -111,15 +116,34 @@ impl SledStore {
             .name("ctxlog-writer".into())
             .spawn(move || writer.run())
             .map_err(|e| StoreError::Damaged(format!("cannot start the writer thread: {e}")))?;
-        Ok(SledStore {
+        let store = SledStore {
             inner: Arc::new(Inner {
                 trees,
                 shared,
                 queue: Mutex::new(Some(tx)),
                 writer: Mutex::new(Some(handle)),
+                server: Mutex::new(None),
                 path: config.path,
             }),
-        })
+        };
+        if config.serve_readers {
+            store.serve();
+        }
+        Ok(store)
+    }
+
+    /// Starts answering other processes' reads (`serve.rs`); a store that
+    /// cannot serve still works, and readers are told who holds it.
+    fn serve(&self) {
+        let weak = Arc::downgrade(&self.inner);
+        let open: OpenStore = Arc::new(move || weak.upgrade().map(|inner| SledStore { inner }));
+        match Server::start(&self.inner.path, open) {
+            Ok(server) => *lock(&self.inner.server) = Some(server),
+            Err(e) => tracing::warn!(
+                store = %self.inner.path.display(),
+                "cannot serve readers of the store: {e}"
+            ),
+        }
     }
 
     /// The database directory.

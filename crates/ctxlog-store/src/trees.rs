@@ -231,6 +231,11 @@ const IN_USE_WAIT: Duration = Duration::from_secs(1);
 
 /// The process holding the lock on `file`, from `/proc/locks` (Linux);
 /// `None` where that cannot be told.
+/// The process holding sled's lock on the store at `store`, described.
+pub(crate) fn holder_of(store: &Path) -> Option<String> {
+    lock_holder(&store.join("db")).map(describe_process)
+}
+
 fn lock_holder(file: &Path) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let inode = std::fs::metadata(file).ok()?.ino();

@@ -15,7 +15,8 @@ pub struct VerifyError {
     /// does not chain), `missing` (seqs absent between records), `head` (a
     /// head that disagrees with its records), `index` (the id index),
     /// `lost` (acknowledged events, vouched for by the witness, missing or
-    /// different), `witness` (the witness file damaged or missing).
+    /// different), `witness` (the witness file damaged or missing), `sled`
+    /// (sled cannot read its own files there).
     pub kind: &'static str,
     /// The session, when the damaged key names one.
     pub session: Option<SessionId>,
@@ -44,6 +45,11 @@ impl std::fmt::Display for VerifyError {
         f.write_str(&self.detail)
     }
 }
+
+/// Every [`VerifyError::kind`].
+pub(crate) const KINDS: [&str; 7] = [
+    "record", "missing", "head", "index", "lost", "witness", "sled",
+];
 
 /// The outcome of a store-wide verification.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

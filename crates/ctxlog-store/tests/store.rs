@@ -825,7 +825,7 @@ fn acknowledged_events_that_sled_lost_are_named_never_silent() {
     let report = {
         let from = SledStore::open(&dir.0).unwrap();
         let into = SledStore::open(&to.0).unwrap();
-        salvage(&from, &into).unwrap()
+        salvage(&ctxlog_store::Reader::from(from.clone()), &into).unwrap()
     };
     assert_eq!(report.saved[&a], 18);
     assert_eq!(report.saved[&b], 10);
@@ -899,4 +899,75 @@ fn a_witness_cut_at_creation_is_restarted_from_the_heads() {
         "{:?}",
         got.last()
     );
+}
+
+/// What the holder of a store serves over its socket equals what it reads
+/// itself (sessions, heads, events, verification), in buffered mode only
+/// up to what is flushed; appends through it are refused; a closed store
+/// removes its socket, and a socket a killed holder left is replaced.
+#[test]
+fn the_holder_serves_what_is_durable_and_nothing_more() {
+    let dir = tempdir();
+    let mut config = StoreConfig::new(&dir.0);
+    config.durability = Durability::Buffered;
+    config.buffered_flush_ms = 3_600_000;
+    let store = SledStore::open_with(config).unwrap();
+    let (a, ev_a) = session_events(70, 40);
+    let (b, ev_b) = session_events(71, 30);
+    store
+        .append(a, Expected::NoStream, ev_a[..25].to_vec())
+        .unwrap();
+    store.append(b, Expected::NoStream, ev_b.clone()).unwrap();
+    store.flush().unwrap();
+    // Acknowledged in buffered mode, not yet flushed: not served.
+    store
+        .append(a, Expected::Exactly(25), ev_a[25..].to_vec())
+        .unwrap();
+    assert_eq!(store.head(a).unwrap(), 40);
+
+    let remote = RemoteLog::connect(&dir.0)
+        .unwrap()
+        .expect("the holder serves");
+    assert_eq!(remote.pid(), std::process::id());
+    assert_eq!(remote.sessions().unwrap(), {
+        let mut s = vec![(a, 25), (b, 30)];
+        s.sort();
+        s
+    });
+    assert_eq!(remote.head(a).unwrap(), 25);
+    let local: Vec<Envelope> = store.read(a, 1).unwrap().map(Result::unwrap).collect();
+    let served: Vec<Envelope> = remote.read(a, 1).unwrap().map(Result::unwrap).collect();
+    assert_eq!(served, local[..25]);
+    let tail: Vec<Envelope> = remote.read(b, 29).unwrap().map(Result::unwrap).collect();
+    assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [29, 30]);
+    assert_eq!(remote.replay(b).unwrap(), store.replay(b).unwrap());
+    match remote.append(b, Expected::Exactly(30), ev_a[..1].to_vec()) {
+        Err(StoreError::InUse { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    store.flush().unwrap();
+    assert_eq!(remote.head(a).unwrap(), 40);
+    let report = remote.verify().unwrap();
+    assert_eq!(report, store.verify().unwrap());
+    assert!(report.ok() && report.events == 70);
+
+    let socket = dir.0.join("owner.sock");
+    assert!(socket.exists());
+    drop(store);
+    assert!(!socket.exists(), "a closed store removes its socket");
+    assert!(RemoteLog::connect(&dir.0).unwrap().is_none());
+    match remote.sessions() {
+        Err(StoreError::Unanswered { why, .. }) => assert!(why.contains("stopped"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+
+    // A socket left by a holder that was killed: nobody answers it, and the
+    // next holder replaces it.
+    drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
+    assert!(socket.exists());
+    assert!(RemoteLog::connect(&dir.0).unwrap().is_none());
+    let reader = Reader::open(&dir.0).unwrap();
+    assert!(reader.served_by().is_none());
+    assert_eq!(reader.head(a).unwrap(), 40);
+    assert!(RemoteLog::connect(&dir.0).unwrap().is_some());
 }

@@ -1,0 +1,225 @@
+//! Serves reads of an open store to other processes. sled lets one process
+//! open a store, so the process that holds it answers for it: a thread
+//! accepts connections on the store's socket (`wire.rs`) and answers each on
+//! a thread of its own, with what is durable — every session up to its
+//! durable head, so a reader is at most one commit behind the writer and
+//! never sees an event a crash could still take back.
+//!
+//! A request in progress holds the store open: a process that drops its last
+//! handle while a reader streams a session closes the store when that
+//! stream ends.
+
+use crate::error::StoreError;
+use crate::sled_store::SledStore;
+use crate::wire::{read_frame, write_frame, Reply, Request, SocketPath, WireReport, VERSION};
+use crossbeam_channel::{bounded, RecvTimeoutError};
+use ctxlog_core::{Seq, SessionId, EVENT_SCHEMA_VERSION};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Gives the store a request is answered from, or `None` once it is closing.
+pub(crate) type OpenStore = Arc<dyn Fn() -> Option<SledStore> + Send + Sync>;
+
+/// Most requests answered at once; more are told the owner is busy.
+const MAX_CONNECTIONS: usize = 64;
+
+/// How long a connection may take to send its request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long a reader may leave a reply unread before the owner gives up on
+/// it (a paused reader must not hold the store open for ever).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often a long request tells the reader it is still being worked on.
+const WORKING_EVERY: Duration = Duration::from_millis(500);
+
+/// The serving thread of one open store; dropping it stops serving and
+/// removes the socket.
+pub(crate) struct Server {
+    addr: SocketPath,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Listens on the socket of the store at `store` (replacing a socket a
+    /// killed owner left: this process holds sled's lock, so no other
+    /// process serves it).
+    pub(crate) fn start(store: &Path, open: OpenStore) -> io::Result<Server> {
+        let addr = SocketPath::of(store)?;
+        if std::fs::symlink_metadata(&addr.path).is_ok_and(|m| m.file_type().is_socket()) {
+            std::fs::remove_file(&addr.path)?;
+        }
+        let listener = UnixListener::bind(&addr.path)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let acceptor = std::thread::Builder::new()
+            .name("ctxlog-serve".into())
+            .spawn(move || accept(&listener, &stopping, &open))?;
+        Ok(Server {
+            addr,
+            stop,
+            acceptor: Some(acceptor),
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // A connection wakes the acceptor to see the flag; when none can be
+        // made the thread is left to end at its next connection.
+        let woke = UnixStream::connect(&self.addr.path).is_ok();
+        if let Some(acceptor) = self.acceptor.take().filter(|_| woke) {
+            let _ = acceptor.join();
+        }
+        let _ = std::fs::remove_file(&self.addr.path);
+    }
+}
+
+/// Counts a connection being answered while it lives.
+struct Active(Arc<AtomicUsize>);
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn accept(listener: &UnixListener, stop: &AtomicBool, open: &OpenStore) {
+    let active = Arc::new(AtomicUsize::new(0));
+    for conn in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(mut stream) = conn else {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            active.fetch_sub(1, Ordering::SeqCst);
+            let busy = format!("{MAX_CONNECTIONS} readers are being served: try again");
+            let _ = write_frame(&mut stream, &Reply::Failed(busy));
+            continue;
+        }
+        let counted = Active(active.clone());
+        let open = open.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ctxlog-serve-reader".into())
+            .spawn(move || {
+                let _counted = counted;
+                answer(&stream, &open);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start a thread to answer a reader: {e}");
+        }
+    }
+}
+
+/// Reads one request from `stream` and answers it.
+fn answer(stream: &UnixStream, open: &OpenStore) {
+    let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    let Ok(request) = read_frame::<Request>(&mut &*stream) else {
+        return;
+    };
+    let mut out = BufWriter::new(stream);
+    let answered = match open() {
+        Some(store) => reply(&store, request, &mut out),
+        None => write_frame(&mut out, &Reply::Failed("the store is closing".into())),
+    };
+    if let Err(e) = answered.and_then(|()| out.flush()) {
+        tracing::debug!("a reader went away: {e}");
+    }
+}
+
+fn reply(store: &SledStore, request: Request, out: &mut impl Write) -> io::Result<()> {
+    let or_failed =
+        |r: Result<Reply, StoreError>| r.unwrap_or_else(|e| Reply::Failed(e.to_string()));
+    match request {
+        Request::Hello => write_frame(
+            out,
+            &Reply::Hello {
+                version: VERSION,
+                schema: EVENT_SCHEMA_VERSION,
+                pid: std::process::id(),
+            },
+        ),
+        Request::Sessions => write_frame(
+            out,
+            &or_failed(durable_sessions(store).map(Reply::Sessions)),
+        ),
+        Request::Head(session) => {
+            let head = crate::EventLog::head(store, session)
+                .map(|head| Reply::Head(head.min(store.durable_head(session))));
+            write_frame(out, &or_failed(head))
+        }
+        Request::Read(session, from) => read(store, session, from, out),
+        Request::Verify => verify(store, out),
+    }
+}
+
+/// Every session with its durable head; a session not durable yet is left
+/// out, one the witness vouches for but sled lost whole is listed at 0.
+fn durable_sessions(store: &SledStore) -> Result<Vec<(SessionId, Seq)>, StoreError> {
+    let durable = store.durable_heads();
+    let listed = crate::EventLog::sessions(store)?;
+    Ok(listed
+        .into_iter()
+        .filter_map(|(s, head)| match durable.get(&s) {
+            Some(d) => Some((s, head.min(*d))),
+            None => (head == 0).then_some((s, 0)),
+        })
+        .collect())
+}
+
+/// Streams a session's events up to its durable head, then `End`; an error
+/// ends the stream.
+fn read(store: &SledStore, session: SessionId, from: Seq, out: &mut impl Write) -> io::Result<()> {
+    let last = store.durable_head(session);
+    let events = match crate::EventLog::read(store, session, from) {
+        Ok(events) => events,
+        Err(e) => return write_frame(out, &Reply::Failed(e.to_string())),
+    };
+    for item in events {
+        match item {
+            Ok(e) if e.seq > last => break,
+            Ok(e) => write_frame(out, &Reply::Event(Box::new(e)))?,
+            Err(e) => return write_frame(out, &Reply::Failed(e.to_string())),
+        }
+    }
+    write_frame(out, &Reply::End)
+}
+
+/// Verifies on the writer thread, telling the reader every
+/// [`WORKING_EVERY`] that the owner is at it.
+fn verify(store: &SledStore, out: &mut impl Write) -> io::Result<()> {
+    let (tx, rx) = bounded(1);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let _ = tx.send(store.verify());
+        });
+        loop {
+            match rx.recv_timeout(WORKING_EVERY) {
+                Ok(Ok(report)) => {
+                    return write_frame(out, &Reply::Verify(WireReport::from(&report)))
+                }
+                Ok(Err(e)) => return write_frame(out, &Reply::Failed(e.to_string())),
+                Err(RecvTimeoutError::Timeout) => {
+                    write_frame(out, &Reply::Working)?;
+                    out.flush()?;
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let stopped = "the verification stopped without a result".to_string();
+                    return write_frame(out, &Reply::Failed(stopped));
+                }
+            }
+        }
+    })
+}

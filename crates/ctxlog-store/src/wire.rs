@@ -1,0 +1,191 @@
+//! How a reader talks to the process that holds a store (`serve.rs` answers,
+//! `remote.rs` asks): a Unix socket named [`SOCKET`] in the store directory,
+//! one request per connection, every message a frame (a little-endian `u32`
+//! length, then the value in ctxlog's binary codec).
+
+use crate::verify::{VerifyError, VerifyReport, KINDS};
+use ctxlog_core::codec::{self, MAX_ENCODED_BYTES};
+use ctxlog_core::{Envelope, Seq, SessionId};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// The socket's file name inside the store directory.
+pub(crate) const SOCKET: &str = "owner.sock";
+
+/// The protocol's version; both sides must speak the same one.
+pub(crate) const VERSION: u32 = 1;
+
+/// Longest frame either side accepts: one record at the codec's limit, with
+/// room for its framing.
+const MAX_FRAME: u64 = MAX_ENCODED_BYTES + 4096;
+
+/// A reader's question.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Request {
+    /// Who serves this store, and which protocol version.
+    Hello,
+    /// Every session with its durable head.
+    Sessions,
+    /// One session's durable head.
+    Head(SessionId),
+    /// A session's events from a seq up to its durable head.
+    Read(SessionId, Seq),
+    /// A store-wide verification.
+    Verify,
+}
+
+/// The owner's answer; a `Read` is answered by `Event`s then `End`.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Reply {
+    /// The serving process and its protocol version.
+    Hello {
+        /// [`VERSION`] of the server.
+        version: u32,
+        /// The event schema it encodes envelopes with.
+        schema: u16,
+        /// Its process id.
+        pid: u32,
+    },
+    /// Sessions with their durable heads, in session-id order.
+    Sessions(Vec<(SessionId, Seq)>),
+    /// A durable head.
+    Head(Seq),
+    /// One event of a `Read`.
+    Event(Box<Envelope>),
+    /// The end of a `Read`.
+    End,
+    /// Sent while a long request runs, so the reader knows the owner lives.
+    Working,
+    /// The outcome of a `Verify`.
+    Verify(WireReport),
+    /// The request failed; the owner's error message.
+    Failed(String),
+}
+
+/// A [`VerifyReport`] as it travels.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct WireReport {
+    sessions: u64,
+    events: u64,
+    heads: BTreeMap<SessionId, Seq>,
+    errors: Vec<WireError>,
+}
+
+/// A [`VerifyError`] as it travels (its kind by name).
+#[derive(Debug, Serialize, Deserialize)]
+struct WireError {
+    kind: String,
+    session: Option<SessionId>,
+    seq: Option<Seq>,
+    file: Option<String>,
+    offset: Option<u64>,
+    detail: String,
+}
+
+impl From<&VerifyReport> for WireReport {
+    fn from(r: &VerifyReport) -> Self {
+        WireReport {
+            sessions: r.sessions,
+            events: r.events,
+            heads: r.heads.clone(),
+            errors: r
+                .errors
+                .iter()
+                .map(|e| WireError {
+                    kind: e.kind.to_string(),
+                    session: e.session,
+                    seq: e.seq,
+                    file: e.file.clone(),
+                    offset: e.offset,
+                    detail: e.detail.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<WireReport> for VerifyReport {
+    fn from(r: WireReport) -> Self {
+        VerifyReport {
+            sessions: r.sessions,
+            events: r.events,
+            heads: r.heads,
+            errors: r
+                .errors
+                .into_iter()
+                .map(|e| {
+                    // A kind this build does not know keeps its words in the detail.
+                    let (kind, detail) = match KINDS.iter().find(|k| **k == e.kind) {
+                        Some(k) => (*k, e.detail),
+                        None => ("record", format!("({}) {}", e.kind, e.detail)),
+                    };
+                    VerifyError {
+                        kind,
+                        session: e.session,
+                        seq: e.seq,
+                        file: e.file,
+                        offset: e.offset,
+                        detail,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Writes one frame.
+pub(crate) fn write_frame<T: Serialize>(w: &mut impl Write, value: &T) -> io::Result<()> {
+    let bytes = codec::encode(value).map_err(io::Error::other)?;
+    let len = u32::try_from(bytes.len()).map_err(io::Error::other)?;
+    w.write_all(&len.to_le_bytes())?;
+    w.write_all(&bytes)
+}
+
+/// Reads one frame; a frame longer than the limit is an error.
+pub(crate) fn read_frame<T: DeserializeOwned>(r: &mut impl Read) -> io::Result<T> {
+    let mut len = [0u8; 4];
+    r.read_exact(&mut len)?;
+    let len = u32::from_le_bytes(len);
+    if u64::from(len) > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes (at most {MAX_FRAME})"),
+        ));
+    }
+    let mut bytes = vec![0u8; len as usize];
+    r.read_exact(&mut bytes)?;
+    codec::decode(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// The address of a store's socket. A Unix socket path is limited to 107
+/// bytes, so a longer one goes through the process's descriptor of the
+/// store directory (`/proc/self/fd/N/owner.sock`), kept open with it.
+pub(crate) struct SocketPath {
+    /// What to bind or connect to.
+    pub(crate) path: PathBuf,
+    /// The store directory when `path` goes through it.
+    _dir: Option<File>,
+}
+
+impl SocketPath {
+    /// The socket address of the store at `store`.
+    pub(crate) fn of(store: &Path) -> io::Result<SocketPath> {
+        let direct = store.join(SOCKET);
+        if direct.as_os_str().len() < 100 {
+            return Ok(SocketPath {
+                path: direct,
+                _dir: None,
+            });
+        }
+        let dir = File::open(store)?;
+        Ok(SocketPath {
+            path: PathBuf::from(format!("/proc/self/fd/{}/{SOCKET}", dir.as_raw_fd())),
+            _dir: Some(dir),
+        })
+    }
+}
