@@ -308,6 +308,8 @@ fn main() -> ExitCode {
     }));
     let cli = Cli::parse();
     let result = run(&cli);
+    // A reader this process serves is not cut off by its exit.
+    ctxlog_store::wait_for_readers(std::time::Duration::from_secs(30));
     remove_read_copies();
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -244,3 +244,63 @@ fn a_write_while_another_process_holds_the_store_names_it() {
     drop(writer);
     let _ = std::fs::remove_dir_all(&db);
 }
+
+/// Read commands started at once on a store nobody holds: the first to open
+/// it serves the others, and outlives its own work until they are answered;
+/// every one succeeds with the same answer.
+#[test]
+fn readers_started_at_once_on_a_free_store_all_succeed() {
+    let db = store("readers-at-once", false);
+    let made = ctxlog(&db, &["stress", "--sessions", "2", "--events", "3000"])
+        .args(["--batch", "25", "--seed", "43"])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", out_text(&made));
+    let listed = json(&ctxlog(&db, &["--json", "sessions"]).output().unwrap());
+    let first = listed["sessions"][0]["session"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut served = 0;
+    for _ in 0..3 {
+        let children: Vec<Child> = (0..8)
+            .map(|i| {
+                let args: &[&str] = match i % 3 {
+                    0 => &["--json", "sessions"],
+                    1 => &["replay", &first],
+                    _ => &["--json", "verify"],
+                };
+                ctxlog(&db, args)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let outs: Vec<Output> = children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        for (i, o) in outs.iter().enumerate() {
+            assert_eq!(o.status.code(), Some(0), "{}", out_text(o));
+            served += usize::from(String::from_utf8_lossy(&o.stderr).contains("is held by"));
+            if i % 3 == 0 {
+                assert_eq!(json(o)["sessions"], listed["sessions"]);
+            }
+            if i % 3 == 1 {
+                let text = String::from_utf8_lossy(&o.stdout);
+                assert!(text.contains("3000 events replayed, head 3000"), "{text}");
+            }
+        }
+    }
+    eprintln!("{served} of 24 readers were served by another reader");
+    assert!(
+        served > 0,
+        "no reader was served by the one that held the store"
+    );
+    assert!(
+        !db.join("owner.sock").exists(),
+        "every reader closed the store"
+    );
+    let _ = std::fs::remove_dir_all(&db);
+}

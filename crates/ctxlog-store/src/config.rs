@@ -3,6 +3,7 @@
 
 use crate::error::StoreError;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// When an append is acknowledged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +30,9 @@ pub struct StoreConfig {
     /// Serve reads to other processes over the store's socket (`owner.sock`
     /// in the store directory) while the store is open.
     pub serve_readers: bool,
+    /// How long opening waits for a store another process holds before
+    /// [`StoreError::InUse`] names that process.
+    pub in_use_wait: Duration,
 }
 
 impl StoreConfig {
@@ -41,6 +45,7 @@ impl StoreConfig {
             queue: 1024,
             buffered_flush_ms: 100,
             serve_readers: true,
+            in_use_wait: Duration::from_secs(1),
         }
     }
 

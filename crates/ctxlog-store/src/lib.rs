@@ -23,6 +23,10 @@
 //!   heads after every flush; a head sled lost is reported as
 //!   [`StoreError::Lost`] (see `witness.rs`). sled's panics become
 //!   [`StoreError::SledPanicked`]; [`salvage`] copies what is intact.
+//! - **Readers while a writer runs**: sled lets one process open a store,
+//!   so an open store serves other processes' reads over a socket beside
+//!   it, up to each session's durable head; [`Reader`] reads through the
+//!   holder when there is one, else opens the store.
 //! - **Subscriptions** wake subscribers only after events are durable; a
 //!   [`Follower`] follows any [`Followable`] log.
 //!
@@ -30,8 +34,9 @@
 //! `error`, `subscribe` (the doorbell), `log` (the trait), `follower`,
 //! `memory`, `config`, `guard` (sled's panics as errors), `trees` (the sled
 //! trees and heads), `snapshot`, `verify`, `witness` (what was
-//! acknowledged, beside sled), `writer` (the writer thread), `sled_store`
-//! (the handle), `salvage`.
+//! acknowledged, beside sled), `writer` (the writer thread), `wire` (how
+//! readers talk to the holder), `serve` (answers other processes),
+//! `sled_store` (the handle), `remote` (asks the holder), `salvage`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -63,6 +68,7 @@ pub use log::{Appended, EventLog, LoadedState, NewEvent};
 pub use memory::MemoryLog;
 pub use remote::{Reader, RemoteLog};
 pub use salvage::{salvage, SalvageReport, Unsaved};
+pub use serve::wait_for_readers;
 pub use sled_store::SledStore;
 pub use subscribe::{Notification, Subscription};
 pub use verify::{VerifyError, VerifyReport};

@@ -2,6 +2,7 @@
 //! (`serve.rs`) over the store's socket, [`Reader`] picks between it and
 //! opening the store directly.
 
+use crate::config::StoreConfig;
 use crate::error::{Expected, StoreError};
 use crate::log::{Appended, EventLog, LoadedState, NewEvent};
 use crate::sled_store::SledStore;
@@ -12,7 +13,11 @@ use ctxlog_core::{Envelope, Seq, SessionId, EVENT_SCHEMA_VERSION};
 use std::io::{self, BufReader};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long [`Reader::open`] tries a store another process holds, to be
+/// served by it or to open it, before naming that process.
+const IN_USE_WAIT: Duration = Duration::from_secs(1);
 
 /// How long the holder of a store has to say who it is.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(1);
@@ -50,13 +55,27 @@ impl RemoteLog {
             why,
         };
         let hello = write_frame(&mut stream, &Request::Hello)
-            .and_then(|()| read_frame::<Reply>(&mut stream))
-            .map_err(|e| match e.kind() {
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => unanswered(format!(
+            .and_then(|()| read_frame::<Reply>(&mut stream));
+        let hello = match hello {
+            Ok(hello) => hello,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(unanswered(format!(
                     "no answer within {HELLO_TIMEOUT:?}: it is stopped or too busy"
-                )),
-                _ => unanswered(format!("its answer did not read: {e}")),
-            })?;
+                )))
+            }
+            // The holder closed the connection: it is exiting, so opening
+            // the store waits for its lock.
+            Err(e) if e.kind() != io::ErrorKind::InvalidData => {
+                tracing::debug!(store = %store.display(), "the holder hung up: {e}");
+                return Ok(None);
+            }
+            Err(e) => return Err(unanswered(format!("its answer did not read: {e}"))),
+        };
         match hello {
             Reply::Hello {
                 version: VERSION,
@@ -71,6 +90,8 @@ impl RemoteLog {
             } => Err(unanswered(format!(
                 "it speaks protocol {version} with event schema {schema}; this ctxlog speaks {VERSION} with {EVENT_SCHEMA_VERSION}"
             ))),
+            // Its holder lets go of the store shortly: open it then.
+            Reply::Closing => Ok(None),
             Reply::Failed(why) => Err(unanswered(why)),
             other => Err(unanswered(format!("an unexpected answer: {other:?}"))),
         }
@@ -110,6 +131,9 @@ impl RemoteLog {
             match read_frame::<Reply>(reply).map_err(|e| self.gone(&e))? {
                 Reply::Working => continue,
                 Reply::Failed(message) => return Err(StoreError::Served(message)),
+                Reply::Closing => {
+                    return Err(self.gone(&io::Error::other("it is closing the store")))
+                }
                 other => return Ok(other),
             }
         }
@@ -227,17 +251,22 @@ impl Reader {
     /// that neither lets go nor answers, about a second after the call.
     pub fn open(path: impl AsRef<Path>) -> Result<Reader, StoreError> {
         let path = path.as_ref();
-        if let Some(remote) = RemoteLog::connect(path)? {
-            return Ok(Reader::Served(remote));
-        }
-        match SledStore::open(path) {
-            Ok(store) => Ok(Reader::Opened(store)),
-            // The holder may have started serving since.
-            Err(in_use @ StoreError::InUse { .. }) => match RemoteLog::connect(path)? {
-                Some(remote) => Ok(Reader::Served(remote)),
-                None => Err(in_use),
-            },
-            Err(e) => Err(e),
+        let mut config = StoreConfig::new(path);
+        config.in_use_wait = Duration::ZERO;
+        let started = Instant::now();
+        loop {
+            if let Some(remote) = RemoteLog::connect(path)? {
+                return Ok(Reader::Served(remote));
+            }
+            // The holder may be opening the store, or closing it.
+            match SledStore::open_with(config.clone()) {
+                Ok(store) => return Ok(Reader::Opened(store)),
+                Err(e @ StoreError::InUse { .. }) if started.elapsed() >= IN_USE_WAIT => {
+                    return Err(e)
+                }
+                Err(StoreError::InUse { .. }) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => return Err(e),
+            }
         }
     }
 

@@ -10,10 +10,12 @@
 //! stream ends.
 
 use crate::error::StoreError;
-use crate::sled_store::SledStore;
+use crate::log::EventLog;
+use crate::verify::VerifyReport;
 use crate::wire::{read_frame, write_frame, Reply, Request, SocketPath, WireReport, VERSION};
 use crossbeam_channel::{bounded, RecvTimeoutError};
 use ctxlog_core::{Seq, SessionId, EVENT_SCHEMA_VERSION};
+use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -23,10 +25,21 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// Gives the store a request is answered from, or `None` once it is closing.
-pub(crate) type OpenStore = Arc<dyn Fn() -> Option<SledStore> + Send + Sync>;
+/// What the server needs of the store it answers for (the sled store's
+/// handle; a trait so that this module does not depend on it).
+pub(crate) trait Holder: EventLog + 'static {
+    /// The last seq of `session` known to be on disk.
+    fn durable_head(&self, session: SessionId) -> Seq;
+    /// Every session with its durable head.
+    fn durable_heads(&self) -> BTreeMap<SessionId, Seq>;
+    /// A store-wide verification.
+    fn verify(&self) -> Result<VerifyReport, StoreError>;
+}
 
-/// Most requests answered at once; more are told the owner is busy.
+/// Gives the store a request is answered from, or `None` once it is closing.
+type Open<S> = Arc<dyn Fn() -> Option<S> + Send + Sync>;
+
+/// Most requests a process answers at once; more are told it is busy.
 const MAX_CONNECTIONS: usize = 64;
 
 /// How long a connection may take to send its request.
@@ -51,7 +64,11 @@ impl Server {
     /// Listens on the socket of the store at `store` (replacing a socket a
     /// killed owner left: this process holds sled's lock, so no other
     /// process serves it).
-    pub(crate) fn start(store: &Path, open: OpenStore) -> io::Result<Server> {
+    pub(crate) fn start<S: Holder>(
+        store: &Path,
+        open: impl Fn() -> Option<S> + Send + Sync + 'static,
+    ) -> io::Result<Server> {
+        let open: Open<S> = Arc::new(open);
         let addr = SocketPath::of(store)?;
         if std::fs::symlink_metadata(&addr.path).is_ok_and(|m| m.file_type().is_socket()) {
             std::fs::remove_file(&addr.path)?;
@@ -83,17 +100,35 @@ impl Drop for Server {
     }
 }
 
-/// Counts a connection being answered while it lives.
-struct Active(Arc<AtomicUsize>);
+/// Requests being answered by the stores of this process.
+static ANSWERING: AtomicUsize = AtomicUsize::new(0);
 
-impl Drop for Active {
+/// Counts a request being answered while it lives.
+struct Answering;
+
+impl Drop for Answering {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        ANSWERING.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
-fn accept(listener: &UnixListener, stop: &AtomicBool, open: &OpenStore) {
-    let active = Arc::new(AtomicUsize::new(0));
+/// Waits until the stores of this process answer no other process's
+/// request, for at most `timeout`; whether they do not. A short-lived
+/// process that opened a store (a read command) calls it before it exits,
+/// so that a reader it serves is not cut off mid-answer; a store whose last
+/// handle is gone closes once its answers end, and takes no new ones.
+pub fn wait_for_readers(timeout: Duration) -> bool {
+    let started = std::time::Instant::now();
+    while ANSWERING.load(Ordering::SeqCst) > 0 {
+        if started.elapsed() >= timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+fn accept<S: Holder>(listener: &UnixListener, stop: &AtomicBool, open: &Open<S>) {
     for conn in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             return;
@@ -102,13 +137,13 @@ fn accept(listener: &UnixListener, stop: &AtomicBool, open: &OpenStore) {
             std::thread::sleep(Duration::from_millis(10));
             continue;
         };
-        if active.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            active.fetch_sub(1, Ordering::SeqCst);
+        if ANSWERING.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            ANSWERING.fetch_sub(1, Ordering::SeqCst);
             let busy = format!("{MAX_CONNECTIONS} readers are being served: try again");
             let _ = write_frame(&mut stream, &Reply::Failed(busy));
             continue;
         }
-        let counted = Active(active.clone());
+        let counted = Answering;
         let open = open.clone();
         let spawned = std::thread::Builder::new()
             .name("ctxlog-serve-reader".into())
@@ -123,7 +158,7 @@ fn accept(listener: &UnixListener, stop: &AtomicBool, open: &OpenStore) {
 }
 
 /// Reads one request from `stream` and answers it.
-fn answer(stream: &UnixStream, open: &OpenStore) {
+fn answer<S: Holder>(stream: &UnixStream, open: &Open<S>) {
     let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     let Ok(request) = read_frame::<Request>(&mut &*stream) else {
@@ -132,14 +167,14 @@ fn answer(stream: &UnixStream, open: &OpenStore) {
     let mut out = BufWriter::new(stream);
     let answered = match open() {
         Some(store) => reply(&store, request, &mut out),
-        None => write_frame(&mut out, &Reply::Failed("the store is closing".into())),
+        None => write_frame(&mut out, &Reply::Closing),
     };
     if let Err(e) = answered.and_then(|()| out.flush()) {
         tracing::debug!("a reader went away: {e}");
     }
 }
 
-fn reply(store: &SledStore, request: Request, out: &mut impl Write) -> io::Result<()> {
+fn reply(store: &impl Holder, request: Request, out: &mut impl Write) -> io::Result<()> {
     let or_failed =
         |r: Result<Reply, StoreError>| r.unwrap_or_else(|e| Reply::Failed(e.to_string()));
     match request {
@@ -156,7 +191,8 @@ fn reply(store: &SledStore, request: Request, out: &mut impl Write) -> io::Resul
             &or_failed(durable_sessions(store).map(Reply::Sessions)),
         ),
         Request::Head(session) => {
-            let head = crate::EventLog::head(store, session)
+            let head = store
+                .head(session)
                 .map(|head| Reply::Head(head.min(store.durable_head(session))));
             write_frame(out, &or_failed(head))
         }
@@ -167,9 +203,9 @@ fn reply(store: &SledStore, request: Request, out: &mut impl Write) -> io::Resul
 
 /// Every session with its durable head; a session not durable yet is left
 /// out, one the witness vouches for but sled lost whole is listed at 0.
-fn durable_sessions(store: &SledStore) -> Result<Vec<(SessionId, Seq)>, StoreError> {
+fn durable_sessions(store: &impl Holder) -> Result<Vec<(SessionId, Seq)>, StoreError> {
     let durable = store.durable_heads();
-    let listed = crate::EventLog::sessions(store)?;
+    let listed = store.sessions()?;
     Ok(listed
         .into_iter()
         .filter_map(|(s, head)| match durable.get(&s) {
@@ -181,9 +217,14 @@ fn durable_sessions(store: &SledStore) -> Result<Vec<(SessionId, Seq)>, StoreErr
 
 /// Streams a session's events up to its durable head, then `End`; an error
 /// ends the stream.
-fn read(store: &SledStore, session: SessionId, from: Seq, out: &mut impl Write) -> io::Result<()> {
+fn read(
+    store: &impl Holder,
+    session: SessionId,
+    from: Seq,
+    out: &mut impl Write,
+) -> io::Result<()> {
     let last = store.durable_head(session);
-    let events = match crate::EventLog::read(store, session, from) {
+    let events = match store.read(session, from) {
         Ok(events) => events,
         Err(e) => return write_frame(out, &Reply::Failed(e.to_string())),
     };
@@ -199,7 +240,7 @@ fn read(store: &SledStore, session: SessionId, from: Seq, out: &mut impl Write) 
 
 /// Verifies on the writer thread, telling the reader every
 /// [`WORKING_EVERY`] that the owner is at it.
-fn verify(store: &SledStore, out: &mut impl Write) -> io::Result<()> {
+fn verify(store: &impl Holder, out: &mut impl Write) -> io::Result<()> {
     let (tx, rx) = bounded(1);
     std::thread::scope(|scope| {
         scope.spawn(move || {

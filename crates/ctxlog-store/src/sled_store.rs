@@ -8,7 +8,7 @@ use crate::follower::Followable;
 use crate::guard::guarded;
 use crate::log::{evolve_to_head, Appended, EventLog, LoadedState, NewEvent};
 use crate::record::{self, RecordProblem};
-use crate::serve::{OpenStore, Server};
+use crate::serve::{Holder, Server};
 use crate::snapshot;
 use crate::subscribe::Subscription;
 use crate::trees::Trees;
@@ -87,7 +87,7 @@ impl SledStore {
     }
 
     fn open_unguarded(config: StoreConfig) -> Result<Self, StoreError> {
-        let trees = Trees::open(&config.path)?;
+        let trees = Trees::open(&config.path, config.in_use_wait)?;
         let (file, losses) = witness::check(&trees, &config.path)?;
         let mut lost = BTreeMap::new();
         for l in &losses {
@@ -136,7 +136,7 @@ impl SledStore {
     /// cannot serve still works, and readers are told who holds it.
     fn serve(&self) {
         let weak = Arc::downgrade(&self.inner);
-        let open: OpenStore = Arc::new(move || weak.upgrade().map(|inner| SledStore { inner }));
+        let open = move || weak.upgrade().map(|inner| SledStore { inner });
         match Server::start(&self.inner.path, open) {
             Ok(server) => *lock(&self.inner.server) = Some(server),
             Err(e) => tracing::warn!(
@@ -321,6 +321,20 @@ impl EventLog for SledStore {
 
     fn flush(&self) -> Result<(), StoreError> {
         self.flush_now()
+    }
+}
+
+impl Holder for SledStore {
+    fn durable_head(&self, session: SessionId) -> Seq {
+        SledStore::durable_head(self, session)
+    }
+
+    fn durable_heads(&self) -> BTreeMap<SessionId, Seq> {
+        SledStore::durable_heads(self)
+    }
+
+    fn verify(&self) -> Result<VerifyReport, StoreError> {
+        SledStore::verify(self)
     }
 }
 

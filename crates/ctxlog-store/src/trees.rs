@@ -30,9 +30,10 @@ pub(crate) struct Trees {
 const LOCK_WAIT: Duration = Duration::from_secs(3);
 
 impl Trees {
-    /// Opens (or creates) the database at `path` and its trees.
-    pub(crate) fn open(path: &Path) -> Result<Trees, StoreError> {
-        let db = open_db(path)?;
+    /// Opens (or creates) the database at `path` and its trees, waiting
+    /// up to `in_use_wait` for a store another process holds.
+    pub(crate) fn open(path: &Path, in_use_wait: Duration) -> Result<Trees, StoreError> {
+        let db = open_db(path, in_use_wait)?;
         Ok(Trees {
             events: db.open_tree("events")?,
             heads: db.open_tree("heads")?,
@@ -89,7 +90,7 @@ impl Trees {
     }
 }
 
-fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
+fn open_db(path: &Path, in_use_wait: Duration) -> Result<sled::Db, StoreError> {
     let started = Instant::now();
     let mut recovered = 0u8;
     loop {
@@ -120,7 +121,7 @@ fn open_db(path: &Path) -> Result<sled::Db, StoreError> {
                 // Another process does not let go by waiting; a store this
                 // process just closed is released by a sled thread shortly.
                 let wait = match holder {
-                    Some(pid) if pid != std::process::id() => IN_USE_WAIT,
+                    Some(pid) if pid != std::process::id() => in_use_wait,
                     _ => LOCK_WAIT,
                 };
                 if started.elapsed() >= wait {
@@ -226,16 +227,13 @@ fn unheld(path: &Path, f: impl FnOnce() -> bool) -> bool {
     done
 }
 
-/// How long `open` waits for a store another process holds.
-const IN_USE_WAIT: Duration = Duration::from_secs(1);
-
-/// The process holding the lock on `file`, from `/proc/locks` (Linux);
-/// `None` where that cannot be told.
 /// The process holding sled's lock on the store at `store`, described.
 pub(crate) fn holder_of(store: &Path) -> Option<String> {
     lock_holder(&store.join("db")).map(describe_process)
 }
 
+/// The process holding the lock on `file`, from `/proc/locks` (Linux);
+/// `None` where that cannot be told.
 fn lock_holder(file: &Path) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let inode = std::fs::metadata(file).ok()?.ino();

@@ -63,6 +63,8 @@ pub(crate) enum Reply {
     Working,
     /// The outcome of a `Verify`.
     Verify(WireReport),
+    /// The store is closing: its holder lets go of it shortly.
+    Closing,
     /// The request failed; the owner's error message.
     Failed(String),
 }
