@@ -157,6 +157,10 @@ enum Command {
         policy: Option<String>,
         #[command(flatten)]
         limits: LimitArgs,
+        /// The longest JSONL line or OpenCode export message read, in bytes;
+        /// longer input is refused.
+        #[arg(long, default_value_t = ctxlog_import::DEFAULT_MAX_LINE_BYTES)]
+        max_line_bytes: u64,
     },
     /// List the stored sessions.
     #[command(
@@ -375,7 +379,16 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             format,
             policy,
             limits,
-        } => recorded::import(cli.json, &cli.db, file, *format, policy.as_deref(), limits),
+            max_line_bytes,
+        } => recorded::import(
+            cli.json,
+            &cli.db,
+            file,
+            *format,
+            policy.as_deref(),
+            limits,
+            *max_line_bytes,
+        ),
         Command::Sessions => recorded::sessions(cli.json, &cli.db),
         Command::Replay { session } => recorded::replay(cli.json, &cli.db, session),
         Command::Export {

@@ -119,11 +119,13 @@ pub fn import(
     format: FormatArg,
     policy: Option<&str>,
     limits: &LimitArgs,
+    max_line_bytes: u64,
 ) -> Result<(), CliError> {
     let options = ImportOptions {
         policy: preset(policy.unwrap_or(ctxlog_core::policy::PRESET_OPENCODE_SEED))?,
         detect_policy: policy.is_none(),
         limits: limits.overrides(),
+        max_line_bytes,
     };
     let imported = read_recording(json, file, format, &options)?;
     let store = open_store(db)?;
@@ -384,6 +386,10 @@ pub struct SimulateArgs {
     pub policy: String,
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// The longest JSONL line or OpenCode export message read, in bytes;
+    /// longer input is refused.
+    #[arg(long, default_value_t = ctxlog_import::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: u64,
     /// Automatic compaction on overflow.
     #[arg(long, action = clap::ArgAction::Set)]
     pub auto: Option<bool>,
@@ -417,6 +423,7 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
         policy: policy.clone(),
         detect_policy: false,
         limits: a.limits.overrides(),
+        max_line_bytes: a.max_line_bytes,
     };
     let imported = read_recording(json, &a.file, a.format, &options)?;
     // With --model, the recorded model switches no longer matter: one set of

@@ -13,7 +13,7 @@ use ctxlog_core::{
     TokenUsage, ToolState,
 };
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 /// serde_json::Value → Json through the human-readable serde path.
 pub(crate) fn as_json(v: &serde_json::Value) -> Json {
@@ -38,6 +38,17 @@ pub(crate) struct Location {
     pub path: Option<String>,
 }
 
+impl Location {
+    /// `line 12`, `messages[3].parts[1]`, or `an unknown place`.
+    pub fn describe(&self) -> String {
+        match (self.line, &self.path) {
+            (_, Some(p)) => p.clone(),
+            (0, None) => "an unknown place".into(),
+            (l, None) => format!("line {l}"),
+        }
+    }
+}
+
 /// A new message's attributes.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct NewMessage {
@@ -55,7 +66,8 @@ pub(crate) struct Builder<'a> {
     pub at: Location,
     r: Option<Recorder<SeededIds>>,
     source_session: Option<String>,
-    tool_ids: BTreeSet<String>,
+    /// Every tool call id used, with where it was first.
+    tool_ids: BTreeMap<String, String>,
     steps: u64,
     last_at: TimestampMs,
     model: Option<String>,
@@ -73,7 +85,7 @@ impl<'a> Builder<'a> {
             at: Location::default(),
             r: None,
             source_session: None,
-            tool_ids: BTreeSet::new(),
+            tool_ids: BTreeMap::new(),
             steps: 0,
             last_at: 0,
             model: None,
@@ -99,6 +111,20 @@ impl<'a> Builder<'a> {
 
     pub fn started(&self) -> bool {
         self.r.is_some()
+    }
+
+    /// Notes a last line still being written, left for the next import.
+    pub fn unfinished_line(&mut self, line: Option<u64>) {
+        if let Some(n) = line {
+            self.warnings.push(format!(
+                "line {n} is unfinished (no newline, not JSON yet; the agent may still be writing it): left for the next import"
+            ));
+        }
+    }
+
+    /// The recording's own session id, once started.
+    pub fn source_session(&self) -> Option<&str> {
+        self.source_session.as_deref()
     }
 
     /// The recorder; an error (never a panic) when the session has not
@@ -347,7 +373,13 @@ impl<'a> Builder<'a> {
         source: Option<String>,
     ) -> Result<PartId, ImportError> {
         if let PartBody::Tool { call_id, .. } = &body {
-            self.tool_ids.insert(call_id.clone());
+            if let Some(first) = self.tool_ids.get(call_id) {
+                return Err(self.err(format!(
+                    "tool call id {call_id:?} is used twice (first at {first}): every call needs its own id"
+                )));
+            }
+            let first = self.at.describe();
+            self.tool_ids.insert(call_id.clone(), first);
         }
         let part = self.part_id(at)?;
         self.record(

@@ -13,6 +13,7 @@
 //! - Source ids: user lines keep their `uuid`, steps their `message.id`.
 
 use crate::build::{Builder, NewMessage, OpenCall};
+use crate::strict;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     CompactionTrigger, Event, FinishReason, Json, MessageId, ModelRef, PartBody, Role, TokenUsage,
@@ -427,22 +428,26 @@ impl<'a> Importer<'a> {
 
     /// Folds the line's usage, stop reason and time into the step in progress.
     fn update_group(&mut self, msg: &Value, has_tool: bool, at: u64) -> Result<(), ImportError> {
+        let usage = match strict::object(msg, "usage") {
+            Ok(Some(u)) => Some(usage_of(u).map_err(|e| self.err(e))?),
+            Ok(None) => None,
+            Err(e) => return Err(self.err(format!("message: {e}"))),
+        };
         let Some(g) = self.group.as_mut() else {
             return Err(self.err("an assistant line with no step in progress"));
         };
         g.has_tool |= has_tool;
-        if let Some(u) = msg.get("usage") {
-            let n = |k: &str| u.get(k).and_then(Value::as_u64);
-            if let Some(x) = n("input_tokens") {
+        if let Some(u) = usage {
+            if let Some(x) = u.input {
                 g.usage.input = x;
             }
-            if let Some(x) = n("cache_read_input_tokens") {
+            if let Some(x) = u.cache_read {
                 g.usage.cache_read = x;
             }
-            if let Some(x) = n("cache_creation_input_tokens") {
+            if let Some(x) = u.cache_write {
                 g.usage.cache_write = x;
             }
-            if let Some(x) = n("output_tokens") {
+            if let Some(x) = u.output {
                 g.usage.output = g.usage.output.max(x);
             }
         }
@@ -468,10 +473,29 @@ pub fn import<R: BufRead>(
         pending_compaction: None,
         last_at: 0,
     };
-    each_line(reader, file, |n, v| {
+    let unfinished = each_line(reader, file, options.max_line_bytes, |n, v| {
         im.b.at.line = n;
         im.line(&v)
     })?;
+    im.b.unfinished_line(unfinished);
     im.finish_group()?;
     im.b.finish()
+}
+
+/// The counts of one line's `usage` (each absent when not reported).
+struct LineUsage {
+    input: Option<u64>,
+    cache_read: Option<u64>,
+    cache_write: Option<u64>,
+    output: Option<u64>,
+}
+
+fn usage_of(u: &serde_json::Map<String, Value>) -> Result<LineUsage, String> {
+    let n = |k: &str| strict::count_value(u.get(k), &format!("message.usage.{k}"));
+    Ok(LineUsage {
+        input: n("input_tokens")?,
+        cache_read: n("cache_read_input_tokens")?,
+        cache_write: n("cache_creation_input_tokens")?,
+        output: n("output_tokens")?,
+    })
 }

@@ -26,6 +26,7 @@
 //!   copies of response items are skipped.
 
 use crate::build::{as_json, Builder, NewMessage, OpenCall};
+use crate::strict;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     Attachment, Event, FinishReason, Json, MessageError, MessageId, ModelRef, PartBody, Role,
@@ -62,6 +63,8 @@ struct Importer<'a> {
     line: u64,
     /// The previous `total_token_usage`: a repeat reports no new request.
     last_total: Option<Value>,
+    /// The line of every tool call made, by call id.
+    call_lines: BTreeMap<String, u64>,
 }
 
 const INJECTED: &[&str] = &[
@@ -71,20 +74,20 @@ const INJECTED: &[&str] = &[
     "<INSTRUCTIONS>",
 ];
 
-fn usage(u: &Value) -> TokenUsage {
-    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-    let input = n("input_tokens");
-    let cached = n("cached_input_tokens").min(input);
-    let output = n("output_tokens");
-    let reasoning = n("reasoning_output_tokens").min(output);
-    TokenUsage {
-        total: u.get("total_tokens").and_then(Value::as_u64),
+fn usage(u: &Value) -> Result<TokenUsage, String> {
+    let n = |k: &str| Ok::<_, String>(strict::count(u, k)?.unwrap_or(0));
+    let input = n("input_tokens")?;
+    let cached = n("cached_input_tokens")?.min(input);
+    let output = n("output_tokens")?;
+    let reasoning = n("reasoning_output_tokens")?.min(output);
+    Ok(TokenUsage {
+        total: strict::count(u, "total_tokens")?,
         input: input - cached,
         output: output - reasoning,
         reasoning,
         cache_read: cached,
         cache_write: 0,
-    }
+    })
 }
 
 impl<'a> Importer<'a> {
@@ -181,13 +184,21 @@ impl<'a> Importer<'a> {
             .get("payload")
             .ok_or_else(|| self.err("field `payload` missing"))?;
         if ty == "session_meta" {
-            if self.b.started() {
-                return Ok(()); // a resumed rollout repeats its meta
-            }
             let id = p
                 .get("id")
                 .and_then(Value::as_str)
-                .ok_or_else(|| self.err("field `payload.id` missing or not a string"))?;
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| self.err("field `payload.id` missing, empty or not a string"))?;
+            if let Some(first) = self.b.source_session() {
+                // A resumed rollout repeats its meta; another session's is
+                // two sessions in one file.
+                if first != id {
+                    return Err(self.err(format!(
+                        "a second `session_meta` names session {id:?}, but this file is session {first:?}"
+                    )));
+                }
+                return Ok(());
+            }
             let at = at.unwrap_or(0);
             let policy = self.b.policy_for(None);
             return self.b.start(id, at, None, policy);
@@ -243,12 +254,16 @@ impl<'a> Importer<'a> {
             self.close_step(false)?;
         }
         // The window applies from this request on, not to the one closed.
-        if let Some(w) = info.get("model_context_window").and_then(Value::as_u64) {
+        let window = strict::count(info, "model_context_window")
+            .map_err(|e| self.err(format!("payload.info: {e}")))?;
+        if let Some(w) = window {
             self.b.set_file_context(at, w)?;
         }
+        let usage =
+            usage(u).map_err(|e| self.err(format!("payload.info.last_token_usage: {e}")))?;
         let line = self.line;
         let s = self.step(at);
-        s.usage = Some(usage(u));
+        s.usage = Some(usage);
         if s.items.is_empty() {
             s.end_line = line;
         }
@@ -389,6 +404,11 @@ impl<'a> Importer<'a> {
                     .or_else(|| p.get("id").and_then(Value::as_str))
                     .ok_or_else(|| self.err("field `payload.call_id` missing"))?
                     .to_owned();
+                if let Some(first) = self.call_lines.insert(call_id.clone(), self.line) {
+                    return Err(self.err(format!(
+                        "field `payload.call_id`: call {call_id:?} was already made at line {first}; every call needs its own id"
+                    )));
+                }
                 let tool = p
                     .get("name")
                     .and_then(Value::as_str)
@@ -501,12 +521,14 @@ pub fn import<R: BufRead>(
         last_user: None,
         line: 0,
         last_total: None,
+        call_lines: BTreeMap::new(),
     };
-    each_line(reader, file, |n, v| {
+    let unfinished = each_line(reader, file, options.max_line_bytes, |n, v| {
         im.line = n;
         im.b.at.line = n;
         im.line(&v)
     })?;
+    im.b.unfinished_line(unfinished);
     im.close_step(false)?;
     im.b.finish()
 }

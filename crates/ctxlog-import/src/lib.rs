@@ -30,12 +30,13 @@ pub mod export;
 pub mod limits;
 pub mod opencode;
 pub mod pi;
+mod strict;
 pub mod time;
 
 pub use limits::LimitOverrides;
 
 use ctxlog_core::{Envelope, Policy, SessionId};
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use thiserror::Error;
 
 /// A recorded format.
@@ -146,7 +147,14 @@ pub struct ImportOptions {
     /// Overrides of the model limits (the table and the file's own are used
     /// otherwise).
     pub limits: LimitOverrides,
+    /// The longest JSONL line, or OpenCode export message, read; longer
+    /// input is refused, so memory stays bounded on any input.
+    pub max_line_bytes: u64,
 }
+
+/// The default [`ImportOptions::max_line_bytes`]: 64 MiB, the largest record
+/// the store keeps.
+pub const DEFAULT_MAX_LINE_BYTES: u64 = ctxlog_core::codec::MAX_ENCODED_BYTES;
 
 impl Default for ImportOptions {
     fn default() -> Self {
@@ -154,6 +162,7 @@ impl Default for ImportOptions {
             policy: Policy::opencode_seed(),
             detect_policy: true,
             limits: LimitOverrides::default(),
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
         }
     }
 }
@@ -220,17 +229,21 @@ pub fn import<R: BufRead>(
 }
 
 /// Reads JSONL: calls `f` with each non-empty line's 1-based number and
-/// parsed value. Invalid UTF-8 and bad JSON name the line.
+/// parsed value. Invalid UTF-8 and bad JSON name the line; a line longer
+/// than `max` bytes is refused. A last line without its newline that does
+/// not read yet is being written: it is left out and its number returned.
 pub(crate) fn each_line<R: BufRead>(
     mut reader: R,
     file: &str,
+    max: u64,
     mut f: impl FnMut(u64, serde_json::Value) -> Result<(), ImportError>,
-) -> Result<(), ImportError> {
+) -> Result<Option<u64>, ImportError> {
     let mut buf = Vec::new();
     let mut n = 0u64;
     loop {
         buf.clear();
-        let read = reader
+        let read = (&mut reader)
+            .take(max.saturating_add(1))
             .read_until(b'\n', &mut buf)
             .map_err(|e| ImportError {
                 file: file.to_owned(),
@@ -239,7 +252,7 @@ pub(crate) fn each_line<R: BufRead>(
                 message: format!("cannot read: {e}"),
             })?;
         if read == 0 {
-            return Ok(());
+            return Ok(None);
         }
         n += 1;
         let err = |message: String| ImportError {
@@ -248,17 +261,73 @@ pub(crate) fn each_line<R: BufRead>(
             path: None,
             message,
         };
-        let text = std::str::from_utf8(&buf)
-            .map_err(|e| err(format!("invalid UTF-8 at byte {}", e.valid_up_to())))?;
-        let text = if n == 1 {
-            text.trim_start_matches('\u{feff}')
-        } else {
-            text
-        };
-        if text.trim().is_empty() {
-            continue;
+        let ended = buf.last() == Some(&b'\n');
+        if !ended && buf.len() as u64 > max {
+            return Err(err(format!(
+                "the line is longer than {max} bytes (the limit; see --max-line-bytes)"
+            )));
         }
-        let v = serde_json::from_str(text).map_err(|e| err(format!("not JSON: {e}")))?;
-        f(n, v)?;
+        let parsed = std::str::from_utf8(&buf)
+            .map_err(|e| format!("invalid UTF-8 at byte {}", e.valid_up_to()))
+            .and_then(|text| {
+                let text = if n == 1 {
+                    text.trim_start_matches('\u{feff}')
+                } else {
+                    text
+                };
+                if text.trim().is_empty() {
+                    return Ok(None);
+                }
+                serde_json::from_str(text)
+                    .map(Some)
+                    .map_err(|e| format!("not JSON: {e}"))
+            });
+        match parsed {
+            Ok(Some(v)) => f(n, v)?,
+            Ok(None) => {}
+            Err(_) if !ended => return Ok(Some(n)),
+            Err(message) => return Err(err(message)),
+        }
+    }
+}
+
+/// Counts the bytes read through it since the last [`Bounded::reset`] and
+/// fails a read past `max` (an OpenCode message longer than the limit).
+pub(crate) struct Bounded<R> {
+    inner: R,
+    used: std::rc::Rc<std::cell::Cell<u64>>,
+    max: u64,
+}
+
+impl<R> Bounded<R> {
+    /// Wraps `inner`; the counter is shared with whoever resets it.
+    pub(crate) fn new(inner: R, max: u64) -> (Self, std::rc::Rc<std::cell::Cell<u64>>) {
+        let used = std::rc::Rc::new(std::cell::Cell::new(0));
+        (
+            Bounded {
+                inner,
+                used: used.clone(),
+                max,
+            },
+            used,
+        )
+    }
+}
+
+impl<R: std::io::Read> std::io::Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let used = self.used.get().saturating_add(n as u64);
+        self.used.set(used);
+        if used > self.max {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "a message longer than {} bytes (the limit; see --max-line-bytes)",
+                    self.max
+                ),
+            ));
+        }
+        Ok(n)
     }
 }

@@ -28,7 +28,8 @@
 
 use crate::build::{as_json, Builder, NewMessage};
 use crate::export::{FAILED_REF, RESTARTED_REF};
-use crate::{Format, ImportError, ImportOptions, Imported};
+use crate::strict;
+use crate::{Bounded, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     Attachment, CompactionTrigger, Event, FinishReason, MessageError, MessageId, ModelRef,
     PartBody, PartId, PrunedPart, Role, SourceTarget, Span, TokenUsage, ToolState,
@@ -63,22 +64,31 @@ pub fn finish_name(f: &FinishReason) -> String {
     }
 }
 
-/// Reads OpenCode's `tokens` object.
-pub fn tokens_from(v: &Value) -> TokenUsage {
-    let n = |p: &str| v.pointer(p).and_then(Value::as_u64).unwrap_or(0);
-    TokenUsage {
-        total: v.get("total").and_then(Value::as_u64),
-        input: n("/input"),
-        output: n("/output"),
-        reasoning: n("/reasoning"),
-        cache_read: n("/cache/read"),
-        cache_write: n("/cache/write"),
+/// Reads OpenCode's `tokens` object; a count of the wrong type is an error
+/// naming it (`tokens.cache.read must be …`).
+pub fn tokens_from(v: &Value) -> Result<TokenUsage, String> {
+    if !v.is_object() {
+        return Err(format!(
+            "`tokens` must be an object, not {}",
+            strict::describe(v)
+        ));
     }
+    let count =
+        |p: &str| strict::count_value(v.pointer(p), &format!("tokens{}", p.replace('/', ".")));
+    let n = |p: &str| count(p).map(Option::unwrap_or_default);
+    Ok(TokenUsage {
+        total: count("/total")?,
+        input: n("/input")?,
+        output: n("/output")?,
+        reasoning: n("/reasoning")?,
+        cache_read: n("/cache/read")?,
+        cache_write: n("/cache/write")?,
+    })
 }
 
-fn cost_micros(v: Option<&Value>) -> Option<u64> {
-    let c = v?.as_f64()?;
-    (c.is_finite() && c >= 0.0).then(|| (c * 1_000_000.0).round() as u64)
+/// A recorded cost in dollars as micro-dollars.
+fn cost_micros(v: Option<&Value>) -> Result<Option<u64>, String> {
+    Ok(strict::amount_value(v, "cost")?.map(|c| (c * 1_000_000.0).round() as u64))
 }
 
 /// What ctxlog models of a user message's `info` (see [`unmodelled`]).
@@ -178,6 +188,14 @@ struct Importer<'a> {
     info: Option<Value>,
     /// OpenCode message id → ctxlog message id.
     ids: BTreeMap<String, MessageId>,
+    /// Every message id read, with where it was.
+    message_paths: BTreeMap<String, String>,
+    /// Every part id read, with where it was.
+    part_paths: BTreeMap<String, String>,
+    /// Whether the export had its `messages` array.
+    has_messages: bool,
+    /// Bytes read since the last message (see [`Bounded`]).
+    message_bytes: Option<std::rc::Rc<std::cell::Cell<u64>>>,
     /// Marker (job) → what its compaction part said.
     markers: BTreeMap<MessageId, Marker>,
     /// Pruned parts waiting to be placed: (time, part, tokens).
@@ -196,6 +214,21 @@ impl<'a> Importer<'a> {
         e
     }
 
+    /// The count or time at `pointer` of `v` (the object at `path`).
+    fn count(&self, v: &Value, pointer: &str, path: &str) -> Result<Option<u64>, ImportError> {
+        strict::count_at(v, pointer).map_err(|e| self.err(path.to_owned(), e))
+    }
+
+    /// The `tokens` and `cost` of `v` (the object at `path`).
+    fn usage(&self, v: &Value, path: &str) -> Result<(TokenUsage, Option<u64>), ImportError> {
+        let tokens = match v.get("tokens") {
+            None | Some(Value::Null) => TokenUsage::default(),
+            Some(t) => tokens_from(t).map_err(|e| self.err(path.to_owned(), e))?,
+        };
+        let cost = cost_micros(v.get("cost")).map_err(|e| self.err(path.to_owned(), e))?;
+        Ok((tokens, cost))
+    }
+
     fn start(&mut self, fallback: Option<&str>, at: u64) -> Result<(), ImportError> {
         if self.b.started() {
             return Ok(());
@@ -207,11 +240,11 @@ impl<'a> Importer<'a> {
             .or(fallback)
             .ok_or_else(|| self.err("info.id".into(), "missing: no session id"))?
             .to_owned();
-        let created = info
-            .as_ref()
-            .and_then(|i| i.pointer("/time/created"))
-            .and_then(Value::as_u64)
-            .unwrap_or(at);
+        let created = match &info {
+            Some(i) => self.count(i, "/time/created", "info")?,
+            None => None,
+        }
+        .unwrap_or(at);
         let title = info
             .as_ref()
             .and_then(|i| str_at(i, "title"))
@@ -304,15 +337,29 @@ impl<'a> Importer<'a> {
         let id = str_at(info, "id")
             .ok_or_else(|| self.err(format!("{path}.info.id"), "missing or not a string"))?
             .to_owned();
-        let created = info
-            .pointer("/time/created")
-            .and_then(Value::as_u64)
-            .ok_or_else(|| {
-                self.err(
-                    format!("{path}.info.time.created"),
-                    "missing or not a number",
-                )
-            })?;
+        if let Some(first) = self.message_paths.insert(id.clone(), path.clone()) {
+            return Err(self.err(
+                format!("{path}.info.id"),
+                format!("message id {id:?} is used twice (first at {first}): every message needs its own id"),
+            ));
+        }
+        if let Some(parts) = v.get("parts").and_then(Value::as_array) {
+            for (i, p) in parts.iter().enumerate() {
+                let Some(part) = str_at(p, "id") else {
+                    continue;
+                };
+                let here = format!("{path}.parts[{i}]");
+                if let Some(first) = self.part_paths.insert(part.to_owned(), here.clone()) {
+                    return Err(self.err(
+                        format!("{here}.id"),
+                        format!("part id {part:?} is used twice (first at {first}): every part needs its own id"),
+                    ));
+                }
+            }
+        }
+        let created = self
+            .count(info, "/time/created", &format!("{path}.info"))?
+            .ok_or_else(|| self.err(format!("{path}.info.time.created"), "missing"))?;
         self.start(str_at(info, "sessionID"), created)?;
         self.flush_prunes(Some(created))?;
         let parts = match v.get("parts") {
@@ -414,6 +461,9 @@ impl<'a> Importer<'a> {
         parts: &[Value],
         at: u64,
     ) -> Result<(), ImportError> {
+        // The message's own totals are checked even where its step-finish
+        // parts carry the figures ctxlog keeps.
+        self.usage(info, &format!("{path}.info"))?;
         let model = str_at(info, "modelID").map(|m| ModelRef {
             provider: str_at(info, "providerID").unwrap_or("").to_owned(),
             model: m.to_owned(),
@@ -441,7 +491,7 @@ impl<'a> Importer<'a> {
                     .unwrap_or("")
                     .to_owned(),
             });
-        let completed = info.pointer("/time/completed").and_then(Value::as_u64);
+        let completed = self.count(info, "/time/completed", &format!("{path}.info"))?;
         let job = parent.filter(|p| {
             self.markers.contains_key(p)
                 && self
@@ -474,10 +524,9 @@ impl<'a> Importer<'a> {
         let stepped = self.parts(path, message, parts, at, false, completed)?;
         if !stepped {
             if let Some(reason) = finish {
-                let tokens = info.get("tokens").map(tokens_from).unwrap_or_default();
+                let (tokens, cost) = self.usage(info, &format!("{path}.info"))?;
                 let t = completed.unwrap_or(at);
-                self.b
-                    .finish_step(t, message, reason, tokens, cost_micros(info.get("cost")))?;
+                self.b.finish_step(t, message, reason, tokens, cost)?;
             }
         }
         if let Some(error) = error {
@@ -525,9 +574,8 @@ impl<'a> Importer<'a> {
             ASSISTANT_INFO,
         )?;
         self.parts(path, summary_message, parts, at, true, None)?;
-        let completed = info
-            .pointer("/time/completed")
-            .and_then(Value::as_u64)
+        let completed = self
+            .count(info, "/time/completed", &format!("{path}.info"))?
             .unwrap_or(at);
         let fail = |b: &mut Builder, error: String| {
             b.record(completed, Event::CompactionFailed { job, error })
@@ -566,11 +614,10 @@ impl<'a> Importer<'a> {
             .iter()
             .rev()
             .find(|p| str_at(p, "type") == Some("step-finish"));
-        let tokens = step_finish
-            .and_then(|p| p.get("tokens"))
-            .or_else(|| info.get("tokens"))
-            .map(tokens_from)
-            .unwrap_or_default();
+        let tokens = match step_finish.filter(|p| p.get("tokens").is_some()) {
+            Some(p) => self.usage(p, &format!("{path}.parts"))?.0,
+            None => self.usage(info, &format!("{path}.info"))?.0,
+        };
         let part = self.b.part_id(completed)?;
         self.b.record(
             completed,
@@ -623,13 +670,12 @@ impl<'a> Importer<'a> {
             {
                 continue; // OpenCode never puts these on user messages
             }
-            let span = |p: &Value| {
-                p.pointer("/time/start")
-                    .and_then(Value::as_u64)
-                    .map(|start| Span {
-                        start,
-                        end: p.pointer("/time/end").and_then(Value::as_u64),
-                    })
+            let span = match self.count(p, "/time/start", &ppath)? {
+                Some(start) => Some(Span {
+                    start,
+                    end: self.count(p, "/time/end", &ppath)?,
+                }),
+                None => None,
             };
             let body = match kind {
                 "text" => PartBody::Text {
@@ -637,32 +683,25 @@ impl<'a> Importer<'a> {
                         .ok_or_else(|| self.err(format!("{ppath}.text"), "not a string"))?
                         .to_owned(),
                     synthetic: p.get("synthetic").and_then(Value::as_bool) == Some(true),
-                    time: span(p),
+                    time: span,
                 },
                 "reasoning" => PartBody::Reasoning {
                     text: str_at(p, "text").unwrap_or("").to_owned(),
-                    time: span(p),
+                    time: span,
                 },
                 "step-finish" => {
                     if summary {
                         continue; // becomes SummaryCompleted's part
                     }
-                    let t = p
-                        .pointer("/time/end")
-                        .and_then(Value::as_u64)
+                    let t = self
+                        .count(p, "/time/end", &ppath)?
                         .or(completed.filter(|_| last_step == Some(i)))
                         .unwrap_or(at);
                     let reason = str_at(p, "reason")
                         .map(finish_from)
                         .unwrap_or(FinishReason::Stop);
-                    let tokens = p.get("tokens").map(tokens_from).unwrap_or_default();
-                    let part = self.b.finish_step(
-                        t,
-                        message,
-                        reason,
-                        tokens,
-                        cost_micros(p.get("cost")),
-                    )?;
+                    let (tokens, cost) = self.usage(p, &ppath)?;
+                    let part = self.b.finish_step(t, message, reason, tokens, cost)?;
                     self.keep_part(t, part, p, part_fields(kind), false)?;
                     stepped = true;
                     continue;
@@ -736,7 +775,8 @@ impl<'a> Importer<'a> {
             .filter(|s| s.is_object())
             .ok_or_else(|| self.err(format!("{path}.state"), "missing or not an object"))?;
         let input = as_json(s.get("input").unwrap_or(&Value::Null));
-        let time = |k: &str| s.pointer(&format!("/time/{k}")).and_then(Value::as_u64);
+        let spath = format!("{path}.state");
+        let time = |k: &str| self.count(s, &format!("/time/{k}"), &spath);
         let status = str_at(s, "status")
             .ok_or_else(|| self.err(format!("{path}.state.status"), "missing or not a string"))?;
         let title = str_at(s, "title").map(str::to_owned);
@@ -748,7 +788,7 @@ impl<'a> Importer<'a> {
             "running" => ToolState::Running {
                 input,
                 title,
-                start: time("start").unwrap_or(at),
+                start: time("start")?.unwrap_or(at),
             },
             "completed" => ToolState::Completed {
                 input,
@@ -759,8 +799,8 @@ impl<'a> Importer<'a> {
                 },
                 title,
                 metadata: as_json(s.get("metadata").unwrap_or(&Value::Null)),
-                start: time("start").unwrap_or(at),
-                end: time("end").unwrap_or(at),
+                start: time("start")?.unwrap_or(at),
+                end: time("end")?.unwrap_or(at),
                 attachments: s
                     .get("attachments")
                     .and_then(Value::as_array)
@@ -778,8 +818,8 @@ impl<'a> Importer<'a> {
             "error" => ToolState::Error {
                 input,
                 error: str_at(s, "error").unwrap_or("").to_owned(),
-                start: time("start").unwrap_or(at),
-                end: time("end").unwrap_or(at),
+                start: time("start")?.unwrap_or(at),
+                end: time("end")?.unwrap_or(at),
             },
             other => {
                 return Err(self.err(
@@ -789,7 +829,7 @@ impl<'a> Importer<'a> {
             }
         };
         let compacted = if status == "completed" {
-            time("compacted")
+            time("compacted")?
         } else {
             None
         };
@@ -829,7 +869,13 @@ impl<'de> Visitor<'de> for Top<'_, '_> {
                     }
                     self.0.info = Some(info);
                 }
-                "messages" => map.next_value_seed(Messages(&mut *self.0))?,
+                "messages" if self.0.has_messages => {
+                    return Err(serde::de::Error::custom("a second `messages` key"));
+                }
+                "messages" => {
+                    self.0.has_messages = true;
+                    map.next_value_seed(Messages(&mut *self.0))?
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -858,6 +904,10 @@ impl<'de> Visitor<'de> for Messages<'_, '_> {
             let Some(v) = seq.next_element::<Value>()? else {
                 break;
             };
+            // The limit holds per message, not for the whole export.
+            if let Some(used) = &self.0.message_bytes {
+                used.set(0);
+            }
             if let Err(e) = self.0.message(i, v) {
                 self.0.failed = Some(e);
                 return Err(serde::de::Error::custom("import failed"));
@@ -879,10 +929,16 @@ pub fn import<R: BufRead>(
         b: Builder::new(file, Format::OpenCode, options),
         info: None,
         ids: BTreeMap::new(),
+        message_paths: BTreeMap::new(),
+        part_paths: BTreeMap::new(),
+        has_messages: false,
+        message_bytes: None,
         markers: BTreeMap::new(),
         prunes: Vec::new(),
         failed: None,
     };
+    let (reader, used) = Bounded::new(reader, options.max_line_bytes);
+    im.message_bytes = Some(used);
     let mut de = serde_json::Deserializer::from_reader(reader);
     let parsed = Top(&mut im).deserialize(&mut de).and_then(|()| de.end());
     if let Some(e) = im.failed.take() {
@@ -894,6 +950,12 @@ pub fn import<R: BufRead>(
         return Err(err);
     }
     im.b.at.path = None;
+    if !im.has_messages {
+        return Err(im.err(
+            "messages".into(),
+            "missing: an OpenCode export has a `messages` array (an empty session has `[]`)",
+        ));
+    }
     if !im.b.started() {
         // An export with no messages: the session still exists.
         im.start(None, 0)?;

@@ -16,6 +16,7 @@
 //! - `thinking_level_change` and unknown entries are skipped.
 
 use crate::build::{Builder, NewMessage, OpenCall};
+use crate::strict;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     Attachment, Event, FinishReason, Json, MessageError, MessageId, ModelRef, PartBody, Role,
@@ -94,7 +95,8 @@ impl<'a> Importer<'a> {
             let id = v
                 .get("id")
                 .and_then(Value::as_str)
-                .ok_or_else(|| self.err("field `id` missing or not a string"))?;
+                .filter(|id| !id.is_empty())
+                .ok_or_else(|| self.err("field `id` missing, empty or not a string"))?;
             let policy = self.b.policy_for(None);
             self.b.start(id, at.unwrap_or(0), None, policy)?;
             if let Some(p) = v.get("provider").and_then(Value::as_str) {
@@ -126,7 +128,9 @@ impl<'a> Importer<'a> {
                 let m = v
                     .get("message")
                     .ok_or_else(|| self.err("field `message` missing"))?;
-                let at = m.get("timestamp").and_then(Value::as_u64).or(at);
+                let own =
+                    strict::count(m, "timestamp").map_err(|e| self.err(format!("message: {e}")))?;
+                let at = own.or(at);
                 let at = self.b.time(at);
                 match m.get("role").and_then(Value::as_str) {
                     Some("user") => self.user(m, at),
@@ -305,16 +309,7 @@ impl<'a> Importer<'a> {
             None if has_tool => FinishReason::ToolCalls,
             None => FinishReason::Stop,
         };
-        let u = m.get("usage");
-        let n = |k: &str| u.and_then(|u| u.get(k)).and_then(Value::as_u64);
-        let tokens = TokenUsage {
-            total: n("totalTokens"),
-            input: n("input").unwrap_or(0),
-            output: n("output").unwrap_or(0),
-            reasoning: 0,
-            cache_read: n("cacheRead").unwrap_or(0),
-            cache_write: n("cacheWrite").unwrap_or(0),
-        };
+        let tokens = usage(m).map_err(|e| self.err(format!("message.usage: {e}")))?;
         self.b.finish_step(at, message, reason, tokens, None)?;
         if !matches!(stop, Some("aborted") | Some("error")) {
             return Ok(());
@@ -411,10 +406,29 @@ pub fn import<R: BufRead>(
         last_user: None,
         provider: "unknown".into(),
     };
-    each_line(reader, file, |n, v| {
+    let unfinished = each_line(reader, file, options.max_line_bytes, |n, v| {
         im.line = n;
         im.b.at.line = n;
         im.line(&v)
     })?;
+    im.b.unfinished_line(unfinished);
     im.b.finish()
+}
+
+/// An assistant message's `usage` (absent: nothing reported).
+fn usage(m: &Value) -> Result<TokenUsage, String> {
+    let none = Value::Null;
+    let u = match strict::object(m, "usage")? {
+        Some(_) => &m["usage"],
+        None => &none,
+    };
+    let n = |k: &str| Ok::<_, String>(strict::count(u, k)?.unwrap_or(0));
+    Ok(TokenUsage {
+        total: strict::count(u, "totalTokens")?,
+        input: n("input")?,
+        output: n("output")?,
+        reasoning: 0,
+        cache_read: n("cacheRead")?,
+        cache_write: n("cacheWrite")?,
+    })
 }

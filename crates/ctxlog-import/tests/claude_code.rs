@@ -119,7 +119,8 @@ fn every_real_claude_code_session_imports_and_replays_deterministically() {
 fn bad_input_names_the_file_line_and_field() {
     let good_user = r#"{"type":"user","sessionId":"s1","uuid":"u1","timestamp":"2025-10-21T03:21:27.040Z","message":{"role":"user","content":"Hey"}}"#;
     let cases: Vec<(String, u64, &str)> = vec![
-        (format!("{good_user}\n{{\"type\":\"user\", truncated"), 2, "not JSON"),
+        // A broken line that is not the last being written (it ends).
+        (format!("{good_user}\n{{\"type\":\"user\", truncated\n"), 2, "not JSON"),
         (format!("{good_user}\n{{\"type\":\"assistant\",\"timestamp\":\"2025-10-21T03:21:28Z\",\"message\":{{\"id\":\"m1\",\"content\":5}}}}"), 2, "`message.content` is not an array"),
         (format!("{good_user}\n{{\"type\":\"user\",\"timestamp\":\"2025-10-21T03:21:28Z\",\"message\":{{\"content\":[{{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_x\",\"content\":\"r\"}}]}}}}"), 2, "tool result for unknown call \"toolu_x\""),
         (format!("{good_user}\n{{\"type\":\"user\",\"timestamp\":\"yesterday\",\"message\":{{\"content\":\"x\"}}}}"), 2, "not an RFC 3339 time"),

@@ -433,9 +433,20 @@ fn bad_input_in_every_format_is_named_by_line_or_json_path() {
         let text = fixture(rel);
         let lines: Vec<&str> = text.lines().collect();
         let n = lines.len() as u64;
-        // truncated last line
+        // a last line cut short is still being written: left out, with a
+        // warning; the same line cut short and ended is bad JSON
         let mut t = lines.join("\n");
         t.truncate(t.len() - 10);
+        let a = import(t.as_bytes(), "bad", format, &ImportOptions::default())
+            .unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert!(
+            a.warnings
+                .iter()
+                .any(|w| w.contains(&format!("line {n} is unfinished"))),
+            "{rel}: {:?}",
+            a.warnings
+        );
+        t.push('\n');
         let e = err_of(t.as_bytes(), format);
         assert_eq!(e.line, n, "{rel}: {e}");
         assert!(e.message.contains("not JSON"), "{rel}: {e}");

@@ -1,0 +1,123 @@
+//! Strict reading of JSON fields: a value of the wrong type is an error that
+//! names the field and what it held, never a default. Absent and `null`
+//! mean "not recorded".
+
+use serde_json::{Map, Value};
+
+/// The largest count or time accepted: 2^53, the largest integer the
+/// agents' JavaScript and JSON tools keep exact (a token count or a
+/// millisecond time beyond it is damage, not data).
+pub const MAX_COUNT: u64 = 1 << 53;
+
+/// What `v` is, in words, for an error.
+pub(crate) fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("the boolean {b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) => {
+            let shown: String = s.chars().take(40).collect();
+            let more = if shown.len() < s.len() { "…" } else { "" };
+            format!("the string {shown:?}{more}")
+        }
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// A count or a time (an integer from 0 to [`MAX_COUNT`]) held by `v`,
+/// named `name` in the error.
+pub(crate) fn count_value(v: Option<&Value>, name: &str) -> Result<Option<u64>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(x) if x <= MAX_COUNT => Ok(Some(x)),
+            _ => Err(format!(
+                "`{name}` must be an integer from 0 to 2^53, not the number {n}"
+            )),
+        },
+        Some(other) => Err(format!(
+            "`{name}` must be an integer from 0 to 2^53, not {}",
+            describe(other)
+        )),
+    }
+}
+
+/// The count at `key` of `obj` (see [`count_value`]).
+pub(crate) fn count(obj: &Value, key: &str) -> Result<Option<u64>, String> {
+    count_value(obj.get(key), key)
+}
+
+/// The count at the JSON pointer `pointer` of `obj`, named by the pointer
+/// in dotted form (`/time/created` → `time.created`).
+pub(crate) fn count_at(obj: &Value, pointer: &str) -> Result<Option<u64>, String> {
+    count_value(obj.pointer(pointer), &dotted(pointer))
+}
+
+/// A non-negative finite number (a cost) held by `v`.
+pub(crate) fn amount_value(v: Option<&Value>, name: &str) -> Result<Option<f64>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+            _ => Err(format!(
+                "`{name}` must be a non-negative number, not the number {n}"
+            )),
+        },
+        Some(other) => Err(format!(
+            "`{name}` must be a non-negative number, not {}",
+            describe(other)
+        )),
+    }
+}
+
+/// The object at `key` of `obj`: absent or `null` is `None`; anything else
+/// that is not an object is an error.
+pub(crate) fn object<'a>(
+    obj: &'a Value,
+    key: &str,
+) -> Result<Option<&'a Map<String, Value>>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(o)) => Ok(Some(o)),
+        Some(other) => Err(format!(
+            "`{key}` must be an object, not {}",
+            describe(other)
+        )),
+    }
+}
+
+/// `/a/b` → `a.b`.
+fn dotted(pointer: &str) -> String {
+    pointer.trim_start_matches('/').replace('/', ".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn counts_are_integers_in_range_or_absent() {
+        let v = json!({"a": 12, "b": null, "s": "12", "f": 1.5, "n": -3, "h": 1e30, "x": 9007199254740993u64, "o": {"t": 4}});
+        assert_eq!(count(&v, "a"), Ok(Some(12)));
+        assert_eq!(count(&v, "b"), Ok(None));
+        assert_eq!(count(&v, "missing"), Ok(None));
+        assert_eq!(count_at(&v, "/o/t"), Ok(Some(4)));
+        for (k, found) in [
+            ("s", "the string \"12\""),
+            ("f", "the number 1.5"),
+            ("n", "the number -3"),
+            ("h", "the number 1e+30"),
+            ("x", "the number 9007199254740993"),
+        ] {
+            let e = count(&v, k).unwrap_err();
+            assert!(e.contains(&format!("`{k}`")) && e.contains(found), "{e}");
+        }
+        assert!(object(&json!({"u": "x"}), "u")
+            .unwrap_err()
+            .contains("the string \"x\""));
+        assert_eq!(amount_value(Some(&json!(0.25)), "cost"), Ok(Some(0.25)));
+        assert!(amount_value(Some(&json!(-1)), "cost").is_err());
+    }
+}
