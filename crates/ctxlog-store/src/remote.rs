@@ -13,6 +13,7 @@ use ctxlog_core::{Envelope, Seq, SessionId, EVENT_SCHEMA_VERSION};
 use std::io::{self, BufReader};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// How long [`Reader::open`] tries a store another process holds, to be
@@ -110,32 +111,76 @@ impl RemoteLog {
     /// Verifies the store in the process that holds it (between its
     /// commits); see [`SledStore::verify`].
     pub fn verify(&self) -> Result<VerifyReport, StoreError> {
+        self.ask_verify().map_err(|e| self.failure(e))
+    }
+
+    fn ask_verify(&self) -> Result<VerifyReport, Asked> {
         let mut reply = self.request(&Request::Verify)?;
         match self.next(&mut reply)? {
             Reply::Verify(report) => Ok(report.into()),
-            other => Err(self.unexpected(other)),
+            other => Err(Asked::Failed(self.unexpected(other))),
         }
     }
 
+    fn ask_head(&self, session: SessionId) -> Result<Seq, Asked> {
+        let mut reply = self.request(&Request::Head(session))?;
+        match self.next(&mut reply)? {
+            Reply::Head(seq) => Ok(seq),
+            other => Err(Asked::Failed(self.unexpected(other))),
+        }
+    }
+
+    fn ask_sessions(&self) -> Result<Vec<(SessionId, Seq)>, Asked> {
+        let mut reply = self.request(&Request::Sessions)?;
+        match self.next(&mut reply)? {
+            Reply::Sessions(sessions) => Ok(sessions),
+            other => Err(Asked::Failed(self.unexpected(other))),
+        }
+    }
+
+    fn ask_read(&self, session: SessionId, from: Seq) -> Result<RemoteRead<'_>, Asked> {
+        let mut reply = self.request(&Request::Read(session, from))?;
+        // The first reply tells whether the holder still answers; events
+        // that follow arrive as they are read.
+        let first = self.next(&mut reply)?;
+        Ok(RemoteRead {
+            log: self,
+            reply,
+            first: Some(first),
+            done: false,
+        })
+    }
+
     /// Sends `request` on a new connection; the connection to read the
-    /// reply from.
-    fn request(&self, request: &Request) -> Result<BufReader<UnixStream>, StoreError> {
-        let mut stream = dial(&self.store, REPLY_TIMEOUT).map_err(|e| self.gone(&e))?;
-        write_frame(&mut stream, request).map_err(|e| self.gone(&e))?;
+    /// reply from. A holder that no longer listens is [`Asked::Gone`].
+    fn request(&self, request: &Request) -> Result<BufReader<UnixStream>, Asked> {
+        let mut stream =
+            dial(&self.store, REPLY_TIMEOUT).map_err(|e| Asked::Gone(e.to_string()))?;
+        write_frame(&mut stream, request).map_err(|e| Asked::Gone(e.to_string()))?;
         Ok(BufReader::new(stream))
     }
 
-    /// The next reply that is not `Working`; `Failed` is the owner's error.
-    fn next(&self, reply: &mut BufReader<UnixStream>) -> Result<Reply, StoreError> {
+    /// The next reply that is not `Working`; `Failed` is the owner's error,
+    /// `Closing` a holder that is letting go of the store.
+    fn next(&self, reply: &mut BufReader<UnixStream>) -> Result<Reply, Asked> {
         loop {
-            match read_frame::<Reply>(reply).map_err(|e| self.gone(&e))? {
-                Reply::Working => continue,
-                Reply::Failed(message) => return Err(StoreError::Served(message)),
-                Reply::Closing => {
-                    return Err(self.gone(&io::Error::other("it is closing the store")))
+            match read_frame::<Reply>(reply) {
+                Ok(Reply::Working) => continue,
+                Ok(Reply::Failed(message)) => {
+                    return Err(Asked::Failed(StoreError::Served(message)))
                 }
-                other => return Ok(other),
+                Ok(Reply::Closing) => return Err(Asked::Gone("it is closing the store".into())),
+                Ok(other) => return Ok(other),
+                Err(e) => return Err(Asked::Failed(self.gone(&e))),
             }
+        }
+    }
+
+    /// A failed request as the caller sees it.
+    fn failure(&self, e: Asked) -> StoreError {
+        match e {
+            Asked::Gone(why) => self.gone(&io::Error::other(why)),
+            Asked::Failed(e) => e,
         }
     }
 
@@ -154,6 +199,15 @@ impl RemoteLog {
             why: format!("an unexpected answer: {reply:?}"),
         }
     }
+}
+
+/// Why a request to the holder got no answer.
+enum Asked {
+    /// The holder no longer listens, or is closing the store, before it
+    /// answered anything: whoever asked may open the store instead.
+    Gone(String),
+    /// The request failed (the holder's error, or it stopped mid-answer).
+    Failed(StoreError),
 }
 
 /// A connection to the socket of the store at `store`.
@@ -183,28 +237,16 @@ impl EventLog for RemoteLog {
         session: SessionId,
         from: Seq,
     ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError> {
-        let reply = self.request(&Request::Read(session, from))?;
-        Ok(Box::new(RemoteRead {
-            log: self,
-            reply,
-            done: false,
-        }))
+        let events = self.ask_read(session, from).map_err(|e| self.failure(e))?;
+        Ok(Box::new(events))
     }
 
     fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
-        let mut reply = self.request(&Request::Head(session))?;
-        match self.next(&mut reply)? {
-            Reply::Head(seq) => Ok(seq),
-            other => Err(self.unexpected(other)),
-        }
+        self.ask_head(session).map_err(|e| self.failure(e))
     }
 
     fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
-        let mut reply = self.request(&Request::Sessions)?;
-        match self.next(&mut reply)? {
-            Reply::Sessions(sessions) => Ok(sessions),
-            other => Err(self.unexpected(other)),
-        }
+        self.ask_sessions().map_err(|e| self.failure(e))
     }
 }
 
@@ -212,6 +254,8 @@ impl EventLog for RemoteLog {
 struct RemoteRead<'a> {
     log: &'a RemoteLog,
     reply: BufReader<UnixStream>,
+    /// The first reply, read when the request was made.
+    first: Option<Reply>,
     done: bool,
 }
 
@@ -222,11 +266,15 @@ impl Iterator for RemoteRead<'_> {
         if self.done {
             return None;
         }
-        let item = match self.log.next(&mut self.reply) {
+        let reply = match self.first.take() {
+            Some(first) => Ok(first),
+            None => self.log.next(&mut self.reply),
+        };
+        let item = match reply {
             Ok(Reply::Event(e)) => return Some(Ok(*e)),
             Ok(Reply::End) => None,
             Ok(other) => Some(Err(self.log.unexpected(other))),
-            Err(e) => Some(Err(e)),
+            Err(e) => Some(Err(self.log.failure(e))),
         };
         self.done = true;
         item
@@ -234,13 +282,24 @@ impl Iterator for RemoteRead<'_> {
 }
 
 /// A store opened for reading: directly when no other process holds it, or
-/// through the process that does ([`RemoteLog`]).
-#[derive(Debug, Clone)]
-pub enum Reader {
+/// through the process that does ([`RemoteLog`]). When that process lets go
+/// of the store between two requests (it ended), the reader opens the store
+/// itself and goes on.
+#[derive(Debug)]
+pub struct Reader {
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
     /// This process opened the store (and serves it to other readers).
     Opened(SledStore),
-    /// Another process holds the store and answers for it.
-    Served(RemoteLog),
+    /// Another process holds the store and answers for it; once it is
+    /// gone, the store this process opened instead.
+    Served {
+        remote: RemoteLog,
+        took_over: OnceLock<SledStore>,
+    },
 }
 
 impl Reader {
@@ -256,11 +315,16 @@ impl Reader {
         let started = Instant::now();
         loop {
             if let Some(remote) = RemoteLog::connect(path)? {
-                return Ok(Reader::Served(remote));
+                return Ok(Reader {
+                    source: Source::Served {
+                        remote,
+                        took_over: OnceLock::new(),
+                    },
+                });
             }
             // The holder may be opening the store, or closing it.
             match SledStore::open_with(config.clone()) {
-                Ok(store) => return Ok(Reader::Opened(store)),
+                Ok(store) => return Ok(Reader::from(store)),
                 Err(e @ StoreError::InUse { .. }) if started.elapsed() >= IN_USE_WAIT => {
                     return Err(e)
                 }
@@ -272,32 +336,73 @@ impl Reader {
 
     /// The store directory.
     pub fn path(&self) -> &Path {
-        match self {
-            Reader::Opened(s) => s.path(),
-            Reader::Served(r) => r.path(),
+        match &self.source {
+            Source::Opened(s) => s.path(),
+            Source::Served { remote, .. } => remote.path(),
         }
     }
 
-    /// The process serving the store, when it is not this one.
+    /// The process that served the store when it was opened, when it is
+    /// not this one.
     pub fn served_by(&self) -> Option<u32> {
-        match self {
-            Reader::Opened(_) => None,
-            Reader::Served(r) => Some(r.pid()),
+        match &self.source {
+            Source::Opened(_) => None,
+            Source::Served { remote, .. } => Some(remote.pid()),
         }
     }
 
     /// Checks every record and head; see [`SledStore::verify`].
     pub fn verify(&self) -> Result<VerifyReport, StoreError> {
-        match self {
-            Reader::Opened(s) => s.verify(),
-            Reader::Served(r) => r.verify(),
+        self.ask(SledStore::verify, RemoteLog::ask_verify)
+    }
+
+    /// Answers a call from the store this process opened, or from the
+    /// holder, opening the store itself when the holder is gone.
+    fn ask<T>(
+        &self,
+        opened: impl Fn(&SledStore) -> Result<T, StoreError>,
+        served: impl Fn(&RemoteLog) -> Result<T, Asked>,
+    ) -> Result<T, StoreError> {
+        match &self.source {
+            Source::Opened(s) => opened(s),
+            Source::Served { remote, took_over } => {
+                if let Some(s) = took_over.get() {
+                    return opened(s);
+                }
+                match served(remote) {
+                    Ok(t) => Ok(t),
+                    Err(Asked::Gone(why)) => opened(self.take_over(remote, took_over, &why)?),
+                    Err(Asked::Failed(e)) => Err(e),
+                }
+            }
         }
+    }
+
+    /// Opens the store the holder let go of.
+    fn take_over<'a>(
+        &self,
+        remote: &RemoteLog,
+        took_over: &'a OnceLock<SledStore>,
+        why: &str,
+    ) -> Result<&'a SledStore, StoreError> {
+        tracing::debug!(store = %remote.path().display(), "the holder is gone ({why}): opening the store");
+        let store = SledStore::open(remote.path()).map_err(|e| match e {
+            StoreError::InUse { path, holder } => StoreError::Unanswered {
+                path,
+                holder,
+                why: format!("process {} stopped serving it ({why})", remote.pid()),
+            },
+            e => e,
+        })?;
+        Ok(took_over.get_or_init(|| store))
     }
 }
 
 impl From<SledStore> for Reader {
     fn from(store: SledStore) -> Self {
-        Reader::Opened(store)
+        Reader {
+            source: Source::Opened(store),
+        }
     }
 }
 
@@ -308,9 +413,12 @@ impl EventLog for Reader {
         expected: Expected,
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
-        match self {
-            Reader::Opened(s) => s.append(session, expected, events),
-            Reader::Served(r) => r.append(session, expected, events),
+        match &self.source {
+            Source::Opened(s) => s.append(session, expected, events),
+            Source::Served { remote, took_over } => match took_over.get() {
+                Some(s) => s.append(session, expected, events),
+                None => remote.append(session, expected, events),
+            },
         }
     }
 
@@ -319,37 +427,55 @@ impl EventLog for Reader {
         session: SessionId,
         from: Seq,
     ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError> {
-        match self {
-            Reader::Opened(s) => s.read(session, from),
-            Reader::Served(r) => r.read(session, from),
+        match &self.source {
+            Source::Opened(s) => s.read(session, from),
+            Source::Served { remote, took_over } => {
+                if let Some(s) = took_over.get() {
+                    return s.read(session, from);
+                }
+                match remote.ask_read(session, from) {
+                    Ok(events) => Ok(Box::new(events)),
+                    Err(Asked::Gone(why)) => {
+                        self.take_over(remote, took_over, &why)?.read(session, from)
+                    }
+                    Err(Asked::Failed(e)) => Err(e),
+                }
+            }
         }
     }
 
     fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
-        match self {
-            Reader::Opened(s) => s.head(session),
-            Reader::Served(r) => r.head(session),
-        }
+        self.ask(|s| s.head(session), |r| r.ask_head(session))
     }
 
     fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
-        match self {
-            Reader::Opened(s) => s.sessions(),
-            Reader::Served(r) => r.sessions(),
-        }
+        self.ask(|s| s.sessions(), RemoteLog::ask_sessions)
     }
 
     fn load_state(&self, session: SessionId) -> Result<LoadedState, StoreError> {
-        match self {
-            Reader::Opened(s) => s.load_state(session),
-            Reader::Served(r) => r.load_state(session),
+        match &self.source {
+            Source::Opened(s) => s.load_state(session),
+            // Events from the holder (no snapshots over the socket), or
+            // from the store once taken over.
+            Source::Served { took_over, .. } => match took_over.get() {
+                Some(s) => s.load_state(session),
+                None => {
+                    let mut state = ctxlog_core::SessionState::new();
+                    let replayed = crate::log::evolve_to_head(self, session, &mut state)?;
+                    Ok(LoadedState {
+                        state,
+                        snapshot: None,
+                        replayed,
+                    })
+                }
+            },
         }
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        match self {
-            Reader::Opened(s) => s.flush(),
-            Reader::Served(r) => r.flush(),
+        match &self.source {
+            Source::Opened(s) => s.flush(),
+            Source::Served { took_over, .. } => took_over.get().map_or(Ok(()), SledStore::flush),
         }
     }
 }

@@ -970,4 +970,15 @@ fn the_holder_serves_what_is_durable_and_nothing_more() {
     assert!(reader.served_by().is_none());
     assert_eq!(reader.head(a).unwrap(), 40);
     assert!(RemoteLog::connect(&dir.0).unwrap().is_some());
+
+    // A reader whose holder lets go of the store between two calls opens
+    // the store itself and goes on.
+    let served = Reader::open(&dir.0).unwrap();
+    assert_eq!(served.served_by(), Some(std::process::id()));
+    assert_eq!(served.head(b).unwrap(), 30);
+    drop(reader);
+    assert_eq!(served.sessions().unwrap().len(), 2);
+    let events: Vec<Envelope> = served.read(a, 1).unwrap().map(Result::unwrap).collect();
+    assert_eq!(events, local);
+    assert!(served.verify().unwrap().ok());
 }
