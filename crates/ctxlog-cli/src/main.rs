@@ -12,7 +12,7 @@ use ctxlog_core::{
 use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
 use ctxlog_engine::{Engine, EngineError, JobOutcome};
 use ctxlog_store::{EventLog, Reader, SledStore, StoreError};
-use recorded::{FormatArg, LimitArgs, SimulateArgs};
+use recorded::SimulateArgs;
 use serde_json::json;
 use std::sync::Arc;
 
@@ -140,28 +140,13 @@ enum Command {
     },
     /// Import a recorded session (OpenCode export, Claude Code, Codex or pi)
     /// into the store, whole or not at all. Importing the same file again
-    /// writes nothing (the ids derive from the recording's own session id).
+    /// writes nothing (the ids derive from the recording's own session id);
+    /// importing it after it grew appends what is new (pass --live while
+    /// the agent is still writing it).
     #[command(
-        after_help = "Example:\n  ctxlog import ~/.codex/sessions/2025/09/25/rollout-….jsonl\n  ctxlog import export.json --format opencode --context 128000"
+        after_help = "Example:\n  ctxlog import ~/.codex/sessions/2025/09/25/rollout-….jsonl\n  ctxlog import export.json --format opencode --context 128000\n  ctxlog import --live ~/.claude/projects/my-project/current-session.jsonl"
     )]
-    Import {
-        /// The recording.
-        file: PathBuf,
-        /// Its format.
-        #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
-        format: FormatArg,
-        /// Policy preset recorded with the session [default: the preset of
-        /// the agent version that wrote it (OpenCode 1.18.x → opencode-1.18),
-        /// else opencode-seed].
-        #[arg(long)]
-        policy: Option<String>,
-        #[command(flatten)]
-        limits: LimitArgs,
-        /// The longest JSONL line or OpenCode export message read, in bytes;
-        /// longer input is refused.
-        #[arg(long, default_value_t = ctxlog_import::DEFAULT_MAX_LINE_BYTES)]
-        max_line_bytes: u64,
-    },
+    Import(recorded::ImportArgs),
     /// List the stored sessions.
     #[command(
         after_help = "Example:\n  ctxlog sessions\n  ctxlog --db other-store sessions --json"
@@ -374,21 +359,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         } => stress::run(&cli.db, *sessions, *events, *batch, *seed),
         Command::Verify => verify(cli),
         Command::Salvage { from, to } => salvage(cli.json, from, to),
-        Command::Import {
-            file,
-            format,
-            policy,
-            limits,
-            max_line_bytes,
-        } => recorded::import(
-            cli.json,
-            &cli.db,
-            file,
-            *format,
-            policy.as_deref(),
-            limits,
-            *max_line_bytes,
-        ),
+        Command::Import(args) => recorded::import(cli.json, &cli.db, args),
         Command::Sessions => recorded::sessions(cli.json, &cli.db),
         Command::Replay { session } => recorded::replay(cli.json, &cli.db, session),
         Command::Export {

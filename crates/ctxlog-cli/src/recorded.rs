@@ -67,13 +67,15 @@ fn preset(name: &str) -> Result<Policy, CliError> {
     })
 }
 
-/// Reads and imports `file`; every input problem is exit code 2.
+/// Reads and imports `file`; every input problem is exit code 2. `None`:
+/// a recording still being written ([`ImportOptions::live`]) holds no
+/// session yet.
 pub fn read_recording(
     json: bool,
     file: &Path,
     format: FormatArg,
     options: &ImportOptions,
-) -> Result<Imported, CliError> {
+) -> Result<Option<Imported>, CliError> {
     let name = file.display().to_string();
     let open =
         || File::open(file).map_err(|e| CliError::BadInput(format!("{name}: cannot open: {e}")));
@@ -99,35 +101,66 @@ pub fn read_recording(
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let bar = ui::progress(json, len, ui::PROGRESS_MIN_BYTES, "import", true);
     let reader = BufReader::with_capacity(256 << 10, Counting::new(f, bar.clone()));
-    let imported = ctxlog_import::import(reader, &name, format, options)
-        .map_err(|e| CliError::BadInput(e.to_string()));
+    let imported = ctxlog_import::import(reader, &name, format, options);
     bar.finish_and_clear();
-    let imported = imported?;
+    let imported = match imported {
+        Ok(imported) => imported,
+        Err(e) if options.live && e.holds_no_session() => return Ok(None),
+        Err(e) => return Err(CliError::BadInput(e.to_string())),
+    };
     if !json {
         for w in &imported.warnings {
             eprintln!("ctxlog: warning: {name}: {w}");
         }
     }
-    Ok(imported)
+    Ok(Some(imported))
+}
+
+/// `import FILE`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct ImportArgs {
+    /// The recording.
+    pub file: PathBuf,
+    /// Its format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+    /// Policy preset recorded with the session [default: the preset of
+    /// the agent version that wrote it (OpenCode 1.18.x → opencode-1.18),
+    /// else opencode-seed].
+    #[arg(long)]
+    pub policy: Option<String>,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// The longest JSONL line or OpenCode export message read, in bytes;
+    /// longer input is refused.
+    #[arg(long, default_value_t = ctxlog_import::DEFAULT_MAX_LINE_BYTES)]
+    pub max_line_bytes: u64,
+    /// The agent is still writing the file: the step open at its end waits
+    /// for the next import (a step whose tool calls have no result yet
+    /// always waits), so importing the grown file again appends only what
+    /// is new.
+    #[arg(long)]
+    pub live: bool,
 }
 
 /// `import FILE`.
-pub fn import(
-    json: bool,
-    db: &Path,
-    file: &Path,
-    format: FormatArg,
-    policy: Option<&str>,
-    limits: &LimitArgs,
-    max_line_bytes: u64,
-) -> Result<(), CliError> {
+pub fn import(json: bool, db: &Path, a: &ImportArgs) -> Result<(), CliError> {
+    let file = &a.file;
+    let policy = a.policy.as_deref();
     let options = ImportOptions {
         policy: preset(policy.unwrap_or(ctxlog_core::policy::PRESET_OPENCODE_SEED))?,
         detect_policy: policy.is_none(),
-        limits: limits.overrides(),
-        max_line_bytes,
+        limits: a.limits.overrides(),
+        max_line_bytes: a.max_line_bytes,
+        live: a.live,
     };
-    let imported = read_recording(json, file, format, &options)?;
+    let Some(imported) = read_recording(json, file, a.format, &options)? else {
+        eprintln!(
+            "ctxlog: {}: no session written yet: nothing to import yet",
+            file.display()
+        );
+        return Ok(());
+    };
     let store = open_store(db)?;
     let stored = store_import(&store, &imported).map_err(|e| match e {
         CliError::BadInput(m) => CliError::BadInput(format!("{}: {m}", file.display())),
@@ -424,8 +457,10 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
         detect_policy: false,
         limits: a.limits.overrides(),
         max_line_bytes: a.max_line_bytes,
+        live: false,
     };
-    let imported = read_recording(json, &a.file, a.format, &options)?;
+    let imported = read_recording(json, &a.file, a.format, &options)?
+        .ok_or_else(|| CliError::BadInput(format!("{}: no session", a.file.display())))?;
     // With --model, the recorded model switches no longer matter: one set of
     // limits for the whole run. Otherwise the recording's (with overrides
     // already applied by the importer) are followed.

@@ -15,8 +15,9 @@ pub enum CatalogError {
     /// The stored session is not a prefix of the recording.
     #[error(
         "session {session} is already stored with different events (from event {at} on: \
-         a different file with the same session id, or other import options); \
-         nothing was written"
+         a different file with the same session id, an edited or branched file, other \
+         import options, or an earlier import of the file while its agent was still \
+         writing it without --live); nothing was written"
     )]
     Diverged {
         /// The session.

@@ -122,6 +122,13 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// Notes the open step left for the next import, and why.
+    pub fn step_waits(&mut self, why: &str) {
+        self.warnings.push(format!(
+            "{why}: its end is stored when the file grows (import it again then)"
+        ));
+    }
+
     /// The recording's own session id, once started.
     pub fn source_session(&self) -> Option<&str> {
         self.source_session.as_deref()
@@ -485,7 +492,7 @@ impl<'a> Builder<'a> {
                 file: self.file.to_owned(),
                 line: 0,
                 path: None,
-                message: "no session found: nothing to import".into(),
+                message: crate::NO_SESSION.into(),
             });
         };
         Ok(Imported {

@@ -55,6 +55,34 @@ impl<'a> Importer<'a> {
         self.b.err(message)
     }
 
+    /// Why the step still open at the end of the input waits for the next
+    /// import (see [`ImportOptions::live`]), if it does: its end is written
+    /// once a later line closes it.
+    fn open_group_waits(&self) -> Option<String> {
+        let g = self.group.as_ref()?;
+        let state = self.b.state()?;
+        let of_group = |call: &OpenCall| {
+            state
+                .part(call.part)
+                .is_some_and(|(m, _)| m.id == g.message)
+        };
+        if let Some(call) = self
+            .calls
+            .iter()
+            .find(|(_, c)| of_group(c))
+            .map(|(id, _)| id)
+        {
+            return Some(format!(
+                "the step of {} waits for the result of call {call:?}",
+                g.source
+            ));
+        }
+        self.b
+            .options()
+            .live
+            .then(|| format!("the step of {} may still grow (--live)", g.source))
+    }
+
     fn finish_group(&mut self) -> Result<(), ImportError> {
         let Some(g) = self.group.take() else {
             return Ok(());
@@ -478,7 +506,10 @@ pub fn import<R: BufRead>(
         im.line(&v)
     })?;
     im.b.unfinished_line(unfinished);
-    im.finish_group()?;
+    match im.open_group_waits() {
+        Some(why) => im.b.step_waits(&why),
+        None => im.finish_group()?,
+    }
     im.b.finish()
 }
 

@@ -112,6 +112,32 @@ impl<'a> Importer<'a> {
         s.items.len() - 1
     }
 
+    /// Why the step still open at the end of the input waits for the next
+    /// import (see [`ImportOptions::live`]), if it does.
+    fn open_step_waits(&self) -> Option<String> {
+        let s = self.step.as_ref()?;
+        if s.items.is_empty() && s.usage.is_none() {
+            return None;
+        }
+        let from = s.end_line.max(1);
+        if let Some(call) = s.items.iter().find_map(|i| match &i.body {
+            PartBody::Tool {
+                call_id,
+                state: ToolState::Pending { .. },
+                ..
+            } => Some(call_id),
+            _ => None,
+        }) {
+            return Some(format!(
+                "the step of line {from} waits for the output of call {call:?}"
+            ));
+        }
+        self.b
+            .options()
+            .live
+            .then(|| format!("the step of line {from} may still grow (--live)"))
+    }
+
     /// Writes the open step: its message, its parts, its finish. Returns
     /// the message written, if any.
     fn close_step(&mut self, aborted: bool) -> Result<Option<MessageId>, ImportError> {
@@ -529,6 +555,11 @@ pub fn import<R: BufRead>(
         im.line(&v)
     })?;
     im.b.unfinished_line(unfinished);
-    im.close_step(false)?;
+    match im.open_step_waits() {
+        Some(why) => im.b.step_waits(&why),
+        None => {
+            im.close_step(false)?;
+        }
+    }
     im.b.finish()
 }

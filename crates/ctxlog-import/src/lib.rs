@@ -150,6 +150,12 @@ pub struct ImportOptions {
     /// The longest JSONL line, or OpenCode export message, read; longer
     /// input is refused, so memory stays bounded on any input.
     pub max_line_bytes: u64,
+    /// The recording may still be growing (the agent is writing it): the
+    /// step still open at its end waits for the next import, since more of
+    /// its parts, its tool results or its end may follow. A step whose tool
+    /// calls have no result yet waits in any case. Either way, importing
+    /// the grown file later appends only what is new.
+    pub live: bool,
 }
 
 /// The default [`ImportOptions::max_line_bytes`]: 64 MiB, the largest record
@@ -163,6 +169,7 @@ impl Default for ImportOptions {
             detect_policy: true,
             limits: LimitOverrides::default(),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            live: false,
         }
     }
 }
@@ -202,6 +209,18 @@ pub struct ImportError {
     pub path: Option<String>,
     /// What is wrong.
     pub message: String,
+}
+
+/// The message of an input that holds no session (yet).
+pub(crate) const NO_SESSION: &str = "no session found: nothing to import";
+
+impl ImportError {
+    /// The input holds no session yet: for a recording still being written
+    /// ([`ImportOptions::live`]) there is nothing to import yet, which is no
+    /// failure.
+    pub fn holds_no_session(&self) -> bool {
+        self.message == NO_SESSION
+    }
 }
 
 fn location(file: &str, line: u64, path: Option<&str>) -> String {

@@ -63,7 +63,18 @@ fn every_real_claude_code_session_imports_and_replays_deterministically() {
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let (steps, tools) = independent_counts(&text);
-        assert_eq!((a.steps, a.tool_calls), (steps, tools), "{name}");
+        // A recording cut while a tool ran: its last step's end waits for
+        // the result (the file may still grow), and the import says so.
+        let waits = a
+            .warnings
+            .iter()
+            .any(|w| w.contains("waits for the result"));
+        assert_eq!(
+            (a.steps + u64::from(waits), a.tool_calls),
+            (steps, tools),
+            "{name}: {:?}",
+            a.warnings
+        );
         let s1 = SessionState::replay(&a.events).unwrap();
         let s2 = SessionState::replay(&a.events).unwrap();
         assert_eq!(s1.digest(), s2.digest());
@@ -105,10 +116,13 @@ fn every_real_claude_code_session_imports_and_replays_deterministically() {
             .sum();
         assert_eq!(pending, tools - answered, "{name}");
         // steps carry usage counted once: prompt size = input + cache read + cache write
+        // (but the one whose end waits)
         assert!(s1
             .messages
             .iter()
             .filter(|m| m.role == Role::Assistant)
+            .rev()
+            .skip(usize::from(waits))
             .all(|m| m.tokens.is_some()));
         let w = window(&s1);
         assert!(!w.messages.is_empty());

@@ -90,17 +90,25 @@ fn every_shared_recording_imports_counts_and_replays_deterministically() {
         seen.insert(format.name());
         let a = import(text.as_bytes(), &name, format, &ImportOptions::default())
             .unwrap_or_else(|e| panic!("{e}"));
+        // A recording cut while a tool ran: its last step's end waits for
+        // the result, and the import says so.
+        let waits = a.warnings.iter().any(|w| w.contains("waits for the"));
         assert_eq!(
-            (a.steps, a.tool_calls),
+            (a.steps + u64::from(waits), a.tool_calls),
             independent_counts(format, &text),
-            "{name}: (steps, tool calls)"
+            "{name}: (steps, tool calls); {:?}",
+            a.warnings
         );
         let s1 = SessionState::replay(&a.events).unwrap();
         let s2 = SessionState::replay(&a.events).unwrap();
         assert_eq!(s1.digest(), s2.digest(), "{name}");
         assert_eq!(s1.messages.len() as u64, a.messages, "{name}");
         assert!(a.source_session.is_some(), "{name}");
-        assert!(a.warnings.is_empty(), "{name}: {:?}", a.warnings);
+        assert!(
+            a.warnings.iter().all(|w| w.contains("waits for the")),
+            "{name}: {:?}",
+            a.warnings
+        );
         // the steps carry the usage; the window is not empty
         let stepped = s1
             .messages
