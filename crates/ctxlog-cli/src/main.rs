@@ -258,12 +258,16 @@ pub(crate) enum CliError {
     /// The failure is already in the command's output.
     #[error("{0} problem(s) found")]
     Reported(usize),
+    /// Inputs refused, already named in the command's output (bad input:
+    /// exit 2).
+    #[error("{0} input(s) refused; nothing of them was written")]
+    Refused(usize),
 }
 
 impl CliError {
     fn code(&self) -> u8 {
         match self {
-            CliError::BadInput(_) => 2,
+            CliError::BadInput(_) | CliError::Refused(_) => 2,
             CliError::Failed(_) | CliError::Reported(_) => 1,
         }
     }
@@ -302,7 +306,7 @@ fn main() -> ExitCode {
     remove_read_copies();
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e @ CliError::Reported(_)) => {
+        Err(e @ (CliError::Reported(_) | CliError::Refused(_))) => {
             eprintln!("ctxlog: {e}");
             ExitCode::from(e.code())
         }

@@ -6,12 +6,14 @@ use crate::{open_store, CliError};
 use ctxlog_core::{Envelope, Policy, SessionId, SessionState};
 use ctxlog_engine::catalog::{self, CatalogError, Stored};
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
+use ctxlog_import::discover::{discover, Found, Layout, Places};
 use ctxlog_import::limits::resolve;
-use ctxlog_import::{Format, ImportOptions, Imported, LimitOverrides};
+use ctxlog_import::{opencode_storage, Format, ImportOptions, Imported, LimitOverrides};
 use ctxlog_store::{EventLog, SledStore};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 /// `--format` of `import` and `simulate`.
@@ -76,31 +78,94 @@ pub fn read_recording(
     format: FormatArg,
     options: &ImportOptions,
 ) -> Result<Option<Imported>, CliError> {
-    let name = file.display().to_string();
-    let open =
-        || File::open(file).map_err(|e| CliError::BadInput(format!("{name}: cannot open: {e}")));
+    read_input(json, &Input::File(file.to_path_buf()), format, options)
+}
+
+/// Why OpenCode's database is not imported.
+const NO_DATABASE: &str = "OpenCode's SQLite database (OpenCode ≥ 1.2) is not read by this \
+    ctxlog yet: run `opencode export <session>` and import the export";
+
+/// One thing `import` reads.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A file, in the format named or sniffed.
+    File(PathBuf),
+    /// Standard input (`-`).
+    Stdin,
+    /// A session found where its agent keeps it (`--discover`).
+    Found(Found),
+}
+
+impl Input {
+    /// How it is named in messages.
+    fn name(&self) -> String {
+        match self {
+            Input::File(p) => p.display().to_string(),
+            Input::Stdin => "stdin".into(),
+            Input::Found(f) => f.path.display().to_string(),
+        }
+    }
+}
+
+/// Reads and imports one input (see [`read_recording`]). The format is
+/// sniffed from the first bytes buffered, so a stream is read once.
+fn read_input(
+    json: bool,
+    input: &Input,
+    format: FormatArg,
+    options: &ImportOptions,
+) -> Result<Option<Imported>, CliError> {
+    let name = input.name();
+    let bad = |m: String| CliError::BadInput(format!("{name}: {m}"));
+    let named = match format {
+        FormatArg::Opencode => Some(Format::OpenCode),
+        FormatArg::ClaudeCode => Some(Format::ClaudeCode),
+        FormatArg::Codex => Some(Format::Codex),
+        FormatArg::Pi => Some(Format::Pi),
+        FormatArg::Auto => None,
+    };
+    let open = |path: &Path| -> Result<(Box<dyn std::io::Read>, u64), CliError> {
+        let f = File::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok((Box::new(f), len))
+    };
+    let (source, len, format): (Box<dyn std::io::Read>, u64, Option<Format>) = match input {
+        Input::File(path) => {
+            let (f, len) = open(path)?;
+            (f, len, named)
+        }
+        Input::Stdin => (Box::new(std::io::stdin()), 0, named),
+        Input::Found(found) => match found.layout {
+            Layout::File => {
+                let (f, len) = open(&found.path)?;
+                (f, len, Some(found.format))
+            }
+            Layout::OpenCodeStorage => {
+                let bytes = opencode_storage::assemble(&found.path, options.max_line_bytes)
+                    .map_err(|e| CliError::BadInput(e.to_string()))?;
+                let len = bytes.len() as u64;
+                (
+                    Box::new(std::io::Cursor::new(bytes)),
+                    len,
+                    Some(Format::OpenCode),
+                )
+            }
+            Layout::OpenCodeDatabase => return Err(bad(NO_DATABASE.into())),
+        },
+    };
+    let bar = ui::progress(json, len, ui::PROGRESS_MIN_BYTES, "import", true);
+    let mut reader = BufReader::with_capacity(256 << 10, Counting::new(source, bar.clone()));
     let format = match format {
-        FormatArg::Opencode => Format::OpenCode,
-        FormatArg::ClaudeCode => Format::ClaudeCode,
-        FormatArg::Codex => Format::Codex,
-        FormatArg::Pi => Format::Pi,
-        FormatArg::Auto => {
-            let mut head = Vec::with_capacity(64 << 10);
-            open()?
-                .take(64 << 10)
-                .read_to_end(&mut head)
-                .map_err(|e| CliError::BadInput(format!("{name}: cannot read: {e}")))?;
-            Format::sniff(&head).ok_or_else(|| {
-                CliError::BadInput(format!(
-                    "{name}: unknown format (use --format opencode|claude-code|codex|pi)"
-                ))
+        Some(f) => f,
+        None => {
+            let head = reader
+                .fill_buf()
+                .map_err(|e| bad(format!("cannot read: {e}")))?;
+            Format::sniff(head).ok_or_else(|| {
+                bad("unknown format (use --format opencode|claude-code|codex|pi)".into())
             })?
         }
     };
-    let f = open()?;
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    let bar = ui::progress(json, len, ui::PROGRESS_MIN_BYTES, "import", true);
-    let reader = BufReader::with_capacity(256 << 10, Counting::new(f, bar.clone()));
     let imported = ctxlog_import::import(reader, &name, format, options);
     bar.finish_and_clear();
     let imported = match imported {
@@ -119,8 +184,14 @@ pub fn read_recording(
 /// `import FILE`'s arguments.
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
-    /// The recording.
-    pub file: PathBuf,
+    /// The recordings: files, directories (every `.json` and `.jsonl` file
+    /// in them) or `-` for standard input.
+    #[arg(required_unless_present = "discover")]
+    pub files: Vec<PathBuf>,
+    /// Also import every session found where the agents keep them
+    /// (Claude Code, Codex, pi, OpenCode; see `ctxlog_import::discover`).
+    #[arg(long)]
+    pub discover: bool,
     /// Its format.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
@@ -143,9 +214,9 @@ pub struct ImportArgs {
     pub live: bool,
 }
 
-/// `import FILE`.
+/// `import FILE…`: one file as before; several, a directory, standard
+/// input or `--discover`, each on its own with a summary table.
 pub fn import(json: bool, db: &Path, a: &ImportArgs) -> Result<(), CliError> {
-    let file = &a.file;
     let policy = a.policy.as_deref();
     let options = ImportOptions {
         policy: preset(policy.unwrap_or(ctxlog_core::policy::PRESET_OPENCODE_SEED))?,
@@ -154,7 +225,220 @@ pub fn import(json: bool, db: &Path, a: &ImportArgs) -> Result<(), CliError> {
         max_line_bytes: a.max_line_bytes,
         live: a.live,
     };
-    let Some(imported) = read_recording(json, file, a.format, &options)? else {
+    let inputs = inputs(a)?;
+    match inputs.as_slice() {
+        [Input::File(file)] if !a.discover && a.files.len() == 1 && !a.files[0].is_dir() => {
+            import_one(json, db, file, a.format, &options)
+        }
+        _ => import_many(json, db, &inputs, a.format, &options),
+    }
+}
+
+/// What `import` reads: the files named (directories expanded, `-` for
+/// standard input) and, with `--discover`, the sessions found.
+fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
+    let mut out = Vec::new();
+    for p in &a.files {
+        if p.as_os_str() == "-" {
+            out.push(Input::Stdin);
+        } else if p.is_dir() {
+            let mut files = Vec::new();
+            recordings_in(p, &mut files)
+                .map_err(|e| CliError::BadInput(format!("{}: cannot list: {e}", p.display())))?;
+            files.sort();
+            out.extend(files.into_iter().map(Input::File));
+        } else {
+            out.push(Input::File(p.clone()));
+        }
+    }
+    if a.discover {
+        out.extend(discover(&Places::from_env()).into_iter().map(Input::Found));
+    }
+    Ok(out)
+}
+
+/// The `.json` and `.jsonl` files under `dir`.
+fn recordings_in(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let path = e.path();
+        if e.file_type()?.is_dir() {
+            recordings_in(&path, out)?;
+        } else if path
+            .extension()
+            .is_some_and(|x| x == "json" || x == "jsonl")
+        {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// What became of one input of a many-input import.
+enum Outcome {
+    Imported(Box<Imported>, Stored),
+    NothingYet,
+    /// Found, but not something this build reads (OpenCode's database).
+    Skipped(String),
+    Refused(String),
+}
+
+impl Outcome {
+    /// One word for the table: imported, extended, unchanged, waiting,
+    /// refused.
+    fn result(&self) -> &'static str {
+        match self {
+            Outcome::Imported(_, Stored { new_events: 0, .. }) => "unchanged",
+            Outcome::Imported(_, Stored { grew: true, .. }) => "extended",
+            Outcome::Imported(..) => "imported",
+            Outcome::NothingYet => "waiting",
+            Outcome::Skipped(_) => "skipped",
+            Outcome::Refused(_) => "refused",
+        }
+    }
+}
+
+fn import_many(
+    json: bool,
+    db: &Path,
+    inputs: &[Input],
+    format: FormatArg,
+    options: &ImportOptions,
+) -> Result<(), CliError> {
+    if inputs.is_empty() {
+        return Err(CliError::BadInput(
+            "nothing to import: no recording in the files named, and none found".into(),
+        ));
+    }
+    let store = open_store(db)?;
+    let bar = ui::progress(json, inputs.len() as u64, 2, "import", false);
+    let mut outcomes = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        if let Input::Found(Found {
+            layout: Layout::OpenCodeDatabase,
+            ..
+        }) = input
+        {
+            outcomes.push(Outcome::Skipped(NO_DATABASE.into()));
+            bar.inc(1);
+            continue;
+        }
+        let outcome = match read_input(true, input, format, options) {
+            Ok(Some(imported)) => match store_import(&store, &imported) {
+                Ok(stored) => Outcome::Imported(Box::new(imported), stored),
+                Err(e @ CliError::BadInput(_)) => {
+                    Outcome::Refused(format!("{}: {e}", input.name()))
+                }
+                Err(e) => return Err(e),
+            },
+            Ok(None) => Outcome::NothingYet,
+            Err(e @ CliError::BadInput(_)) => Outcome::Refused(e.to_string()),
+            Err(e) => return Err(e),
+        };
+        outcomes.push(outcome);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let refused = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Refused(_)))
+        .count();
+    report_many(json, inputs, &outcomes);
+    if refused == 0 {
+        Ok(())
+    } else {
+        Err(CliError::Refused(refused))
+    }
+}
+
+/// The summary of a many-input import: a table, or `{"files", "imported",
+/// "extended", "unchanged", "waiting", "skipped", "refused"}`.
+fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
+    let mut counts = BTreeMap::<&str, u64>::new();
+    let mut rows = Vec::new();
+    let mut docs = Vec::new();
+    for (input, outcome) in inputs.iter().zip(outcomes) {
+        let result = outcome.result();
+        *counts.entry(result).or_default() += 1;
+        let (imported, new_events) = match outcome {
+            Outcome::Imported(i, stored) => (Some(i.as_ref()), Some(stored.new_events)),
+            _ => (None, None),
+        };
+        let error = match outcome {
+            Outcome::Refused(why) | Outcome::Skipped(why) => Some(why.clone()),
+            _ => None,
+        };
+        let detail = match outcome {
+            Outcome::Imported(i, stored) if stored.grew => {
+                format!("+{} events, {}", stored.new_events, i.session)
+            }
+            Outcome::Imported(i, _) => format!("{} events, {}", i.events.len(), i.session),
+            Outcome::NothingYet => "no session written yet".into(),
+            Outcome::Skipped(why) | Outcome::Refused(why) => why.clone(),
+        };
+        docs.push(json!({
+            "file": input.name(),
+            "result": result,
+            "format": imported.map(|i| i.format.name()),
+            "session": imported.map(|i| i.session.to_string()),
+            "source_session": imported.and_then(|i| i.source_session.clone()),
+            "events": imported.map(|i| i.events.len()),
+            "new_events": new_events,
+            "warnings": imported.map(|i| i.warnings.clone()).unwrap_or_default(),
+            "error": error,
+        }));
+        rows.push(vec![
+            result.to_string(),
+            imported.map_or("-".into(), |i| i.format.name().to_string()),
+            input.name(),
+            detail,
+        ]);
+    }
+    let count = |k: &str| counts.get(k).copied().unwrap_or(0);
+    if json {
+        println!(
+            "{}",
+            json!({
+                "files": docs,
+                "imported": count("imported"),
+                "extended": count("extended"),
+                "unchanged": count("unchanged"),
+                "waiting": count("waiting"),
+                "skipped": count("skipped"),
+                "refused": count("refused"),
+            })
+        );
+        return;
+    }
+    ui::table(&["RESULT", "FORMAT", "FILE", "WHAT"], &rows);
+    for (input, outcome) in inputs.iter().zip(outcomes) {
+        if let Outcome::Imported(i, _) = outcome {
+            for w in &i.warnings {
+                eprintln!("ctxlog: warning: {}: {w}", input.name());
+            }
+        }
+    }
+    println!(
+        "{} recordings: {} imported, {} extended, {} unchanged, {} waiting, {} skipped, {} refused",
+        inputs.len(),
+        count("imported"),
+        count("extended"),
+        count("unchanged"),
+        count("waiting"),
+        count("skipped"),
+        count("refused"),
+    );
+}
+
+/// `import FILE` of one file.
+fn import_one(
+    json: bool,
+    db: &Path,
+    file: &Path,
+    format: FormatArg,
+    options: &ImportOptions,
+) -> Result<(), CliError> {
+    let Some(imported) = read_recording(json, file, format, options)? else {
         eprintln!(
             "ctxlog: {}: no session written yet: nothing to import yet",
             file.display()

@@ -26,9 +26,11 @@
 mod build;
 pub mod claude_code;
 pub mod codex;
+pub mod discover;
 pub mod export;
 pub mod limits;
 pub mod opencode;
+pub mod opencode_storage;
 pub mod pi;
 mod strict;
 pub mod time;

@@ -1,0 +1,221 @@
+//! `import --discover` under a temporary HOME laid out as the agents keep
+//! their sessions: Claude Code projects, Codex's dated rollouts, pi's
+//! sessions (from `../shared/sessions` when present), OpenCode ≤ 1.1's
+//! storage tree (split from the repo's OpenCode fixture) and an OpenCode
+//! ≥ 1.2 database (found, skipped). Also several files, a directory and
+//! standard input in one `import`.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn ctxlog(home: &Path, db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("OPENCODE_DB")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json_of(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+fn fixture() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sessions/opencode/compacted-and-pruned.json")
+}
+
+/// Writes `export` as OpenCode ≤ 1.1 keeps it under `storage`.
+fn write_storage(storage: &Path, export: &Value) {
+    let info = &export["info"];
+    let session = info["id"].as_str().unwrap();
+    let project = info["projectID"].as_str().unwrap_or("global");
+    let put = |path: PathBuf, v: &Value| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
+    };
+    put(
+        storage.join(format!("session/{project}/{session}.json")),
+        info,
+    );
+    for m in export["messages"].as_array().unwrap() {
+        let id = m["info"]["id"].as_str().unwrap();
+        put(
+            storage.join(format!("message/{session}/{id}.json")),
+            &m["info"],
+        );
+        for p in m["parts"].as_array().unwrap() {
+            let part = p["id"].as_str().unwrap();
+            put(storage.join(format!("part/{id}/{part}.json")), p);
+        }
+    }
+}
+
+fn shared(dir: &str) -> Vec<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/sessions");
+    let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+        eprintln!("skipped: {} is absent", root.join(dir).display());
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn discover_finds_and_imports_every_agents_sessions_once() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("discover");
+    let _ = std::fs::remove_dir_all(&work);
+    let home = work.join("home");
+    let copy = |files: Vec<PathBuf>, to: &Path| -> usize {
+        std::fs::create_dir_all(to).unwrap();
+        for f in &files {
+            std::fs::copy(f, to.join(f.file_name().unwrap())).unwrap();
+        }
+        files.len()
+    };
+    let mut expected = 0;
+    expected += copy(
+        shared("claude-code"),
+        &home.join(".claude/projects/-home-dev-proj"),
+    );
+    expected += copy(shared("codex"), &home.join(".codex/sessions/2025/09/25"));
+    expected += copy(
+        shared("pi"),
+        &home.join(".pi/agent/sessions/--home-dev-proj--"),
+    );
+    let export: Value = serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
+    write_storage(&home.join(".local/share/opencode/storage"), &export);
+    expected += 1;
+    // OpenCode ≥ 1.2: found, not read by this build.
+    std::fs::write(
+        home.join(".local/share/opencode/opencode.db"),
+        b"SQLite format 3\0",
+    )
+    .unwrap();
+    // Not sessions: ignored.
+    std::fs::write(home.join(".claude/settings.json"), b"{}").ok();
+
+    let db = work.join("store");
+    let first = json_of(&ctxlog(&home, &db, &["--json", "import", "--discover"]));
+    let files = first["files"].as_array().unwrap();
+    assert_eq!(files.len(), expected + 1, "{first}");
+    assert_eq!(first["imported"], json!(expected), "{first}");
+    assert_eq!(first["skipped"], json!(1), "{first}");
+    assert_eq!(first["refused"], json!(0), "{first}");
+    let skipped = files.iter().find(|f| f["result"] == "skipped").unwrap();
+    assert!(skipped["file"].as_str().unwrap().ends_with("opencode.db"));
+    assert!(skipped["error"]
+        .as_str()
+        .unwrap()
+        .contains("opencode export"));
+    // The storage tree imports as its export does.
+    let from_tree = files
+        .iter()
+        .find(|f| f["format"] == "opencode")
+        .expect("the storage tree");
+    let alone = work.join("alone");
+    let o = ctxlog(
+        &home,
+        &alone,
+        &["--json", "import", fixture().to_str().unwrap()],
+    );
+    let alone_doc = json_of(&o);
+    assert_eq!(from_tree["session"], alone_doc["session"]);
+    assert_eq!(from_tree["events"], alone_doc["events"]);
+    let digest = |db: &Path| {
+        let o = ctxlog(
+            &home,
+            db,
+            &["--json", "replay", alone_doc["session"].as_str().unwrap()],
+        );
+        json_of(&o)["digest"].clone()
+    };
+    assert_eq!(digest(&db), digest(&alone));
+    // Again: nothing new.
+    let second = json_of(&ctxlog(&home, &db, &["--json", "import", "--discover"]));
+    assert_eq!(second["unchanged"], json!(expected), "{second}");
+    assert_eq!(second["imported"], json!(0), "{second}");
+    // A human summary with a table.
+    let o = ctxlog(&home, &db, &["import", "--discover"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert!(
+        text.contains("RESULT") && text.contains(&format!("{expected} unchanged")),
+        "{text}"
+    );
+}
+
+#[test]
+fn several_files_a_directory_and_stdin_in_one_import() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("import-many");
+    let _ = std::fs::remove_dir_all(&work);
+    let dir = work.join("recordings");
+    std::fs::create_dir_all(dir.join("nested")).unwrap();
+    std::fs::copy(fixture(), dir.join("nested/export.json")).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a recording").unwrap();
+    let bad = work.join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"timestamp\":\"2025-09-25T01:22:20.083Z\",\"type\":\"session_meta\",\"payload\":{\"id\":\"\"}}\n",
+    )
+    .unwrap();
+    let db = work.join("store");
+    let home = work.join("home");
+    // A directory and a bad file: the good one is imported, the bad one
+    // refused by name, exit 2.
+    let o = ctxlog(
+        &home,
+        &db,
+        &[
+            "--json",
+            "import",
+            dir.to_str().unwrap(),
+            bad.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let doc = json_of(&o);
+    assert_eq!(
+        (doc["imported"].clone(), doc["refused"].clone()),
+        (json!(1), json!(1)),
+        "{doc}"
+    );
+    let refused = &doc["files"][1];
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("bad.jsonl:1: field `payload.id`"),
+        "{doc}"
+    );
+    // Standard input, sniffed from what is buffered: the same session, unchanged.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .arg("--db")
+        .arg(&db)
+        .args(["--json", "import", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(fixture()).unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &bytes).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let doc = json_of(&o);
+    assert_eq!(doc["unchanged"], json!(1), "{doc}");
+    assert_eq!(doc["files"][0]["file"], "stdin");
+}

@@ -1,0 +1,190 @@
+//! Where agents keep their sessions, and the files found there:
+//! - Claude Code: `$CLAUDE_CONFIG_DIR/projects/*/*.jsonl`, else
+//!   `~/.claude/projects/*/*.jsonl`;
+//! - Codex: `$CODEX_HOME/sessions/**/rollout-*.jsonl`, else
+//!   `~/.codex/sessions/**/rollout-*.jsonl`;
+//! - pi: `~/.pi/agent/sessions/**/*.jsonl`;
+//! - OpenCode ≤ 1.1: `$XDG_DATA_HOME/opencode/storage/session/*/*.json`
+//!   (else `~/.local/share/…`), one session per file (see
+//!   [`crate::opencode_storage`]).
+//!
+//! OpenCode ≥ 1.2 keeps its sessions in a SQLite database
+//! (`opencode.db`), which this build does not read yet: it is reported as
+//! found and not imported.
+//!
+//! Listing only reads directories; the order is by path, so the same tree
+//! always lists the same way.
+
+use crate::Format;
+use std::path::{Path, PathBuf};
+
+/// Where to look: the home directory and the variables that move the
+/// agents' directories (taken from the environment by the caller).
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    /// `$HOME`.
+    pub home: PathBuf,
+    /// `$CLAUDE_CONFIG_DIR`.
+    pub claude_config_dir: Option<PathBuf>,
+    /// `$CODEX_HOME`.
+    pub codex_home: Option<PathBuf>,
+    /// `$XDG_DATA_HOME`.
+    pub xdg_data_home: Option<PathBuf>,
+    /// `$OPENCODE_DB`.
+    pub opencode_db: Option<PathBuf>,
+}
+
+impl Places {
+    /// The places named by the process environment.
+    pub fn from_env() -> Places {
+        let var = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        Places {
+            home: var("HOME").unwrap_or_default(),
+            claude_config_dir: var("CLAUDE_CONFIG_DIR"),
+            codex_home: var("CODEX_HOME"),
+            xdg_data_home: var("XDG_DATA_HOME"),
+            opencode_db: var("OPENCODE_DB"),
+        }
+    }
+
+    fn opencode_data(&self) -> PathBuf {
+        self.xdg_data_home
+            .clone()
+            .unwrap_or_else(|| self.home.join(".local/share"))
+            .join("opencode")
+    }
+}
+
+/// A session file found where an agent keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The file.
+    pub path: PathBuf,
+    /// Its format.
+    pub format: Format,
+    /// The agent's storage layout it comes from.
+    pub layout: Layout,
+}
+
+/// How an agent stores a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One file holds the whole session in the format's own shape.
+    File,
+    /// OpenCode ≤ 1.1's storage tree: the session's info file, with its
+    /// messages and parts in sibling directories.
+    OpenCodeStorage,
+    /// OpenCode ≥ 1.2's SQLite database (not read by this build).
+    OpenCodeDatabase,
+}
+
+/// Every session file under `places`, by agent then path.
+pub fn discover(places: &Places) -> Vec<Found> {
+    let mut found = Vec::new();
+    let claude = places
+        .claude_config_dir
+        .clone()
+        .unwrap_or_else(|| places.home.join(".claude"))
+        .join("projects");
+    for dir in sorted_dirs(&claude) {
+        push_files(
+            &mut found,
+            &dir,
+            Format::ClaudeCode,
+            |n| n.ends_with(".jsonl"),
+            false,
+        );
+    }
+    let codex = places
+        .codex_home
+        .clone()
+        .unwrap_or_else(|| places.home.join(".codex"))
+        .join("sessions");
+    push_files(
+        &mut found,
+        &codex,
+        Format::Codex,
+        |n| n.starts_with("rollout-") && n.ends_with(".jsonl"),
+        true,
+    );
+    let pi = places.home.join(".pi/agent/sessions");
+    push_files(&mut found, &pi, Format::Pi, |n| n.ends_with(".jsonl"), true);
+    let storage = places.opencode_data().join("storage/session");
+    for dir in sorted_dirs(&storage) {
+        let before = found.len();
+        push_files(
+            &mut found,
+            &dir,
+            Format::OpenCode,
+            |n| n.ends_with(".json"),
+            false,
+        );
+        for f in &mut found[before..] {
+            f.layout = Layout::OpenCodeStorage;
+        }
+    }
+    let db = places
+        .opencode_db
+        .clone()
+        .unwrap_or_else(|| places.opencode_data().join("opencode.db"));
+    if db.is_file() {
+        found.push(Found {
+            path: db,
+            format: Format::OpenCode,
+            layout: Layout::OpenCodeDatabase,
+        });
+    }
+    found
+}
+
+/// The subdirectories of `dir`, sorted (none when it does not exist).
+fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+/// Pushes the files of `dir` whose name `wanted` accepts, sorted;
+/// `deep`: in its subdirectories too.
+fn push_files(
+    found: &mut Vec<Found>,
+    dir: &Path,
+    format: Format,
+    wanted: fn(&str) -> bool,
+    deep: bool,
+) {
+    let mut files = Vec::new();
+    collect(dir, wanted, deep, &mut files);
+    files.sort();
+    found.extend(files.into_iter().map(|path| Found {
+        path,
+        format,
+        layout: Layout::File,
+    }));
+}
+
+fn collect(dir: &Path, wanted: fn(&str) -> bool, deep: bool, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() && deep {
+            collect(&e.path(), wanted, deep, out);
+        } else if kind.is_file() && e.file_name().to_str().is_some_and(wanted) {
+            out.push(e.path());
+        }
+    }
+}
