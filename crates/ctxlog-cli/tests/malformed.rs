@@ -388,6 +388,13 @@ fn malformed_opencode_exports_are_refused_by_json_path() {
         }
     }
     assert_eq!(verified(&db), before, "a refused import changed the store");
+    // A byte-order mark before the document is accepted.
+    let bom = d.join("bom.json");
+    let mut bytes = b"\xef\xbb\xbf".to_vec();
+    bytes.extend_from_slice(export.to_string().as_bytes());
+    std::fs::write(&bom, bytes).unwrap();
+    let o = ctxlog(&d.join("bom-store"), &["import", bom.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
 /// A line longer than the limit is refused without reading it whole; a last
@@ -445,6 +452,23 @@ fn long_unfinished_and_unusual_lines() {
     let o = ctxlog(&d.join("broken-store"), &["import", file.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains(&format!("{}:4: not JSON", file.display())));
+    // Nesting deeper than the parser's limit: refused, not a stack overflow.
+    let mut deep: Vec<&str> = text.lines().collect();
+    let nested = format!(
+        "{{\"timestamp\":\"2025-09-25T08:02:05.000Z\",\"type\":\"event_msg\",\"payload\":{}{}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    deep.insert(2, &nested);
+    let file = d.join("deep.jsonl");
+    std::fs::write(&file, deep.join("\n") + "\n").unwrap();
+    let o = ctxlog(&d.join("deep-store"), &["import", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(":3: not JSON: recursion limit exceeded"),
+        "{err}"
+    );
     // Longer than the limit.
     let o = ctxlog(
         &d.join("long-store"),

@@ -937,6 +937,14 @@ pub fn import<R: BufRead>(
         prunes: Vec::new(),
         failed: None,
     };
+    // A byte-order mark before the document is not part of it.
+    let mut reader = reader;
+    if reader
+        .fill_buf()
+        .is_ok_and(|head| head.starts_with(b"\xef\xbb\xbf"))
+    {
+        reader.consume(3);
+    }
     let (reader, used) = Bounded::new(reader, options.max_line_bytes);
     im.message_bytes = Some(used);
     let mut de = serde_json::Deserializer::from_reader(reader);
