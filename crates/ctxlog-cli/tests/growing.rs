@@ -5,16 +5,9 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn ctxlog(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxlog"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::ctxlog_at as ctxlog;
 
 fn sessions(db: &Path) -> Value {
     let o = ctxlog(db, &["--json", "sessions"]);

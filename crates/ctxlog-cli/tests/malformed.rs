@@ -7,16 +7,9 @@
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn ctxlog(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxlog"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::ctxlog_at as ctxlog;
 
 fn dir(name: &str) -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))

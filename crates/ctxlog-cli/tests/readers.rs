@@ -94,6 +94,24 @@ impl Drop for Writer {
     }
 }
 
+/// Runs every command at once, each in its own process; their outputs.
+fn run_at_once(db: &Path, commands: &[Vec<&str>]) -> Vec<Output> {
+    let children: Vec<Child> = commands
+        .iter()
+        .map(|args| {
+            ctxlog(db, args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
+}
+
 fn out_text(o: &Output) -> String {
     format!(
         "exit {:?}\nstdout: {}\nstderr: {}",
@@ -126,20 +144,7 @@ fn readers_in_other_processes_see_every_acknowledged_event_while_a_writer_runs()
             vec!["window", &first],
             vec!["--json", "export", &first],
         ];
-        let children: Vec<Child> = commands
-            .iter()
-            .map(|args| {
-                ctxlog(&db, args)
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        let outs: Vec<Output> = children
-            .into_iter()
-            .map(|c| c.wait_with_output().unwrap())
-            .collect();
+        let outs = run_at_once(&db, &commands);
         if !writer.running() {
             break;
         }
@@ -263,24 +268,14 @@ fn readers_started_at_once_on_a_free_store_all_succeed() {
         .to_string();
     let mut served = 0;
     for _ in 0..3 {
-        let children: Vec<Child> = (0..8)
-            .map(|i| {
-                let args: &[&str] = match i % 3 {
-                    0 => &["--json", "sessions"],
-                    1 => &["replay", &first],
-                    _ => &["--json", "verify"],
-                };
-                ctxlog(&db, args)
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
+        let commands: Vec<Vec<&str>> = (0..8)
+            .map(|i| match i % 3 {
+                0 => vec!["--json", "sessions"],
+                1 => vec!["replay", &first],
+                _ => vec!["--json", "verify"],
             })
             .collect();
-        let outs: Vec<Output> = children
-            .into_iter()
-            .map(|c| c.wait_with_output().unwrap())
-            .collect();
+        let outs = run_at_once(&db, &commands);
         for (i, o) in outs.iter().enumerate() {
             assert_eq!(o.status.code(), Some(0), "{}", out_text(o));
             served += usize::from(String::from_utf8_lossy(&o.stderr).contains("is held by"));

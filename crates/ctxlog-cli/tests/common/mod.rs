@@ -24,3 +24,14 @@ impl Rng {
         }
     }
 }
+
+/// Runs the `ctxlog` binary on the store at `db`; its output.
+#[allow(dead_code)] // not every test uses it
+pub fn ctxlog_at(db: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .expect("run ctxlog")
+}
