@@ -312,7 +312,7 @@ pub(crate) fn each_line<R: BufRead>(
     }
 }
 
-/// Counts the bytes read through it since the last [`Bounded::reset`] and
+/// Counts the bytes read through it since its counter was last set to 0 and
 /// fails a read past `max` (an OpenCode message longer than the limit).
 pub(crate) struct Bounded<R> {
     inner: R,
