@@ -444,3 +444,37 @@ fn a_closed_stdout_ends_quietly_with_exit_0() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// The audit JSON carries the agent's own ids beside ctxlog's: the call id
+/// of a pruned tool part, the message ids of a compaction.
+#[test]
+fn the_audit_names_the_agents_own_ids() {
+    let db = fresh("audit-source-ids");
+    let d = db.to_str().unwrap();
+    ok(ctxlog(&["import", &fixture(OPENCODE), "--db", d]));
+    let a = json(&ok(ctxlog(&["audit", OC_SOURCE, "--json", "--db", d])));
+    let entries = a["entries"].as_array().unwrap();
+    let of = |kind: &str| {
+        entries
+            .iter()
+            .find(|e| e["kind"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} in {a}"))
+    };
+    let pruned = of("parts_pruned");
+    assert_eq!(
+        pruned["source_ids"],
+        serde_json::json!(["toolu_01Nc8cHPow5epgXnpMZT5HN1"])
+    );
+    assert_eq!(
+        pruned["ids"].as_array().unwrap().len(),
+        pruned["source_ids"].as_array().unwrap().len()
+    );
+    assert_eq!(
+        of("compaction_requested")["source_ids"],
+        serde_json::json!(["msg_f553f9a10001Cm1Pa2Ct3Io4N5"])
+    );
+    assert_eq!(
+        of("compaction_started")["source_ids"][1],
+        "msg_f553f9a1c001Sm1Ry2Zz3Aa4Bb"
+    );
+}

@@ -7,7 +7,7 @@ use crate::event::{CompactionTrigger, Envelope, Event, PartBody};
 use crate::ids::{MessageId, Seq, TimestampMs};
 use crate::window::is_continue_text;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One line of the audit trail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -21,6 +21,9 @@ pub struct AuditEntry {
     pub kind: String,
     /// The messages or parts concerned (ids as text).
     pub ids: Vec<String>,
+    /// The agent's own id of each of `ids`, where the recording had one: a
+    /// tool part's call id, a message's or part's id in the source.
+    pub source_ids: Vec<Option<String>>,
     /// Tokens involved (pruned tokens, the overflow count, summary output...).
     pub tokens: Option<u64>,
     /// The name of the policy in force.
@@ -33,8 +36,10 @@ pub struct AuditEntry {
 pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
     let mut policy = String::new();
     let mut continue_messages = BTreeSet::new();
+    let mut sources = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
+        note_source(&e.event, &mut sources);
         let line = match &e.event {
             Event::SessionStarted { policy: p, .. } => {
                 policy = p.name.clone();
@@ -70,10 +75,12 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
             event => describe(event),
         };
         if let Some(l) = line {
+            let source_ids = l.ids.iter().map(|id| sources.get(id).cloned()).collect();
             out.push(AuditEntry {
                 seq: e.seq,
                 at: e.recorded_at,
                 kind: l.kind.into(),
+                source_ids,
                 ids: l.ids,
                 tokens: l.tokens,
                 policy: policy.clone(),
@@ -82,6 +89,45 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
         }
     }
     out
+}
+
+/// Notes the agent's own id of a message or part `event` appends: a tool
+/// part's call id, else the source id recorded with it.
+fn note_source(event: &Event, sources: &mut BTreeMap<String, String>) {
+    match event {
+        Event::MessageAppended {
+            message,
+            source_id: Some(s),
+            ..
+        }
+        | Event::CompactionRequested {
+            message,
+            source_id: Some(s),
+            ..
+        }
+        | Event::CompactionStarted {
+            summary_message: message,
+            source_id: Some(s),
+            ..
+        } => {
+            sources.insert(message.to_string(), s.clone());
+        }
+        Event::PartAppended {
+            part,
+            body,
+            source_id,
+            ..
+        } => {
+            let own = match body {
+                PartBody::Tool { call_id, .. } => Some(call_id),
+                _ => source_id.as_ref(),
+            };
+            if let Some(s) = own {
+                sources.insert(part.to_string(), s.clone());
+            }
+        }
+        _ => {}
+    }
 }
 
 /// One audit line before its seq, time and policy are attached.
