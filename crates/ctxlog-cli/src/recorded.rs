@@ -310,7 +310,9 @@ fn import_many(
             "nothing to import: no recording in the files named, and none found".into(),
         ));
     }
-    let store = open_store(db)?;
+    // Opened once something is to be stored: refusing everything creates
+    // nothing.
+    let mut store: Option<SledStore> = None;
     let bar = ui::progress(json, inputs.len() as u64, 2, "import", false);
     let mut outcomes = Vec::with_capacity(inputs.len());
     for input in inputs {
@@ -324,7 +326,13 @@ fn import_many(
             continue;
         }
         let outcome = match read_input(true, input, format, options) {
-            Ok(Some(imported)) => match store_import(&store, &imported) {
+            Ok(Some(imported)) => match store_import(
+                match &store {
+                    Some(s) => s,
+                    None => store.insert(open_store(db)?),
+                },
+                &imported,
+            ) {
                 Ok(stored) => Outcome::Imported(Box::new(imported), stored),
                 Err(e @ CliError::BadInput(_)) => {
                     Outcome::Refused(format!("{}: {e}", input.name()))
@@ -439,6 +447,12 @@ fn import_one(
     options: &ImportOptions,
 ) -> Result<(), CliError> {
     let Some(imported) = read_recording(json, file, format, options)? else {
+        if json {
+            println!(
+                "{}",
+                json!({"file": file.display().to_string(), "waiting": true})
+            );
+        }
         eprintln!(
             "ctxlog: {}: no session written yet: nothing to import yet",
             file.display()

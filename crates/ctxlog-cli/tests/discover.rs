@@ -175,6 +175,14 @@ fn several_files_a_directory_and_stdin_in_one_import() {
     .unwrap();
     let db = work.join("store");
     let home = work.join("home");
+    // Nothing but refused input: nothing is created.
+    let o = ctxlog(
+        &home,
+        &db,
+        &["import", bad.to_str().unwrap(), bad.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!db.exists(), "a refused import created the store");
     // A directory and a bad file: the good one is imported, the bad one
     // refused by name, exit 2.
     let o = ctxlog(
