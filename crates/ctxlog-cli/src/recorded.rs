@@ -6,7 +6,7 @@ use crate::{open_store, CliError};
 use ctxlog_core::{Envelope, Policy, SessionId, SessionState};
 use ctxlog_engine::catalog::{self, CatalogError, Stored};
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
-use ctxlog_import::discover::{discover, Found, Layout, Places};
+use ctxlog_import::discover::{discover, recordings_in, Found, Layout, Places};
 use ctxlog_import::limits::resolve;
 use ctxlog_import::{opencode_storage, Format, ImportOptions, Imported, LimitOverrides};
 use ctxlog_store::{EventLog, SledStore};
@@ -242,10 +242,8 @@ fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
         if p.as_os_str() == "-" {
             out.push(Input::Stdin);
         } else if p.is_dir() {
-            let mut files = Vec::new();
-            recordings_in(p, &mut files)
+            let files = recordings_in(p)
                 .map_err(|e| CliError::BadInput(format!("{}: cannot list: {e}", p.display())))?;
-            files.sort();
             out.extend(files.into_iter().map(Input::File));
         } else {
             out.push(Input::File(p.clone()));
@@ -255,23 +253,6 @@ fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
         out.extend(discover(&Places::from_env()).into_iter().map(Input::Found));
     }
     Ok(out)
-}
-
-/// The `.json` and `.jsonl` files under `dir`.
-fn recordings_in(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for e in std::fs::read_dir(dir)? {
-        let e = e?;
-        let path = e.path();
-        if e.file_type()?.is_dir() {
-            recordings_in(&path, out)?;
-        } else if path
-            .extension()
-            .is_some_and(|x| x == "json" || x == "jsonl")
-        {
-            out.push(path);
-        }
-    }
-    Ok(())
 }
 
 /// What became of one input of a many-input import.

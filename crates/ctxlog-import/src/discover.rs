@@ -156,8 +156,24 @@ fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// The `.json` and `.jsonl` files under `dir`, at any depth, sorted: the
+/// recordings a directory named to `import` holds. A directory that does
+/// not read is an error.
+pub fn recordings_in(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    walk(
+        dir,
+        |n| n.ends_with(".json") || n.ends_with(".jsonl"),
+        true,
+        true,
+        &mut files,
+    )?;
+    files.sort();
+    Ok(files)
+}
+
 /// Pushes the files of `dir` whose name `wanted` accepts, sorted;
-/// `deep`: in its subdirectories too.
+/// `deep`: in its subdirectories too. What does not read is left out.
 fn push_files(
     found: &mut Vec<Found>,
     dir: &Path,
@@ -166,7 +182,8 @@ fn push_files(
     deep: bool,
 ) {
     let mut files = Vec::new();
-    collect(dir, wanted, deep, &mut files);
+    // Not strict: walking never fails.
+    let _ = walk(dir, wanted, deep, false, &mut files);
     files.sort();
     found.extend(files.into_iter().map(|path| Found {
         path,
@@ -175,16 +192,32 @@ fn push_files(
     }));
 }
 
-fn collect(dir: &Path, wanted: fn(&str) -> bool, deep: bool, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+/// Collects the files under `dir` whose name `wanted` accepts (in its
+/// subdirectories too when `deep`). `strict`: a directory or entry that does
+/// not read is an error; otherwise it is skipped.
+fn walk(
+    dir: &Path,
+    wanted: fn(&str) -> bool,
+    deep: bool,
+    strict: bool,
+    out: &mut Vec<PathBuf>,
+) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if strict => return Err(e),
+        Err(_) => return Ok(()),
     };
-    for e in entries.flatten() {
-        let Ok(kind) = e.file_type() else { continue };
+    for e in entries {
+        let (e, kind) = match e.and_then(|e| e.file_type().map(|k| (e, k))) {
+            Ok(found) => found,
+            Err(err) if strict => return Err(err),
+            Err(_) => continue,
+        };
         if kind.is_dir() && deep {
-            collect(&e.path(), wanted, deep, out);
+            walk(&e.path(), wanted, deep, strict, out)?;
         } else if kind.is_file() && e.file_name().to_str().is_some_and(wanted) {
             out.push(e.path());
         }
     }
+    Ok(())
 }

@@ -461,9 +461,9 @@ impl<'a> Importer<'a> {
         parts: &[Value],
         at: u64,
     ) -> Result<(), ImportError> {
-        // The message's own totals are checked even where its step-finish
+        // The message's own totals, checked even where its step-finish
         // parts carry the figures ctxlog keeps.
-        self.usage(info, &format!("{path}.info"))?;
+        let (info_tokens, info_cost) = self.usage(info, &format!("{path}.info"))?;
         let model = str_at(info, "modelID").map(|m| ModelRef {
             provider: str_at(info, "providerID").unwrap_or("").to_owned(),
             model: m.to_owned(),
@@ -524,9 +524,9 @@ impl<'a> Importer<'a> {
         let stepped = self.parts(path, message, parts, at, false, completed)?;
         if !stepped {
             if let Some(reason) = finish {
-                let (tokens, cost) = self.usage(info, &format!("{path}.info"))?;
                 let t = completed.unwrap_or(at);
-                self.b.finish_step(t, message, reason, tokens, cost)?;
+                self.b
+                    .finish_step(t, message, reason, info_tokens, info_cost)?;
             }
         }
         if let Some(error) = error {
