@@ -5,7 +5,7 @@
 //!
 //! Regenerate only for an intended, compatible change:
 //! `CTXLOG_BLESS=1 cargo test --test golden`. The bytes of every older schema
-//! stay checked in (`events-schema1.txt`, `events-schema2.txt`) and must keep
+//! stay checked in (`events-schema1.txt` … `events-schema4.txt`) and must keep
 //! decoding.
 
 use ctxlog::core::{
@@ -169,4 +169,10 @@ fn schema_2_records_still_decode() {
 #[test]
 fn schema_3_records_still_decode() {
     older_schema_still_decodes(3, "events-schema3.txt", false, |_| {});
+}
+
+/// Schema 4: before `session_described`; every record is as it was.
+#[test]
+fn schema_4_records_still_decode() {
+    older_schema_still_decodes(4, "events-schema4.txt", false, |_| {});
 }

@@ -288,6 +288,20 @@ fn scenario() -> Vec<Envelope> {
         },
     )
     .unwrap();
+    // What the recording says about the session, as an import keeps it.
+    r.record(
+        tick(),
+        Event::SessionDescribed {
+            about: SessionAbout {
+                title: Some("Fix the parser".into()),
+                directory: Some("/work/app".into()),
+                agent: Some("opencode-1.18.33".into()),
+                model: Some("anthropic/claude-sonnet-4".into()),
+                cost_usd: Some(0.25),
+            },
+        },
+    )
+    .unwrap();
     r.into_events()
 }
 

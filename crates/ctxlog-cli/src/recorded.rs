@@ -6,9 +6,11 @@ use crate::{open_store, CliError};
 use ctxlog_core::{Envelope, Policy, SessionId, SessionState};
 use ctxlog_engine::catalog::{self, CatalogError, Stored};
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
-use ctxlog_import::discover::{discover, recordings_in, Found, Layout, Places};
+use ctxlog_import::discover::{database_sessions, discover, recordings_in, Found, Layout, Places};
 use ctxlog_import::limits::resolve;
-use ctxlog_import::{opencode_storage, Format, ImportOptions, Imported, LimitOverrides};
+use ctxlog_import::{
+    opencode_db, opencode_storage, Format, ImportOptions, Imported, LimitOverrides,
+};
 use ctxlog_store::{EventLog, SledStore};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -81,10 +83,6 @@ pub fn read_recording(
     read_input(json, &Input::File(file.to_path_buf()), format, options)
 }
 
-/// Why OpenCode's database is not imported.
-const NO_DATABASE: &str = "OpenCode's SQLite database (OpenCode ≥ 1.2) is not read by this \
-    ctxlog yet: run `opencode export <session>` and import the export";
-
 /// One thing `import` reads.
 #[derive(Debug, Clone)]
 pub enum Input {
@@ -102,7 +100,7 @@ impl Input {
         match self {
             Input::File(p) => p.display().to_string(),
             Input::Stdin => "stdin".into(),
-            Input::Found(f) => f.path.display().to_string(),
+            Input::Found(f) => f.name(),
         }
     }
 }
@@ -150,7 +148,19 @@ fn read_input(
                     Some(Format::OpenCode),
                 )
             }
-            Layout::OpenCodeDatabase => return Err(bad(NO_DATABASE.into())),
+            Layout::OpenCodeDatabase => {
+                let bytes = match &found.session {
+                    Some(id) => opencode_db::assemble(&found.path, id, options.max_line_bytes),
+                    None => opencode_db::sessions(&found.path).map(|_| Vec::new()),
+                }
+                .map_err(|e| CliError::BadInput(e.to_string()))?;
+                let len = bytes.len() as u64;
+                (
+                    Box::new(std::io::Cursor::new(bytes)),
+                    len,
+                    Some(Format::OpenCode),
+                )
+            }
         },
     };
     let bar = ui::progress(json, len, ui::PROGRESS_MIN_BYTES, "import", true);
@@ -185,7 +195,8 @@ fn read_input(
 #[derive(Debug, clap::Args)]
 pub struct ImportArgs {
     /// The recordings: files, directories (every `.json` and `.jsonl` file
-    /// in them) or `-` for standard input.
+    /// in them), OpenCode's `opencode.db` (every session in it) or `-` for
+    /// standard input.
     #[arg(required_unless_present = "discover")]
     pub files: Vec<PathBuf>,
     /// Also import every session found where the agents keep them
@@ -245,6 +256,8 @@ fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
             let files = recordings_in(p)
                 .map_err(|e| CliError::BadInput(format!("{}: cannot list: {e}", p.display())))?;
             out.extend(files.into_iter().map(Input::File));
+        } else if opencode_db::is_database_file(p) {
+            out.extend(database_sessions(p).into_iter().map(Input::Found));
         } else {
             out.push(Input::File(p.clone()));
         }
@@ -259,8 +272,6 @@ fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
 enum Outcome {
     Imported(Box<Imported>, Stored),
     NothingYet,
-    /// Found, but not something this build reads (OpenCode's database).
-    Skipped(String),
     Refused(String),
 }
 
@@ -273,7 +284,6 @@ impl Outcome {
             Outcome::Imported(_, Stored { grew: true, .. }) => "extended",
             Outcome::Imported(..) => "imported",
             Outcome::NothingYet => "waiting",
-            Outcome::Skipped(_) => "skipped",
             Outcome::Refused(_) => "refused",
         }
     }
@@ -297,15 +307,6 @@ fn import_many(
     let bar = ui::progress(json, inputs.len() as u64, 2, "import", false);
     let mut outcomes = Vec::with_capacity(inputs.len());
     for input in inputs {
-        if let Input::Found(Found {
-            layout: Layout::OpenCodeDatabase,
-            ..
-        }) = input
-        {
-            outcomes.push(Outcome::Skipped(NO_DATABASE.into()));
-            bar.inc(1);
-            continue;
-        }
         let outcome = match read_input(true, input, format, options) {
             Ok(Some(imported)) => match store_import(
                 match &store {
@@ -341,7 +342,7 @@ fn import_many(
 }
 
 /// The summary of a many-input import: a table, or `{"files", "imported",
-/// "extended", "unchanged", "waiting", "skipped", "refused"}`.
+/// "extended", "unchanged", "waiting", "refused"}`.
 fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
     let mut counts = BTreeMap::<&str, u64>::new();
     let mut rows = Vec::new();
@@ -354,7 +355,7 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
             _ => (None, None),
         };
         let error = match outcome {
-            Outcome::Refused(why) | Outcome::Skipped(why) => Some(why.clone()),
+            Outcome::Refused(why) => Some(why.clone()),
             _ => None,
         };
         let detail = match outcome {
@@ -363,7 +364,7 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
             }
             Outcome::Imported(i, _) => format!("{} events, {}", i.events.len(), i.session),
             Outcome::NothingYet => "no session written yet".into(),
-            Outcome::Skipped(why) | Outcome::Refused(why) => why.clone(),
+            Outcome::Refused(why) => why.clone(),
         };
         docs.push(json!({
             "file": input.name(),
@@ -393,7 +394,6 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
                 "extended": count("extended"),
                 "unchanged": count("unchanged"),
                 "waiting": count("waiting"),
-                "skipped": count("skipped"),
                 "refused": count("refused"),
             })
         );
@@ -408,13 +408,12 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
         }
     }
     println!(
-        "{} recordings: {} imported, {} extended, {} unchanged, {} waiting, {} skipped, {} refused",
+        "{} recordings: {} imported, {} extended, {} unchanged, {} waiting, {} refused",
         inputs.len(),
         count("imported"),
         count("extended"),
         count("unchanged"),
         count("waiting"),
-        count("skipped"),
         count("refused"),
     );
 }

@@ -2,8 +2,10 @@
 //! their sessions: Claude Code projects, Codex's dated rollouts, pi's
 //! sessions (from `../shared/sessions` when present), OpenCode ≤ 1.1's
 //! storage tree (split from the repo's OpenCode fixture) and an OpenCode
-//! ≥ 1.2 database (found, skipped). Also several files, a directory and
-//! standard input in one `import`.
+//! ≥ 1.2 SQLite database (the fixture's rows in OpenCode 1.18's tables, as
+//! `../shared/spec/opencode-behavior.md` §1.13 documents them; the
+//! differential test reads databases the real OpenCode wrote). Also several
+//! files, a directory and standard input in one `import`.
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -64,6 +66,85 @@ fn write_storage(storage: &Path, export: &Value) {
     }
 }
 
+/// OpenCode 1.18's `session`, `message` and `part` tables.
+const OPENCODE_TABLES: &str = "
+CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, workspace_id text,
+  parent_id text, slug text NOT NULL, directory text NOT NULL, path text, title text NOT NULL,
+  version text NOT NULL, share_url text, summary_additions integer, summary_deletions integer,
+  summary_files integer, summary_diffs text, metadata text, cost real DEFAULT 0 NOT NULL,
+  tokens_input integer DEFAULT 0 NOT NULL, tokens_output integer DEFAULT 0 NOT NULL,
+  tokens_reasoning integer DEFAULT 0 NOT NULL, tokens_cache_read integer DEFAULT 0 NOT NULL,
+  tokens_cache_write integer DEFAULT 0 NOT NULL, revert text, permission text, agent text,
+  model text, time_created integer NOT NULL, time_updated integer NOT NULL,
+  time_compacting integer, time_archived integer);
+CREATE TABLE message (id text PRIMARY KEY, session_id text NOT NULL,
+  time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+CREATE TABLE part (id text PRIMARY KEY, message_id text NOT NULL, session_id text NOT NULL,
+  time_created integer NOT NULL, time_updated integer NOT NULL, data text NOT NULL);
+";
+
+/// Writes `export` as OpenCode ≥ 1.2 keeps it: rows of its database at
+/// `path` (in WAL mode, as OpenCode keeps it). Returns the connection.
+fn write_database(path: &Path, export: &Value) -> rusqlite::Connection {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    conn.execute_batch(OPENCODE_TABLES).unwrap();
+    let info = &export["info"];
+    let session = info["id"].as_str().unwrap();
+    let time = |k: &str| info["time"][k].as_i64().unwrap();
+    conn.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, \
+         time_updated) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        rusqlite::params![
+            session,
+            info["projectID"].as_str().unwrap_or("global"),
+            info["slug"].as_str().unwrap_or("slug"),
+            info["directory"].as_str().unwrap_or("/"),
+            info["title"].as_str().unwrap_or(""),
+            info["version"].as_str().unwrap_or("1.18.33"),
+            time("created"),
+            time("updated"),
+        ],
+    )
+    .unwrap();
+    let without = |v: &Value, keys: &[&str]| {
+        let mut v = v.clone();
+        for k in keys {
+            v.as_object_mut().unwrap().remove(*k);
+        }
+        v.to_string()
+    };
+    for m in export["messages"].as_array().unwrap() {
+        let id = m["info"]["id"].as_str().unwrap();
+        let created = m["info"]["time"]["created"].as_i64().unwrap();
+        conn.execute(
+            "INSERT INTO message VALUES (?1, ?2, ?3, ?3, ?4)",
+            rusqlite::params![
+                id,
+                session,
+                created,
+                without(&m["info"], &["id", "sessionID"])
+            ],
+        )
+        .unwrap();
+        for p in m["parts"].as_array().unwrap() {
+            conn.execute(
+                "INSERT INTO part VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+                rusqlite::params![
+                    p["id"].as_str().unwrap(),
+                    id,
+                    session,
+                    created,
+                    without(p, &["id", "sessionID", "messageID"])
+                ],
+            )
+            .unwrap();
+        }
+    }
+    conn
+}
+
 fn shared(dir: &str) -> Vec<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/sessions");
     let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
@@ -100,32 +181,54 @@ fn discover_finds_and_imports_every_agents_sessions_once() {
     let export: Value = serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
     write_storage(&home.join(".local/share/opencode/storage"), &export);
     expected += 1;
-    // OpenCode ≥ 1.2: found, not read by this build.
-    std::fs::write(
-        home.join(".local/share/opencode/opencode.db"),
-        b"SQLite format 3\0",
-    )
-    .unwrap();
+    // OpenCode ≥ 1.2: the same recording under another session id, in a
+    // database OpenCode is writing: it holds a write transaction throughout.
+    let (old_id, new_id) = (
+        export["info"]["id"].as_str().unwrap(),
+        "ses_0123456789abcdefDATABASE",
+    );
+    let db_export: Value =
+        serde_json::from_str(&export.to_string().replace(old_id, new_id)).unwrap();
+    let db_export_file = work.join("db-export.json");
+    std::fs::write(&db_export_file, db_export.to_string()).unwrap();
+    let opencode_db = home.join(".local/share/opencode/opencode.db");
+    let opencode = write_database(&opencode_db, &db_export);
+    opencode
+        .execute_batch("BEGIN IMMEDIATE; UPDATE session SET title = 'Renamed by its user'")
+        .unwrap();
+    expected += 1;
     // Not sessions: ignored.
     std::fs::write(home.join(".claude/settings.json"), b"{}").ok();
 
     let db = work.join("store");
     let first = json_of(&ctxlog(&home, &db, &["--json", "import", "--discover"]));
     let files = first["files"].as_array().unwrap();
-    assert_eq!(files.len(), expected + 1, "{first}");
+    assert_eq!(files.len(), expected, "{first}");
     assert_eq!(first["imported"], json!(expected), "{first}");
-    assert_eq!(first["skipped"], json!(1), "{first}");
     assert_eq!(first["refused"], json!(0), "{first}");
-    let skipped = files.iter().find(|f| f["result"] == "skipped").unwrap();
-    assert!(skipped["file"].as_str().unwrap().ends_with("opencode.db"));
-    assert!(skipped["error"]
-        .as_str()
-        .unwrap()
-        .contains("opencode export"));
+    // OpenCode was not locked out: its transaction commits.
+    opencode.execute_batch("COMMIT").unwrap();
+    // The database's session imports as its export does.
+    let from_db = files
+        .iter()
+        .find(|f| {
+            f["file"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("opencode.db#{new_id}"))
+        })
+        .unwrap_or_else(|| panic!("the database's session: {first}"));
+    let db_alone = json_of(&ctxlog(
+        &home,
+        &work.join("db-alone"),
+        &["--json", "import", db_export_file.to_str().unwrap()],
+    ));
+    assert_eq!(from_db["session"], db_alone["session"], "{first}");
+    assert_eq!(from_db["events"], db_alone["events"], "{first}");
     // The storage tree imports as its export does.
     let from_tree = files
         .iter()
-        .find(|f| f["format"] == "opencode")
+        .find(|f| f["format"] == "opencode" && f["source_session"] == json!(old_id))
         .expect("the storage tree");
     let alone = work.join("alone");
     let o = ctxlog(
@@ -145,6 +248,34 @@ fn discover_finds_and_imports_every_agents_sessions_once() {
         json_of(&o)["digest"].clone()
     };
     assert_eq!(digest(&db), digest(&alone));
+    // Its messages are the export's; its info is the database's row (which
+    // has a cost and token totals where the fixture's info has none).
+    let session = db_alone["session"].as_str().unwrap();
+    let messages_of = |db: &Path| {
+        let o = ctxlog(&home, db, &["export", session]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        json_of(&o)["messages"].clone()
+    };
+    assert_eq!(messages_of(&db), messages_of(&work.join("db-alone")));
+    // Named directly, the database imports each of its sessions.
+    let named = json_of(&ctxlog(
+        &home,
+        &db,
+        &["--json", "import", opencode_db.to_str().unwrap()],
+    ));
+    // The user renamed the session meanwhile (OpenCode committed it after
+    // the first import): the new title is appended, the old one stays in
+    // the log.
+    assert_eq!(named["extended"], json!(1), "{named}");
+    assert_eq!(named["files"][0]["new_events"], json!(1), "{named}");
+    let exported = json_of(&ctxlog(&home, &db, &["export", session]));
+    assert_eq!(exported["info"]["title"], "Renamed by its user");
+    let again = json_of(&ctxlog(
+        &home,
+        &db,
+        &["--json", "import", opencode_db.to_str().unwrap()],
+    ));
+    assert_eq!(again["unchanged"], json!(1), "{again}");
     // Again: nothing new.
     let second = json_of(&ctxlog(&home, &db, &["--json", "import", "--discover"]));
     assert_eq!(second["unchanged"], json!(expected), "{second}");

@@ -21,7 +21,8 @@ use uuid::Uuid;
 ///   records decode with both at their defaults (what ctxlog always did).
 /// - 4: [`Event::SourceFields`] (a new variant: every older record decodes
 ///   unchanged; an older build refuses a schema-4 record by name).
-pub const EVENT_SCHEMA_VERSION: u16 = 4;
+/// - 5: [`Event::SessionDescribed`] (a new variant, as in 4).
+pub const EVENT_SCHEMA_VERSION: u16 = 5;
 
 /// One recorded event with its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -298,7 +299,7 @@ pub struct PrunedPart {
 }
 
 /// The object of a recorded source that [`Event::SourceFields`] completes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum SourceTarget {
     /// The session itself (OpenCode's `info`).
     Session,
@@ -306,6 +307,26 @@ pub enum SourceTarget {
     Message(MessageId),
     /// A part.
     Part(PartId),
+}
+
+/// What a recording says about its session as a whole, where it says it.
+/// Unlike what happened in the session, it can change while the session
+/// grows (OpenCode titles a session after its first prompt, users rename
+/// sessions, the cost adds up), so each [`Event::SessionDescribed`]
+/// replaces the one before.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionAbout {
+    /// The title.
+    pub title: Option<String>,
+    /// The working directory the agent ran in.
+    pub directory: Option<String>,
+    /// The agent that recorded it: `opencode-1.18.33`, `claude-code-2.0.5`,
+    /// `codex-0.41.0`, `pi` (the version when the recording has one).
+    pub agent: Option<String>,
+    /// The model last used, `provider/model` when the provider is known.
+    pub model: Option<String>,
+    /// The cost the agent recorded, in US dollars.
+    pub cost_usd: Option<f64>,
 }
 
 /// Every event a session can record. **Append only**: the order of variants
@@ -503,6 +524,13 @@ pub enum Event {
         /// (objects key by key, any other value replacing the written one).
         fields: Json,
     },
+    /// What the recording says about the session (title, directory, agent,
+    /// model, cost), replacing what an earlier one (and `SessionStarted`'s
+    /// title) said.
+    SessionDescribed {
+        /// The description.
+        about: SessionAbout,
+    },
 }
 
 /// Every event kind name, in variant order. A test checks this list against
@@ -525,9 +553,34 @@ pub const EVENT_KINDS: &[&str] = &[
     "compaction_attempted",
     "auto_compaction_paused",
     "source_fields",
+    "session_described",
 ];
 
 impl Event {
+    /// Whether the event describes (the session, or one of its messages or
+    /// parts, as the recording has it) rather than records something that
+    /// happened: [`Event::SessionDescribed`] and [`Event::SourceFields`].
+    /// A recording may change a description while it grows (OpenCode adds
+    /// fields to a message after its turn), so an import writes them after
+    /// everything else (ids from [`crate::ids::description_event_id`]), and
+    /// re-importing appends a description when it changed; each supersedes
+    /// the last with the same [`Event::description_key`].
+    pub fn is_description(&self) -> bool {
+        self.description_key().is_some()
+    }
+
+    /// What a description describes: its kind, format and target (`None`
+    /// for an event that is not a description).
+    pub fn description_key(&self) -> Option<(u8, &str, Option<SourceTarget>)> {
+        match self {
+            Event::SessionDescribed { .. } => Some((self.kind_index(), "", None)),
+            Event::SourceFields { format, target, .. } => {
+                Some((self.kind_index(), format.as_str(), Some(*target)))
+            }
+            _ => None,
+        }
+    }
+
     /// The event's kind name (snake case).
     pub fn kind(&self) -> &'static str {
         EVENT_KINDS[self.kind_index() as usize]
@@ -553,6 +606,7 @@ impl Event {
             Event::CompactionAttempted { .. } => 14,
             Event::AutoCompactionPaused { .. } => 15,
             Event::SourceFields { .. } => 16,
+            Event::SessionDescribed { .. } => 17,
         }
     }
 }

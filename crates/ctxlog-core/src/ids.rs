@@ -102,6 +102,23 @@ impl IdSource for SeededIds {
     }
 }
 
+/// The id of an event that describes the session as a whole
+/// ([`crate::Event::is_description`]) at (`session`, `seq`): derived from
+/// its place, not drawn, so that it never takes an id an import draws in
+/// sequence (a growing recording's next import draws those for its new
+/// events), and the same place always gets the same id. A UUID v8.
+pub fn description_event_id(session: SessionId, seq: Seq) -> EventId {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"ctxlog session description\0");
+    h.update(session.as_bytes());
+    h.update(seq.to_le_bytes());
+    let digest = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    EventId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,11 +39,14 @@ pub use digest::StateDigest;
 pub use error::{Refused, RefusedCommand, RefusedEvent, Violation};
 pub use event::{
     Attachment, CompactionTrigger, Envelope, Event, FinishReason, MessageError, ModelRef, PartBody,
-    PromptRecord, PrunedPart, Role, SourceTarget, Span, ToolState, EVENT_KINDS,
+    PromptRecord, PrunedPart, Role, SessionAbout, SourceTarget, Span, ToolState, EVENT_KINDS,
     EVENT_SCHEMA_VERSION,
 };
 pub use guard::LoopGuard;
-pub use ids::{EventId, IdSource, MessageId, PartId, SeededIds, Seq, SessionId, TimestampMs};
+pub use ids::{
+    description_event_id, EventId, IdSource, MessageId, PartId, SeededIds, Seq, SessionId,
+    TimestampMs,
+};
 pub use json::{Json, JsonNumber};
 pub use policy::{
     ContinueMessage, FailedMarker, ModelLimits, OverflowCheck, Policy, ProviderOverflow,

@@ -8,7 +8,7 @@
 use crate::error::{RefusedEvent, Violation};
 use crate::event::{
     CompactionTrigger, Envelope, Event, FinishReason, MessageError, ModelRef, PartBody,
-    PromptRecord, PrunedPart, Role, SourceTarget, ToolState,
+    PromptRecord, PrunedPart, Role, SessionAbout, SourceTarget, ToolState,
 };
 use crate::ids::{EventId, MessageId, PartId, Seq, SessionId, TimestampMs};
 use crate::json::Json;
@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Version of the reducer's output; snapshots of another version are
 /// discarded and rebuilt by a full replay.
-pub const REDUCER_VERSION: u32 = 2;
+pub const REDUCER_VERSION: u32 = 3;
 
 /// A pruning mark on a tool part: its output is hidden from the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -190,8 +190,10 @@ pub struct SessionState {
     pub last_event: Option<EventId>,
     /// When the session started, ms.
     pub started_at: TimestampMs,
-    /// Title.
+    /// Title: `SessionStarted`'s, then the last `SessionDescribed`'s.
     pub title: Option<String>,
+    /// The last `SessionDescribed`'s description.
+    pub about: Option<SessionAbout>,
     /// Id of the recorded source session.
     pub source_id: Option<String>,
     /// The policy in force.
@@ -445,7 +447,9 @@ impl SessionState {
             Event::SessionStarted { policy, .. } | Event::PolicyChanged { policy } => {
                 validate_policy(policy)
             }
-            Event::LimitsChanged { .. } | Event::AutoCompactionPaused { .. } => Ok(()),
+            Event::LimitsChanged { .. }
+            | Event::AutoCompactionPaused { .. }
+            | Event::SessionDescribed { .. } => Ok(()),
             Event::CompactionAttempted { job, .. } | Event::CompactionFailed { job, .. } => {
                 self.pending_job(*job).map(|_| ())
             }
@@ -806,6 +810,10 @@ impl SessionState {
             }
             Event::LimitsChanged { limits } => self.limits = limits.clone(),
             Event::CompactionAttempted { .. } | Event::SourceFields { .. } => {}
+            Event::SessionDescribed { about } => {
+                self.title = about.title.clone();
+                self.about = Some(about.clone());
+            }
             Event::AutoCompactionPaused { reason, .. } => self.auto_paused = Some(reason.clone()),
             Event::MessageAppended {
                 message,

@@ -314,10 +314,11 @@ fn the_generator_exercises_the_whole_lifecycle() {
 
 /// The generator drives the whole lifecycle through `decide`, so over a
 /// handful of seeds its logs hold every event kind there is, but the one
-/// only an import writes (`source_fields`, tested with the importers).
+/// only an import writes (`source_fields` and `session_described`, tested
+/// with the importers).
 #[test]
 fn the_generator_emits_every_event_kind() {
-    let mut seen = std::collections::BTreeSet::from(["source_fields"]);
+    let mut seen = std::collections::BTreeSet::from(["source_fields", "session_described"]);
     for cfg in lifecycle_configs() {
         for e in generate(&cfg).unwrap() {
             seen.insert(e.event.kind());

@@ -19,7 +19,11 @@
 //!   and OpenCode's export of what it imported equals its own export of the
 //!   session (the round trip OpenCode → ctxlog → OpenCode loses nothing);
 //! - every recorded format (the fixtures and `../shared/sessions`) goes
-//!   through OpenCode and back into ctxlog unchanged.
+//!   through OpenCode and back into ctxlog unchanged;
+//! - OpenCode's SQLite database, read by ctxlog, gives exactly OpenCode's
+//!   export of each session, and reading it while OpenCode works never
+//!   stops OpenCode; the snapshots read meanwhile, imported (`live`) and
+//!   stored one after another, grow into the finished session.
 //!
 //! The npm install is cached outside git; when the registry cannot be
 //! reached the tests skip with a message. Scenarios run one at a time (each
@@ -32,11 +36,13 @@ use ctxlog_differential::model_server::{Kind, ModelServer, Reply, Request, Scrip
 use ctxlog_differential::opencode::{
     imported_session, install, DriveError, ModelConfig, Sandbox, Server,
 };
+use ctxlog_engine::catalog;
 use ctxlog_engine::chat::chat_messages;
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_engine::summarize::RecordedSummarizer;
 use ctxlog_engine::{summary_request, HookOutput};
-use ctxlog_import::{Format, ImportOptions, LimitOverrides};
+use ctxlog_import::{opencode_db, Format, ImportOptions, LimitOverrides};
+use ctxlog_store::{EventLog, MemoryLog};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -61,6 +67,9 @@ fn opencode() -> Option<PathBuf> {
 enum Action {
     Prompt(&'static str),
     Summarize,
+    /// From here to the end, read OpenCode's database again and again while
+    /// it works.
+    ReadDatabaseMeanwhile,
 }
 
 /// What one run left behind (holding the one-at-a-time lock until dropped).
@@ -72,6 +81,42 @@ struct Run {
     export: Value,
     sandbox: Sandbox,
     model: ModelConfig,
+    /// The sessions ctxlog read from the database while OpenCode worked.
+    snapshots: Vec<Vec<Envelope>>,
+}
+
+/// OpenCode's database in a run's sandbox.
+fn database(dir: &Path) -> PathBuf {
+    dir.join("data/opencode/opencode.db")
+}
+
+/// Reads `session` from the database under `dir` every 20 ms until `stop`,
+/// importing each snapshot as a live recording; the events of each.
+fn read_meanwhile(
+    dir: PathBuf,
+    session: String,
+    model: ModelConfig,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<Vec<Envelope>>> {
+    std::thread::spawn(move || {
+        let db = database(&dir);
+        let options = ImportOptions {
+            live: true,
+            ..options_for(model)
+        };
+        let mut snapshots = Vec::new();
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let bytes = opencode_db::assemble(&db, &session, u64::MAX)
+                .unwrap_or_else(|e| panic!("reading OpenCode's database while it works: {e}"));
+            match ctxlog_import::import(&bytes[..], "snapshot", Format::OpenCode, &options) {
+                Ok(imported) => snapshots.push(imported.events),
+                Err(e) if e.holds_no_session() => {}
+                Err(e) => panic!("a snapshot of OpenCode's database does not import: {e}"),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        snapshots
+    })
 }
 
 fn run(name: &str, script: Script, model: ModelConfig, actions: &[Action]) -> Option<Run> {
@@ -83,12 +128,21 @@ fn run(name: &str, script: Script, model: ModelConfig, actions: &[Action]) -> Op
     let sandbox = Sandbox::new(bin, dir.clone(), &server.base_url(), model).expect("sandbox");
     let oc = Server::start(&sandbox).expect("opencode serve");
     let id = oc.create_session().expect("session");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut reader = None;
     for a in actions {
         match a {
             Action::Prompt(text) => oc.prompt(&id, text).expect("prompt"),
             Action::Summarize => oc.summarize(&id).expect("summarize"),
+            Action::ReadDatabaseMeanwhile => {
+                reader = Some(read_meanwhile(dir.clone(), id.clone(), model, stop.clone()))
+            }
         }
     }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let snapshots = reader
+        .map(|r| r.join().expect("the database reader"))
+        .unwrap_or_default();
     let export_path = dir.join("export.json");
     let export = sandbox.export(&id, &export_path).expect("export");
     drop(oc);
@@ -119,19 +173,25 @@ fn run(name: &str, script: Script, model: ModelConfig, actions: &[Action]) -> Op
         export,
         sandbox,
         model,
+        snapshots,
     })
+}
+
+/// How a run's recordings are imported: with the limits of its model.
+fn options_for(model: ModelConfig) -> ImportOptions {
+    ImportOptions {
+        limits: LimitOverrides {
+            context: Some(model.context),
+            output: Some(model.output),
+            ..LimitOverrides::default()
+        },
+        ..ImportOptions::default()
+    }
 }
 
 /// The export imported into ctxlog (policy detected from the export).
 fn import(run: &Run) -> Vec<Envelope> {
-    let options = ImportOptions {
-        limits: LimitOverrides {
-            context: Some(run.model.context),
-            output: Some(run.model.output),
-            ..LimitOverrides::default()
-        },
-        ..ImportOptions::default()
-    };
+    let options = options_for(run.model);
     let file = std::fs::File::open(&run.export_path).unwrap();
     let imported = ctxlog_import::import(
         std::io::BufReader::new(file),
@@ -501,7 +561,98 @@ fn check_all(run: &Run) -> Vec<Envelope> {
     check_resume(&events);
     check_simulation(&events);
     check_round_trip(run, &events);
+    check_database(run, &events);
     events
+}
+
+/// ctxlog reads OpenCode's database as OpenCode exports it: the session
+/// assembled from its rows equals `opencode export`, and imports to the
+/// same events. The snapshots read while OpenCode worked, stored in turn,
+/// grow into them.
+fn check_database(run: &Run, events: &[Envelope]) {
+    let db = database(&run.dir);
+    let id = run.export["info"]["id"].as_str().expect("the export's id");
+    let listed = opencode_db::sessions(&db).expect("the database's sessions");
+    assert_eq!(
+        listed.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        [id],
+        "the database holds the one session"
+    );
+    let bytes = opencode_db::assemble(&db, id, u64::MAX).expect("reading the database");
+    let assembled: Value = serde_json::from_slice(&bytes).unwrap();
+    if let Some(d) = first_difference(&run.export, &assembled, "") {
+        panic!(
+            "the session read from {} differs from OpenCode's export: {d} (export | database)",
+            db.display()
+        );
+    }
+    let options = options_for(run.model);
+    let from_db = ctxlog_import::import(&bytes[..], "db", Format::OpenCode, &options)
+        .expect("importing the database's session");
+    assert_eq!(
+        from_db.events, events,
+        "the database imports as the export does"
+    );
+    // Stored one after another, as a user re-importing the session while
+    // OpenCode works does: every snapshot only extends the last (what
+    // describes the session, like the title OpenCode sets after the first
+    // prompt, is appended when it changed), and the end is a fresh import.
+    let log = MemoryLog::new();
+    for (i, snapshot) in run.snapshots.iter().enumerate() {
+        if let Err(e) = catalog::store_recording(&log, snapshot) {
+            let before = &run.snapshots[i.saturating_sub(1)];
+            let differ = before.iter().zip(snapshot).find(|(a, b)| a != b);
+            panic!(
+                "snapshot {i} of {} read while OpenCode worked does not extend the one before: {e}: {differ:?}",
+                run.snapshots.len()
+            )
+        }
+    }
+    catalog::store_recording(&log, events)
+        .unwrap_or_else(|e| panic!("the finished session does not extend the snapshots: {e}"));
+    let stored: Vec<Envelope> = log
+        .read(events[0].session, 1)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let what = |events: &[Envelope]| -> Vec<_> {
+        events
+            .iter()
+            .filter(|e| !e.event.is_description())
+            .map(|e| match &e.event {
+                // The title a session started with is a description too.
+                Event::SessionStarted {
+                    policy,
+                    limits,
+                    source_id,
+                    ..
+                } => (
+                    e.id,
+                    Event::SessionStarted {
+                        policy: policy.clone(),
+                        limits: limits.clone(),
+                        title: None,
+                        source_id: source_id.clone(),
+                    },
+                ),
+                event => (e.id, event.clone()),
+            })
+            .collect()
+    };
+    assert_eq!(
+        what(&stored),
+        what(events),
+        "the grown session is the finished one"
+    );
+    let (grown, finished) = (
+        SessionState::replay(&stored).unwrap(),
+        SessionState::replay(events).unwrap(),
+    );
+    assert_eq!(
+        (&grown.title, &grown.about),
+        (&finished.title, &finished.about),
+        "the grown session is described as the finished one"
+    );
 }
 
 fn model(context: u64) -> ModelConfig {
@@ -611,6 +762,7 @@ fn prune_over_many_large_tool_outputs() {
         ));
     }
     let prompts = [
+        Action::ReadDatabaseMeanwhile,
         Action::Prompt("turn one"),
         Action::Prompt("turn two"),
         Action::Prompt("turn three"),
@@ -627,6 +779,10 @@ fn prune_over_many_large_tool_outputs() {
     let events = check_all(&run);
     assert_eq!(check_overflow_decisions(&events), 0);
     assert!(check_prunes(&events) >= 2, "{:?}", dir_of(&run));
+    assert!(
+        run.snapshots.len() > 1,
+        "the database was read while OpenCode worked"
+    );
 }
 
 #[test]
@@ -782,12 +938,20 @@ fn automatic_compaction_and_continue() {
         "auto",
         script,
         model(100_000),
-        &[Action::Prompt("first turn"), Action::Prompt("second turn")],
+        &[
+            Action::ReadDatabaseMeanwhile,
+            Action::Prompt("first turn"),
+            Action::Prompt("second turn"),
+        ],
     ) else {
         return;
     };
     let events = check_all(&run);
     assert_eq!(check_overflow_decisions(&events), 1, "{:?}", dir_of(&run));
+    assert!(
+        run.snapshots.len() > 1,
+        "the database was read while OpenCode worked"
+    );
 }
 
 /// Every recording ctxlog reads (the fixtures of each format, and the real

@@ -2,8 +2,9 @@
 //! recording (whole, or only what it grew by since the last import), and
 //! resolving a session by its ctxlog id or its recording's own id.
 
-use ctxlog_core::{Envelope, Event, SessionId};
+use ctxlog_core::{description_event_id, Envelope, Event, SessionId, SourceTarget};
 use ctxlog_store::{EventLog, Expected, NewEvent, StoreError};
+use std::collections::BTreeMap;
 use thiserror::Error;
 
 /// Why a catalog operation failed.
@@ -60,6 +61,12 @@ pub struct Stored {
 /// again writes nothing, and a recording that grew since (the agent went
 /// on) appends only its new events. A stored session that is not a prefix
 /// of the recording is refused.
+///
+/// Descriptions ([`Event::is_description`], and the title `SessionStarted`
+/// carries) may change while a recording grows: they are left out of the
+/// prefix check, and each whose latest stored version differs from the
+/// recording's is appended after the new events (with the id of its
+/// place), so the log keeps every version.
 pub fn store_recording(log: &impl EventLog, events: &[Envelope]) -> Result<Stored, CatalogError> {
     let Some(session) = events.first().map(|e| e.session) else {
         return Ok(Stored {
@@ -67,46 +74,93 @@ pub fn store_recording(log: &impl EventLog, events: &[Envelope]) -> Result<Store
             grew: false,
         });
     };
-    let skip = stored_prefix(log, session, events)?;
-    let batch: Vec<NewEvent> = events[skip..].iter().cloned().map(NewEvent::from).collect();
+    let head = log.head(session)?;
+    if head == 0 {
+        let batch: Vec<NewEvent> = events.iter().cloned().map(NewEvent::from).collect();
+        log.append(session, Expected::NoStream, batch)?;
+        return Ok(Stored {
+            new_events: events.len(),
+            grew: false,
+        });
+    }
+    let stored: Vec<Envelope> = log.read(session, 1)?.collect::<Result<_, _>>()?;
+    let happened = |e: &&Envelope| !e.event.is_description();
+    let new: Vec<&Envelope> = events.iter().filter(happened).collect();
+    let mut matched = 0;
+    for (n, old) in stored.iter().filter(happened).enumerate() {
+        if !new.get(n).is_some_and(|e| same_event(old, e)) {
+            return Err(CatalogError::Diverged {
+                session,
+                at: old.seq,
+            });
+        }
+        matched = n + 1;
+    }
+    let mut batch: Vec<NewEvent> = new[matched..]
+        .iter()
+        .map(|e| NewEvent::from((*e).clone()))
+        .collect();
+    let stored_descriptions = latest_descriptions(&stored);
+    for (key, described) in latest_descriptions(events) {
+        let changed = stored_descriptions
+            .get(&key)
+            .is_none_or(|s| s.event != described.event);
+        if changed {
+            let seq = head + batch.len() as u64 + 1;
+            let mut e = NewEvent::from(described.clone());
+            e.id = description_event_id(session, seq);
+            batch.push(e);
+        }
+    }
     if batch.is_empty() {
         return Ok(Stored {
             new_events: 0,
             grew: false,
         });
     }
-    let expected = match skip {
-        0 => Expected::NoStream,
-        n => Expected::Exactly(n as u64),
-    };
-    log.append(session, expected, batch)?;
+    let new_events = batch.len();
+    log.append(session, Expected::Exactly(head), batch)?;
     Ok(Stored {
-        new_events: events.len() - skip,
-        grew: skip > 0,
+        new_events,
+        grew: true,
     })
 }
 
-/// How many of `events` are stored already, or why they cannot be extended.
-fn stored_prefix(
-    log: &impl EventLog,
-    session: SessionId,
+/// The same recorded event wherever it stands: all but the seq, and but
+/// `SessionStarted`'s title (a description, see [`store_recording`]).
+fn same_event(stored: &Envelope, new: &Envelope) -> bool {
+    let event_matches = match (&stored.event, &new.event) {
+        (
+            Event::SessionStarted {
+                policy: p,
+                limits: l,
+                source_id: s,
+                ..
+            },
+            Event::SessionStarted {
+                policy: q,
+                limits: m,
+                source_id: t,
+                ..
+            },
+        ) => p == q && l == m && s == t,
+        (a, b) => a == b,
+    };
+    event_matches
+        && stored.id == new.id
+        && stored.recorded_at == new.recorded_at
+        && stored.causation == new.causation
+        && stored.correlation == new.correlation
+}
+
+/// The last description of each [`Event::description_key`] in `events`.
+fn latest_descriptions(
     events: &[Envelope],
-) -> Result<usize, CatalogError> {
-    if log.head(session)? == 0 {
-        return Ok(0);
-    }
-    let mut n = 0;
-    for stored in log.read(session, 1)? {
-        let stored = stored?;
-        if events.get(n) != Some(&stored) {
-            return Err(CatalogError::Diverged {
-                session,
-                at: n as u64 + 1,
-            });
-        }
-        n += 1;
-    }
-    Ok(n)
+) -> BTreeMap<(u8, &str, Option<SourceTarget>), &Envelope> {
+    events
+        .iter()
+        .filter_map(|e| Some((e.event.description_key()?, e)))
+        .collect()
 }
 
 /// The recording's own id, from a session's first event.

@@ -8,9 +8,9 @@ use crate::limits::{resolve, Resolved};
 use crate::{Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::decide::queued;
 use ctxlog_core::{
-    Command, Event, FinishReason, IdSource, Json, LoopGuard, MessageId, ModelLimits, ModelRef,
-    PartBody, PartId, RecordedCompaction, Recorder, Role, SeededIds, SessionId, TimestampMs,
-    TokenUsage, ToolState,
+    description_event_id, Command, Event, FinishReason, IdSource, Json, LoopGuard, MessageId,
+    ModelLimits, ModelRef, PartBody, PartId, RecordedCompaction, Recorder, Role, SeededIds,
+    SessionAbout, SessionId, SourceTarget, TimestampMs, TokenUsage, ToolState,
 };
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -74,6 +74,15 @@ pub(crate) struct Builder<'a> {
     file_context: Option<u64>,
     limits: ModelLimits,
     warnings: Vec<String>,
+    /// What the recording says about the session; recorded as
+    /// `SessionDescribed` at the end (the model and cost default to the
+    /// last model used and the steps' summed cost).
+    pub about: SessionAbout,
+    /// The summed cost of the steps that recorded one, micro-dollars.
+    step_cost: Option<u64>,
+    /// The source fields kept of each object (merged), recorded as
+    /// `SourceFields` at the end: a growing recording may still add to them.
+    sources: BTreeMap<(String, SourceTarget), serde_json::Value>,
 }
 
 impl<'a> Builder<'a> {
@@ -92,6 +101,9 @@ impl<'a> Builder<'a> {
             file_context: None,
             limits: ModelLimits::default(),
             warnings: Vec::new(),
+            about: SessionAbout::default(),
+            step_cost: None,
+            sources: BTreeMap::new(),
         }
     }
 
@@ -431,6 +443,9 @@ impl<'a> Builder<'a> {
             },
         )?;
         self.steps += 1;
+        if let Some(c) = cost_micros {
+            self.step_cost = Some(self.step_cost.unwrap_or(0).saturating_add(c));
+        }
         Ok(part)
     }
 
@@ -486,7 +501,39 @@ impl<'a> Builder<'a> {
         self.r.as_ref().map(|r| r.state())
     }
 
-    pub fn finish(self) -> Result<Imported, ImportError> {
+    /// Keeps `fields` of `target` that ctxlog does not model, in `format`'s
+    /// terms (merged over what was kept of it before).
+    pub fn keep_source(&mut self, format: &str, target: SourceTarget, fields: serde_json::Value) {
+        let slot = self
+            .sources
+            .entry((format.to_owned(), target))
+            .or_insert(serde_json::Value::Null);
+        crate::export::merge(slot, fields);
+    }
+
+    pub fn finish(mut self) -> Result<Imported, ImportError> {
+        if self.started() {
+            let at = self.last_at;
+            for ((format, target), fields) in std::mem::take(&mut self.sources) {
+                let fields = as_json(&fields);
+                self.record(
+                    at,
+                    Event::SourceFields {
+                        format,
+                        target,
+                        fields,
+                    },
+                )?;
+            }
+            let mut about = std::mem::take(&mut self.about);
+            about.model = about.model.or_else(|| self.model.clone());
+            about.cost_usd = about
+                .cost_usd
+                .or(self.step_cost.map(|c| c as f64 / 1_000_000.0));
+            if about != SessionAbout::default() {
+                self.record(at, Event::SessionDescribed { about })?;
+            }
+        }
         let Some(r) = self.r else {
             return Err(ImportError {
                 file: self.file.to_owned(),
@@ -495,15 +542,25 @@ impl<'a> Builder<'a> {
                 message: crate::NO_SESSION.into(),
             });
         };
+        let (session, messages) = (r.session(), r.state().messages.len() as u64);
+        let mut events = r.into_events();
+        // The descriptions come last, with the ids of their places.
+        for e in events
+            .iter_mut()
+            .rev()
+            .take_while(|e| e.event.is_description())
+        {
+            e.id = description_event_id(e.session, e.seq);
+        }
         Ok(Imported {
-            session: r.session(),
+            session,
             format: self.format,
             source_session: self.source_session,
-            messages: r.state().messages.len() as u64,
+            messages,
             tool_calls: self.tool_ids.len() as u64,
             steps: self.steps,
             warnings: self.warnings,
-            events: r.into_events(),
+            events,
         })
     }
 }

@@ -38,6 +38,11 @@ struct Importer<'a> {
     last_user: Option<MessageId>,
     pending_compaction: Option<MessageId>,
     last_at: u64,
+    /// The `summary` lines: the title Claude Code shows for the
+    /// conversation ending at `leafUuid`.
+    summaries: BTreeMap<String, String>,
+    /// The `uuid` of each message line, in order.
+    uuids: Vec<String>,
 }
 
 /// Text the runtime wrote into a user line (local command echoes, interrupt
@@ -128,8 +133,23 @@ impl<'a> Importer<'a> {
             .get("type")
             .and_then(Value::as_str)
             .ok_or_else(|| self.err("field `type` missing or not a string"))?;
+        if let (Some(text), Some(leaf)) = (
+            v.get("summary").and_then(Value::as_str),
+            v.get("leafUuid").and_then(Value::as_str),
+        ) {
+            self.summaries.insert(leaf.to_owned(), text.to_owned());
+        }
         if !matches!(ty, "user" | "assistant" | "system") {
             return Ok(()); // summary, file-history-snapshot, queue-operation, ...
+        }
+        if let Some(cwd) = v.get("cwd").and_then(Value::as_str) {
+            self.b.about.directory = Some(cwd.to_owned());
+        }
+        if let Some(version) = v.get("version").and_then(Value::as_str) {
+            self.b.about.agent = Some(format!("claude-code-{version}"));
+        }
+        if let Some(uuid) = v.get("uuid").and_then(Value::as_str) {
+            self.uuids.push(uuid.to_owned());
         }
         if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
             return Ok(()); // an inline sub-agent's turn, not this conversation
@@ -500,6 +520,8 @@ pub fn import<R: BufRead>(
         last_user: None,
         pending_compaction: None,
         last_at: 0,
+        summaries: BTreeMap::new(),
+        uuids: Vec::new(),
     };
     let unfinished = each_line(reader, file, options.max_line_bytes, |n, v| {
         im.b.at.line = n;
@@ -510,6 +532,13 @@ pub fn import<R: BufRead>(
         Some(why) => im.b.step_waits(&why),
         None => im.finish_group()?,
     }
+    // The title of the latest message that has a summary.
+    im.b.about.title = im
+        .uuids
+        .iter()
+        .rev()
+        .find_map(|u| im.summaries.get(u))
+        .cloned();
     im.b.finish()
 }
 

@@ -227,6 +227,12 @@ impl<'a> Importer<'a> {
             }
             let at = at.unwrap_or(0);
             let policy = self.b.policy_for(None);
+            let text = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
+            self.b.about.directory = text("cwd");
+            self.b.about.agent = Some(match text("cli_version") {
+                Some(v) => format!("codex-{v}"),
+                None => "codex".into(),
+            });
             return self.b.start(id, at, None, policy);
         }
         if !self.b.started() {

@@ -8,12 +8,12 @@
 //!   (else `~/.local/share/…`), one session per file (see
 //!   [`crate::opencode_storage`]).
 //!
-//! OpenCode ≥ 1.2 keeps its sessions in a SQLite database
-//! (`opencode.db`), which this build does not read yet: it is reported as
-//! found and not imported.
+//! - OpenCode ≥ 1.2: every session of its SQLite database,
+//!   `$OPENCODE_DB`, else `$XDG_DATA_HOME/opencode/opencode.db` (else
+//!   `~/.local/share/…`), read read-only (see [`crate::opencode_db`]).
 //!
-//! Listing only reads directories; the order is by path, so the same tree
-//! always lists the same way.
+//! Listing reads directories and the database's `session` table; the order
+//! is by path (and session id), so the same tree always lists the same way.
 
 use crate::Format;
 use std::path::{Path, PathBuf};
@@ -68,6 +68,21 @@ pub struct Found {
     pub format: Format,
     /// The agent's storage layout it comes from.
     pub layout: Layout,
+    /// The session's id inside a database that holds many
+    /// ([`Layout::OpenCodeDatabase`]); `None` when the database's sessions
+    /// could not be listed (importing it then says why).
+    pub session: Option<String>,
+}
+
+impl Found {
+    /// How the session is named in messages: its file, and for a database
+    /// `file#session`.
+    pub fn name(&self) -> String {
+        match &self.session {
+            Some(id) => format!("{}#{id}", self.path.display()),
+            None => self.path.display().to_string(),
+        }
+    }
 }
 
 /// How an agent stores a session.
@@ -78,7 +93,7 @@ pub enum Layout {
     /// OpenCode ≤ 1.1's storage tree: the session's info file, with its
     /// messages and parts in sibling directories.
     OpenCodeStorage,
-    /// OpenCode ≥ 1.2's SQLite database (not read by this build).
+    /// OpenCode ≥ 1.2's SQLite database: one of its sessions.
     OpenCodeDatabase,
 }
 
@@ -132,13 +147,24 @@ pub fn discover(places: &Places) -> Vec<Found> {
         .clone()
         .unwrap_or_else(|| places.opencode_data().join("opencode.db"));
     if db.is_file() {
-        found.push(Found {
-            path: db,
-            format: Format::OpenCode,
-            layout: Layout::OpenCodeDatabase,
-        });
+        found.extend(database_sessions(&db));
     }
     found
+}
+
+/// Every session of the OpenCode database `db`, by id; when its sessions
+/// cannot be listed, the database itself (importing it says why).
+pub fn database_sessions(db: &Path) -> Vec<Found> {
+    let found = |session| Found {
+        path: db.to_path_buf(),
+        format: Format::OpenCode,
+        layout: Layout::OpenCodeDatabase,
+        session,
+    };
+    match crate::opencode_db::sessions(db) {
+        Ok(sessions) => sessions.into_iter().map(|s| found(Some(s.id))).collect(),
+        Err(_) => vec![found(None)],
+    }
 }
 
 /// The subdirectories of `dir`, sorted (none when it does not exist).
@@ -189,6 +215,7 @@ fn push_files(
         path,
         format,
         layout: Layout::File,
+        session: None,
     }));
 }
 

@@ -140,9 +140,12 @@ struct Source {
 }
 
 impl Source {
+    /// Keeps `fields` of `target`: the session's replace what an earlier
+    /// import kept (each is the whole of its `info` then), a message's or
+    /// part's complete what was kept before.
     fn keep(&mut self, target: SourceTarget, fields: Value) {
         let slot = match target {
-            SourceTarget::Session => self.session.get_or_insert(Value::Null),
+            SourceTarget::Session => self.session.insert(Value::Null),
             SourceTarget::Message(m) => self.messages.entry(m).or_insert(Value::Null),
             SourceTarget::Part(p) => self.parts.entry(p).or_insert(Value::Null),
         };
@@ -156,7 +159,7 @@ impl Source {
 }
 
 /// Merges `over` into `into`: objects key by key, any other value replacing.
-fn merge(into: &mut Value, over: Value) {
+pub(crate) fn merge(into: &mut Value, over: Value) {
     match (into, over) {
         (Value::Object(a), Value::Object(b)) => {
             for (k, v) in b {
@@ -184,11 +187,12 @@ pub fn opencode<'a, W: Write>(
     let session = state.session.ok_or(ExportError::Empty)?;
     let (sid, msg_ids, part_ids) = assign_ids(&state, session, &extra.source);
     let slug: String = sid.chars().skip(4).take(8).collect();
+    let about = state.about.as_ref();
     let info = json!({
         "id": sid,
         "slug": format!("ctxlog-{slug}"),
         "projectID": "global",
-        "directory": "",
+        "directory": about.and_then(|a| a.directory.clone()).unwrap_or_default(),
         "title": state.title.clone().unwrap_or_default(),
         "version": concat!("ctxlog-", env!("CARGO_PKG_VERSION")),
         "time": {"created": state.started_at, "updated": updated},
@@ -213,6 +217,10 @@ pub fn opencode<'a, W: Write>(
     let mut totals = Totals::default();
     for m in state.messages.iter().filter(|m| m.role == Role::Assistant) {
         totals.add(&doc.info_json(m));
+    }
+    // The recording's own total, when it gave one.
+    if let Some(cost) = about.and_then(|a| a.cost_usd) {
+        totals.cost = cost;
     }
     let info = totals.written_into(info, extra.source.session.as_ref());
     out.write_all(b"{\"info\":")?;

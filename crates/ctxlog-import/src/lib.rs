@@ -30,6 +30,7 @@ pub mod discover;
 pub mod export;
 pub mod limits;
 pub mod opencode;
+pub mod opencode_db;
 pub mod opencode_storage;
 pub mod pi;
 mod strict;

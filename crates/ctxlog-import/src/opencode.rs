@@ -194,6 +194,9 @@ struct Importer<'a> {
     part_paths: BTreeMap<String, String>,
     /// Whether the export had its `messages` array.
     has_messages: bool,
+    /// The summed `cost` of the assistant messages (OpenCode's session
+    /// total is that sum), micro-dollars.
+    message_cost: Option<u64>,
     /// Bytes read since the last message (see [`Bounded`]).
     message_bytes: Option<std::rc::Rc<std::cell::Cell<u64>>>,
     /// Marker (job) → what its compaction part said.
@@ -258,22 +261,15 @@ impl<'a> Importer<'a> {
     /// `modelled` (a [`Event::SourceFields`] for `target`), if there are any.
     fn keep_source(
         &mut self,
-        at: u64,
+        _at: u64,
         target: SourceTarget,
         source: &Value,
         modelled: &[&str],
     ) -> Result<(), ImportError> {
-        let Some(fields) = unmodelled(source, modelled) else {
-            return Ok(());
-        };
-        self.b.record(
-            at,
-            Event::SourceFields {
-                format: "opencode".into(),
-                target,
-                fields: as_json(&fields),
-            },
-        )
+        if let Some(fields) = unmodelled(source, modelled) {
+            self.b.keep_source("opencode", target, fields);
+        }
+        Ok(())
     }
 
     /// Keeps what ctxlog does not model of part `p` (besides `fields`),
@@ -326,6 +322,16 @@ impl<'a> Importer<'a> {
             )?;
         }
         Ok(())
+    }
+
+    /// [`Importer::message`], its error kept for the caller and turned into
+    /// a deserializer error that stops the read.
+    fn message_or_fail<E: serde::de::Error>(&mut self, index: usize, v: Value) -> Result<(), E> {
+        self.b.at.path = Some(format!("messages[{index}]"));
+        self.message(index, v).map_err(|e| {
+            self.failed = Some(e);
+            E::custom("import failed")
+        })
     }
 
     fn message(&mut self, index: usize, v: Value) -> Result<(), ImportError> {
@@ -464,6 +470,9 @@ impl<'a> Importer<'a> {
         // The message's own totals, checked even where its step-finish
         // parts carry the figures ctxlog keeps.
         let (info_tokens, info_cost) = self.usage(info, &format!("{path}.info"))?;
+        if let Some(c) = info_cost {
+            self.message_cost = Some(self.message_cost.unwrap_or(0).saturating_add(c));
+        }
         let model = str_at(info, "modelID").map(|m| ModelRef {
             provider: str_at(info, "providerID").unwrap_or("").to_owned(),
             model: m.to_owned(),
@@ -899,6 +908,9 @@ impl<'de> Visitor<'de> for Messages<'_, '_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0usize;
+        // Each message is imported once the next one is read: the last one
+        // of a session OpenCode is still writing may not be finished.
+        let mut held: Option<(usize, Value)> = None;
         loop {
             self.0.b.at.path = Some(format!("messages[{i}]"));
             let Some(v) = seq.next_element::<Value>()? else {
@@ -908,15 +920,47 @@ impl<'de> Visitor<'de> for Messages<'_, '_> {
             if let Some(used) = &self.0.message_bytes {
                 used.set(0);
             }
-            if let Err(e) = self.0.message(i, v) {
-                self.0.failed = Some(e);
-                return Err(serde::de::Error::custom("import failed"));
+            if let Some((n, m)) = held.replace((i, v)) {
+                self.0.message_or_fail(n, m)?;
             }
             i += 1;
+        }
+        if let Some((n, m)) = held {
+            match still_written(&m) {
+                Some(why) if self.0.b.options().live => {
+                    self.0.b.step_waits(&format!("messages[{n}] {why}"))
+                }
+                _ => self.0.message_or_fail(n, m)?,
+            }
         }
         self.0.b.at.path = None;
         Ok(())
     }
+}
+
+/// Why a message OpenCode may still be writing is not finished: an
+/// assistant message without `time.completed`, or with a tool call that has
+/// no result yet.
+fn still_written(message: &Value) -> Option<&'static str> {
+    if message.pointer("/info/role").and_then(Value::as_str) != Some("assistant") {
+        return None;
+    }
+    if message.pointer("/info/time/completed").is_none() {
+        return Some("is not completed yet");
+    }
+    let open_call = message
+        .get("parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|p| {
+            p.get("type").and_then(Value::as_str) == Some("tool")
+                && matches!(
+                    p.pointer("/state/status").and_then(Value::as_str),
+                    Some("pending" | "running")
+                )
+        });
+    open_call.then_some("has a tool call without its result")
 }
 
 /// Imports an OpenCode export read from `reader`; `file` names it in errors.
@@ -932,6 +976,7 @@ pub fn import<R: BufRead>(
         message_paths: BTreeMap::new(),
         part_paths: BTreeMap::new(),
         has_messages: false,
+        message_cost: None,
         message_bytes: None,
         markers: BTreeMap::new(),
         prunes: Vec::new(),
@@ -971,6 +1016,22 @@ pub fn import<R: BufRead>(
     im.flush_prunes(None)?;
     if let Some(info) = im.info.take() {
         let at = im.b.time(None);
+        let text = |k: &str| str_at(&info, k).map(str::to_owned);
+        im.b.about.title = text("title");
+        im.b.about.directory = text("directory");
+        im.b.about.agent = Some(match text("version") {
+            Some(v) => format!("opencode-{v}"),
+            None => "opencode".into(),
+        });
+        if let (Some(provider), Some(model)) = (
+            info.pointer("/model/providerID").and_then(Value::as_str),
+            info.pointer("/model/id").and_then(Value::as_str),
+        ) {
+            im.b.about.model = Some(format!("{provider}/{model}"));
+        }
+        im.b.about.cost_usd = strict::amount_value(info.get("cost"), "cost")
+            .map_err(|e| im.err("info.cost".into(), e))?
+            .or(im.message_cost.map(|c| c as f64 / 1_000_000.0));
         im.keep_source(
             at,
             SourceTarget::Session,

@@ -99,6 +99,8 @@ impl<'a> Importer<'a> {
                 .ok_or_else(|| self.err("field `id` missing, empty or not a string"))?;
             let policy = self.b.policy_for(None);
             self.b.start(id, at.unwrap_or(0), None, policy)?;
+            self.b.about.agent = Some("pi".into());
+            self.b.about.directory = v.get("cwd").and_then(Value::as_str).map(str::to_owned);
             if let Some(p) = v.get("provider").and_then(Value::as_str) {
                 self.provider = p.to_owned();
             }

@@ -145,6 +145,7 @@ fn opencode_round_trip_export_import_export_import_keeps_the_digest() {
         SessionState::replay(&c.events).unwrap(),
     );
     assert_eq!(sb.digest(), sc.digest());
+    assert_eq!(sb.about, s.about, "even the first import survives it");
     assert_eq!(sb.digest(), s.digest(), "even the first import survives it");
     // the export is valid OpenCode JSON: markers, summaries, pruned marks
     let v: serde_json::Value = serde_json::from_slice(&e1).unwrap();

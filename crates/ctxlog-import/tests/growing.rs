@@ -1,9 +1,22 @@
 //! A recording that is still being written: importing any prefix of it
-//! gives a prefix of the events of the whole file, so a later import only
-//! appends.
+//! gives a prefix of what happened in the whole file (its events but those
+//! that describe the session, which may change as it grows), so a later
+//! import only appends; storing the prefixes one after another, as a user
+//! re-importing a growing file does, ends with what a fresh import stores.
 
+use ctxlog_core::{Envelope, SessionState};
+use ctxlog_engine::catalog::store_recording;
 use ctxlog_import::{import, Format, ImportOptions};
+use ctxlog_store::{EventLog, MemoryLog};
 use std::path::PathBuf;
+
+/// What happened: the events that do not describe the session.
+fn happened(events: &[Envelope]) -> Vec<&Envelope> {
+    events
+        .iter()
+        .filter(|e| !e.event.is_description())
+        .collect()
+}
 
 fn recordings() -> Vec<(PathBuf, Format)> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/sessions");
@@ -34,12 +47,16 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
         let whole = import(&bytes[..], &name, format, &ImportOptions::default())
             .unwrap_or_else(|e| panic!("{e}"))
             .events;
+        let whole_happened = happened(&whole);
+        // The file as a user re-imports it while it grows, line by line.
+        let log = MemoryLog::new();
         let mut cuts: Vec<usize> = bytes
             .iter()
             .enumerate()
             .filter(|(_, b)| **b == b'\n')
             .map(|(i, _)| i + 1)
             .collect();
+        let lines = cuts.len();
         // and inside lines
         let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ bytes.len() as u64;
         for _ in 0..cuts.len().min(60) {
@@ -48,7 +65,7 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
             x ^= x << 17;
             cuts.push((x % bytes.len() as u64) as usize);
         }
-        for cut in cuts {
+        for (i, cut) in cuts.into_iter().enumerate() {
             tried += 1;
             let live = ImportOptions {
                 live: true,
@@ -59,23 +76,55 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
                 Err(e) if e.holds_no_session() => {}
                 Err(e) => failures.push(format!("{name} @{cut}: refused: {e}")),
                 Ok(a) => {
-                    let n = a.events.len();
-                    if n > whole.len() || a.events[..] != whole[..n] {
-                        let at = a
-                            .events
+                    let part = happened(&a.events);
+                    let n = part.len();
+                    if n > whole_happened.len() || part[..] != whole_happened[..n] {
+                        let at = part
                             .iter()
-                            .zip(&whole)
+                            .zip(&whole_happened)
                             .position(|(p, w)| p != w)
-                            .unwrap_or(n.min(whole.len()));
+                            .unwrap_or(n.min(whole_happened.len()));
                         failures.push(format!(
                             "{name} @{cut}: event {} differs ({:?} vs {:?})",
                             at + 1,
-                            a.events.get(at).map(|e| e.event.kind()),
-                            whole.get(at).map(|e| e.event.kind())
+                            part.get(at).map(|e| e.event.kind()),
+                            whole_happened.get(at).map(|e| e.event.kind())
                         ));
+                    }
+                    if i < lines {
+                        if let Err(e) = store_recording(&log, &a.events) {
+                            failures.push(format!("{name} @{cut}: re-import refused: {e}"));
+                        }
                     }
                 }
             }
+        }
+        // The whole file last: the store holds what a fresh import does.
+        if let Err(e) = store_recording(&log, &whole) {
+            failures.push(format!("{name}: the whole file refused: {e}"));
+            continue;
+        }
+        let session = whole[0].session;
+        let stored: Vec<Envelope> = log
+            .read(session, 1)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let (grown, fresh) = (
+            SessionState::replay(&stored).unwrap(),
+            SessionState::replay(&whole).unwrap(),
+        );
+        // Seqs aside: the descriptions stored on the way stand between.
+        let what = |events: Vec<&Envelope>| {
+            events
+                .into_iter()
+                .map(|e| (e.id, e.recorded_at, e.event.clone()))
+                .collect::<Vec<_>>()
+        };
+        if what(happened(&stored)) != what(whole_happened.clone()) || grown.about != fresh.about {
+            failures.push(format!(
+                "{name}: the grown store differs from a fresh import"
+            ));
         }
     }
     for f in failures.iter().take(60) {
