@@ -26,7 +26,8 @@ pub struct AuditEntry {
     pub source_ids: Vec<Option<String>>,
     /// Tokens involved (pruned tokens, the overflow count, summary output...).
     pub tokens: Option<u64>,
-    /// The name of the policy in force.
+    /// The name of the policy in force; for a compaction a recording's
+    /// agent decided, that agent (`claude-code`, `opencode-1.18.33`, ...).
     pub policy: String,
     /// What happened, in words.
     pub what: String,
@@ -74,6 +75,13 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
             }),
             event => describe(event),
         };
+        let decided_by = match &e.event {
+            Event::CompactionRequested {
+                trigger: CompactionTrigger::Recorded { agent, .. },
+                ..
+            } => Some(agent.clone()),
+            _ => None,
+        };
         if let Some(l) = line {
             let source_ids = l.ids.iter().map(|id| sources.get(id).cloned()).collect();
             out.push(AuditEntry {
@@ -83,7 +91,7 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
                 source_ids,
                 ids: l.ids,
                 tokens: l.tokens,
-                policy: policy.clone(),
+                policy: decided_by.unwrap_or_else(|| policy.clone()),
                 what: l.what,
             });
         }
@@ -257,6 +265,16 @@ fn compaction_requested(message: MessageId, auto: bool, trigger: &CompactionTrig
         }
         CompactionTrigger::Manual => (None, "requested by hand".into()),
         CompactionTrigger::Imported => (None, "imported from a recorded session".into()),
+        CompactionTrigger::Recorded {
+            agent,
+            tokens_before,
+        } => (
+            *tokens_before,
+            match tokens_before {
+                Some(t) => format!("decided by {agent} at {t} tokens (recorded)"),
+                None => format!("decided by {agent} (recorded)"),
+            },
+        ),
     };
     let mode = if auto { "automatic" } else { "manual" };
     Line {

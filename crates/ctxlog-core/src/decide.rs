@@ -149,6 +149,10 @@ pub struct RecordedCompaction {
     pub marker_source: Option<String>,
     /// Source id of the summary message.
     pub summary_source: Option<String>,
+    /// The agent that decided it (see [`CompactionTrigger::Recorded`]).
+    pub decided_by: String,
+    /// The context's tokens before it, as the agent recorded them.
+    pub tokens_before: Option<u64>,
 }
 
 /// What the summarizer produced for a job.
@@ -766,7 +770,10 @@ impl Drafter<'_, '_> {
             part,
             auto: c.auto,
             overflow: false,
-            trigger: CompactionTrigger::Imported,
+            trigger: CompactionTrigger::Recorded {
+                agent: c.decided_by,
+                tokens_before: c.tokens_before,
+            },
             agent: None,
             model: None,
             source_id: c.marker_source,

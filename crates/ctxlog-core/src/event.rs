@@ -21,7 +21,8 @@ use uuid::Uuid;
 ///   records decode with both at their defaults (what ctxlog always did).
 /// - 4: [`Event::SourceFields`] (a new variant: every older record decodes
 ///   unchanged; an older build refuses a schema-4 record by name).
-/// - 5: [`Event::SessionDescribed`] (a new variant, as in 4).
+/// - 5: [`Event::SessionDescribed`] and [`CompactionTrigger::Recorded`] (new
+///   variants, as in 4).
 pub const EVENT_SCHEMA_VERSION: u16 = 5;
 
 /// One recorded event with its metadata.
@@ -266,8 +267,19 @@ pub enum CompactionTrigger {
     },
     /// Asked for by hand.
     Manual,
-    /// Read from a recorded session that had already compacted.
+    /// Read from a recorded session that had already compacted (written by
+    /// ctxlog before schema 5; see [`CompactionTrigger::Recorded`]).
     Imported,
+    /// Read from a recorded session: the recording's agent decided it.
+    Recorded {
+        /// The agent that decided it: `claude-code`, `codex`, `pi`,
+        /// `opencode-1.18.33` (`opencode` when its version is unknown).
+        agent: String,
+        /// The context's tokens before it, as the agent recorded them
+        /// (Claude Code's `compactMetadata.preTokens`, pi's
+        /// `tokensBefore`).
+        tokens_before: Option<u64>,
+    },
 }
 
 /// An error recorded on a message (OpenCode's `error.name` / message).

@@ -456,6 +456,8 @@ fn recording_with_synthetic_after_compaction(text: &str) -> Vec<Envelope> {
         tail_start: None,
         marker_source: None,
         summary_source: None,
+        decided_by: "codex".into(),
+        tokens_before: None,
     };
     r.run(t, Command::RecordCompaction(compaction), guard)
         .unwrap();

@@ -333,9 +333,21 @@ impl<'a> Builder<'a> {
         )
     }
 
+    /// The agent that decided what the recording holds: the format's name
+    /// (`claude-code`, `codex`, `pi`); OpenCode's carries its version.
+    pub fn decided_by(&self, version: Option<&str>) -> String {
+        match version {
+            Some(v) => format!("{}-{v}", self.format.name()),
+            None => self.format.name().to_owned(),
+        }
+    }
+
     /// A compaction the recording already did: marker, summary message with
-    /// its text, completed (decided by `ctxlog_core::decide`, as every
-    /// lifecycle event is). `tail` is the first message kept verbatim.
+    /// its text, completed (written by `ctxlog_core::decide`, as every
+    /// lifecycle event is, labelled with the agent that decided it).
+    /// `tail` is the first message kept verbatim; `tokens_before` the
+    /// context's tokens before it, as the agent recorded them.
+    #[allow(clippy::too_many_arguments)]
     pub fn imported_compaction(
         &mut self,
         at: TimestampMs,
@@ -344,6 +356,7 @@ impl<'a> Builder<'a> {
         summary_source: Option<String>,
         text: &str,
         tail: Option<MessageId>,
+        tokens_before: Option<u64>,
     ) -> Result<MessageId, ImportError> {
         let at = self.time(Some(at));
         let command = Command::RecordCompaction(RecordedCompaction {
@@ -352,6 +365,8 @@ impl<'a> Builder<'a> {
             tail_start: tail,
             marker_source: source,
             summary_source,
+            decided_by: self.decided_by(None),
+            tokens_before,
         });
         let decided = match self.rec()?.run(at, command, LoopGuard::default()) {
             Ok(decided) => decided,

@@ -173,8 +173,11 @@ impl<'a> Importer<'a> {
                         .pointer("/compactMetadata/trigger")
                         .and_then(Value::as_str)
                         != Some("manual");
+                    let tokens_before = strict::count_at(v, "/compactMetadata/preTokens")
+                        .map_err(|e| self.err(e))?;
                     let message = self.b.message_id(at)?;
                     let part = self.b.part_id(at)?;
+                    let agent = self.b.decided_by(None);
                     self.b.record(
                         at,
                         Event::CompactionRequested {
@@ -182,7 +185,10 @@ impl<'a> Importer<'a> {
                             part,
                             auto,
                             overflow: false,
-                            trigger: CompactionTrigger::Imported,
+                            trigger: CompactionTrigger::Recorded {
+                                agent,
+                                tokens_before,
+                            },
                             agent: None,
                             model: None,
                             source_id: v.get("uuid").and_then(Value::as_str).map(str::to_owned),

@@ -331,7 +331,7 @@ impl<'a> Importer<'a> {
         let text = p.get("message").and_then(Value::as_str).unwrap_or("");
         let source = Some(format!("line:{}", self.line));
         self.b
-            .imported_compaction(at, true, source.clone(), source, text, None)
+            .imported_compaction(at, true, source.clone(), source, text, None, None)
             .map(|_| ())
     }
 

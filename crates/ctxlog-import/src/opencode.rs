@@ -407,6 +407,8 @@ impl<'a> Importer<'a> {
         {
             let message = self.b.message_id(at)?;
             let part = self.b.part_id(at)?;
+            let version = self.info.as_ref().and_then(|i| str_at(i, "version"));
+            let decided_by = self.b.decided_by(version);
             let tail = match str_at(c, "tail_start_id") {
                 Some(t) => Some(*self.ids.get(t).ok_or_else(|| {
                     self.err(
@@ -423,7 +425,10 @@ impl<'a> Importer<'a> {
                     part,
                     auto: c.get("auto").and_then(Value::as_bool).unwrap_or(false),
                     overflow: c.get("overflow").and_then(Value::as_bool).unwrap_or(false),
-                    trigger: CompactionTrigger::Imported,
+                    trigger: CompactionTrigger::Recorded {
+                        agent: decided_by,
+                        tokens_before: None,
+                    },
                     agent,
                     model,
                     source_id: Some(id.clone()),

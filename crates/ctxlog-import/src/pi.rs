@@ -35,11 +35,39 @@ struct Importer<'a> {
     by_line: BTreeMap<u64, MessageId>,
     last_user: Option<MessageId>,
     provider: String,
+    /// The `session` line, until the first entry after it starts the
+    /// session (see [`Importer::begin`]).
+    header: Option<Value>,
 }
 
 impl<'a> Importer<'a> {
     fn err(&self, m: impl Into<String>) -> ImportError {
         self.b.err(m)
+    }
+
+    /// Starts the session of the `session` line `header`, at its time or
+    /// at `first` (the first entry's), whichever is earlier: a branched
+    /// session's header is written when it branches, after the entries it
+    /// copies, which keep their own times.
+    fn begin(&mut self, header: &Value, first: Option<u64>) -> Result<(), ImportError> {
+        let at = self.b.line_time(header)?;
+        let start = match (at, first) {
+            (Some(a), Some(f)) => Some(a.min(f)),
+            (a, f) => a.or(f),
+        };
+        let id = header.get("id").and_then(Value::as_str).unwrap_or_default();
+        let policy = self.b.policy_for(None);
+        self.b.start(id, start.unwrap_or(0), None, policy)?;
+        self.b.about.agent = Some("pi".into());
+        self.b.about.directory = header.get("cwd").and_then(Value::as_str).map(str::to_owned);
+        if let Some(p) = header.get("provider").and_then(Value::as_str) {
+            self.provider = p.to_owned();
+        }
+        if let Some(m) = header.get("modelId").and_then(Value::as_str) {
+            let at = self.b.time(start);
+            self.b.set_model(at, m)?;
+        }
+        Ok(())
     }
 
     fn text_blocks(&self, content: &Value, field: &str) -> Result<Vec<PartBody>, ImportError> {
@@ -89,31 +117,23 @@ impl<'a> Importer<'a> {
             .ok_or_else(|| self.err("field `type` missing or not a string"))?;
         let at = self.b.line_time(v)?;
         if ty == "session" {
-            if self.b.started() {
+            if self.b.started() || self.header.is_some() {
                 return Err(self.err("a second `session` line"));
             }
-            let id = v
-                .get("id")
+            v.get("id")
                 .and_then(Value::as_str)
                 .filter(|id| !id.is_empty())
                 .ok_or_else(|| self.err("field `id` missing, empty or not a string"))?;
-            let policy = self.b.policy_for(None);
-            self.b.start(id, at.unwrap_or(0), None, policy)?;
-            self.b.about.agent = Some("pi".into());
-            self.b.about.directory = v.get("cwd").and_then(Value::as_str).map(str::to_owned);
-            if let Some(p) = v.get("provider").and_then(Value::as_str) {
-                self.provider = p.to_owned();
-            }
-            if let Some(m) = v.get("modelId").and_then(Value::as_str) {
-                let at = self.b.time(at);
-                self.b.set_model(at, m)?;
-            }
+            self.header = Some(v.clone());
             return Ok(());
         }
         if !self.b.started() {
-            return Err(self.err(format!(
-                "a {ty:?} line before the `session` line: not a pi session"
-            )));
+            let Some(header) = self.header.take() else {
+                return Err(self.err(format!(
+                    "a {ty:?} line before the `session` line: not a pi session"
+                )));
+            };
+            self.begin(&header, at)?;
         }
         match ty {
             "model_change" => {
@@ -387,9 +407,10 @@ impl<'a> Importer<'a> {
             Some(Value::Null) | None => None,
             Some(_) => return Err(self.err("field `firstKeptEntryIndex` is not a number")),
         };
+        let tokens_before = strict::count(v, "tokensBefore").map_err(|e| self.err(e))?;
         let source = Some(format!("line:{}", self.line));
         self.b
-            .imported_compaction(at, true, source.clone(), source, &text, tail)
+            .imported_compaction(at, true, source.clone(), source, &text, tail, tokens_before)
             .map(|_| ())
     }
 }
@@ -407,6 +428,7 @@ pub fn import<R: BufRead>(
         by_line: BTreeMap::new(),
         last_user: None,
         provider: "unknown".into(),
+        header: None,
     };
     let unfinished = each_line(reader, file, options.max_line_bytes, |n, v| {
         im.line = n;
@@ -414,6 +436,14 @@ pub fn import<R: BufRead>(
         im.line(&v)
     })?;
     im.b.unfinished_line(unfinished);
+    // A session line alone: the session exists, unless the agent may still
+    // be writing its first entry.
+    if let Some(header) = im.header.take() {
+        if !options.live {
+            im.b.at.line = 1;
+            im.begin(&header, None)?;
+        }
+    }
     im.b.finish()
 }
 

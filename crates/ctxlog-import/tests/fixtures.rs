@@ -657,3 +657,105 @@ fn a_native_session_with_restarted_failed_and_pruned_work_round_trips() {
     assert!(mids.iter().all(|m| m.len() == 4 + 12 + 14), "{mids:?}");
     assert!(mids.windows(2).all(|w| w[0] < w[1]), "{mids:?}");
 }
+
+/// A compaction a recording holds is labelled with the agent that decided
+/// it, with the tokens it recorded; every import ends with what the
+/// recording says about the session.
+#[test]
+fn recorded_compactions_name_their_agent_and_sessions_are_described() {
+    let cases = [
+        (
+            "claude-code/edge-cases.jsonl",
+            Format::ClaudeCode,
+            "claude-code",
+            Some(26909),
+        ),
+        ("pi/edge-cases.jsonl", Format::Pi, "pi", Some(8900)),
+        (
+            "opencode/compacted-and-pruned.json",
+            Format::OpenCode,
+            "opencode-1.17.20",
+            None,
+        ),
+    ];
+    for (file, format, agent, tokens) in cases {
+        let (imported, state) = load(file, format);
+        let requests: Vec<_> = ctxlog_core::audit::audit(&imported.events)
+            .into_iter()
+            .filter(|a| a.kind == "compaction_requested")
+            .collect();
+        assert!(!requests.is_empty(), "{file}");
+        for r in &requests {
+            assert_eq!(r.policy, agent, "{file}: {}", r.what);
+            assert_eq!(r.tokens, tokens, "{file}: {}", r.what);
+            assert!(
+                r.what.contains(&format!("decided by {agent}")),
+                "{}",
+                r.what
+            );
+        }
+        let about = state
+            .about
+            .clone()
+            .unwrap_or_else(|| panic!("{file}: no description"));
+        assert!(
+            about
+                .agent
+                .as_deref()
+                .is_some_and(|a| a.starts_with(agent.split('-').next().unwrap())),
+            "{file}: {about:?}"
+        );
+        assert!(
+            about.directory.is_some() && about.model.is_some(),
+            "{file}: {about:?}"
+        );
+        let last = imported.events.last().unwrap();
+        assert_eq!(last.event.kind(), "session_described", "{file}");
+    }
+}
+
+/// A branched pi session's header is written when it branches, after the
+/// entries it copies: they keep their own times, not the header's.
+#[test]
+fn pi_entries_before_their_header_keep_their_times() {
+    let text = concat!(
+        r#"{"type":"session","id":"branched","timestamp":"2025-11-20T23:33:50.805Z","cwd":"/p","provider":"anthropic","modelId":"claude-sonnet-4-5","branchedFrom":"/s/original.jsonl"}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2025-11-20T23:33:01.550Z","message":{"role":"user","content":[{"type":"text","text":"first"}],"timestamp":1763681581544}}"#,
+        "\n",
+        r#"{"type":"message","timestamp":"2025-11-20T23:33:02.351Z","message":{"role":"user","content":[{"type":"text","text":"second"}],"timestamp":1763681582351}}"#,
+        "\n",
+    );
+    let imported = import(
+        text.as_bytes(),
+        "branched.jsonl",
+        Format::Pi,
+        &ImportOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let appended: Vec<u64> = imported
+        .events
+        .iter()
+        .filter(|e| e.event.kind() == "message_appended")
+        .map(|e| e.recorded_at)
+        .collect();
+    // 2025-11-20T23:33:01.550Z and 23:33:02.351Z, not the header's 23:33:50.805Z.
+    assert_eq!(appended, [1_763_681_581_550, 1_763_681_582_351]);
+    assert_eq!(imported.events[0].recorded_at, 1_763_681_581_550);
+    // The header alone of a file still being written: nothing yet.
+    let header = text.lines().next().unwrap().to_owned() + "\n";
+    let live = ImportOptions {
+        live: true,
+        ..ImportOptions::default()
+    };
+    assert!(import(header.as_bytes(), "b", Format::Pi, &live)
+        .unwrap_err()
+        .holds_no_session());
+    assert!(import(
+        header.as_bytes(),
+        "b",
+        Format::Pi,
+        &ImportOptions::default()
+    )
+    .is_ok());
+}
