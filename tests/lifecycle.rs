@@ -302,6 +302,16 @@ fn scenario() -> Vec<Envelope> {
         },
     )
     .unwrap();
+    // The recording was edited and imported again with --replace.
+    r.record(
+        tick(),
+        Event::SessionReplaced {
+            by: SessionId(uuid::Uuid::from_u128(
+                0x0190_0000_0000_7000_8000_0000_0000_0042,
+            )),
+        },
+    )
+    .unwrap();
     r.into_events()
 }
 

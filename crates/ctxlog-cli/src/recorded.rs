@@ -223,6 +223,12 @@ pub struct ImportArgs {
     /// is new.
     #[arg(long)]
     pub live: bool,
+    /// A recording that changed in the past (an edited or branched file) is
+    /// stored as its session's new version, a session of its own; the
+    /// stored one stays readable by its ctxlog id, marked replaced, and the
+    /// recording's own id names the new one.
+    #[arg(long)]
+    pub replace: bool,
 }
 
 /// `import FILE…`: one file as before; several, a directory, standard
@@ -235,13 +241,96 @@ pub fn import(json: bool, db: &Path, a: &ImportArgs) -> Result<(), CliError> {
         limits: a.limits.overrides(),
         max_line_bytes: a.max_line_bytes,
         live: a.live,
+        version: 0,
     };
     let inputs = inputs(a)?;
+    let how = How {
+        format: a.format,
+        options,
+        replace: a.replace,
+    };
     match inputs.as_slice() {
         [Input::File(file)] if !a.discover && a.files.len() == 1 && !a.files[0].is_dir() => {
-            import_one(json, db, file, a.format, &options)
+            import_one(json, db, file, &how)
         }
-        _ => import_many(json, db, &inputs, a.format, &options),
+        _ => import_many(json, db, &inputs, &how),
+    }
+}
+
+/// How `import` reads and stores each input.
+struct How {
+    format: FormatArg,
+    options: ImportOptions,
+    replace: bool,
+}
+
+/// The most versions of one recording `--replace` stores.
+const MAX_VERSIONS: u32 = 1_000;
+
+/// Stores `imported`, read from `input`, as the newest version of its
+/// recording. A version `--replace` replaced is passed over (the input is
+/// read again as the next version); a stored version the recording does not
+/// extend is refused, or with `--replace` the recording is stored as the
+/// next version and the stored one marked replaced by it. Returns what was
+/// stored, and the version it replaced.
+fn store_versions(
+    store: &SledStore,
+    input: &Input,
+    imported: Imported,
+    how: &How,
+) -> Result<(Imported, Stored, Option<SessionId>), CliError> {
+    let failed = |e: CatalogError| CliError::Failed(format!("not stored: {e}"));
+    let mut imported = imported;
+    let mut version = how.options.version;
+    let mut diverged: Option<SessionId> = None;
+    loop {
+        let session = imported.session;
+        if catalog::replaced_by(store, session)
+            .map_err(failed)?
+            .is_none()
+        {
+            match catalog::store_recording(store, &imported.events) {
+                Ok(stored) => {
+                    if let Some(old) = diverged {
+                        catalog::mark_replaced(store, old, session).map_err(failed)?;
+                    }
+                    return Ok((imported, stored, diverged));
+                }
+                Err(e @ CatalogError::Diverged { .. }) if !how.replace => {
+                    return Err(CliError::BadInput(e.to_string()))
+                }
+                Err(CatalogError::Diverged { .. }) => {
+                    // An earlier --replace stored this version and was cut
+                    // short before marking the one before.
+                    if let Some(old) = diverged {
+                        catalog::mark_replaced(store, old, session).map_err(failed)?;
+                    }
+                    diverged = Some(session);
+                }
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        version += 1;
+        if version > MAX_VERSIONS {
+            return Err(CliError::BadInput(format!(
+                "{}: more than {MAX_VERSIONS} versions of the recording are stored",
+                input.name()
+            )));
+        }
+        if matches!(input, Input::Stdin) {
+            return Err(CliError::BadInput(
+                "stdin: a newer version of this recording is stored (or --replace stores one), \
+                 and standard input cannot be read again as it: save it to a file and import that"
+                    .into(),
+            ));
+        }
+        let options = ImportOptions {
+            version,
+            ..how.options.clone()
+        };
+        imported = read_input(true, input, how.format, &options)?.ok_or_else(|| {
+            CliError::BadInput(format!("{}: holds no session any more", input.name()))
+        })?;
     }
 }
 
@@ -270,18 +359,20 @@ fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
 
 /// What became of one input of a many-input import.
 enum Outcome {
-    Imported(Box<Imported>, Stored),
+    /// Stored; the version it replaced (`--replace`).
+    Imported(Box<Imported>, Stored, Option<SessionId>),
     NothingYet,
     Refused(String),
 }
 
 impl Outcome {
-    /// One word for the table: imported, extended, unchanged, waiting,
-    /// refused.
+    /// One word for the table: imported, extended, unchanged, replaced,
+    /// waiting, refused.
     fn result(&self) -> &'static str {
         match self {
-            Outcome::Imported(_, Stored { new_events: 0, .. }) => "unchanged",
-            Outcome::Imported(_, Stored { grew: true, .. }) => "extended",
+            Outcome::Imported(_, _, Some(_)) => "replaced",
+            Outcome::Imported(_, Stored { new_events: 0, .. }, _) => "unchanged",
+            Outcome::Imported(_, Stored { grew: true, .. }, _) => "extended",
             Outcome::Imported(..) => "imported",
             Outcome::NothingYet => "waiting",
             Outcome::Refused(_) => "refused",
@@ -289,13 +380,7 @@ impl Outcome {
     }
 }
 
-fn import_many(
-    json: bool,
-    db: &Path,
-    inputs: &[Input],
-    format: FormatArg,
-    options: &ImportOptions,
-) -> Result<(), CliError> {
+fn import_many(json: bool, db: &Path, inputs: &[Input], how: &How) -> Result<(), CliError> {
     if inputs.is_empty() {
         return Err(CliError::BadInput(
             "nothing to import: no recording in the files named, and none found".into(),
@@ -307,15 +392,19 @@ fn import_many(
     let bar = ui::progress(json, inputs.len() as u64, 2, "import", false);
     let mut outcomes = Vec::with_capacity(inputs.len());
     for input in inputs {
-        let outcome = match read_input(true, input, format, options) {
-            Ok(Some(imported)) => match store_import(
+        let outcome = match read_input(true, input, how.format, &how.options) {
+            Ok(Some(imported)) => match store_versions(
                 match &store {
                     Some(s) => s,
                     None => store.insert(open_store(db)?),
                 },
-                &imported,
+                input,
+                imported,
+                how,
             ) {
-                Ok(stored) => Outcome::Imported(Box::new(imported), stored),
+                Ok((imported, stored, replaced)) => {
+                    Outcome::Imported(Box::new(imported), stored, replaced)
+                }
                 Err(e @ CliError::BadInput(_)) => {
                     Outcome::Refused(format!("{}: {e}", input.name()))
                 }
@@ -350,19 +439,24 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
     for (input, outcome) in inputs.iter().zip(outcomes) {
         let result = outcome.result();
         *counts.entry(result).or_default() += 1;
-        let (imported, new_events) = match outcome {
-            Outcome::Imported(i, stored) => (Some(i.as_ref()), Some(stored.new_events)),
-            _ => (None, None),
+        let (imported, new_events, replaced) = match outcome {
+            Outcome::Imported(i, stored, replaced) => {
+                (Some(i.as_ref()), Some(stored.new_events), *replaced)
+            }
+            _ => (None, None, None),
         };
         let error = match outcome {
             Outcome::Refused(why) => Some(why.clone()),
             _ => None,
         };
         let detail = match outcome {
-            Outcome::Imported(i, stored) if stored.grew => {
+            Outcome::Imported(i, _, Some(old)) => {
+                format!("{} events, {} (replaces {old})", i.events.len(), i.session)
+            }
+            Outcome::Imported(i, stored, _) if stored.grew => {
                 format!("+{} events, {}", stored.new_events, i.session)
             }
-            Outcome::Imported(i, _) => format!("{} events, {}", i.events.len(), i.session),
+            Outcome::Imported(i, ..) => format!("{} events, {}", i.events.len(), i.session),
             Outcome::NothingYet => "no session written yet".into(),
             Outcome::Refused(why) => why.clone(),
         };
@@ -374,6 +468,7 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
             "source_session": imported.and_then(|i| i.source_session.clone()),
             "events": imported.map(|i| i.events.len()),
             "new_events": new_events,
+            "replaced": replaced.map(|s| s.to_string()),
             "warnings": imported.map(|i| i.warnings.clone()).unwrap_or_default(),
             "error": error,
         }));
@@ -393,6 +488,7 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
                 "imported": count("imported"),
                 "extended": count("extended"),
                 "unchanged": count("unchanged"),
+                "replaced": count("replaced"),
                 "waiting": count("waiting"),
                 "refused": count("refused"),
             })
@@ -401,32 +497,27 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
     }
     ui::table(&["RESULT", "FORMAT", "FILE", "WHAT"], &rows);
     for (input, outcome) in inputs.iter().zip(outcomes) {
-        if let Outcome::Imported(i, _) = outcome {
+        if let Outcome::Imported(i, ..) = outcome {
             for w in &i.warnings {
                 eprintln!("ctxlog: warning: {}: {w}", input.name());
             }
         }
     }
     println!(
-        "{} recordings: {} imported, {} extended, {} unchanged, {} waiting, {} refused",
+        "{} recordings: {} imported, {} extended, {} unchanged, {} replaced, {} waiting, {} refused",
         inputs.len(),
         count("imported"),
         count("extended"),
         count("unchanged"),
+        count("replaced"),
         count("waiting"),
         count("refused"),
     );
 }
 
 /// `import FILE` of one file.
-fn import_one(
-    json: bool,
-    db: &Path,
-    file: &Path,
-    format: FormatArg,
-    options: &ImportOptions,
-) -> Result<(), CliError> {
-    let Some(imported) = read_recording(json, file, format, options)? else {
+fn import_one(json: bool, db: &Path, file: &Path, how: &How) -> Result<(), CliError> {
+    let Some(imported) = read_recording(json, file, how.format, &how.options)? else {
         if json {
             println!(
                 "{}",
@@ -440,10 +531,12 @@ fn import_one(
         return Ok(());
     };
     let store = open_store(db)?;
-    let stored = store_import(&store, &imported).map_err(|e| match e {
-        CliError::BadInput(m) => CliError::BadInput(format!("{}: {m}", file.display())),
-        e => e,
-    })?;
+    let input = Input::File(file.to_path_buf());
+    let (imported, stored, replaced) =
+        store_versions(&store, &input, imported, how).map_err(|e| match e {
+            CliError::BadInput(m) => CliError::BadInput(format!("{}: {m}", file.display())),
+            e => e,
+        })?;
     let doc = json!({
         "session": imported.session.to_string(),
         "format": imported.format.name(),
@@ -454,6 +547,7 @@ fn import_one(
         "events": imported.events.len(),
         "already_imported": stored.new_events == 0,
         "new_events": stored.new_events,
+        "replaced": replaced.map(|s| s.to_string()),
         "warnings": imported.warnings,
     });
     if json {
@@ -468,12 +562,19 @@ fn import_one(
             imported.tool_calls,
             imported.steps,
             imported.events.len(),
-            match stored {
-                Stored { new_events: 0, .. } => " (already imported: nothing new written)".into(),
-                Stored {
-                    new_events,
-                    grew: true,
-                } => format!(" ({new_events} new events appended to the stored session)"),
+            match (stored, replaced) {
+                (_, Some(old)) =>
+                    format!(" (a new version: it replaces {old}, which stays readable by that id)"),
+                (Stored { new_events: 0, .. }, _) => {
+                    " (already imported: nothing new written)".into()
+                }
+                (
+                    Stored {
+                        new_events,
+                        grew: true,
+                    },
+                    _,
+                ) => format!(" ({new_events} new events appended to the stored session)"),
                 _ => String::new(),
             }
         );
@@ -543,6 +644,11 @@ pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
             "compactions": completed,
             "pruned_parts": st.pruned_parts().count(),
             "policy": st.policy.name,
+            "directory": st.about.as_ref().and_then(|a| a.directory.clone()),
+            "agent": st.about.as_ref().and_then(|a| a.agent.clone()),
+            "model": st.about.as_ref().and_then(|a| a.model.clone()),
+            "cost_usd": st.about.as_ref().and_then(|a| a.cost_usd),
+            "replaced_by": st.replaced_by.map(|r| r.to_string()),
         }));
     }
     let outcome = if unreadable.is_empty() {
@@ -736,6 +842,7 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
         limits: a.limits.overrides(),
         max_line_bytes: a.max_line_bytes,
         live: false,
+        version: 0,
     };
     let imported = read_recording(json, &a.file, a.format, &options)?
         .ok_or_else(|| CliError::BadInput(format!("{}: no session", a.file.display())))?;

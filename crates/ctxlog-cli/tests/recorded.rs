@@ -337,6 +337,88 @@ fn errors_are_named_and_exit_2_for_bad_input_1_for_failures() {
     let o = other.to_str().unwrap();
     assert_eq!(code(&["import", o, "--db", d]), Some(2));
     assert!(stderr(&["import", o, "--db", d]).contains("already stored with different events"));
+    assert!(stderr(&["import", o, "--db", d]).contains("import it with --replace"));
+    // --replace: the edited file is the session's new version; the old one
+    // stays readable by its ctxlog id, and the recording's id names the new.
+    let listed =
+        |d: &str| json(&ok(ctxlog(&["sessions", "--json", "--db", d])))["sessions"].clone();
+    let old = listed(d)[0]["session"].as_str().unwrap().to_owned();
+    let old_export = ok(ctxlog(&["export", &old, "--db", d])).stdout;
+    let replaced = json(&ok(ctxlog(&[
+        "import",
+        o,
+        "--replace",
+        "--json",
+        "--db",
+        d,
+    ])));
+    assert_eq!(replaced["replaced"], old.as_str(), "{replaced}");
+    let new = replaced["session"].as_str().unwrap().to_owned();
+    assert_ne!(new, old);
+    let after = listed(d);
+    assert_eq!(after.as_array().unwrap().len(), 2, "{after}");
+    let row = |s: &str| {
+        after
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["session"] == s)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(row(&old)["replaced_by"], new.as_str());
+    assert_eq!(row(&new)["replaced_by"], serde_json::Value::Null);
+    let old_export_after = ok(ctxlog(&["export", &old, "--db", d])).stdout;
+    assert_eq!(
+        old_export_after, old_export,
+        "the old version reads as it was"
+    );
+    let source = row(&new)["source_session"].as_str().unwrap().to_owned();
+    let by_source = json(&ok(ctxlog(&["replay", &source, "--json", "--db", d])));
+    assert_eq!(by_source["session"], new.as_str(), "{by_source}");
+    // Again, with or without --replace: nothing new.
+    for flags in [&["--replace"][..], &[]] {
+        let again = json(&ok(ctxlog(
+            &[&["import", o, "--json", "--db", d][..], flags].concat(),
+        )));
+        assert_eq!(
+            (again["session"].as_str(), again["new_events"].as_u64()),
+            (Some(new.as_str()), Some(0)),
+            "{again}"
+        );
+    }
+    // The original file now differs from the newest version: refused, and
+    // --replace stores it as a third.
+    let original = fixture("pi/edge-cases.jsonl");
+    assert_eq!(code(&["import", &original, "--db", d]), Some(2));
+    let third = json(&ok(ctxlog(&[
+        "import",
+        &original,
+        "--replace",
+        "--json",
+        "--db",
+        d,
+    ])));
+    assert_eq!(third["replaced"], new.as_str(), "{third}");
+    assert_eq!(listed(d).as_array().unwrap().len(), 3);
+    // Standard input cannot be read again as a newer version.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .args(["import", "-", "--replace", "--db", d])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        pi.replace("Go on, port it.", "Yet another.").as_bytes(),
+    )
+    .unwrap();
+    let piped = child.wait_with_output().unwrap();
+    assert_eq!(piped.status.code(), Some(2));
+    // (Reported in the summary table of a many-input import.)
+    assert!(String::from_utf8_lossy(&piped.stdout).contains("standard input cannot be read again"));
+    assert_eq!(listed(d).as_array().unwrap().len(), 3, "nothing written");
     // a recording that grew since: only the new events are appended
     let lines: Vec<&str> = pi.lines().collect();
     let grow = fresh("grow.jsonl");

@@ -136,6 +136,9 @@ pub enum Violation {
     /// Source fields that are not a JSON object.
     #[error("source_fields: fields must be a JSON object")]
     SourceFieldsNotAnObject,
+    /// A session replaced by itself.
+    #[error("a session cannot be replaced by itself")]
+    ReplacedByItself,
     /// An empty prune or restore.
     #[error("no parts listed")]
     NoParts,

@@ -21,8 +21,8 @@ use uuid::Uuid;
 ///   records decode with both at their defaults (what ctxlog always did).
 /// - 4: [`Event::SourceFields`] (a new variant: every older record decodes
 ///   unchanged; an older build refuses a schema-4 record by name).
-/// - 5: [`Event::SessionDescribed`] and [`CompactionTrigger::Recorded`] (new
-///   variants, as in 4).
+/// - 5: [`Event::SessionDescribed`], [`Event::SessionReplaced`] and
+///   [`CompactionTrigger::Recorded`] (new variants, as in 4).
 pub const EVENT_SCHEMA_VERSION: u16 = 5;
 
 /// One recorded event with its metadata.
@@ -543,6 +543,14 @@ pub enum Event {
         /// The description.
         about: SessionAbout,
     },
+    /// The recording this session was imported from changed in the past
+    /// (an edited or branched file) and was stored again, as `by`, at the
+    /// user's request (`import --replace`). This session stays readable as
+    /// it was.
+    SessionReplaced {
+        /// The session that holds the recording's new version.
+        by: SessionId,
+    },
 }
 
 /// Every event kind name, in variant order. A test checks this list against
@@ -566,6 +574,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "auto_compaction_paused",
     "source_fields",
     "session_described",
+    "session_replaced",
 ];
 
 impl Event {
@@ -619,6 +628,7 @@ impl Event {
             Event::AutoCompactionPaused { .. } => 15,
             Event::SourceFields { .. } => 16,
             Event::SessionDescribed { .. } => 17,
+            Event::SessionReplaced { .. } => 18,
         }
     }
 }

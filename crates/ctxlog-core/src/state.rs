@@ -194,6 +194,9 @@ pub struct SessionState {
     pub title: Option<String>,
     /// The last `SessionDescribed`'s description.
     pub about: Option<SessionAbout>,
+    /// The session that holds a newer version of the recording
+    /// (`SessionReplaced`).
+    pub replaced_by: Option<SessionId>,
     /// Id of the recorded source session.
     pub source_id: Option<String>,
     /// The policy in force.
@@ -450,6 +453,10 @@ impl SessionState {
             Event::LimitsChanged { .. }
             | Event::AutoCompactionPaused { .. }
             | Event::SessionDescribed { .. } => Ok(()),
+            Event::SessionReplaced { by } if Some(*by) == self.session => {
+                Err(Violation::ReplacedByItself)
+            }
+            Event::SessionReplaced { .. } => Ok(()),
             Event::CompactionAttempted { job, .. } | Event::CompactionFailed { job, .. } => {
                 self.pending_job(*job).map(|_| ())
             }
@@ -814,6 +821,7 @@ impl SessionState {
                 self.title = about.title.clone();
                 self.about = Some(about.clone());
             }
+            Event::SessionReplaced { by } => self.replaced_by = Some(*by),
             Event::AutoCompactionPaused { reason, .. } => self.auto_paused = Some(reason.clone()),
             Event::MessageAppended {
                 message,

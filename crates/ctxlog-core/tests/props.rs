@@ -314,11 +314,15 @@ fn the_generator_exercises_the_whole_lifecycle() {
 
 /// The generator drives the whole lifecycle through `decide`, so over a
 /// handful of seeds its logs hold every event kind there is, but the one
-/// only an import writes (`source_fields` and `session_described`, tested
-/// with the importers).
+/// only an import writes (`source_fields`, `session_described` and
+/// `session_replaced`, tested with the importers and `import --replace`).
 #[test]
 fn the_generator_emits_every_event_kind() {
-    let mut seen = std::collections::BTreeSet::from(["source_fields", "session_described"]);
+    let mut seen = std::collections::BTreeSet::from([
+        "source_fields",
+        "session_described",
+        "session_replaced",
+    ]);
     for cfg in lifecycle_configs() {
         for e in generate(&cfg).unwrap() {
             seen.insert(e.event.kind());

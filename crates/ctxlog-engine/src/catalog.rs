@@ -18,7 +18,8 @@ pub enum CatalogError {
         "session {session} is already stored with different events (from event {at} on: \
          a different file with the same session id, an edited or branched file, other \
          import options, or an earlier import of the file while its agent was still \
-         writing it without --live); nothing was written"
+         writing it without --live); nothing was written. To store this file as the \
+         session's new version, keeping the stored one readable, import it with --replace"
     )]
     Diverged {
         /// The session.
@@ -163,6 +164,49 @@ fn latest_descriptions(
         .collect()
 }
 
+/// The session that holds a newer version of `session`'s recording, when
+/// `import --replace` stored one ([`Event::SessionReplaced`]).
+pub fn replaced_by(
+    log: &impl EventLog,
+    session: SessionId,
+) -> Result<Option<SessionId>, CatalogError> {
+    let mut by = None;
+    for e in log.read(session, 1)? {
+        if let Event::SessionReplaced { by: newer } = e?.event {
+            by = Some(newer);
+        }
+    }
+    Ok(by)
+}
+
+/// Records that `newer` holds the new version of `old`'s recording: `old`
+/// stays readable as it was, and resolving the recording's id names
+/// `newer`. The event's id derives from its place, its time is the later
+/// of both sessions' last.
+pub fn mark_replaced(
+    log: &impl EventLog,
+    old: SessionId,
+    newer: SessionId,
+) -> Result<(), CatalogError> {
+    let last_time = |s: SessionId| -> Result<u64, CatalogError> {
+        let mut t = 0;
+        for e in log.read(s, 1)? {
+            t = e?.recorded_at;
+        }
+        Ok(t)
+    };
+    let head = log.head(old)?;
+    let event = NewEvent {
+        id: description_event_id(old, head + 1),
+        recorded_at: last_time(old)?.max(last_time(newer)?),
+        causation: None,
+        correlation: None,
+        event: Event::SessionReplaced { by: newer },
+    };
+    log.append(old, Expected::Exactly(head), vec![event])?;
+    Ok(())
+}
+
 /// The recording's own id, from a session's first event.
 pub fn source_of(log: &impl EventLog, session: SessionId) -> Result<Option<String>, StoreError> {
     let first = log.read(session, 1)?.next().transpose()?;
@@ -184,6 +228,19 @@ pub fn resolve_session(log: &impl EventLog, text: &str) -> Result<SessionId, Cat
     for (s, _) in log.sessions()? {
         if source_of(log, s)?.as_deref() == Some(text) {
             found.push(s);
+        }
+    }
+    // Of the versions of one recording, the newest (the others were
+    // replaced by it and stay readable by their ctxlog ids).
+    if found.len() > 1 {
+        let mut current = Vec::new();
+        for s in &found {
+            if replaced_by(log, *s)?.is_none() {
+                current.push(*s);
+            }
+        }
+        if !current.is_empty() {
+            found = current;
         }
     }
     match found.as_slice() {

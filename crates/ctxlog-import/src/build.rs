@@ -185,7 +185,10 @@ impl<'a> Builder<'a> {
         if self.r.is_some() {
             return Err(self.err("the session started twice"));
         }
-        let tag = format!("ctxlog/import/{}/{source}", self.format.name());
+        let tag = match self.options.version {
+            0 => format!("ctxlog/import/{}/{source}", self.format.name()),
+            v => format!("ctxlog/import/{}/{source}/version/{v}", self.format.name()),
+        };
         let digest: [u8; 32] = Sha256::digest(tag.as_bytes()).into();
         let [b0, b1, b2, b3, b4, b5, b6, b7, ..] = digest;
         let seed = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);

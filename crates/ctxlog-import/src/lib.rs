@@ -159,6 +159,10 @@ pub struct ImportOptions {
     /// calls have no result yet waits in any case. Either way, importing
     /// the grown file later appends only what is new.
     pub live: bool,
+    /// Which version of the recording this is: 0 for the first; each
+    /// `import --replace` of a recording that changed in the past stores it
+    /// as the next version, a session with ids of its own.
+    pub version: u32,
 }
 
 /// The default [`ImportOptions::max_line_bytes`]: 64 MiB, the largest record
@@ -173,6 +177,7 @@ impl Default for ImportOptions {
             limits: LimitOverrides::default(),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             live: false,
+            version: 0,
         }
     }
 }
