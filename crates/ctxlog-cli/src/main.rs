@@ -30,6 +30,7 @@ macro_rules! println {
 
 mod bench;
 mod demo;
+mod follow;
 mod recorded;
 mod stress;
 mod ui;

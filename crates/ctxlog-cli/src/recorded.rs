@@ -96,7 +96,7 @@ pub enum Input {
 
 impl Input {
     /// How it is named in messages.
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Input::File(p) => p.display().to_string(),
             Input::Stdin => "stdin".into(),
@@ -229,6 +229,14 @@ pub struct ImportArgs {
     /// recording's own id names the new one.
     #[arg(long)]
     pub replace: bool,
+    /// After importing, keep importing what the recordings add as they grow
+    /// (and, with --discover or a directory, new ones), until interrupted;
+    /// implies --live. Prints a line (JSON: an object) per change.
+    #[arg(long)]
+    pub follow: bool,
+    /// How often --follow looks at the recordings, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..))]
+    pub interval: u64,
 }
 
 /// `import FILE…`: one file as before; several, a directory, standard
@@ -249,6 +257,9 @@ pub fn import(json: bool, db: &Path, a: &ImportArgs) -> Result<(), CliError> {
         options,
         replace: a.replace,
     };
+    if a.follow {
+        return crate::follow::follow(json, db, a, how);
+    }
     match inputs.as_slice() {
         [Input::File(file)] if !a.discover && a.files.len() == 1 && !a.files[0].is_dir() => {
             import_one(json, db, file, &how)
@@ -258,10 +269,10 @@ pub fn import(json: bool, db: &Path, a: &ImportArgs) -> Result<(), CliError> {
 }
 
 /// How `import` reads and stores each input.
-struct How {
-    format: FormatArg,
-    options: ImportOptions,
-    replace: bool,
+pub(crate) struct How {
+    pub(crate) format: FormatArg,
+    pub(crate) options: ImportOptions,
+    pub(crate) replace: bool,
 }
 
 /// The most versions of one recording `--replace` stores.
@@ -336,7 +347,7 @@ fn store_versions(
 
 /// What `import` reads: the files named (directories expanded, `-` for
 /// standard input) and, with `--discover`, the sessions found.
-fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
+pub(crate) fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
     let mut out = Vec::new();
     for p in &a.files {
         if p.as_os_str() == "-" {
@@ -358,7 +369,7 @@ fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
 }
 
 /// What became of one input of a many-input import.
-enum Outcome {
+pub(crate) enum Outcome {
     /// Stored; the version it replaced (`--replace`).
     Imported(Box<Imported>, Stored, Option<SessionId>),
     NothingYet,
@@ -368,7 +379,7 @@ enum Outcome {
 impl Outcome {
     /// One word for the table: imported, extended, unchanged, replaced,
     /// waiting, refused.
-    fn result(&self) -> &'static str {
+    pub(crate) fn result(&self) -> &'static str {
         match self {
             Outcome::Imported(_, _, Some(_)) => "replaced",
             Outcome::Imported(_, Stored { new_events: 0, .. }, _) => "unchanged",
@@ -392,28 +403,7 @@ fn import_many(json: bool, db: &Path, inputs: &[Input], how: &How) -> Result<(),
     let bar = ui::progress(json, inputs.len() as u64, 2, "import", false);
     let mut outcomes = Vec::with_capacity(inputs.len());
     for input in inputs {
-        let outcome = match read_input(true, input, how.format, &how.options) {
-            Ok(Some(imported)) => match store_versions(
-                match &store {
-                    Some(s) => s,
-                    None => store.insert(open_store(db)?),
-                },
-                input,
-                imported,
-                how,
-            ) {
-                Ok((imported, stored, replaced)) => {
-                    Outcome::Imported(Box::new(imported), stored, replaced)
-                }
-                Err(e @ CliError::BadInput(_)) => {
-                    Outcome::Refused(format!("{}: {e}", input.name()))
-                }
-                Err(e) => return Err(e),
-            },
-            Ok(None) => Outcome::NothingYet,
-            Err(e @ CliError::BadInput(_)) => Outcome::Refused(e.to_string()),
-            Err(e) => return Err(e),
-        };
+        let outcome = import_input(db, &mut store, input, how)?;
         outcomes.push(outcome);
         bar.inc(1);
     }
@@ -428,6 +418,37 @@ fn import_many(json: bool, db: &Path, inputs: &[Input], how: &How) -> Result<(),
     } else {
         Err(CliError::Refused(refused))
     }
+}
+
+/// Reads `input` and stores what it holds (see [`store_versions`]); the
+/// store is opened when there is something to store. Bad input is a
+/// refused outcome, not an error.
+pub(crate) fn import_input(
+    db: &Path,
+    store: &mut Option<SledStore>,
+    input: &Input,
+    how: &How,
+) -> Result<Outcome, CliError> {
+    Ok(match read_input(true, input, how.format, &how.options) {
+        Ok(Some(imported)) => {
+            let store = match store {
+                Some(s) => s,
+                None => store.insert(open_store(db)?),
+            };
+            match store_versions(store, input, imported, how) {
+                Ok((imported, stored, replaced)) => {
+                    Outcome::Imported(Box::new(imported), stored, replaced)
+                }
+                Err(e @ CliError::BadInput(_)) => {
+                    Outcome::Refused(format!("{}: {e}", input.name()))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None) => Outcome::NothingYet,
+        Err(e @ CliError::BadInput(_)) => Outcome::Refused(e.to_string()),
+        Err(e) => return Err(e),
+    })
 }
 
 /// The summary of a many-input import: a table, or `{"files", "imported",

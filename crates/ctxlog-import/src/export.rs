@@ -288,7 +288,8 @@ impl Totals {
 }
 
 /// Replays the events: the state, the facts it does not keep, and the time
-/// of the last event.
+/// of the last event that is not a description (when a description was
+/// stored depends on when the recording was imported, not on the session).
 fn fold<'a>(
     events: impl IntoIterator<Item = &'a Envelope>,
 ) -> Result<(SessionState, Extra, TimestampMs), ExportError> {
@@ -298,7 +299,9 @@ fn fold<'a>(
     let mut after_auto_summary = false;
     for e in events {
         state.evolve(e)?;
-        updated = e.recorded_at;
+        if !e.event.is_description() {
+            updated = e.recorded_at;
+        }
         if let Event::MessageAppended {
             message,
             role,

@@ -943,12 +943,14 @@ impl<'de> Visitor<'de> for Messages<'_, '_> {
     }
 }
 
-/// Why a message OpenCode may still be writing is not finished: an
-/// assistant message without `time.completed`, or with a tool call that has
-/// no result yet.
+/// Why the last message of a session OpenCode may still be writing is not
+/// finished: a user message with nothing after it yet (OpenCode writes a
+/// message's row before its parts, a compaction marker's part included, and
+/// starts the reply only once they are written), an assistant message
+/// without `time.completed`, or one with a tool call that has no result yet.
 fn still_written(message: &Value) -> Option<&'static str> {
     if message.pointer("/info/role").and_then(Value::as_str) != Some("assistant") {
-        return None;
+        return Some("has nothing after it yet (its parts may still be written)");
     }
     if message.pointer("/info/time/completed").is_none() {
         return Some("is not completed yet");
