@@ -127,6 +127,8 @@ fn read_input(
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         Ok((Box::new(f), len))
     };
+    // An OpenCode storage tree, to name the file an error is about.
+    let mut tree: Option<opencode_storage::Assembled> = None;
     let (source, len, format): (Box<dyn std::io::Read>, u64, Option<Format>) = match input {
         Input::File(path) => {
             let (f, len) = open(path)?;
@@ -139,8 +141,9 @@ fn read_input(
                 (f, len, Some(found.format))
             }
             Layout::OpenCodeStorage => {
-                let bytes = opencode_storage::assemble(&found.path, options.max_line_bytes)
+                let assembled = opencode_storage::assemble(&found.path, options.max_line_bytes)
                     .map_err(|e| CliError::BadInput(e.to_string()))?;
+                let bytes = std::mem::take(&mut tree.insert(assembled).bytes);
                 let len = bytes.len() as u64;
                 (
                     Box::new(std::io::Cursor::new(bytes)),
@@ -181,7 +184,13 @@ fn read_input(
     let imported = match imported {
         Ok(imported) => imported,
         Err(e) if options.live && e.holds_no_session() => return Ok(None),
-        Err(e) => return Err(CliError::BadInput(e.to_string())),
+        Err(e) => {
+            let e = match &tree {
+                Some(t) => t.locate(e),
+                None => e,
+            };
+            return Err(CliError::BadInput(e.to_string()));
+        }
     };
     if !json {
         for w in &imported.warnings {

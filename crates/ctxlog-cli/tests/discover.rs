@@ -358,3 +358,48 @@ fn several_files_a_directory_and_stdin_in_one_import() {
     assert_eq!(doc["unchanged"], json!(1), "{doc}");
     assert_eq!(doc["files"][0]["file"], "stdin");
 }
+
+/// An error in OpenCode's storage tree names the message or part file it is
+/// in, and the field in it.
+#[test]
+fn a_bad_file_of_a_storage_tree_is_named() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("discover-bad-tree");
+    let _ = std::fs::remove_dir_all(&work);
+    let home = work.join("home");
+    let mut export: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
+    // A step-finish part whose input tokens are a string.
+    let (message, part) = export["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|m| {
+            let p = m["parts"]
+                .as_array()?
+                .iter()
+                .find(|p| p["type"] == "step-finish")?;
+            Some((
+                m["info"]["id"].as_str()?.to_owned(),
+                p["id"].as_str()?.to_owned(),
+            ))
+        })
+        .expect("a step-finish part");
+    for m in export["messages"].as_array_mut().unwrap() {
+        for p in m["parts"].as_array_mut().unwrap() {
+            if p["id"] == part.as_str() {
+                p["tokens"]["input"] = json!("12");
+            }
+        }
+    }
+    write_storage(&home.join(".local/share/opencode/storage"), &export);
+    let db = work.join("store");
+    let o = ctxlog(&home, &db, &["import", "--discover"]);
+    assert_eq!(o.status.code(), Some(2));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let file = format!("part/{message}/{part}.json");
+    assert!(
+        out.contains(&file) && out.contains("tokens.input") && out.contains("\"12\""),
+        "{out}"
+    );
+    assert!(!db.exists(), "nothing was written");
+}

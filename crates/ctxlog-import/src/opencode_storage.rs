@@ -10,10 +10,57 @@ use crate::ImportError;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-/// The export `{info, messages: [{info, parts}]}` of the session whose
-/// info file is `session_file`, as JSON bytes. Every file read is at most
-/// `max_bytes` long.
-pub fn assemble(session_file: &Path, max_bytes: u64) -> Result<Vec<u8>, ImportError> {
+/// A session's export put together from its files, and which file each of
+/// its messages and parts came from.
+#[derive(Debug, Clone)]
+pub struct Assembled {
+    /// The export `{info, messages: [{info, parts}]}`, as JSON bytes.
+    pub bytes: Vec<u8>,
+    /// Each message's file and its parts' files, in export order.
+    files: Vec<(PathBuf, Vec<PathBuf>)>,
+}
+
+impl Assembled {
+    /// `e`, an error of the import of [`Assembled::bytes`], named by the
+    /// file it is about: `messages[3].parts[1].state` becomes that part's
+    /// file with the path `state`.
+    pub fn locate(&self, mut e: ImportError) -> ImportError {
+        let Some(path) = e.path.clone() else {
+            return e;
+        };
+        let index = |text: &str| -> Option<(usize, String)> {
+            let rest = text.strip_prefix('[')?;
+            let (n, rest) = rest.split_once(']')?;
+            Some((n.parse().ok()?, rest.trim_start_matches('.').to_owned()))
+        };
+        let Some((m, rest)) = path.strip_prefix("messages").and_then(index) else {
+            return e;
+        };
+        let Some((message_file, part_files)) = self.files.get(m) else {
+            return e;
+        };
+        let (file, inner) = match rest.strip_prefix("parts").and_then(index) {
+            Some((p, inner)) => match part_files.get(p) {
+                Some(f) => (f, inner),
+                None => return e,
+            },
+            None => (
+                message_file,
+                rest.strip_prefix("info")
+                    .unwrap_or(&rest)
+                    .trim_start_matches('.')
+                    .to_owned(),
+            ),
+        };
+        e.file = file.display().to_string();
+        e.path = (!inner.is_empty()).then_some(inner);
+        e
+    }
+}
+
+/// The export of the session whose info file is `session_file` (see
+/// [`Assembled`]). Every file read is at most `max_bytes` long.
+pub fn assemble(session_file: &Path, max_bytes: u64) -> Result<Assembled, ImportError> {
     let info = read_object(session_file, max_bytes)?;
     let id = info
         .get("id")
@@ -27,6 +74,7 @@ pub fn assemble(session_file: &Path, max_bytes: u64) -> Result<Vec<u8>, ImportEr
         .and_then(Path::parent)
         .ok_or_else(|| at(session_file, "not inside an OpenCode storage tree"))?;
     let mut messages = Vec::new();
+    let mut files = Vec::new();
     for message_file in json_files(&storage.join("message").join(&id), session_file)? {
         let message = read_object(&message_file, max_bytes)?;
         let message_id = message
@@ -36,13 +84,16 @@ pub fn assemble(session_file: &Path, max_bytes: u64) -> Result<Vec<u8>, ImportEr
             .ok_or_else(|| at(&message_file, "field `id` missing, empty or not a string"))?
             .to_owned();
         let mut parts = Vec::new();
-        for part_file in json_files(&storage.join("part").join(&message_id), session_file)? {
-            parts.push(read_object(&part_file, max_bytes)?);
+        let part_files = json_files(&storage.join("part").join(&message_id), session_file)?;
+        for part_file in &part_files {
+            parts.push(read_object(part_file, max_bytes)?);
         }
         messages.push(json!({"info": message, "parts": parts}));
+        files.push((message_file, part_files));
     }
-    serde_json::to_vec(&json!({"info": info, "messages": messages}))
-        .map_err(|e| at(session_file, &format!("cannot assemble the export: {e}")))
+    let bytes = serde_json::to_vec(&json!({"info": info, "messages": messages}))
+        .map_err(|e| at(session_file, &format!("cannot assemble the export: {e}")))?;
+    Ok(Assembled { bytes, files })
 }
 
 /// The `*.json` files of `dir`, sorted by name (none when it is absent).
