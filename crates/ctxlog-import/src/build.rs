@@ -531,7 +531,15 @@ impl<'a> Builder<'a> {
 
     pub fn finish(mut self) -> Result<Imported, ImportError> {
         if self.started() {
-            let at = self.last_at;
+            // At the last event's time, not the last line's: a later import
+            // of the grown file appends what happened after that event
+            // behind these, and the log's times never go backwards.
+            let at = self
+                .r
+                .as_ref()
+                .and_then(|r| r.events().last())
+                .map_or(self.last_at, |e| e.recorded_at);
+            self.last_at = at;
             for ((format, target), fields) in std::mem::take(&mut self.sources) {
                 let fields = as_json(&fields);
                 self.record(

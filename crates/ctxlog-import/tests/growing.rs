@@ -121,6 +121,12 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
                 .map(|e| (e.id, e.recorded_at, e.event.clone()))
                 .collect::<Vec<_>>()
         };
+        if stored
+            .windows(2)
+            .any(|w| w[1].recorded_at < w[0].recorded_at)
+        {
+            failures.push(format!("{name}: the grown store's times go backwards"));
+        }
         if what(happened(&stored)) != what(whole_happened.clone()) || grown.about != fresh.about {
             failures.push(format!(
                 "{name}: the grown store differs from a fresh import"
