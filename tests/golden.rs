@@ -5,7 +5,7 @@
 //!
 //! Regenerate only for an intended, compatible change:
 //! `CTXLOG_BLESS=1 cargo test --test golden`. The bytes of every older schema
-//! stay checked in (`events-schema1.txt` … `events-schema4.txt`) and must keep
+//! stay checked in (`events-schema1.txt` … `events-schema5.txt`) and must keep
 //! decoding.
 
 use ctxlog::core::{
@@ -103,7 +103,7 @@ fn every_event_kind_decodes_from_its_golden_bytes_and_re_encodes_identically() {
 /// Every record of an older schema still decodes, policies with the rules
 /// they always had, and every event whose layout did not change re-encodes
 /// to the same payload. `legacy_policy`: the schema's policy has an older
-/// layout (schemas 1 and 2).
+/// layout (every schema before 6).
 fn older_schema_still_decodes(
     schema: u16,
     file: &str,
@@ -137,8 +137,7 @@ fn older_schema_still_decodes(
                 if legacy_policy =>
             {
                 check(policy);
-                assert_eq!(policy.continue_message, ContinueMessage::Seed);
-                assert_eq!(policy.provider_overflow, ProviderOverflow::Error);
+                assert_eq!(policy.threshold_percent, 100, "{kind}");
                 assert!(codec::decode::<Envelope>(&payload).is_err());
             }
             _ => assert_eq!(codec::encode(&e).unwrap(), payload, "{kind}"),
@@ -155,6 +154,8 @@ fn schema_1_records_still_decode() {
     older_schema_still_decodes(1, "events-schema1.txt", true, |policy| {
         assert_eq!(policy.summary_input, SummaryInput::Messages);
         assert_eq!(policy.failed_marker, FailedMarker::Hidden);
+        assert_eq!(policy.continue_message, ContinueMessage::Seed);
+        assert_eq!(policy.provider_overflow, ProviderOverflow::Error);
     });
 }
 
@@ -162,17 +163,27 @@ fn schema_1_records_still_decode() {
 /// `provider_overflow`.
 #[test]
 fn schema_2_records_still_decode() {
-    older_schema_still_decodes(2, "events-schema2.txt", true, |_| {});
+    older_schema_still_decodes(2, "events-schema2.txt", true, |policy| {
+        assert_eq!(policy.continue_message, ContinueMessage::Seed);
+        assert_eq!(policy.provider_overflow, ProviderOverflow::Error);
+    });
 }
 
-/// Schema 3: before `source_fields`; every record is as it was.
+/// Schema 3: before `source_fields` and the policy's `threshold_percent`.
 #[test]
 fn schema_3_records_still_decode() {
-    older_schema_still_decodes(3, "events-schema3.txt", false, |_| {});
+    older_schema_still_decodes(3, "events-schema3.txt", true, |_| {});
 }
 
-/// Schema 4: before `session_described`; every record is as it was.
+/// Schema 4: before `session_described` and the policy's `threshold_percent`.
 #[test]
 fn schema_4_records_still_decode() {
-    older_schema_still_decodes(4, "events-schema4.txt", false, |_| {});
+    older_schema_still_decodes(4, "events-schema4.txt", true, |_| {});
+}
+
+/// Schema 5: before the policy's `threshold_percent`; every other record is
+/// as it was.
+#[test]
+fn schema_5_records_still_decode() {
+    older_schema_still_decodes(5, "events-schema5.txt", true, |_| {});
 }

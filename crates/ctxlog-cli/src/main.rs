@@ -34,6 +34,7 @@ mod follow;
 mod recorded;
 mod stress;
 mod ui;
+mod views;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::os::unix::fs::FileTypeExt;
@@ -47,7 +48,7 @@ use std::process::ExitCode;
     about = "Event-sourced context log for LLM agent sessions",
     after_help = "Examples:\n  ctxlog demo\n  ctxlog import ~/.claude/projects/app/3f2a.jsonl\n  ctxlog sessions\n  ctxlog simulate rollout.jsonl --policy opencode-1.17 --context 128000\n\nExit codes: 0 success, 1 the operation failed, 2 bad input or usage."
 )]
-struct Cli {
+pub(crate) struct Cli {
     /// Print one JSON document on stdout instead of human output.
     #[arg(long, global = true)]
     json: bool,
@@ -211,6 +212,36 @@ enum Command {
         #[arg(long, value_enum, default_value = "ctxlog")]
         format: WindowFormat,
     },
+    /// One row per model step of a stored session: the tokens the provider
+    /// reported, the usable context and how much of it was used, the window
+    /// estimate, and what happened after the step (prunes, compactions,
+    /// summaries, continues, stalls).
+    #[command(
+        after_help = "Example:\n  ctxlog timeline 0199812e-64f0-7f73-91fc-095dda01c36e\n  ctxlog timeline ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --json\n\n--json prints {\"session\", \"policy\", \"limits\", \"steps\": [{\"seq\", \"time\", \"tokens\": {\"input\", \"output\", \"reasoning\", \"cache_read\", \"cache_write\", \"total\", \"total_reported\"}, \"count\", \"usable\", \"percent\", \"threshold\", \"window_estimate\", \"events\": [{\"seq\", \"kind\", \"parts\", \"tokens\", \"what\"}]}]}."
+    )]
+    Timeline {
+        /// The session: a ctxlog id or the recording's own session id.
+        session: String,
+    },
+    /// Write one self-contained HTML page of a stored session: the context
+    /// curve per step against the usable line and the threshold, markers for
+    /// prunes and compactions, the exact window after any step, what each
+    /// prune and compaction removed, each summary. `--with` adds other
+    /// stored sessions (a simulation kept with `simulate --keep`) to the
+    /// same chart.
+    #[command(
+        after_help = "Example:\n  ctxlog report 0199812e-64f0-7f73-91fc-095dda01c36e --out session.html\n  ctxlog report SESSION --with SESSION@opencode-1.17 --out compare.html"
+    )]
+    Report {
+        /// The session: a ctxlog id or the recording's own session id.
+        session: String,
+        /// More sessions on the same chart.
+        #[arg(long = "with", value_name = "SESSION")]
+        with: Vec<String>,
+        /// The HTML file to write.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Every prune, compaction request, start, attempt, summary, failure,
     /// pause and continue of a stored session.
     #[command(after_help = "Example:\n  ctxlog audit ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v")]
@@ -372,7 +403,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             format: ExportFormat::Opencode,
             out,
         } => recorded::export(cli.json, &cli.db, session, out.as_ref()),
-        Command::Simulate(args) => recorded::simulate(cli.json, args),
+        Command::Simulate(args) => recorded::simulate(cli.json, &cli.db, args),
         Command::Bench { quick } => bench::run(cli.json, *quick),
         Command::BenchReplayRss { session } => bench::replay_rss_child(cli.json, &cli.db, session),
         Command::Window {
@@ -381,6 +412,8 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             format,
         } => show_window(cli, session, *at, *format),
         Command::Audit { session } => show_audit(cli, session),
+        Command::Timeline { session } => views::show_timeline(cli, session),
+        Command::Report { session, with, out } => views::write_report(cli, session, with, out),
         Command::Compact {
             session,
             summarizer,
@@ -649,7 +682,7 @@ fn salvage(json_out: bool, from: &Path, to: &Path) -> Result<(), CliError> {
 
 /// Opens the store for reading (see [`open_existing`]) and finds `text` in
 /// it (a ctxlog id or a source id).
-fn stored_session(cli: &Cli, text: &str) -> Result<(Reader, SessionId), CliError> {
+pub(crate) fn stored_session(cli: &Cli, text: &str) -> Result<(Reader, SessionId), CliError> {
     let store = open_existing(&cli.db)?;
     let session = recorded::resolve_session(&store, &cli.db, text)?;
     Ok((store, session))
@@ -810,7 +843,10 @@ fn show_window(
     Ok(())
 }
 
-fn read_log(store: &impl EventLog, session: SessionId) -> Result<Vec<Envelope>, CliError> {
+pub(crate) fn read_log(
+    store: &impl EventLog,
+    session: SessionId,
+) -> Result<Vec<Envelope>, CliError> {
     store
         .read(session, 1)
         .map_err(|e| CliError::Failed(e.to_string()))?
@@ -901,7 +937,7 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
     Ok(())
 }
 
-fn read_policy(path: &Path) -> Result<Policy, CliError> {
+pub(crate) fn read_policy(path: &Path) -> Result<Policy, CliError> {
     let file = File::open(path)
         .map_err(|e| CliError::BadInput(format!("{}: cannot open: {e}", path.display())))?;
     serde_json::from_reader(BufReader::new(file))

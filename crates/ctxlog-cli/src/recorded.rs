@@ -40,15 +40,68 @@ pub struct LimitArgs {
     /// recorded model's.
     #[arg(long)]
     pub model: Option<String>,
-    /// Context window, tokens (overrides the table and the file).
-    #[arg(long)]
+    /// Context window, tokens (overrides the table and the file): `128000`,
+    /// `128k`, `1M`.
+    #[arg(long, value_parser = parse_tokens)]
     pub context: Option<u64>,
-    /// Output limit, tokens.
-    #[arg(long)]
+    /// Output limit, tokens (`32k`).
+    #[arg(long, value_parser = parse_tokens)]
     pub output: Option<u64>,
     /// Dedicated input limit, tokens (0 = none).
-    #[arg(long = "input-limit")]
+    #[arg(long = "input-limit", value_parser = parse_tokens)]
     pub input_limit: Option<u64>,
+}
+
+/// A token count as people write it: `128000`, `128_000`, `128,000`,
+/// `128k`, `1.5M` (k = 1,000; M = 1,000,000).
+pub fn parse_tokens(text: &str) -> Result<u64, String> {
+    let t: String = text
+        .trim()
+        .chars()
+        .filter(|c| *c != '_' && *c != ',')
+        .collect();
+    let (digits, unit) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1_000u64),
+        Some((i, 'm' | 'M')) => (&t[..i], 1_000_000),
+        _ => (t.as_str(), 1),
+    };
+    let bad = || format!("{text:?} is not a token count (write 128000, 128k or 1.5M)");
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(bad());
+    }
+    match digits.split_once('.') {
+        None => digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(unit))
+            .ok_or_else(bad),
+        Some((whole, frac)) => {
+            // Exact decimal arithmetic: 1.5M is 1,500,000, never 1,499,999.
+            if frac.len() > 6 || frac.contains('.') {
+                return Err(bad());
+            }
+            let scale = 10u64.pow(frac.len() as u32);
+            let whole: u64 = if whole.is_empty() {
+                0
+            } else {
+                whole.parse().map_err(|_| bad())?
+            };
+            let frac: u64 = if frac.is_empty() {
+                0
+            } else {
+                frac.parse().map_err(|_| bad())?
+            };
+            let n = whole
+                .checked_mul(scale)
+                .and_then(|w| w.checked_add(frac))
+                .and_then(|v| v.checked_mul(unit))
+                .ok_or_else(bad)?;
+            if n % scale != 0 {
+                return Err(format!("{text:?} is not a whole number of tokens"));
+            }
+            Ok(n / scale)
+        }
+    }
 }
 
 impl LimitArgs {
@@ -216,8 +269,8 @@ pub struct ImportArgs {
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
     /// Policy preset recorded with the session [default: the preset of
-    /// the agent version that wrote it (OpenCode 1.18.x → opencode-1.18),
-    /// else opencode-seed].
+    /// the agent that wrote it (Claude Code → claude-code, Codex → codex,
+    /// pi → pi, OpenCode 1.18.x → opencode-1.18), else opencode-seed].
     #[arg(long)]
     pub policy: Option<String>,
     #[command(flatten)]
@@ -615,10 +668,7 @@ fn import_one(json: bool, db: &Path, file: &Path, how: &How) -> Result<(), CliEr
 /// Stores an imported session whole or not at all (see
 /// [`catalog::store_recording`]); a stored session that diverges is bad input.
 pub fn store_import(store: &SledStore, imported: &Imported) -> Result<Stored, CliError> {
-    catalog::store_recording(store, &imported.events).map_err(|e| match e {
-        e @ CatalogError::Diverged { .. } => CliError::BadInput(e.to_string()),
-        e => CliError::Failed(format!("not stored: {e}")),
-    })
+    store_import_events(store, &imported.events)
 }
 
 /// Resolves SESSION: a ctxlog id, or a recording's own session id.
@@ -828,9 +878,14 @@ pub struct SimulateArgs {
     /// Its format.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
-    /// Policy preset to simulate.
-    #[arg(long, default_value = "opencode-seed")]
-    pub policy: String,
+    /// Policy presets to simulate, comma-separated (`opencode-1.17,codex`);
+    /// see `ctxlog presets` [default: opencode-seed, unless --policy-file].
+    #[arg(long, value_delimiter = ',')]
+    pub policy: Vec<String>,
+    /// One more policy, as a JSON file (every constant; `ctxlog presets`
+    /// prints the built-in ones in this form).
+    #[arg(long)]
+    pub policy_file: Option<PathBuf>,
     #[command(flatten)]
     pub limits: LimitArgs,
     /// The longest JSONL line or OpenCode export message read, in bytes;
@@ -844,31 +899,82 @@ pub struct SimulateArgs {
     #[arg(long, action = clap::ArgAction::Set)]
     pub prune: Option<bool>,
     /// Newest estimated tool-output tokens kept from pruning.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_tokens)]
     pub prune_protect: Option<u64>,
     /// Prune only if strictly more than this many tokens would be cleared.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_tokens)]
     pub prune_minimum: Option<u64>,
+    /// Compact when the count reaches this percentage (1–100) of the usable
+    /// context, for every policy simulated.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub threshold: Option<u64>,
+    /// Store each simulated session in the store (`--db`), named
+    /// `<recording id>@<policy>`, so that `timeline`, `window`, `audit` and
+    /// `report` work on it (keeping the same simulation again stores
+    /// nothing new).
+    #[arg(long)]
+    pub keep: bool,
+    /// Also write the HTML report of the recording and every simulation to
+    /// this file.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
+}
+
+/// The policies `simulate` runs, with the command line's changes applied.
+fn simulated_policies(a: &SimulateArgs) -> Result<Vec<Policy>, CliError> {
+    let mut names = a.policy.clone();
+    if names.is_empty() && a.policy_file.is_none() {
+        names.push(ctxlog_core::policy::PRESET_OPENCODE_SEED.to_owned());
+    }
+    let mut policies = names
+        .iter()
+        .map(|p| preset(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    if let Some(path) = &a.policy_file {
+        policies.push(crate::read_policy(path)?);
+    }
+    for policy in &mut policies {
+        if let Some(v) = a.auto {
+            policy.auto = v;
+        }
+        if let Some(v) = a.prune {
+            policy.prune = v;
+        }
+        if let Some(v) = a.prune_protect {
+            policy.prune_protect = v;
+        }
+        if let Some(v) = a.prune_minimum {
+            policy.prune_minimum = v;
+        }
+        if let Some(v) = a.threshold {
+            policy.threshold_percent = v;
+        }
+    }
+    let mut sorted: Vec<&str> = policies.iter().map(|p| p.name.as_str()).collect();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(CliError::BadInput(format!(
+            "policy {:?} is given twice; each simulated policy needs its own name",
+            w[0]
+        )));
+    }
+    Ok(policies)
+}
+
+/// One policy's simulation, with its timeline.
+struct Simulated {
+    policy: Policy,
+    report: ctxlog_engine::simulate::SimulationReport,
+    timeline: ctxlog_core::Timeline,
+    kept: Option<String>,
 }
 
 /// `simulate FILE ...`.
-pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
-    let mut policy = preset(&a.policy)?;
-    if let Some(v) = a.auto {
-        policy.auto = v;
-    }
-    if let Some(v) = a.prune {
-        policy.prune = v;
-    }
-    if let Some(v) = a.prune_protect {
-        policy.prune_protect = v;
-    }
-    if let Some(v) = a.prune_minimum {
-        policy.prune_minimum = v;
-    }
+pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError> {
+    let policies = simulated_policies(a)?;
     let options = ImportOptions {
-        policy: policy.clone(),
-        detect_policy: false,
+        policy: policies[0].clone(),
+        detect_policy: true,
         limits: a.limits.overrides(),
         max_line_bytes: a.max_line_bytes,
         live: false,
@@ -876,6 +982,10 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
     };
     let imported = read_recording(json, &a.file, a.format, &options)?
         .ok_or_else(|| CliError::BadInput(format!("{}: no session", a.file.display())))?;
+    let source = imported
+        .source_session
+        .clone()
+        .unwrap_or_else(|| a.file.display().to_string());
     // With --model, the recorded model switches no longer matter: one set of
     // limits for the whole run. Otherwise the recording's (with overrides
     // already applied by the importer) are followed.
@@ -884,52 +994,229 @@ pub fn simulate(json: bool, a: &SimulateArgs) -> Result<(), CliError> {
         .model
         .is_some()
         .then(|| resolve(&options.limits, None, None).limits);
-    let bar = ui::progress(
-        json,
-        imported.events.len() as u64,
-        ui::PROGRESS_MIN_EVENTS,
-        "simulate",
-        false,
-    );
-    let mut config = SimulateConfig::new(policy.clone());
-    config.limits = fixed;
-    let result = simulate_recording(&imported.events, config, |i| bar.set_position(i as u64));
-    bar.finish_and_clear();
-    let report = result.map_err(|e| CliError::Failed(format!("simulation failed: {e}")))?;
+    let store = if a.keep { Some(open_store(db)?) } else { None };
+    let mut runs = Vec::new();
+    for policy in &policies {
+        let bar = ui::progress(
+            json,
+            imported.events.len() as u64,
+            ui::PROGRESS_MIN_EVENTS,
+            &format!("simulate {}", policy.name),
+            false,
+        );
+        let mut config = SimulateConfig::new(policy.clone());
+        config.limits = fixed.clone();
+        if a.keep {
+            config = config.keepable(&source);
+        }
+        let result = simulate_recording(&imported.events, config, |i| bar.set_position(i as u64));
+        bar.finish_and_clear();
+        let report = result.map_err(|e| {
+            CliError::Failed(format!("simulation under {} failed: {e}", policy.name))
+        })?;
+        let timeline = crate::views::timeline_of(&report.log)?;
+        let kept = match &store {
+            Some(store) => {
+                store_import_events(store, &report.log)?;
+                Some(format!("{source}@{}", policy.name))
+            }
+            None => None,
+        };
+        runs.push(Simulated {
+            policy: policy.clone(),
+            report,
+            timeline,
+            kept,
+        });
+    }
+    if let Some(store) = &store {
+        store
+            .flush()
+            .map_err(|e| CliError::Failed(format!("{}: {e}", db.display())))?;
+    }
+    let recorded = crate::views::timeline_of(&imported.events)?;
+    if let Some(path) = &a.report {
+        let mut curves = vec![ctxlog_report::Curve {
+            label: format!("recorded ({})", recorded.policy),
+            events: &imported.events,
+        }];
+        for r in &runs {
+            curves.push(ctxlog_report::Curve {
+                label: r.policy.name.clone(),
+                events: &r.report.log,
+            });
+        }
+        let html = ctxlog_report::report(&curves).map_err(|e| CliError::Failed(e.to_string()))?;
+        crate::views::write_page(path, &html)?;
+    }
     if json {
+        let simulations: Vec<_> = runs
+            .iter()
+            .map(|r| {
+                json!({
+                    "policy": r.policy,
+                    "limits": r.timeline.limits,
+                    "usable": r.timeline.steps.last().and_then(|s| s.usable),
+                    "threshold": r.timeline.steps.last().and_then(|s| s.threshold),
+                    "peak_tokens": peak(&r.timeline),
+                    "compactions": crate::views::count(&r.timeline, "summary_completed"),
+                    "prunes": crate::views::count(&r.timeline, "parts_pruned"),
+                    "decisions": r.report.decisions,
+                    "steps": r.report.steps,
+                    "turns": r.report.turns,
+                    "overhead_tokens": r.report.overhead,
+                    "final_window_tokens": r.report.final_window,
+                    "kept": r.kept,
+                })
+            })
+            .collect();
+        let first = &runs[0];
         println!(
             "{}",
             json!({
-                "decisions": report.decisions,
+                // The first policy's figures at the top level, as before
+                // several policies could be given.
+                "decisions": first.report.decisions,
+                "policy": first.policy,
+                "steps": first.report.steps,
+                "turns": first.report.turns,
+                "overhead_tokens": first.report.overhead,
+                "final_window_tokens": first.report.final_window,
                 "source_session": imported.source_session,
                 "format": imported.format.name(),
-                "policy": policy,
-                "steps": report.steps,
-                "turns": report.turns,
-                "overhead_tokens": report.overhead,
-                "final_window_tokens": report.final_window,
+                "recorded": {
+                    "policy": recorded.policy,
+                    "limits": recorded.limits,
+                    "peak_tokens": peak(&recorded),
+                    "compactions": crate::views::count(&recorded, "summary_completed"),
+                    "prunes": crate::views::count(&recorded, "parts_pruned"),
+                },
+                "simulations": simulations,
+                "report": a.report.as_ref().map(|p| p.display().to_string()),
             })
         );
         return Ok(());
     }
+    let first = &runs[0];
+    let limits = &first.timeline.limits;
     println!(
-        "{} {} under {} (auto {}, prune {}): {} turns, {} steps, overhead ~{} tokens",
+        "{} {}: {} turns, {} steps, overhead ~{} tokens; limits: context {}, output {}, input {}",
         imported.format.name(),
         imported.source_session.as_deref().unwrap_or("-"),
-        policy.name,
-        policy.auto,
-        policy.prune,
-        report.turns,
-        report.steps,
-        report.overhead
+        first.report.turns,
+        first.report.steps,
+        first.report.overhead,
+        if limits.context == 0 {
+            "unlimited".into()
+        } else {
+            limits.context.to_string()
+        },
+        limits.output.map_or("-".into(), |o| o.to_string()),
+        limits.input.map_or("-".into(), |o| o.to_string()),
     );
-    if report.decisions.is_empty() {
-        println!("no decisions: nothing was pruned or compacted");
-        return Ok(());
+    for r in &runs {
+        println!();
+        println!(
+            "under {} (auto {}, prune {}, threshold {}%): usable {}, compacts at {}, peak {}",
+            r.policy.name,
+            r.policy.auto,
+            r.policy.prune,
+            r.policy.threshold_percent,
+            r.timeline
+                .steps
+                .last()
+                .and_then(|s| s.usable)
+                .map_or("unlimited".into(), |u| u.to_string()),
+            r.timeline
+                .steps
+                .last()
+                .and_then(|s| s.threshold)
+                .map_or("never".into(), |u| u.to_string()),
+            peak(&r.timeline),
+        );
+        if r.report.decisions.is_empty() {
+            println!("no decisions: nothing was pruned or compacted");
+        } else {
+            print_decisions(&r.report.decisions);
+        }
+        println!("final window ~{} tokens", r.report.final_window);
+        if let Some(name) = &r.kept {
+            println!("kept as {name} (ctxlog timeline {name:?})");
+        }
     }
-    print_decisions(&report.decisions);
-    println!("final window ~{} tokens", report.final_window);
+    println!();
+    comparison(&recorded, &runs);
+    if let Some(path) = &a.report {
+        println!("report: {}", path.display());
+    }
     Ok(())
+}
+
+/// The highest total any step reported.
+fn peak(t: &ctxlog_core::Timeline) -> u64 {
+    t.steps.iter().map(|s| s.tokens.total).max().unwrap_or(0)
+}
+
+/// The recording and each simulation side by side.
+fn comparison(recorded: &ctxlog_core::Timeline, runs: &[Simulated]) {
+    let row = |name: &str, t: &ctxlog_core::Timeline, final_window: Option<u64>| {
+        let pruned: u64 = t
+            .steps
+            .iter()
+            .flat_map(|s| &s.events)
+            .filter(|e| e.kind == "parts_pruned")
+            .filter_map(|e| e.tokens)
+            .sum();
+        vec![
+            name.to_owned(),
+            t.steps
+                .last()
+                .and_then(|s| s.threshold)
+                .map_or("-".into(), ui::tokens),
+            ui::tokens(peak(t)),
+            crate::views::count(t, "summary_completed").to_string(),
+            crate::views::count(t, "compaction_failed").to_string(),
+            crate::views::count(t, "auto_compaction_paused").to_string(),
+            crate::views::count(t, "parts_pruned").to_string(),
+            ui::tokens(pruned),
+            final_window.map_or("-".into(), ui::tokens),
+        ]
+    };
+    let mut rows = vec![row(
+        &format!("recorded ({})", recorded.policy),
+        recorded,
+        None,
+    )];
+    for r in runs {
+        rows.push(row(
+            &r.policy.name,
+            &r.timeline,
+            Some(r.report.final_window),
+        ));
+    }
+    ui::table_fit(
+        &[
+            "POLICY",
+            "COMPACTS AT",
+            "PEAK",
+            "COMPACTIONS",
+            "FAILED",
+            "STALLS",
+            "PRUNES",
+            "PRUNED",
+            "FINAL WINDOW",
+        ],
+        &rows,
+        ui::MAX_TABLE_WIDTH,
+    );
+}
+
+/// Stores a simulated session's events whole (or what is new of them).
+fn store_import_events(store: &SledStore, events: &[Envelope]) -> Result<Stored, CliError> {
+    catalog::store_recording(store, events).map_err(|e| match e {
+        e @ CatalogError::Diverged { .. } => CliError::BadInput(e.to_string()),
+        e => CliError::Failed(format!("not stored: {e}")),
+    })
 }
 
 /// The decisions of a simulation as a table.

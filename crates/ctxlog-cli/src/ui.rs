@@ -58,8 +58,48 @@ pub fn color() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
 
+/// The widest a table is printed by [`table_fit`].
+pub const MAX_TABLE_WIDTH: usize = 100;
+
 /// A table: a header and rows, printed with aligned columns (numbers right).
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    print_table(header, rows, usize::MAX);
+}
+
+/// [`table`] within `max` columns: the last column is cut (`…`) where a
+/// row would be wider.
+pub fn table_fit(header: &[&str], rows: &[Vec<String>], max: usize) {
+    print_table(header, rows, max);
+}
+
+/// A cell that reads as a number (`12`, `4.5k`, `87.50%`, `1,200`, `-`
+/// counts as none): right-aligned.
+fn is_number(c: &str) -> bool {
+    c.starts_with(|ch: char| ch.is_ascii_digit())
+        && c.chars()
+            .all(|ch| ch.is_ascii_digit() || matches!(ch, '.' | ',' | '%' | 'k' | 'M'))
+}
+
+/// Compact token counts for tables: `950`, `12.3k`, `1.25M`.
+pub fn tokens(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{:.1}k", n as f64 / 1_000.0),
+        _ => format!("{:.2}M", n as f64 / 1_000_000.0),
+    }
+}
+
+/// `text` cut to `max` characters, the last one `…` when it was longer.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn print_table(header: &[&str], rows: &[Vec<String>], max: usize) {
     let cols = header.len();
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
@@ -70,10 +110,10 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
     let numeric: Vec<bool> = (0..cols)
         .map(|i| {
             !rows.is_empty()
-                && rows.iter().all(|r| {
-                    r.get(i)
-                        .is_some_and(|c| !c.is_empty() && c.chars().all(|ch| ch.is_ascii_digit()))
-                })
+                && rows
+                    .iter()
+                    .all(|r| r.get(i).is_some_and(|c| c == "-" || is_number(c)))
+                && rows.iter().any(|r| r.get(i).is_some_and(|c| is_number(c)))
         })
         .collect();
     let line = |cells: Vec<String>| {
@@ -88,7 +128,8 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
                 out.push_str(&" ".repeat(pad));
                 out.push_str(c);
             } else if i + 1 == cells.len() {
-                out.push_str(c);
+                let room = max.saturating_sub(out.chars().count()).max(1);
+                out.push_str(&cut(c, room));
             } else {
                 out.push_str(c);
                 out.push_str(&" ".repeat(pad));

@@ -65,22 +65,24 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
 /// of `SessionStarted` and `PolicyChanged`; every other event has the same
 /// bytes in every schema.
 pub fn decode_envelope(bytes: &[u8], schema: u16) -> Result<Envelope, CodecError> {
-    // Only the policy's layout ever changed (schemas 2 and 3); schema 4 only
-    // added an event kind.
+    // Only the policy's layout ever changed (schemas 2, 3 and 6); schemas 4
+    // and 5 only added variants.
     match (schema, legacy::kind_of(bytes)) {
         (0..=1, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV1>>(bytes)?.into()),
         (2, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV2>>(bytes)?.into()),
+        (3..=5, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV3>>(bytes)?.into()),
         _ => decode(bytes),
     }
 }
 
 /// The older shapes of the two events whose layout changed: the policy of
-/// schema 1 and of schema 2.
+/// schema 1, of schema 2 and of schemas 3 to 5.
 mod legacy {
     use crate::event::{Envelope, Event};
     use crate::ids::{EventId, Seq, SessionId, TimestampMs};
     use crate::policy::{
-        Estimator, FailedMarker, ModelLimits, OverflowRule, Policy, SummaryInput, TailRule,
+        ContinueMessage, Estimator, FailedMarker, ModelLimits, OverflowRule, Policy,
+        ProviderOverflow, SummaryInput, TailRule, FULL_THRESHOLD,
     };
     use bincode::Options;
     use serde::Deserialize;
@@ -109,6 +111,14 @@ mod legacy {
         failed_marker: FailedMarker,
     }
 
+    /// `Policy` of schemas 3 to 5 (before `threshold_percent`).
+    #[derive(Deserialize)]
+    pub struct PolicyV3 {
+        v2: PolicyV2,
+        continue_message: ContinueMessage,
+        provider_overflow: ProviderOverflow,
+    }
+
     impl From<PolicyV1> for Policy {
         fn from(p: PolicyV1) -> Policy {
             Policy {
@@ -126,6 +136,7 @@ mod legacy {
                 failed_marker: Default::default(),
                 continue_message: Default::default(),
                 provider_overflow: Default::default(),
+                threshold_percent: FULL_THRESHOLD,
             }
         }
     }
@@ -136,6 +147,16 @@ mod legacy {
                 summary_input: p.summary_input,
                 failed_marker: p.failed_marker,
                 ..p.v1.into()
+            }
+        }
+    }
+
+    impl From<PolicyV3> for Policy {
+        fn from(p: PolicyV3) -> Policy {
+            Policy {
+                continue_message: p.continue_message,
+                provider_overflow: p.provider_overflow,
+                ..p.v2.into()
             }
         }
     }

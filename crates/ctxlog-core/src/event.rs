@@ -23,7 +23,10 @@ use uuid::Uuid;
 ///   unchanged; an older build refuses a schema-4 record by name).
 /// - 5: [`Event::SessionDescribed`], [`Event::SessionReplaced`] and
 ///   [`CompactionTrigger::Recorded`] (new variants, as in 4).
-pub const EVENT_SCHEMA_VERSION: u16 = 5;
+/// - 6: [`Policy`] gains `threshold_percent` (and the budget rule
+///   `ContextLess`, a new variant); older records decode with 100, the
+///   threshold every older policy had.
+pub const EVENT_SCHEMA_VERSION: u16 = 6;
 
 /// One recorded event with its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

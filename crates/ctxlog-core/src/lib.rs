@@ -30,6 +30,7 @@ pub mod recorder;
 pub mod replay;
 pub mod state;
 pub mod tail;
+pub mod timeline;
 pub mod transcript;
 pub mod window;
 
@@ -56,5 +57,6 @@ pub use prune::{plan_prune, PrunePlan, PruneStop};
 pub use recorder::Recorder;
 pub use state::{Job, JobStatus, Message, Part, PruneMark, SessionState, REDUCER_VERSION};
 pub use tail::select_tail;
+pub use timeline::{timeline, timeline_with, StepEvent, StepRow, StepTokens, Timeline};
 pub use transcript::{transcript, Transcript};
 pub use window::{estimate_window, window, Window, WindowMessage, WindowPart};

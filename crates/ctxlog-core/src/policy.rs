@@ -68,6 +68,16 @@ pub enum BudgetRule {
         /// `COMPACTION_BUFFER` (20,000).
         buffer: u64,
     },
+    /// The whole context window less a reserve for the answer and a fixed
+    /// buffer: `max(0, input or context − min(max_out, output_cap) −
+    /// buffer)` (Claude Code: cap 20,000, buffer 13,000; pi: cap 0, buffer
+    /// 16,384; Codex and Goose: both 0, with a threshold percentage).
+    ContextLess {
+        /// The most of the model's output limit reserved (0: none).
+        output_cap: u64,
+        /// Tokens kept free beside it.
+        buffer: u64,
+    },
 }
 
 /// The overflow predicate's constants.
@@ -247,6 +257,19 @@ pub struct Policy {
     /// What a provider's "request too large" does (added in event schema 3).
     #[serde(default)]
     pub provider_overflow: ProviderOverflow,
+    /// Where automatic compaction fires, as a percentage (1–100) of the
+    /// usable budget: the count is compared with `usable × percent / 100`
+    /// (added in event schema 6; older records decode with 100).
+    #[serde(default = "full_threshold")]
+    pub threshold_percent: u64,
+}
+
+/// The threshold of every policy before the knob existed: the whole usable
+/// budget.
+pub const FULL_THRESHOLD: u64 = 100;
+
+fn full_threshold() -> u64 {
+    FULL_THRESHOLD
 }
 
 /// Name of the default preset.
@@ -255,6 +278,14 @@ pub const PRESET_OPENCODE_SEED: &str = "opencode-seed";
 pub const PRESET_OPENCODE_1_17: &str = "opencode-1.17";
 /// Name of the OpenCode 1.18 preset.
 pub const PRESET_OPENCODE_1_18: &str = "opencode-1.18";
+/// Name of the Claude Code preset.
+pub const PRESET_CLAUDE_CODE: &str = "claude-code";
+/// Name of the Codex CLI preset.
+pub const PRESET_CODEX: &str = "codex";
+/// Name of the pi coding-agent preset.
+pub const PRESET_PI: &str = "pi";
+/// Name of the Goose preset.
+pub const PRESET_GOOSE: &str = "goose";
 
 impl Policy {
     /// The default preset, exactly as the seed documents describe it.
@@ -279,6 +310,7 @@ impl Policy {
             failed_marker: FailedMarker::Hidden,
             continue_message: ContinueMessage::Seed,
             provider_overflow: ProviderOverflow::Error,
+            threshold_percent: FULL_THRESHOLD,
         }
     }
 
@@ -336,12 +368,108 @@ impl Policy {
         }
     }
 
+    /// The policy every other agent's preset starts from: no pruning, the
+    /// count is the provider's total (else all four counts), a provider's
+    /// "too large" compacts, no recent tail; the trigger is each preset's.
+    fn agent(name: &str, comparison: Comparison, budget: BudgetRule, percent: u64) -> Self {
+        Policy {
+            name: name.into(),
+            prune: false,
+            overflow: OverflowRule {
+                count: CountRule::TotalOrAllFour,
+                comparison,
+                budget,
+                output_token_max: 32_000,
+            },
+            provider_overflow: ProviderOverflow::Compact,
+            threshold_percent: percent,
+            ..Self::opencode_seed()
+        }
+    }
+
+    /// Claude Code (its documentation; thresholds from
+    /// anthropics/claude-code#31806): compacts when the context reaches the
+    /// effective window (context less `min(max output, 20,000)`) less a
+    /// 13,000-token buffer (≈ 167k of 200k); the summary replaces the whole
+    /// history (no tail); `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` is the
+    /// threshold percentage.
+    pub fn claude_code() -> Self {
+        Self::agent(
+            PRESET_CLAUDE_CODE,
+            Comparison::GreaterOrEqual,
+            BudgetRule::ContextLess {
+                output_cap: 20_000,
+                buffer: 13_000,
+            },
+            FULL_THRESHOLD,
+        )
+    }
+
+    /// Codex CLI (`codex-rs` `auto_compact_token_limit`): compacts when the
+    /// last response's total reaches 90 % of the context window. Codex
+    /// keeps the user's own messages (≤ 20,000 tokens) beside the summary;
+    /// ctxlog's tail keeps whole turns, so this preset keeps none.
+    pub fn codex() -> Self {
+        Self::agent(
+            PRESET_CODEX,
+            Comparison::GreaterOrEqual,
+            BudgetRule::ContextLess {
+                output_cap: 0,
+                buffer: 0,
+            },
+            90,
+        )
+    }
+
+    /// pi (`@mariozechner/pi-coding-agent` `docs/compaction.md`): compacts
+    /// when the context tokens exceed the window less `reserveTokens`
+    /// (16,384) and keeps the newest `keepRecentTokens` (20,000) verbatim.
+    pub fn pi() -> Self {
+        Policy {
+            tail: Some(TailRule {
+                turns: ALL_TURNS,
+                preserve_recent_tokens: Some(20_000),
+                min_tokens: 2_000,
+                max_tokens: 20_000,
+                percent_of_usable: 25,
+            }),
+            ..Self::agent(
+                PRESET_PI,
+                Comparison::Greater,
+                BudgetRule::ContextLess {
+                    output_cap: 0,
+                    buffer: 16_384,
+                },
+                FULL_THRESHOLD,
+            )
+        }
+    }
+
+    /// Goose (`GOOSE_AUTO_COMPACT_THRESHOLD`, default 0.8, in its smart
+    /// context management guide): compacts when the tokens used exceed
+    /// 80 % of the context limit; the summary replaces the history.
+    pub fn goose() -> Self {
+        Self::agent(
+            PRESET_GOOSE,
+            Comparison::Greater,
+            BudgetRule::ContextLess {
+                output_cap: 0,
+                buffer: 0,
+            },
+            80,
+        )
+    }
+
     /// A preset by name.
     pub fn preset(name: &str) -> Option<Self> {
         match name {
             PRESET_OPENCODE_SEED => Some(Self::opencode_seed()),
             PRESET_OPENCODE_1_17 => Some(Self::opencode_1_17()),
             PRESET_OPENCODE_1_18 => Some(Self::opencode_1_18()),
+            PRESET_CLAUDE_CODE => Some(Self::claude_code()),
+            PRESET_CODEX => Some(Self::codex()),
+            PRESET_PI => Some(Self::pi()),
+            PRESET_GOOSE => Some(Self::goose()),
             _ => None,
         }
     }
@@ -352,6 +480,10 @@ impl Policy {
             PRESET_OPENCODE_SEED,
             PRESET_OPENCODE_1_17,
             PRESET_OPENCODE_1_18,
+            PRESET_CLAUDE_CODE,
+            PRESET_CODEX,
+            PRESET_PI,
+            PRESET_GOOSE,
         ]
     }
 
@@ -388,7 +520,19 @@ impl Policy {
                 Some(i) => i.saturating_sub(reserved.unwrap_or(buffer.min(max_out))),
                 None => limits.context.saturating_sub(max_out),
             },
+            BudgetRule::ContextLess { output_cap, buffer } => input
+                .unwrap_or(limits.context)
+                .saturating_sub(max_out.min(output_cap))
+                .saturating_sub(buffer),
         })
+    }
+
+    /// Where automatic compaction fires: `usable × threshold_percent / 100`
+    /// (the percentage taken as 1–100); `None` without a context limit.
+    pub fn threshold(&self, limits: &ModelLimits) -> Option<u64> {
+        let percent = self.threshold_percent.clamp(1, FULL_THRESHOLD);
+        self.usable(limits)
+            .map(|u| (u128::from(u) * u128::from(percent) / 100) as u64)
     }
 
     /// The number compared with the budget.
@@ -413,7 +557,7 @@ impl Policy {
     pub fn check_overflow(&self, limits: &ModelLimits, tokens: &TokenUsage) -> OverflowCheck {
         let count = self.count(tokens);
         let usable = self.usable(limits);
-        let overflow = match usable {
+        let overflow = match self.threshold(limits) {
             Some(u) if self.auto => match self.overflow.comparison {
                 Comparison::Greater => count > u,
                 Comparison::GreaterOrEqual => count >= u,
@@ -441,7 +585,9 @@ pub struct OverflowCheck {
     pub count: u64,
     /// The usable budget; `None` when the context limit is 0.
     pub usable: Option<u64>,
-    /// Whether the step overflowed (always false when `auto` is off).
+    /// Whether the step overflowed: the count reached the policy's
+    /// threshold, `usable` times its percentage (always false when `auto`
+    /// is off).
     pub overflow: bool,
 }
 
@@ -508,6 +654,82 @@ mod tests {
         assert_eq!(estimate_tokens(5, 3), 2);
         assert_eq!(estimate_tokens(4, 3), 1);
         assert_eq!(estimate_tokens(3, 2), 2);
+    }
+
+    /// Each agent preset fires where its agent does: (preset, limits,
+    /// last count that fits, first count that overflows).
+    #[test]
+    fn agent_presets_fire_at_their_agents_thresholds() {
+        let cases = [
+            (
+                Policy::claude_code(),
+                limits(200_000, None, Some(64_000)),
+                166_999,
+                167_000,
+            ),
+            (
+                Policy::claude_code(),
+                limits(200_000, None, Some(8_000)),
+                178_999,
+                179_000,
+            ),
+            (
+                Policy::codex(),
+                limits(272_000, None, None),
+                244_799,
+                244_800,
+            ),
+            (Policy::pi(), limits(200_000, None, None), 183_616, 183_617),
+            (
+                Policy::goose(),
+                limits(128_000, None, None),
+                102_400,
+                102_401,
+            ),
+        ];
+        for (policy, limits, fits, overflows) in cases {
+            let at = |n: u64| {
+                policy
+                    .check_overflow(
+                        &limits,
+                        &TokenUsage {
+                            total: Some(n),
+                            ..TokenUsage::default()
+                        },
+                    )
+                    .overflow
+            };
+            assert!(!at(fits), "{}: {fits} fits", policy.name);
+            assert!(at(overflows), "{}: {overflows} overflows", policy.name);
+            assert_eq!(Policy::preset(&policy.name), Some(policy.clone()));
+        }
+    }
+
+    #[test]
+    fn the_threshold_percentage_scales_the_usable_budget() {
+        let mut p = Policy::opencode_1_17();
+        let l = limits(100_000, None, Some(10_000));
+        assert_eq!(p.usable(&l), Some(90_000));
+        assert_eq!(p.threshold(&l), Some(90_000));
+        p.threshold_percent = 50;
+        assert_eq!(p.threshold(&l), Some(45_000));
+        let check = p.check_overflow(&l, &usage(45_000, 0, 0));
+        assert!(check.overflow);
+        assert_eq!(
+            check.usable,
+            Some(90_000),
+            "the check keeps the usable budget"
+        );
+        assert!(!p.check_overflow(&l, &usage(44_999, 0, 0)).overflow);
+        // Out of range: taken as 1..=100.
+        p.threshold_percent = 0;
+        assert_eq!(p.threshold(&l), Some(900));
+        p.threshold_percent = 250;
+        assert_eq!(p.threshold(&l), Some(90_000));
+        assert_eq!(
+            Policy::opencode_seed().threshold(&limits(0, None, None)),
+            None
+        );
     }
 
     #[test]

@@ -18,8 +18,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Version of the reducer's output; snapshots of another version are
-/// discarded and rebuilt by a full replay.
-pub const REDUCER_VERSION: u32 = 3;
+/// discarded and rebuilt by a full replay (4: the policy in the state
+/// gained `threshold_percent`).
+pub const REDUCER_VERSION: u32 = 4;
 
 /// A pruning mark on a tool part: its output is hidden from the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -506,9 +506,8 @@ fn check_resume(events: &[Envelope]) -> usize {
 /// ones included, on the recorded usage throughout. Returns how many.
 fn check_simulation(events: &[Envelope]) -> usize {
     let config = SimulateConfig {
-        policy: recorded_policy(events),
-        limits: None,
         summarizer: Arc::new(RecordedSummarizer::from_log(events)),
+        ..SimulateConfig::new(recorded_policy(events))
     };
     let report = simulate_recording(events, config, |_| {}).expect("simulate");
     let mut last_assistant = String::new();

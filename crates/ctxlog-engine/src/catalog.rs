@@ -30,8 +30,8 @@ pub enum CatalogError {
     /// Neither a ctxlog id nor a recording's id of a stored session.
     #[error("no session {0:?} (neither a ctxlog id nor a source session id)")]
     NotFound(String),
-    /// A recording's id shared by several stored sessions.
-    #[error("{text:?} is the source of {} sessions ({}); use a ctxlog id", sessions.len(), list(sessions))]
+    /// A recording's id (or a prefix) that names several stored sessions.
+    #[error("{text:?} names {} sessions ({}); use a longer prefix or a ctxlog id", sessions.len(), list(sessions))]
     Ambiguous {
         /// What was asked for.
         text: String,
@@ -216,7 +216,37 @@ pub fn source_of(log: &impl EventLog, session: SessionId) -> Result<Option<Strin
     })
 }
 
-/// The session `text` names: a ctxlog id, or a recording's own session id.
+/// Whether `text` is a prefix of a session's ctxlog id or of its source id
+/// (the part before `@`, the part after it then equal).
+fn names_by_prefix(text: &str, id: &str, source: Option<&str>) -> bool {
+    let (base, policy) = split_policy(text);
+    if base.chars().count() < MIN_PREFIX {
+        return false;
+    }
+    if policy.is_none() && id.starts_with(base) {
+        return true;
+    }
+    source.is_some_and(|source| {
+        let (source_base, source_policy) = split_policy(source);
+        source_base.starts_with(base) && source_policy == policy
+    })
+}
+
+/// `<id>@<policy>` → (id, policy).
+fn split_policy(name: &str) -> (&str, Option<&str>) {
+    match name.split_once('@') {
+        Some((base, policy)) => (base, Some(policy)),
+        None => (name, None),
+    }
+}
+
+/// The shortest prefix [`resolve_session`] accepts.
+pub const MIN_PREFIX: usize = 4;
+
+/// The session `text` names: a ctxlog id, or a recording's own session id
+/// (`<id>@<policy>` for a simulation kept beside it), or a unique prefix of
+/// either of at least [`MIN_PREFIX`] characters (`0199812e`,
+/// `0199812e@codex`). An exact name wins over prefixes.
 pub fn resolve_session(log: &impl EventLog, text: &str) -> Result<SessionId, CatalogError> {
     if let Ok(u) = uuid::Uuid::parse_str(text) {
         let s = SessionId(u);
@@ -224,12 +254,17 @@ pub fn resolve_session(log: &impl EventLog, text: &str) -> Result<SessionId, Cat
             return Ok(s);
         }
     }
-    let mut found = Vec::new();
+    let mut exact = Vec::new();
+    let mut prefixed = Vec::new();
     for (s, _) in log.sessions()? {
-        if source_of(log, s)?.as_deref() == Some(text) {
-            found.push(s);
+        let source = source_of(log, s)?;
+        if source.as_deref() == Some(text) {
+            exact.push(s);
+        } else if names_by_prefix(text, &s.to_string(), source.as_deref()) {
+            prefixed.push(s);
         }
     }
+    let mut found = if exact.is_empty() { prefixed } else { exact };
     // Of the versions of one recording, the newest (the others were
     // replaced by it and stay readable by their ctxlog ids).
     if found.len() > 1 {

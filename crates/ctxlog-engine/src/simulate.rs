@@ -46,8 +46,9 @@ use ctxlog_core::{
     Envelope, Event, MessageId, ModelLimits, PartBody, PartId, Policy, Role, SeededIds, SessionId,
     TokenUsage,
 };
-use ctxlog_store::MemoryLog;
+use ctxlog_store::{EventLog, MemoryLog};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -129,6 +130,14 @@ pub struct SimulateConfig {
     pub limits: Option<ModelLimits>,
     /// The summarizer for compaction jobs.
     pub summarizer: Arc<dyn Summarizer>,
+    /// The seed of the ids the simulated engine draws (its session's,
+    /// events', markers' and summaries'); [`SimulateConfig::new`] gives a
+    /// fixed one. A simulation kept in a store needs ids of its own:
+    /// [`SimulateConfig::keepable`].
+    pub seed: u64,
+    /// The simulated session's source id (default: the recording's), the
+    /// name a kept simulation is found by.
+    pub source_id: Option<String>,
 }
 
 impl SimulateConfig {
@@ -138,7 +147,26 @@ impl SimulateConfig {
             policy,
             limits: None,
             summarizer: Arc::new(ExtractiveSummarizer::default()),
+            seed: ENGINE_SEED,
+            source_id: None,
         }
+    }
+
+    /// A simulation to keep in a store beside its recording: named
+    /// `<source id>@<policy>` and with ids seeded from that name and the
+    /// policy and limits (the same simulation keeps the same ids, so
+    /// keeping it again stores nothing new; another never collides).
+    pub fn keepable(mut self, recording_source: &str) -> Self {
+        let name = format!("{recording_source}@{}", self.policy.name);
+        let mut h = Sha256::new();
+        h.update(name.as_bytes());
+        h.update(format!("{:?}{:?}", self.policy, self.limits).as_bytes());
+        let digest = h.finalize();
+        let mut seed = [0u8; 8];
+        seed.copy_from_slice(&digest[..8]);
+        self.seed = u64::from_le_bytes(seed);
+        self.source_id = Some(name);
+        self
     }
 }
 
@@ -157,6 +185,9 @@ pub struct SimulationReport {
     pub events: u64,
     /// Estimated window tokens at the end.
     pub final_window: u64,
+    /// The simulated session's events, seq 1 first.
+    #[serde(skip)]
+    pub log: Vec<Envelope>,
 }
 
 /// The error a recorded refusal is simulated with (the recording keeps no
@@ -178,7 +209,7 @@ pub fn simulate_recording(
     let clock = Arc::new(ManualClock::new(first_at));
     let engine = EngineBuilder::default()
         .clock(clock.clone())
-        .ids(SeededIds::new(ENGINE_SEED))
+        .ids(SeededIds::new(config.seed))
         .summarizer(config.summarizer)
         .in_memory()?;
     let (title, source_id, recorded_limits) = match events.first().map(|e| &e.event) {
@@ -191,11 +222,18 @@ pub fn simulate_recording(
         _ => (None, None, ModelLimits::default()),
     };
     let fixed_limits = config.limits.is_some();
+    let simulated_title = config.source_id.as_ref().map(|_| {
+        format!(
+            "{} (simulated under {})",
+            title.as_deref().unwrap_or("session"),
+            config.policy.name
+        )
+    });
     let session = engine.start(crate::NewSession {
+        title: simulated_title.or(title),
         policy: config.policy,
         limits: config.limits.unwrap_or(recorded_limits),
-        title,
-        source_id,
+        source_id: config.source_id.or(source_id),
     })?;
     let mut feed = Feed {
         engine: &engine,
@@ -223,7 +261,12 @@ pub fn simulate_recording(
     };
     feed.run(events, progress)?;
     let final_window = engine.window_estimate(session)?;
+    let log = engine
+        .store()
+        .read(session, 1)?
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(SimulationReport {
+        log,
         decisions: feed.decisions,
         steps: feed.steps,
         turns: feed.turns,

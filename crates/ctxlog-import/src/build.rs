@@ -158,19 +158,23 @@ impl<'a> Builder<'a> {
         })
     }
 
-    /// The policy to record: the preset of the agent version that wrote the
-    /// recording (`writer`, e.g. OpenCode's `info.version`), when the options
-    /// allow detection and a preset matches, else the options' policy.
+    /// The policy to record: the preset of the agent that wrote the
+    /// recording (`claude-code`, `codex`, `pi`; for OpenCode, of the version
+    /// `writer` names: 1.18.x → `opencode-1.18`), when the options allow
+    /// detection and a preset matches, else the options' policy.
     pub fn policy_for(&self, writer: Option<&str>) -> ctxlog_core::Policy {
-        let detected =
-            writer
-                .filter(|_| self.options.detect_policy)
-                .and_then(|w| match self.format {
-                    Format::OpenCode if w.starts_with("1.18.") => {
-                        Some(ctxlog_core::Policy::opencode_1_18())
-                    }
-                    _ => None,
-                });
+        use ctxlog_core::Policy;
+        if !self.options.detect_policy {
+            return self.options.policy.clone();
+        }
+        let detected = match self.format {
+            Format::OpenCode => writer
+                .filter(|w| w.starts_with("1.18."))
+                .map(|_| Policy::opencode_1_18()),
+            Format::ClaudeCode => Some(Policy::claude_code()),
+            Format::Codex => Some(Policy::codex()),
+            Format::Pi => Some(Policy::pi()),
+        };
         detected.unwrap_or_else(|| self.options.policy.clone())
     }
 

@@ -1,0 +1,227 @@
+//! Views of one stored session over time: `timeline` (a row per step) and
+//! `report` (the HTML page).
+
+use crate::{stored_session, ui, Cli, CliError};
+use ctxlog_core::{timeline, Envelope, StepEvent, StepRow, Timeline};
+use ctxlog_import::time::format_rfc3339_ms;
+use ctxlog_report::Curve;
+use serde_json::json;
+use std::path::Path;
+
+/// The timeline of `events`; a log the reducer refuses is a failure that
+/// names the session and seq.
+pub(crate) fn timeline_of(events: &[Envelope]) -> Result<Timeline, CliError> {
+    timeline(events).map_err(|r| {
+        let at = events.iter().find(|e| e.seq == r.seq).map(|e| e.session);
+        CliError::Failed(format!(
+            "session {} does not replay at seq {}: {r}",
+            at.map_or("-".into(), |s| s.to_string()),
+            r.seq
+        ))
+    })
+}
+
+/// `timeline SESSION`.
+pub(crate) fn show_timeline(cli: &Cli, session: &str) -> Result<(), CliError> {
+    let (store, session) = stored_session(cli, session)?;
+    let events = crate::read_log(&store, session)?;
+    let t = timeline_of(&events)?;
+    if cli.json {
+        println!("{}", timeline_json(&t));
+        return Ok(());
+    }
+    print_timeline(&t);
+    Ok(())
+}
+
+/// `timeline --json`: the timeline as serialized, the session as text.
+pub(crate) fn timeline_json(t: &Timeline) -> serde_json::Value {
+    let mut doc = serde_json::to_value(t).unwrap_or_else(|_| json!({}));
+    doc["session"] = json!(t.session.map(|s| s.to_string()));
+    doc
+}
+
+/// The timeline as a table of at most 100 columns, with a bar of the
+/// context used.
+pub(crate) fn print_timeline(t: &Timeline) {
+    let limits = &t.limits;
+    let last = t.steps.last();
+    println!(
+        "session {} · policy {} · context {} · usable {} · threshold {}",
+        t.session.map_or("-".into(), |s| s.to_string()),
+        t.policy,
+        if limits.context == 0 {
+            "unlimited".into()
+        } else {
+            limits.context.to_string()
+        },
+        last.and_then(|s| s.usable)
+            .map_or("-".into(), |u| u.to_string()),
+        last.and_then(|s| s.threshold)
+            .map_or("-".into(), |u| u.to_string()),
+    );
+    if t.steps.is_empty() {
+        println!("no model steps recorded");
+        return;
+    }
+    let peak = t.steps.iter().map(|s| s.tokens.total).max().unwrap_or(0);
+    let rows: Vec<Vec<String>> = t
+        .steps
+        .iter()
+        .map(|s| {
+            vec![
+                s.seq.to_string(),
+                clock(s.time),
+                ui::tokens(s.tokens.input),
+                ui::tokens(s.tokens.output),
+                ui::tokens(s.tokens.cache_read),
+                ui::tokens(s.tokens.total),
+                s.percent.map_or("-".into(), |p| format!("{p:.0}%")),
+                bar(s, peak),
+                ui::tokens(s.window_estimate),
+                what(&s.events),
+            ]
+        })
+        .collect();
+    ui::table_fit(
+        &[
+            "SEQ", "TIME", "INPUT", "OUTPUT", "CACHED", "TOTAL", "USED", "CONTEXT", "WINDOW",
+            "WHAT",
+        ],
+        &rows,
+        ui::MAX_TABLE_WIDTH,
+    );
+    let compactions = count(t, "summary_completed");
+    let prunes = count(t, "parts_pruned");
+    println!(
+        "{} steps · peak {} tokens · {compactions} compactions · {prunes} prunes (`ctxlog window SESSION --at SEQ` shows the input after a step)",
+        t.steps.len(),
+        peak
+    );
+}
+
+/// How many entries of `kind` the timeline holds.
+pub(crate) fn count(t: &Timeline, kind: &str) -> usize {
+    t.steps
+        .iter()
+        .flat_map(|s| &s.events)
+        .filter(|e| e.kind == kind)
+        .count()
+}
+
+/// `HH:MM:SS` of a time (the date is in the header of a day's rows).
+fn clock(ms: u64) -> String {
+    let full = format_rfc3339_ms(ms);
+    full.get(11..19).unwrap_or(&full).to_owned()
+}
+
+/// Ten cells of the usable context the step's total used (of the peak when
+/// there is no limit); `!` where the policy's count reached its threshold.
+fn bar(s: &StepRow, peak: u64) -> String {
+    const CELLS: u64 = 10;
+    let (num, den) = match s.usable {
+        Some(u) if u > 0 => (s.tokens.total, u),
+        _ => (s.tokens.total, peak.max(1)),
+    };
+    let filled = (num.saturating_mul(CELLS) + den / 2) / den;
+    let mut out: String = (0..CELLS)
+        .map(|i| if i < filled { '█' } else { '·' })
+        .collect();
+    if s.threshold.is_some_and(|t| s.count >= t) {
+        out.pop();
+        out.push('!');
+    }
+    out
+}
+
+/// What the lifecycle did after a step, in a few words.
+fn what(events: &[StepEvent]) -> String {
+    let words: Vec<String> = events
+        .iter()
+        .filter_map(|e| {
+            let tokens = e.tokens.map(ui::tokens);
+            Some(match e.kind.as_str() {
+                "parts_pruned" => format!(
+                    "prune {} parts ~{}",
+                    e.parts,
+                    tokens.unwrap_or_else(|| "?".into())
+                ),
+                "parts_restored" => format!("restore {} parts", e.parts),
+                "compaction_requested" => "compaction requested".into(),
+                "summary_completed" => format!(
+                    "summary{}",
+                    tokens.map(|t| format!(" {t}")).unwrap_or_default()
+                ),
+                "compaction_failed" => "compaction FAILED".into(),
+                "continue" => "continue".into(),
+                "auto_compaction_paused" => "STALL".into(),
+                "policy_changed" => e.what.clone(),
+                _ => return None,
+            })
+        })
+        .collect();
+    words.join(", ")
+}
+
+/// `report SESSION [--with SESSION]... --out FILE`.
+pub(crate) fn write_report(
+    cli: &Cli,
+    session: &str,
+    with: &[String],
+    out: &Path,
+) -> Result<(), CliError> {
+    let store = crate::open_existing(&cli.db)?;
+    let mut logs = Vec::new();
+    for text in std::iter::once(session).chain(with.iter().map(String::as_str)) {
+        let id = crate::recorded::resolve_session(&store, &cli.db, text)?;
+        let events = crate::read_log(&store, id)?;
+        logs.push((label(&events, logs.is_empty()), id, events));
+    }
+    let curves: Vec<Curve<'_>> = logs
+        .iter()
+        .map(|(label, _, events)| Curve {
+            label: label.clone(),
+            events,
+        })
+        .collect();
+    let html = ctxlog_report::report(&curves).map_err(|e| CliError::Failed(e.to_string()))?;
+    write_page(out, &html)?;
+    if cli.json {
+        println!(
+            "{}",
+            json!({"out": out.display().to_string(), "bytes": html.len(), "sessions": logs.iter().map(|(l, id, e)| json!({"session": id.to_string(), "label": l, "events": e.len()})).collect::<Vec<_>>()})
+        );
+    } else {
+        println!(
+            "wrote {} ({} bytes): {}",
+            out.display(),
+            html.len(),
+            logs.iter()
+                .map(|(l, id, _)| format!("{l} ({id})"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// How the page names a session: "recorded" for an import under its
+/// agent's own policy, else the policy's name.
+fn label(events: &[Envelope], first: bool) -> String {
+    let policy = events.iter().rev().find_map(|e| match &e.event {
+        ctxlog_core::Event::SessionStarted { policy, .. }
+        | ctxlog_core::Event::PolicyChanged { policy } => Some(policy.name.clone()),
+        _ => None,
+    });
+    let policy = policy.unwrap_or_else(|| "-".into());
+    if first {
+        format!("recorded ({policy})")
+    } else {
+        policy
+    }
+}
+
+/// Writes `html` to `out` (a failure names the file).
+pub(crate) fn write_page(out: &Path, html: &str) -> Result<(), CliError> {
+    std::fs::write(out, html).map_err(|e| CliError::Failed(format!("{}: {e}", out.display())))
+}

@@ -1,0 +1,341 @@
+//! The HTML report in a real browser: Debian's headless Chromium driven
+//! through chromedriver (WebDriver over HTTP on loopback). The page must
+//! load without a console error, its chart must hold exactly what
+//! `timeline --json` says (every point's `data-seq` and `data-total`),
+//! clicking a compaction marker must show that step's window and what the
+//! compaction removed, and a screenshot is saved.
+//!
+//! `.ci/run` installs `chromium` and `chromium-driver` and sets
+//! `CTXLOG_REQUIRE_BROWSER=1`, so there the test cannot skip; elsewhere it
+//! skips with a message when they are missing.
+
+mod common;
+
+use common::ctxlog_at;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(db: &Path, args: &[&str]) -> String {
+    let out = ctxlog_at(db, args);
+    assert!(
+        out.status.success(),
+        "ctxlog {args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// chromedriver on a free loopback port and one browser session in it.
+struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+}
+
+impl Browser {
+    /// `None` when Chromium or chromedriver is not installed (and the
+    /// environment does not require them).
+    fn start() -> Option<Browser> {
+        if !Path::new(CHROMIUM).exists() || !Path::new(CHROMEDRIVER).exists() {
+            assert!(
+                std::env::var_os("CTXLOG_REQUIRE_BROWSER").is_none(),
+                "{CHROMIUM} or {CHROMEDRIVER} is missing (apt-get install chromium chromium-driver)"
+            );
+            eprintln!("SKIPPED: {CHROMIUM} or {CHROMEDRIVER} is missing; .ci/run installs them");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let driver = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while ureq::get(&format!("{base}/status")).call().is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not answer");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": CHROMIUM,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1200,1500"],
+            },
+            "goog:loggingPrefs": {"browser": "ALL"},
+        }}});
+        let mut b = Browser {
+            driver,
+            base,
+            session: String::new(),
+        };
+        let created = b.post("/session", &caps);
+        b.session = created["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no WebDriver session: {created}"))
+            .to_owned();
+        Some(b)
+    }
+
+    fn url(&self, path: &str) -> String {
+        if self.session.is_empty() {
+            format!("{}{path}", self.base)
+        } else {
+            format!("{}/session/{}{path}", self.base, self.session)
+        }
+    }
+
+    fn post(&self, path: &str, body: &Value) -> Value {
+        let text = match ureq::post(&self.url(path))
+            .set("Content-Type", "application/json")
+            .send_string(&body.to_string())
+        {
+            Ok(r) => r.into_string().expect("a WebDriver answer"),
+            Err(ureq::Error::Status(code, r)) => {
+                panic!(
+                    "WebDriver {path}: {code}: {}",
+                    r.into_string().unwrap_or_default()
+                )
+            }
+            Err(e) => panic!("WebDriver {path}: {e}"),
+        };
+        serde_json::from_str(&text).expect("WebDriver JSON")
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let text = ureq::get(&self.url(path))
+            .call()
+            .unwrap_or_else(|e| panic!("WebDriver {path}: {e}"))
+            .into_string()
+            .expect("a WebDriver answer");
+        serde_json::from_str(&text).expect("WebDriver JSON")
+    }
+
+    /// Runs `script` in the page; its return value.
+    fn eval(&self, script: &str) -> Value {
+        self.post("/execute/sync", &json!({"script": script, "args": []}))["value"].clone()
+    }
+
+    /// Clicks the first element matching `css`, as a user would.
+    fn click(&self, css: &str) {
+        let found = self.post("/element", &json!({"using": "css selector", "value": css}));
+        let id = found["value"]
+            .as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("no element {css}: {found}"))
+            .to_owned();
+        self.post(&format!("/element/{id}/click"), &json!({}));
+    }
+
+    /// The browser's console entries since the last call.
+    fn console(&self) -> Vec<Value> {
+        self.post("/se/log", &json!({"type": "browser"}))["value"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn screenshot(&self) -> Vec<u8> {
+        let v = self.get("/screenshot");
+        base64(v["value"].as_str().expect("a screenshot"))
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if !self.session.is_empty() {
+            let _ = ureq::delete(&self.url("")).call();
+        }
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// Standard base64 (what WebDriver's screenshot is).
+fn base64(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> u32 {
+        match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not base64: {c}"),
+        }
+    };
+    let bytes: Vec<u8> = text.bytes().filter(|&c| c != b'=' && c != b'\n').collect();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut n = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            n |= value(c) << (18 - 6 * i);
+        }
+        let take = chunk.len() - 1;
+        out.extend_from_slice(&n.to_be_bytes()[1..=take]);
+    }
+    out
+}
+
+/// The sessions the page shows: the real pi recording with two simulations
+/// when `../shared/sessions` is there, else the checked-in OpenCode fixture
+/// (compacted and pruned) with one. Returns (main, others).
+fn sessions(db: &Path) -> (String, Vec<String>) {
+    let pi = root().join("../shared/sessions/pi/large-session.jsonl");
+    let (file, id, policies) = if pi.exists() {
+        (
+            pi,
+            "d703a1a9-1b7b-4fb1-b512-c9738b1fe617".to_owned(),
+            "opencode-1.17,claude-code",
+        )
+    } else {
+        eprintln!("../shared/sessions is absent: the page shows the checked-in fixture");
+        let file = root().join("fixtures/sessions/opencode/compacted-and-pruned.json");
+        let text = std::fs::read_to_string(&file).expect("fixture");
+        let doc: Value = serde_json::from_str(&text).expect("fixture JSON");
+        let id = doc["info"]["id"].as_str().expect("session id").to_owned();
+        (file, id, "opencode-1.17")
+    };
+    let file = file.display().to_string();
+    run(db, &["import", &file]);
+    run(
+        db,
+        &["simulate", &file, "--policy", policies, "--keep", "--json"],
+    );
+    let others = policies.split(',').map(|p| format!("{id}@{p}")).collect();
+    (id, others)
+}
+
+#[test]
+fn the_report_opens_in_chromium_without_errors_and_its_chart_is_the_timeline() {
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("ctxlog-report-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("store");
+    let (main, others) = sessions(&db);
+    let page = dir.join("report.html");
+    let page_text = page.display().to_string();
+    let mut args = vec!["report", main.as_str(), "--out", page_text.as_str()];
+    for o in &others {
+        args.extend(["--with", o.as_str()]);
+    }
+    run(&db, &args);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for external in ["http://", "https://", "src=\"//"] {
+        let hits: Vec<_> = html
+            .match_indices(external)
+            .map(|(i, _)| &html[i.saturating_sub(40)..(i + 60).min(html.len())])
+            .filter(|ctx| !ctx.contains("www.w3.org/2000/svg"))
+            .collect();
+        assert!(
+            !html.contains("<script src") && !html.contains("<link rel=\"stylesheet\""),
+            "the page loads nothing"
+        );
+        assert!(
+            hits.iter()
+                .all(|h| !h.contains("src=") && !h.contains("href=")),
+            "no external reference: {hits:?}"
+        );
+    }
+
+    browser.post("/url", &json!({"url": format!("file://{page_text}")}));
+    let ready = browser.eval("return document.readyState");
+    assert_eq!(ready, "complete");
+
+    // Every curve's points are exactly its timeline's steps.
+    for (c, session) in std::iter::once(&main).chain(&others).enumerate() {
+        let timeline: Value =
+            serde_json::from_str(&run(&db, &["timeline", session, "--json"])).unwrap();
+        let want: Vec<(u64, u64)> = timeline["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["seq"].as_u64().unwrap(),
+                    s["tokens"]["total"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert!(!want.is_empty(), "{session} has steps");
+        let got = browser.eval(&format!(
+            "return Array.from(document.querySelectorAll('circle.pt[data-curve=\"{c}\"]')).map(function(p){{return [Number(p.dataset.seq), Number(p.dataset.total)];}})"
+        ));
+        let got: Vec<(u64, u64)> = got
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+            .collect();
+        assert_eq!(got, want, "curve {c} ({session}) is its timeline");
+    }
+
+    // Clicking a compaction marker shows its step: what the compaction
+    // removed, and the window the marker's step had.
+    let marker = browser.eval(
+        "var m=document.querySelector('g.marker.compaction');return m?[Number(m.dataset.curve),Number(m.dataset.step),Number(m.dataset.seq)]:null",
+    );
+    assert!(marker.is_array(), "the chart has a compaction marker");
+    browser.click("g.marker.compaction");
+    let shown = browser.eval(
+        "return [document.getElementById('curve').value, document.getElementById('pick').value, document.getElementById('step-removed').textContent, document.querySelectorAll('#window .msg').length, document.getElementById('step-events').textContent]",
+    );
+    assert_eq!(shown[0], marker[0].to_string(), "the marker's session");
+    assert_eq!(shown[1], marker[1].to_string(), "the marker's step");
+    let removed = shown[2].as_str().unwrap();
+    assert!(
+        removed.contains("Left the window before the next step"),
+        "what the compaction removed: {removed:?}"
+    );
+    assert!(shown[3].as_u64().unwrap() > 0, "the window has messages");
+    assert!(shown[4].as_str().unwrap().contains("summary_completed"));
+    // The next step's window starts at the compaction's marker.
+    browser.click("#next");
+    let pivot = browser.eval(
+        "return [document.querySelectorAll('#window .msg.pivot').length, document.querySelectorAll('#window .msg.summary').length]",
+    );
+    assert_eq!(pivot, json!([1, 1]), "the pivot and its summary");
+
+    let errors: Vec<Value> = browser
+        .console()
+        .into_iter()
+        .filter(|e| e["level"] == "SEVERE" || e["level"] == "WARNING")
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+
+    browser.eval("window.scrollTo(0,0)");
+    let png = browser.screenshot();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    std::fs::write(&shot, &png).unwrap();
+    eprintln!("screenshot: {}", shot.display());
+    if std::env::var_os("CTXLOG_BLESS").is_some() {
+        std::fs::write(root().join("docs/report.png"), &png).unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn base64_decodes() {
+    assert_eq!(base64("aGVsbG8="), b"hello");
+    assert_eq!(base64("aGk="), b"hi");
+    assert_eq!(base64("YWJj"), b"abc");
+}

@@ -1,0 +1,234 @@
+//! The timeline: one row per model step of a session, with the tokens the
+//! provider reported, how much of the usable context they used, the window
+//! estimate right after the step, and what the lifecycle did after it
+//! (prunes, compactions, summaries, continues, stalls). A pure fold over the
+//! events, like the audit it draws its events from.
+
+use crate::audit::{audit, AuditEntry};
+use crate::event::{Envelope, Event};
+use crate::ids::{MessageId, Seq, SessionId, TimestampMs};
+use crate::policy::{ModelLimits, TokenUsage};
+use crate::state::SessionState;
+use crate::window::estimate_window;
+use crate::RefusedEvent;
+use serde::{Deserialize, Serialize};
+
+/// A session's timeline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    /// The session.
+    pub session: Option<SessionId>,
+    /// The name of the policy in force at the end.
+    pub policy: String,
+    /// The model's limits at the end (each step has its own usable budget).
+    pub limits: ModelLimits,
+    /// One row per model step, in log order.
+    pub steps: Vec<StepRow>,
+}
+
+/// One model step (a `StepFinished` on an agent's assistant message; the
+/// summarizer's calls are events of the step they follow).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRow {
+    /// The `StepFinished` event's seq.
+    pub seq: Seq,
+    /// When it finished, ms since the epoch.
+    pub time: TimestampMs,
+    /// The assistant message.
+    pub message: MessageId,
+    /// The tokens as the provider reported them.
+    pub tokens: StepTokens,
+    /// The number the policy's overflow predicate compares with `usable`.
+    pub count: u64,
+    /// The usable input budget at this step (`None`: no context limit).
+    pub usable: Option<u64>,
+    /// `tokens.total` (what the context held) as a percentage of `usable`,
+    /// to 0.01 (`None` without a limit).
+    pub percent: Option<f64>,
+    /// The policy's threshold at this step: where automatic compaction fires.
+    pub threshold: Option<u64>,
+    /// The estimated tokens of the window right after the step.
+    pub window_estimate: u64,
+    /// What the lifecycle did after this step, up to the next one (entries
+    /// before the first step belong to the first step).
+    pub events: Vec<StepEvent>,
+}
+
+/// A step's tokens, as reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepTokens {
+    /// Prompt tokens not read from the cache.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Reasoning tokens (reported apart from output by some providers).
+    pub reasoning: u64,
+    /// Prompt tokens read from the cache.
+    pub cache_read: u64,
+    /// Prompt tokens written to the cache.
+    pub cache_write: u64,
+    /// The provider's total, or, when the recording has none, the sum of the
+    /// five counts above (what the agents compute).
+    pub total: u64,
+    /// Whether `total` was reported (else computed).
+    pub total_reported: bool,
+}
+
+impl StepTokens {
+    /// The reported usage as a row shows it.
+    pub fn of(t: &TokenUsage) -> Self {
+        let sum = t
+            .input
+            .saturating_add(t.output)
+            .saturating_add(t.reasoning)
+            .saturating_add(t.cache_read)
+            .saturating_add(t.cache_write);
+        let reported = t.total.filter(|&v| v > 0);
+        StepTokens {
+            input: t.input,
+            output: t.output,
+            reasoning: t.reasoning,
+            cache_read: t.cache_read,
+            cache_write: t.cache_write,
+            total: reported.unwrap_or(sum),
+            total_reported: reported.is_some(),
+        }
+    }
+}
+
+/// One thing the lifecycle did: an audit entry, shortened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepEvent {
+    /// The event's seq.
+    pub seq: Seq,
+    /// The audit kind (`parts_pruned`, `compaction_requested`,
+    /// `compaction_started`, `summary_completed`, `compaction_failed`,
+    /// `continue`, `auto_compaction_paused`, ...).
+    pub kind: String,
+    /// The parts or messages concerned (pruned parts: how many).
+    pub parts: usize,
+    /// The tokens involved, as the audit has them.
+    pub tokens: Option<u64>,
+    /// What happened, in words.
+    pub what: String,
+}
+
+impl From<&AuditEntry> for StepEvent {
+    fn from(e: &AuditEntry) -> Self {
+        StepEvent {
+            seq: e.seq,
+            kind: e.kind.clone(),
+            parts: e.ids.len(),
+            tokens: e.tokens,
+            what: e.what.clone(),
+        }
+    }
+}
+
+/// The timeline of one session's events.
+pub fn timeline(events: &[Envelope]) -> Result<Timeline, RefusedEvent> {
+    timeline_with(events, |_, _| {})
+}
+
+/// [`timeline`], calling `at_step` with the state right after each step and
+/// its row (the report renders the window there).
+pub fn timeline_with(
+    events: &[Envelope],
+    mut at_step: impl FnMut(&SessionState, &StepRow),
+) -> Result<Timeline, RefusedEvent> {
+    let mut state = SessionState::new();
+    let mut steps: Vec<StepRow> = Vec::new();
+    for e in events {
+        state.evolve(e)?;
+        let Event::StepFinished {
+            message, tokens, ..
+        } = &e.event
+        else {
+            continue;
+        };
+        let check = state.policy.check_overflow(&state.limits, tokens);
+        let reported = StepTokens::of(tokens);
+        let row = StepRow {
+            seq: e.seq,
+            time: e.recorded_at,
+            message: *message,
+            tokens: reported,
+            count: check.count,
+            usable: check.usable,
+            percent: check.usable.map(|u| percent(reported.total, u)),
+            threshold: state.policy.threshold(&state.limits),
+            window_estimate: estimate_window(&state),
+            events: Vec::new(),
+        };
+        at_step(&state, &row);
+        steps.push(row);
+    }
+    attach(&mut steps, &audit(events));
+    Ok(Timeline {
+        session: state.session,
+        policy: state.policy.name.clone(),
+        limits: state.limits.clone(),
+        steps,
+    })
+}
+
+/// `count / usable` in percent, rounded half up to 0.01 (integer
+/// arithmetic, so every process prints the same digits).
+pub fn percent(count: u64, usable: u64) -> f64 {
+    if usable == 0 {
+        return 0.0;
+    }
+    let hundredths = (u128::from(count) * 20_000 + u128::from(usable)) / (2 * u128::from(usable));
+    hundredths as f64 / 100.0
+}
+
+/// Gives each audit entry to the last step at or before it (the first
+/// step takes those before it).
+fn attach(steps: &mut [StepRow], entries: &[AuditEntry]) {
+    if steps.is_empty() {
+        return;
+    }
+    let mut i = 0;
+    for e in entries {
+        while i + 1 < steps.len() && steps[i + 1].seq <= e.seq {
+            i += 1;
+        }
+        steps[i].events.push(StepEvent::from(e));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_rounds_half_up_to_hundredths() {
+        assert_eq!(percent(1, 3), 33.33);
+        assert_eq!(percent(2, 3), 66.67);
+        assert_eq!(percent(50, 100), 50.0);
+        assert_eq!(percent(150, 100), 150.0);
+        assert_eq!(percent(1, 0), 0.0);
+        assert_eq!(percent(u64::MAX, 1), u64::MAX as f64 * 100.0);
+    }
+
+    #[test]
+    fn a_reported_total_is_kept_and_a_missing_one_computed() {
+        let t = TokenUsage {
+            total: Some(100),
+            input: 10,
+            output: 5,
+            reasoning: 1,
+            cache_read: 20,
+            cache_write: 3,
+        };
+        let s = StepTokens::of(&t);
+        assert_eq!((s.total, s.total_reported), (100, true));
+        let s = StepTokens::of(&TokenUsage { total: None, ..t });
+        assert_eq!((s.total, s.total_reported), (39, false));
+        let s = StepTokens::of(&TokenUsage {
+            total: Some(0),
+            ..t
+        });
+        assert_eq!((s.total, s.total_reported), (39, false));
+    }
+}

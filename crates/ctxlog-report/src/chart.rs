@@ -1,0 +1,197 @@
+//! The context chart as an SVG drawn here: each session's total tokens per
+//! step, the usable line and the policy's threshold, and markers for
+//! prunes and compactions. Every point carries `data-curve`, `data-step`,
+//! `data-seq` and `data-total`, so the page's script (and a test) can read
+//! the chart back.
+
+use crate::escape;
+use ctxlog_core::Timeline;
+use std::fmt::Write;
+
+/// The chart's size in SVG units.
+const WIDTH: f64 = 960.0;
+const HEIGHT: f64 = 360.0;
+/// Room for the axes' labels.
+const LEFT: f64 = 64.0;
+const RIGHT: f64 = 16.0;
+const TOP: f64 = 16.0;
+const BOTTOM: f64 = 36.0;
+
+/// The colours of the curves, in order (then repeated).
+pub const COLORS: &[&str] = &["#2563eb", "#d97706", "#059669", "#9333ea", "#dc2626"];
+
+/// The chart of `curves` (label, timeline); the first one's usable line
+/// and threshold are drawn.
+pub fn chart(curves: &[(String, &Timeline)]) -> String {
+    let steps = curves.iter().map(|(_, t)| t.steps.len()).max().unwrap_or(0);
+    let top = curves
+        .iter()
+        .flat_map(|(_, t)| &t.steps)
+        .flat_map(|s| [Some(s.tokens.total), s.usable])
+        .flatten()
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let y_max = nice(top as f64 * 1.05);
+    let x = |i: usize| {
+        let span = (steps.max(2) - 1) as f64;
+        LEFT + (WIDTH - LEFT - RIGHT) * i as f64 / span
+    };
+    let y = |v: u64| TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - v as f64 / y_max);
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg id="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="tokens per step" xmlns="http://www.w3.org/2000/svg">"#
+    );
+    // Axes and grid.
+    for k in 0..=4 {
+        let v = y_max * f64::from(k) / 4.0;
+        let py = y(v as u64);
+        let _ = write!(
+            svg,
+            r##"<line class="grid" x1="{LEFT}" x2="{}" y1="{py:.1}" y2="{py:.1}"/><text class="axis" x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            py + 4.0,
+            short(v as u64)
+        );
+    }
+    let ticks = steps.clamp(1, 10);
+    for k in 0..ticks {
+        let i = if ticks == 1 {
+            0
+        } else {
+            k * (steps.max(1) - 1) / (ticks - 1)
+        };
+        let _ = write!(
+            svg,
+            r#"<text class="axis" x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+            x(i),
+            HEIGHT - BOTTOM + 16.0,
+            i + 1
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text class="axis" x="{}" y="{}" text-anchor="middle">step</text>"#,
+        (LEFT + WIDTH - RIGHT) / 2.0,
+        HEIGHT - 4.0
+    );
+    // The first session's usable line and threshold (they change with the
+    // model's limits).
+    if let Some((_, t)) = curves.first() {
+        let usable = line(t, |s| s.usable, &x, &y);
+        if !usable.is_empty() {
+            let _ = write!(
+                svg,
+                r#"<polyline class="usable" points="{usable}"><title>usable context</title></polyline>"#
+            );
+        }
+        let threshold = line(t, |s| s.threshold, &x, &y);
+        if !threshold.is_empty() && threshold != usable {
+            let _ = write!(
+                svg,
+                r#"<polyline class="threshold" points="{threshold}"><title>the policy's threshold</title></polyline>"#
+            );
+        }
+    }
+    for (c, (label, t)) in curves.iter().enumerate() {
+        let color = COLORS[c % COLORS.len()];
+        let points = line(t, |s| Some(s.tokens.total), &x, &y);
+        let _ = write!(
+            svg,
+            r#"<polyline class="curve" stroke="{color}" points="{points}"/>"#
+        );
+        for (i, s) in t.steps.iter().enumerate() {
+            let (px, py) = (x(i), y(s.tokens.total));
+            for e in &s.events {
+                let kind = match e.kind.as_str() {
+                    "summary_completed" => "compaction",
+                    "parts_pruned" => "prune",
+                    "compaction_failed" | "auto_compaction_paused" => "failure",
+                    _ => continue,
+                };
+                let _ = write!(
+                    svg,
+                    r#"<g class="marker {kind}" data-curve="{c}" data-step="{i}" data-seq="{}" tabindex="0"><line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{}" stroke="{color}"/><circle cx="{px:.1}" cy="{}" r="6" fill="{color}"/><title>{}: {} (seq {})</title></g>"#,
+                    e.seq,
+                    HEIGHT - BOTTOM,
+                    if kind == "prune" {
+                        HEIGHT - BOTTOM - 6.0
+                    } else {
+                        TOP + 6.0
+                    },
+                    escape(label),
+                    escape(&e.what),
+                    e.seq
+                );
+            }
+            let _ = write!(
+                svg,
+                r#"<circle class="pt" cx="{px:.1}" cy="{py:.1}" r="3.5" fill="{color}" data-curve="{c}" data-step="{i}" data-seq="{}" data-total="{}" tabindex="0"><title>{}: step {} (seq {}): {} tokens{}</title></circle>"#,
+                s.seq,
+                s.tokens.total,
+                escape(label),
+                i + 1,
+                s.seq,
+                s.tokens.total,
+                s.percent
+                    .map(|p| format!(", {p}% of usable"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The points of one series; steps where it has no value are left out.
+fn line(
+    t: &Timeline,
+    value: impl Fn(&ctxlog_core::StepRow) -> Option<u64>,
+    x: &impl Fn(usize) -> f64,
+    y: &impl Fn(u64) -> f64,
+) -> String {
+    let mut out = String::new();
+    for (i, s) in t.steps.iter().enumerate() {
+        if let Some(v) = value(s) {
+            let _ = write!(out, "{:.1},{:.1} ", x(i), y(v));
+        }
+    }
+    out.trim_end().to_owned()
+}
+
+/// A round axis maximum at or above `v`.
+fn nice(v: f64) -> f64 {
+    let p = 10f64.powf(v.max(1.0).log10().floor());
+    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+        if m * p >= v {
+            return m * p;
+        }
+    }
+    10.0 * p
+}
+
+/// `120k`, `1.5M`.
+fn short(v: u64) -> String {
+    match v {
+        0..=999 => v.to_string(),
+        1_000..=999_999 => format!("{}k", v / 1_000),
+        _ => format!("{:.1}M", v as f64 / 1e6),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_maxima_are_round() {
+        assert_eq!(nice(0.0), 1.0);
+        assert_eq!(nice(168_000.0), 200_000.0);
+        assert_eq!(nice(210_000.0), 250_000.0);
+        assert_eq!(nice(1_000.0), 1_000.0);
+        assert_eq!(short(250_000), "250k");
+        assert_eq!(short(1_500_000), "1.5M");
+    }
+}

@@ -1,0 +1,357 @@
+//! ctxlog-report: one session's context over time (or several sessions',
+//! e.g. a recording and its simulations under other policies) as a single
+//! self-contained HTML page: no network, no external script or font.
+//!
+//! The page holds the chart (an SVG drawn here, see [`chart`]), the
+//! policies and limits, every lifecycle event with what it removed from the
+//! window, each summary, and the exact window right after any step (picked
+//! by clicking a point or a marker). Everything comes from the events, in a
+//! pure fold: the same events give the same page, byte for byte.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod chart;
+pub mod data;
+
+use ctxlog_core::{Envelope, RefusedEvent, Timeline};
+use data::{session_data, SessionData};
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+/// Why a page could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// A session's events do not replay.
+    #[error("{label}: the events do not replay at seq {}: {refused}", refused.seq)]
+    Refused {
+        /// The session's label on the page.
+        label: String,
+        /// What the reducer refused.
+        refused: Box<RefusedEvent>,
+    },
+    /// Nothing to show.
+    #[error("a report needs at least one session")]
+    Empty,
+}
+
+/// One session on the page: its label (the policy, or "recorded") and its
+/// events, seq 1 first.
+pub struct Curve<'a> {
+    /// How the page names it.
+    pub label: String,
+    /// Its events.
+    pub events: &'a [Envelope],
+}
+
+/// The page for `curves`; the first is the main one (its title heads the
+/// page, its usable line and threshold are drawn).
+pub fn report(curves: &[Curve<'_>]) -> Result<String, ReportError> {
+    if curves.is_empty() {
+        return Err(ReportError::Empty);
+    }
+    let sessions: Vec<SessionData> = curves
+        .iter()
+        .map(|c| {
+            session_data(&c.label, c.events).map_err(|refused| ReportError::Refused {
+                label: c.label.clone(),
+                refused: Box::new(refused),
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(page(curves, &sessions))
+}
+
+/// `text` safe inside HTML text and attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// JSON safe inside a `<script>` element (no `</script>`, no `<!--`).
+fn script_json(v: &Value) -> String {
+    v.to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
+fn page(curves: &[Curve<'_>], sessions: &[SessionData]) -> String {
+    let main = &sessions[0];
+    let heading = main
+        .title
+        .clone()
+        .or_else(|| main.json["source"].as_str().map(str::to_owned))
+        .or_else(|| main.json["session"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| "session".into());
+    let lines: Vec<(String, &Timeline)> = curves
+        .iter()
+        .zip(sessions)
+        .map(|(c, s)| (c.label.clone(), &s.timeline))
+        .collect();
+    let mut html = String::new();
+    let _ = write!(
+        html,
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>ctxlog report: {title}</title><link rel="icon" href="data:,"><style>{STYLE}</style></head>
+<body><header><h1>{title}</h1><p class="sub">session <code>{session}</code>{source} · made by ctxlog from the event log</p></header>
+"#,
+        title = escape(&heading),
+        session = escape(main.json["session"].as_str().unwrap_or("-")),
+        source = main.json["source"]
+            .as_str()
+            .map(|s| format!(" · recorded as <code>{}</code>", escape(s)))
+            .unwrap_or_default(),
+    );
+    html.push_str(&policies(&lines, sessions));
+    html.push_str("<section id=\"chart-box\"><h2>Context per step</h2><div class=\"legend\">");
+    for (c, (label, _)) in lines.iter().enumerate() {
+        let _ = write!(
+            html,
+            r#"<span><i style="background:{}"></i>{}</span>"#,
+            chart::COLORS[c % chart::COLORS.len()],
+            escape(label)
+        );
+    }
+    html.push_str(r#"<span><i class="dash usable"></i>usable context</span><span><i class="dash threshold"></i>threshold</span><span>● step · <b>|</b> compaction · <b>▾</b> prune (click one)</span></div>"#);
+    html.push_str(&chart::chart(&lines));
+    html.push_str("</section>\n");
+    html.push_str(STEP_PANEL);
+    html.push_str(&events_table(&lines, sessions));
+    html.push_str(&summaries(&lines, sessions));
+    let data = json!({"sessions": sessions.iter().map(|s| &s.json).collect::<Vec<_>>()});
+    let _ = write!(
+        html,
+        "<script type=\"application/json\" id=\"data\">{}</script>\n<script>{SCRIPT}</script>\n</body></html>\n",
+        script_json(&data)
+    );
+    html
+}
+
+/// The policies and limits of each session, with its figures.
+fn policies(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
+    let mut out = String::from(
+        "<section id=\"policies\"><h2>Policies and limits</h2><table><thead><tr><th>session</th><th>policy</th><th>context</th><th>usable</th><th>threshold</th><th>auto</th><th>prune</th><th>steps</th><th>peak</th><th>compactions</th><th>prunes</th></tr></thead><tbody>",
+    );
+    for ((label, t), s) in lines.iter().zip(sessions) {
+        let last = t.steps.last();
+        let peak = t.steps.iter().map(|s| s.tokens.total).max().unwrap_or(0);
+        let count = |kind: &str| {
+            t.steps
+                .iter()
+                .flat_map(|s| &s.events)
+                .filter(|e| e.kind == kind)
+                .count()
+        };
+        let num = |v: Option<u64>| v.map_or("–".into(), |v| v.to_string());
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{peak}</td><td>{}</td><td>{}</td></tr>",
+            escape(label),
+            escape(&t.policy),
+            if t.limits.context == 0 { "unlimited".into() } else { t.limits.context.to_string() },
+            num(last.and_then(|s| s.usable)),
+            num(last.and_then(|s| s.threshold)),
+            s.json["policy"]["auto"],
+            s.json["policy"]["prune"],
+            t.steps.len(),
+            count("summary_completed"),
+            count("parts_pruned"),
+        );
+    }
+    out.push_str("</tbody></table></section>\n");
+    out
+}
+
+/// Every lifecycle event of every session, each with a button that shows
+/// its step, and what it removed from the window.
+fn events_table(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
+    let mut out = String::from(
+        "<section id=\"events\"><h2>Prunes and compactions</h2><table><thead><tr><th>session</th><th>step</th><th>seq</th><th>event</th><th>what</th><th>removed from the window</th><th></th></tr></thead><tbody>",
+    );
+    let mut any = false;
+    for (c, ((label, t), s)) in lines.iter().zip(sessions).enumerate() {
+        for (i, step) in t.steps.iter().enumerate() {
+            let removed = &s.json["steps"][i]["removed"];
+            for e in &step.events {
+                if e.kind == "compaction_attempted" || e.kind == "compaction_started" {
+                    continue;
+                }
+                any = true;
+                let gone = removed["messages"].as_array().map_or(0, Vec::len);
+                let cleared = removed["cleared"].as_array().map_or(0, Vec::len);
+                let what_removed = if gone + cleared == 0 {
+                    "–".to_owned()
+                } else {
+                    format!(
+                        "{gone} messages, {cleared} tool outputs, ~{} tokens (before the next step)",
+                        removed["tokens"]
+                    )
+                };
+                let _ = write!(
+                    out,
+                    r#"<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><button class="show" data-curve="{c}" data-step="{i}">show</button></td></tr>"#,
+                    escape(label),
+                    i + 1,
+                    e.seq,
+                    escape(&e.kind),
+                    escape(&e.what),
+                    what_removed,
+                );
+            }
+        }
+    }
+    if !any {
+        out.push_str("<tr><td colspan=\"7\">nothing was pruned or compacted</td></tr>");
+    }
+    out.push_str("</tbody></table></section>\n");
+    out
+}
+
+/// Each session's summaries, whole (up to the page's cut).
+fn summaries(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
+    let mut out = String::from("<section id=\"summaries\"><h2>Summaries</h2>");
+    let mut any = false;
+    for ((label, _), s) in lines.iter().zip(sessions) {
+        for j in s.json["summaries"].as_array().into_iter().flatten() {
+            any = true;
+            let cut = j["cut"].as_u64().unwrap_or(0);
+            let _ = write!(
+                out,
+                "<details class=\"summary\"><summary>{} · requested at seq {} · {} · {} · ~{} tokens</summary>{}<pre>{}</pre>{}</details>",
+                escape(label),
+                j["requested_seq"],
+                if j["auto"] == true { "automatic" } else { "manual" },
+                escape(j["status"].as_str().unwrap_or("")),
+                j["tokens"],
+                j["error"].as_str().map(|e| format!("<p class=\"error\">{}</p>", escape(e))).unwrap_or_default(),
+                escape(j["text"].as_str().unwrap_or("")),
+                if cut > 0 { format!("<p class=\"cut\">… {cut} more characters</p>") } else { String::new() },
+            );
+        }
+    }
+    if !any {
+        out.push_str("<p>no compaction in these sessions</p>");
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// The step panel; the script fills it.
+const STEP_PANEL: &str = r#"<section id="step"><h2>The window after a step</h2>
+<div class="controls"><label>session <select id="curve"></select></label>
+<button id="prev" type="button">◀</button><input id="pick" type="range" min="0" max="0" value="0"><button id="next" type="button">▶</button>
+<span id="where"></span></div>
+<div id="step-info"></div><div id="step-events"></div><div id="step-removed"></div><div id="window"></div></section>
+"#;
+
+const STYLE: &str = r#"
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:0 16px 48px;color:#111827;background:#fff}
+h1{font-size:22px;margin:20px 0 2px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e5e7eb;padding-bottom:4px}
+.sub{color:#6b7280;margin:0}code{font:12px ui-monospace,monospace;background:#f3f4f6;padding:1px 4px;border-radius:3px}
+table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #f3f4f6;vertical-align:top}th{color:#374151;background:#f9fafb}
+#chart{width:100%;height:auto;background:#fff;border:1px solid #e5e7eb;border-radius:6px}
+.grid{stroke:#f3f4f6}.axis{fill:#6b7280;font-size:11px}
+.curve{fill:none;stroke-width:2}.usable{fill:none;stroke:#6b7280;stroke-dasharray:6 4;stroke-width:1.5}.threshold{fill:none;stroke:#dc2626;stroke-dasharray:3 3;stroke-width:1.5}
+.pt{cursor:pointer}.pt:hover,.pt.sel{r:6;stroke:#111827;stroke-width:2}
+.marker{cursor:pointer}.marker line{stroke-width:1.5;stroke-dasharray:2 2;opacity:.55}.marker.prune circle{opacity:.8}.marker.failure circle{fill:#dc2626}.marker:hover line{opacity:1;stroke-width:3}
+.legend{display:flex;gap:16px;flex-wrap:wrap;color:#374151;margin-bottom:6px}.legend i{display:inline-block;width:14px;height:4px;margin-right:6px;vertical-align:middle}
+.legend i.dash.usable{border-top:2px dashed #6b7280;height:0}.legend i.dash.threshold{border-top:2px dashed #dc2626;height:0}
+.controls{display:flex;gap:8px;align-items:center;flex-wrap:wrap}#pick{flex:1;min-width:200px}
+#step-info{margin:8px 0;font-variant-numeric:tabular-nums}.ev{margin:2px 0}.ev b{color:#92400e}
+.msg{border:1px solid #e5e7eb;border-radius:6px;margin:6px 0;padding:6px 10px}.msg.user{background:#f8fafc}.msg.pivot{border-color:#2563eb;background:#eff6ff}.msg.summary{border-color:#059669;background:#ecfdf5}
+.role{font-weight:600;font-size:12px;color:#374151}.badge{font-size:11px;padding:0 6px;border-radius:8px;background:#e5e7eb;margin-left:6px}
+pre{white-space:pre-wrap;word-break:break-word;font:12px/1.4 ui-monospace,monospace;margin:4px 0;max-height:320px;overflow:auto}
+.tool pre.out{background:#f9fafb;border-left:3px solid #d1d5db;padding-left:6px}.cleared pre.out{background:#fef3c7;border-left-color:#d97706;color:#92400e}
+.removed{background:#fef2f2;border:1px solid #fecaca;border-radius:6px;padding:6px 10px;margin:6px 0}.cut,.error{color:#b91c1c;font-size:12px}
+details.summary{margin:6px 0;border:1px solid #e5e7eb;border-radius:6px;padding:6px 10px}details.summary summary{cursor:pointer}
+"#;
+
+/// Fills the step panel from the page's data; no network, no library.
+const SCRIPT: &str = r#"
+(function(){
+'use strict';
+var data=JSON.parse(document.getElementById('data').textContent);
+var curveSel=document.getElementById('curve'),pick=document.getElementById('pick');
+var cur=0,step=0;
+data.sessions.forEach(function(s,i){var o=document.createElement('option');o.value=String(i);o.textContent=s.label;curveSel.appendChild(o);});
+function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;if(text!==undefined)e.textContent=text;return e;}
+function fmt(n){return n===null||n===undefined?'–':Number(n).toLocaleString('en-US');}
+function when(ms){try{return new Date(ms).toISOString().replace('T',' ').replace('Z',' UTC');}catch(e){return String(ms);}}
+function partView(p){
+  var d=el('div','part '+p.type+(p.cleared?' cleared':''));
+  if(p.type==='tool'){
+    d.appendChild(el('div','role',p.tool+' '+p.call_id+' · ~'+fmt(p.tokens)+' tokens'+(p.cleared?' · output cleared by a prune':'')+(p.error?' · error':'')));
+    d.appendChild(el('pre','in',p.input));
+    d.appendChild(el('pre','out',p.text));
+  }else{
+    if(p.type!=='text')d.appendChild(el('div','role',p.type));
+    d.appendChild(el('pre','',p.text));
+  }
+  if(p.cut>0)d.appendChild(el('p','cut','… '+fmt(p.cut)+' more characters (ctxlog window --at SEQ prints them whole)'));
+  return d;
+}
+function messageView(m){
+  var d=el('div','msg '+m.role+(m.pivot?' pivot':'')+(m.summary?' summary':''));
+  var h=el('div','role',m.role+' · ~'+fmt(m.tokens)+' tokens');
+  if(m.pivot)h.appendChild(el('span','badge','compaction marker (the window starts here)'));
+  if(m.summary)h.appendChild(el('span','badge','summary'));
+  if(m.synthetic)h.appendChild(el('span','badge','synthetic'));
+  if(m.source_id)h.appendChild(el('span','badge',m.source_id));
+  d.appendChild(h);
+  m.parts.forEach(function(p){d.appendChild(partView(p));});
+  return d;
+}
+function show(c,i){
+  var s=data.sessions[c];if(!s||!s.steps.length)return;
+  cur=c;step=Math.max(0,Math.min(i,s.steps.length-1));
+  curveSel.value=String(cur);pick.max=String(s.steps.length-1);pick.value=String(step);
+  var st=s.steps[step];
+  document.getElementById('where').textContent='step '+(step+1)+' of '+s.steps.length+' · seq '+st.seq;
+  var info=document.getElementById('step-info');info.textContent='';
+  info.appendChild(el('div','', when(st.time)+' · total '+fmt(st.total)+' tokens (input '+fmt(st.tokens.input)+', output '+fmt(st.tokens.output)+', cache read '+fmt(st.tokens.cache_read)+', cache write '+fmt(st.tokens.cache_write)+(st.tokens.total_reported?'':', total computed')+') · usable '+fmt(st.usable)+(st.percent===null?'':' ('+st.percent+'% used)')+' · threshold '+fmt(st.threshold)+' · window estimate '+fmt(st.window_estimate)));
+  var evs=document.getElementById('step-events');evs.textContent='';
+  st.events.forEach(function(e){var d=el('div','ev');d.appendChild(el('b','',e.kind));d.appendChild(document.createTextNode(' seq '+e.seq+': '+e.what));evs.appendChild(d);});
+  var rem=document.getElementById('step-removed');rem.textContent='';
+  var r=st.removed;
+  if(r.messages.length||r.cleared.length){
+    var box=el('div','removed');
+    box.appendChild(el('div','role','Left the window before the next step: ~'+fmt(r.tokens)+' tokens'));
+    r.messages.forEach(function(x){var m=s.messages[x.message];var first=(m.parts[0]&&m.parts[0].text)||'';box.appendChild(el('div','',m.role+' message, ~'+fmt(x.tokens)+' tokens: '+first.slice(0,160)));});
+    r.cleared.forEach(function(x){box.appendChild(el('div','','tool output cleared: '+x.tool+' '+x.call_id+', ~'+fmt(x.tokens)+' tokens'));});
+    rem.appendChild(box);
+  }
+  var w=document.getElementById('window');w.textContent='';
+  w.appendChild(el('div','role','The model input right after this step: '+st.window.length+' messages'+(st.pivot?', starting at a compaction':'')));
+  st.window.forEach(function(ref){w.appendChild(messageView(s.messages[ref]));});
+  Array.prototype.forEach.call(document.querySelectorAll('.pt.sel'),function(p){p.classList.remove('sel');});
+  var sel=document.querySelector('.pt[data-curve="'+cur+'"][data-step="'+step+'"]');if(sel)sel.classList.add('sel');
+}
+document.addEventListener('click',function(ev){
+  var t=ev.target.closest?ev.target.closest('[data-step]'):null;
+  if(!t)return;
+  show(Number(t.getAttribute('data-curve')||0),Number(t.getAttribute('data-step')));
+  if(t.tagName==='BUTTON')document.getElementById('step').scrollIntoView();
+});
+curveSel.addEventListener('change',function(){show(Number(curveSel.value),step);});
+pick.addEventListener('input',function(){show(cur,Number(pick.value));});
+document.getElementById('prev').addEventListener('click',function(){show(cur,step-1);});
+document.getElementById('next').addEventListener('click',function(){show(cur,step+1);});
+var first=data.sessions[0];
+var start=0;first.steps.forEach(function(s,i){if(s.events.some(function(e){return e.kind==='summary_completed'||e.kind==='parts_pruned';})&&!start)start=i;});
+show(0,start);
+})();
+"#;
