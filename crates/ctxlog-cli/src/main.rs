@@ -149,11 +149,12 @@ enum Command {
         after_help = "Example:\n  ctxlog import ~/.codex/sessions/2025/09/25/rollout-….jsonl\n  ctxlog import export.json --format opencode --context 128000\n  ctxlog import --live ~/.claude/projects/my-project/current-session.jsonl"
     )]
     Import(recorded::ImportArgs),
-    /// List the stored sessions.
+    /// List the stored sessions: date, agent, model, steps, peak tokens,
+    /// compactions, pruned parts and title (every field with --json).
     #[command(
-        after_help = "Example:\n  ctxlog sessions\n  ctxlog --db other-store sessions --json"
+        after_help = "Example:\n  ctxlog sessions\n  ctxlog sessions --agent claude --since 2025-09-01 --sort peak --desc\n  ctxlog --db other-store sessions --json"
     )]
-    Sessions,
+    Sessions(recorded::SessionsArgs),
     /// Re-derive a session's state from its whole log; prints its digest.
     #[command(after_help = "Example:\n  ctxlog replay ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --json")]
     Replay {
@@ -161,9 +162,9 @@ enum Command {
         session: String,
     },
     /// Write a stored session as an OpenCode export (markers, summaries and
-    /// pruned marks included) to stdout or `--out`.
+    /// pruned marks included) or a Markdown transcript, to stdout or `--out`.
     #[command(
-        after_help = "Example:\n  ctxlog export 0199812e-64f0-7f73-91fc-095dda01c36e --format opencode > session.json"
+        after_help = "Example:\n  ctxlog export 0199812e-64f0-7f73-91fc-095dda01c36e --format opencode > session.json\n  ctxlog export 0199812e --format markdown --out session.md"
     )]
     Export {
         /// The session: a ctxlog id or the recording's own session id.
@@ -268,6 +269,9 @@ enum Command {
 enum ExportFormat {
     /// `opencode export` JSON.
     Opencode,
+    /// A Markdown transcript (compactions, summaries and cleared outputs
+    /// marked), for an issue or a review.
+    Markdown,
 }
 
 /// Summarizers the command line can use.
@@ -396,13 +400,18 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Verify => verify(cli),
         Command::Salvage { from, to } => salvage(cli.json, from, to),
         Command::Import(args) => recorded::import(cli.json, &cli.db, args),
-        Command::Sessions => recorded::sessions(cli.json, &cli.db),
+        Command::Sessions(args) => recorded::sessions(cli.json, &cli.db, args),
         Command::Replay { session } => recorded::replay(cli.json, &cli.db, session),
         Command::Export {
             session,
             format: ExportFormat::Opencode,
             out,
         } => recorded::export(cli.json, &cli.db, session, out.as_ref()),
+        Command::Export {
+            session,
+            format: ExportFormat::Markdown,
+            out,
+        } => views::export_markdown(cli, session, out.as_deref()),
         Command::Simulate(args) => recorded::simulate(cli.json, &cli.db, args),
         Command::Bench { quick } => bench::run(cli.json, *quick),
         Command::BenchReplayRss { session } => bench::replay_rss_child(cli.json, &cli.db, session),
@@ -787,14 +796,15 @@ fn show_window(
 ) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
     let engine = engine(store, SummarizerKind::Extractive)?;
-    let w = match at {
-        Some(seq) => engine.window_at(session, seq),
-        None => engine.window(session),
+    let state = match at {
+        Some(seq) => engine.state_at(session, seq),
+        None => engine.state(session),
     }
     .map_err(|e| match e {
         EngineError::NoSuchSeq { .. } => CliError::BadInput(e.to_string()),
         e => CliError::Failed(e.to_string()),
     })?;
+    let w = window(&state);
     if format == WindowFormat::Openai {
         println!(
             "{}",
@@ -811,6 +821,14 @@ fn show_window(
         println!("{}", window_json(&w)?);
         return Ok(());
     }
+    let at = engine
+        .store()
+        .read(session, state.head)
+        .ok()
+        .and_then(|mut r| r.next())
+        .and_then(Result::ok)
+        .map_or(state.started_at, |e| e.recorded_at);
+    window_header(&state, &w, session, at);
     for m in &w.messages {
         let role = match m.role {
             Role::User => "user",
@@ -841,6 +859,51 @@ fn show_window(
         }
     }
     Ok(())
+}
+
+/// What `window` prints above the messages: where in the session, the
+/// tokens the last step reported against the estimate, the usable budget.
+fn window_header(state: &SessionState, w: &Window, session: SessionId, at: u64) {
+    let estimator = state.policy.estimator;
+    println!(
+        "session {session}{} · after seq {} · {} · policy {}",
+        state
+            .source_id
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default(),
+        state.head,
+        ctxlog_import::time::format_rfc3339_ms(at),
+        state.policy.name
+    );
+    let recorded = state.last_finished.as_ref().map(|l| {
+        let t = ctxlog_core::StepTokens::of(&l.tokens);
+        format!(
+            "{} tokens at the last step (input {}, cache read {}, cache write {}, output {})",
+            t.total, t.input, t.cache_read, t.cache_write, t.output
+        )
+    });
+    println!(
+        "recorded: {} · estimated window: ~{} tokens in {} messages{} · usable {} (threshold {})",
+        recorded.unwrap_or_else(|| "no step yet".into()),
+        w.estimate(&estimator),
+        w.messages.len(),
+        if w.pivot.is_some() {
+            ", from a compaction"
+        } else {
+            ""
+        },
+        state
+            .policy
+            .usable(&state.limits)
+            .map_or("unlimited".into(), |u| u.to_string()),
+        state
+            .policy
+            .threshold(&state.limits)
+            .map_or("-".into(), |u| u.to_string()),
+    );
+    println!("system prompt: not recorded (ctxlog keeps the messages; the agent sends its system prompt and tool definitions beside them)");
+    println!();
 }
 
 pub(crate) fn read_log(
@@ -902,6 +965,7 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
         .pending_jobs()
         .next()
         .map(|j| j.marker);
+    let before = engine.window_estimate(session).map_err(fail)?;
     let job = match pending {
         Some(job) => job,
         None => engine.request_compaction(session).map_err(fail)?,
@@ -918,6 +982,8 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
         }) => json!({
             "ok": true, "session": session.to_string(), "job": job.to_string(),
             "summary": summary.to_string(), "redactions": redactions,
+            "window_tokens_before": before,
+            "window_tokens_after": engine.window_estimate(session).map_err(fail)?,
         }),
         Some(JobOutcome::Failed { error, .. }) => {
             return Err(CliError::Failed(format!(
@@ -929,9 +995,11 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
     if cli.json {
         println!("{doc}");
     } else {
+        let after = doc["window_tokens_after"].as_u64().unwrap_or(0);
         println!(
-            "compacted {session}: job {job}, summary {}",
-            doc["summary"].as_str().unwrap_or("")
+            "compacted {session}: job {job}, summary {}; window ~{before} -> ~{after} tokens ({} saved)",
+            doc["summary"].as_str().unwrap_or(""),
+            before.saturating_sub(after)
         );
     }
     Ok(())

@@ -684,15 +684,124 @@ pub fn resolve_session(
     })
 }
 
+/// `sessions`' filters and order.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SessionsArgs {
+    /// Only sessions whose agent contains this text (`claude`, `codex`,
+    /// `opencode`, `pi`; `simulated` for kept simulations).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only sessions started on or after this day or time (`2025-09-25`,
+    /// RFC 3339).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only sessions started before the end of this day (or before this
+    /// time).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// The order of the rows.
+    #[arg(long, value_enum, default_value_t = SortBy::Date)]
+    pub sort: SortBy,
+    /// Largest first (newest first for dates).
+    #[arg(long)]
+    pub desc: bool,
+}
+
+/// What `sessions --sort` orders by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SortBy {
+    /// When the session started.
+    #[default]
+    Date,
+    /// The agent's name.
+    Agent,
+    /// Model steps.
+    Steps,
+    /// The largest total tokens a step reported.
+    Peak,
+    /// Events stored.
+    Events,
+    /// The title.
+    Title,
+}
+
+/// A day (`2025-09-25`, its start; with `end`, the start of the next day)
+/// or an RFC 3339 time, in ms since the epoch.
+fn parse_day(text: &str, end: bool, flag: &str) -> Result<u64, CliError> {
+    let bad = || {
+        CliError::BadInput(format!(
+            "--{flag} {text:?}: not a day (2025-09-25) or an RFC 3339 time"
+        ))
+    };
+    if text.len() == 10 {
+        let start =
+            ctxlog_import::time::parse_rfc3339_ms(&format!("{text}T00:00:00Z")).ok_or_else(bad)?;
+        return Ok(if end { start + 86_400_000 } else { start });
+    }
+    ctxlog_import::time::parse_rfc3339_ms(text).ok_or_else(bad)
+}
+
+/// Steps and the peak total of a state's agent messages.
+fn steps_and_peak(st: &SessionState) -> (u64, u64) {
+    let mut steps = 0;
+    let mut peak = 0;
+    for m in st.messages.iter().filter(|m| !m.summary) {
+        for p in &m.parts {
+            if let ctxlog_core::PartBody::StepFinish { tokens, .. } = &p.body {
+                steps += 1;
+                peak = peak.max(ctxlog_core::StepTokens::of(tokens).total);
+            }
+        }
+    }
+    (steps, peak)
+}
+
+/// The shortest prefix of each name, at least 8 characters, that no name
+/// of another recording starts with (as git shortens hashes); a kept
+/// simulation keeps its `@policy`.
+fn short_names(names: &[String]) -> Vec<String> {
+    let base = |n: &str| n.split_once('@').map_or(n, |(b, _)| b).to_owned();
+    let mut bases: Vec<String> = names.iter().map(|n| base(n)).collect();
+    bases.sort_unstable();
+    bases.dedup();
+    let lcp = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    names
+        .iter()
+        .map(|n| {
+            let b = base(n);
+            // In sorted order the longest shared prefix is with a neighbour.
+            let i = bases.binary_search(&b).unwrap_or(0);
+            let before = i.checked_sub(1).map_or(0, |j| lcp(&b, &bases[j]));
+            let after = bases.get(i + 1).map_or(0, |o| lcp(&b, o));
+            let len = (before.max(after) + 1).max(8).min(b.chars().count());
+            let short: String = b.chars().take(len).collect();
+            match n.split_once('@') {
+                Some((_, p)) => format!("{short}@{p}"),
+                None => short,
+            }
+        })
+        .collect()
+}
+
 /// `sessions`.
-pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
+pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError> {
+    let since = a
+        .since
+        .as_deref()
+        .map(|t| parse_day(t, false, "since"))
+        .transpose()?;
+    let until = a
+        .until
+        .as_deref()
+        .map(|t| parse_day(t, true, "until"))
+        .transpose()?;
     let store = crate::open_existing(db)?;
     let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
     let mut rows = Vec::new();
     let mut unreadable = Vec::new();
     for (s, head) in store.sessions().map_err(fail)? {
         // A session that does not read (damage, or acknowledged events the
-        // store lost) is listed with why, never left out.
+        // store lost) is listed with why, never left out (nor filtered).
         let loaded = match store.load_state(s) {
             Ok(loaded) => loaded,
             Err(e) => {
@@ -709,28 +818,47 @@ pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
             }
         };
         let st = &loaded.state;
+        let about = st.about.as_ref();
+        let simulated = st.source_id.as_deref().is_some_and(|s| s.contains('@'));
+        let agent = about
+            .and_then(|a| a.agent.clone())
+            .or_else(|| simulated.then(|| "simulated".to_owned()));
+        if let Some(want) = &a.agent {
+            let have = agent.as_deref().unwrap_or("").to_lowercase();
+            if !have.contains(&want.to_lowercase()) {
+                continue;
+            }
+        }
+        if since.is_some_and(|t| st.started_at < t) || until.is_some_and(|t| st.started_at >= t) {
+            continue;
+        }
         let completed = st
             .jobs
             .iter()
             .filter(|j| matches!(j.status, ctxlog_core::JobStatus::Completed { .. }))
             .count();
+        let (steps, peak) = steps_and_peak(st);
         rows.push(json!({
             "session": s.to_string(),
             "source_session": st.source_id,
-            "title": st.title,
+            "title": about.and_then(|a| a.title.clone()).or_else(|| st.title.clone()),
             "started_at": st.started_at,
+            "date": ctxlog_import::time::format_rfc3339_ms(st.started_at),
             "events": head,
             "messages": st.messages.len(),
+            "steps": steps,
+            "peak_tokens": peak,
             "compactions": completed,
             "pruned_parts": st.pruned_parts().count(),
             "policy": st.policy.name,
-            "directory": st.about.as_ref().and_then(|a| a.directory.clone()),
-            "agent": st.about.as_ref().and_then(|a| a.agent.clone()),
-            "model": st.about.as_ref().and_then(|a| a.model.clone()),
-            "cost_usd": st.about.as_ref().and_then(|a| a.cost_usd),
+            "directory": about.and_then(|a| a.directory.clone()),
+            "agent": agent,
+            "model": about.and_then(|a| a.model.clone()),
+            "cost_usd": about.and_then(|a| a.cost_usd),
             "replaced_by": st.replaced_by.map(|r| r.to_string()),
         }));
     }
+    sort_rows(&mut rows, a.sort, a.desc);
     let outcome = if unreadable.is_empty() {
         Ok(())
     } else {
@@ -744,50 +872,129 @@ pub fn sessions(json: bool, db: &Path) -> Result<(), CliError> {
         return outcome;
     }
     if rows.is_empty() {
-        println!("no sessions in {}", db.display());
+        let filtered = a.agent.is_some() || since.is_some() || until.is_some();
+        println!(
+            "no sessions in {}{}",
+            db.display(),
+            if filtered { " match the filters" } else { "" }
+        );
         return outcome;
     }
-    let s = |v: &serde_json::Value| match v {
+    let text = |v: &serde_json::Value| match v {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Null => "-".into(),
         v => v.to_string(),
     };
-    let table: Vec<Vec<String>> = rows
+    let names: Vec<String> = rows
         .iter()
         .map(|r| {
+            r["source_session"]
+                .as_str()
+                .or_else(|| r["session"].as_str())
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .zip(short_names(&names))
+        .map(|(r, id)| {
+            if r.get("error").is_some() {
+                return vec![
+                    id,
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "UNREADABLE (below)".into(),
+                ];
+            }
+            let date = r["date"].as_str().unwrap_or("");
+            let mut title = text(&r["title"]);
+            if r["replaced_by"].is_string() {
+                title = format!("(replaced) {title}");
+            }
+            if let Some((_, policy)) = r["source_session"].as_str().and_then(|s| s.split_once('@'))
+            {
+                title = format!("(simulated under {policy}) {title}");
+            }
             vec![
-                s(&r["session"]),
-                s(&r["source_session"]),
-                s(&r["events"]),
-                s(&r["messages"]),
-                s(&r["compactions"]),
-                s(&r["pruned_parts"]),
-                s(&r["policy"]),
-                if r.get("error").is_some() {
-                    "UNREADABLE (below)".into()
-                } else {
-                    s(&r["title"])
-                },
+                id,
+                format!(
+                    "{} {}",
+                    date.get(..10).unwrap_or(date),
+                    date.get(11..16).unwrap_or("")
+                ),
+                ui::cut(without_version(&text(&r["agent"])), 11),
+                ui::cut(without_date(&text(&r["model"])), 17),
+                text(&r["steps"]),
+                ui::tokens(r["peak_tokens"].as_u64().unwrap_or(0)),
+                text(&r["compactions"]),
+                text(&r["pruned_parts"]),
+                title,
             ]
         })
         .collect();
-    ui::table(
+    ui::table_fit(
         &[
-            "SESSION",
-            "SOURCE",
-            "EVENTS",
-            "MESSAGES",
-            "COMPACTIONS",
-            "PRUNED",
-            "POLICY",
-            "TITLE",
+            "ID", "DATE", "AGENT", "MODEL", "STEPS", "PEAK", "COMP", "PRUNE", "TITLE",
         ],
         &table,
+        ui::MAX_TABLE_WIDTH,
     );
     for u in &unreadable {
         println!("error: {u}");
     }
     outcome
+}
+
+/// `claude-code-2.0.5` → `claude-code` (the version is in `--json`).
+fn without_version(agent: &str) -> &str {
+    match agent.rsplit_once('-') {
+        Some((name, v)) if v.starts_with(|c: char| c.is_ascii_digit()) => name,
+        _ => agent,
+    }
+}
+
+/// `anthropic/claude-sonnet-4-5-20250929` → `claude-sonnet-4-5` (the whole
+/// id is in `--json`).
+fn without_date(model: &str) -> &str {
+    let model = model.rsplit('/').next().unwrap_or(model);
+    match model.rsplit_once('-') {
+        Some((name, d)) if d.len() == 8 && d.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => model,
+    }
+}
+
+/// Orders `sessions` rows; ties by start time, then id, so the order is
+/// the same in every run.
+fn sort_rows(rows: &mut [serde_json::Value], by: SortBy, desc: bool) {
+    let key = |r: &serde_json::Value| -> (String, u64) {
+        let n = |k: &str| r[k].as_u64().unwrap_or(0);
+        let s = |k: &str| r[k].as_str().unwrap_or("").to_lowercase();
+        match by {
+            SortBy::Date => (String::new(), n("started_at")),
+            SortBy::Agent => (s("agent"), 0),
+            SortBy::Steps => (String::new(), n("steps")),
+            SortBy::Peak => (String::new(), n("peak_tokens")),
+            SortBy::Events => (String::new(), n("events")),
+            SortBy::Title => (s("title"), 0),
+        }
+    };
+    rows.sort_by(|a, b| {
+        let order = key(a).cmp(&key(b)).then_with(|| {
+            (a["started_at"].as_u64(), a["session"].as_str())
+                .cmp(&(b["started_at"].as_u64(), b["session"].as_str()))
+        });
+        if desc {
+            order.reverse()
+        } else {
+            order
+        }
+    });
 }
 
 /// `replay SESSION`: re-derives the state from the whole log.
@@ -812,18 +1019,73 @@ pub fn replay(json: bool, db: &Path, session: &str) -> Result<(), CliError> {
     }
     bar.finish_and_clear();
     let digest = state.digest().to_string();
+    let derived = derived(&state);
     if json {
         println!(
             "{}",
-            json!({"session": session.to_string(), "events": events, "head": state.head, "digest": digest})
+            json!({"session": session.to_string(), "events": events, "head": state.head, "digest": digest, "derived": derived})
         );
     } else {
         println!(
             "{session}: {events} events replayed, head {}, digest {digest}",
             state.head
         );
+        let d = &derived;
+        println!(
+            "re-derived: {} messages ({} user, {} assistant), {} steps; policy {}",
+            d["messages"],
+            d["user_messages"],
+            d["assistant_messages"],
+            d["steps"],
+            d["policy"].as_str().unwrap_or("-")
+        );
+        println!(
+            "  compactions: {} completed, {} failed, {} pending; {} tool outputs pruned (~{} tokens, kept in the log)",
+            d["compactions"]["completed"], d["compactions"]["failed"], d["compactions"]["pending"],
+            d["pruned"]["parts"], d["pruned"]["tokens"]
+        );
+        println!(
+            "  window: {} messages, ~{} tokens{}",
+            d["window"]["messages"],
+            d["window"]["estimated_tokens"],
+            if d["window"]["pivot"].is_string() {
+                ", starting at the latest compaction"
+            } else {
+                ""
+            }
+        );
     }
     Ok(())
+}
+
+/// What a replay re-derived, as JSON.
+fn derived(state: &SessionState) -> serde_json::Value {
+    use ctxlog_core::{JobStatus, Role};
+    let w = ctxlog_core::window(state);
+    let jobs = |f: fn(&JobStatus) -> bool| state.jobs.iter().filter(|j| f(&j.status)).count();
+    let (steps, _) = steps_and_peak(state);
+    let pruned_tokens: u64 = state
+        .pruned_parts()
+        .filter_map(|(_, p)| p.pruned.as_ref().map(|m| m.tokens))
+        .sum();
+    json!({
+        "policy": state.policy.name,
+        "messages": state.messages.len(),
+        "user_messages": state.messages.iter().filter(|m| m.role == Role::User).count(),
+        "assistant_messages": state.messages.iter().filter(|m| m.role == Role::Assistant).count(),
+        "steps": steps,
+        "compactions": {
+            "completed": jobs(|s| matches!(s, JobStatus::Completed { .. })),
+            "failed": jobs(|s| matches!(s, JobStatus::Failed { .. })),
+            "pending": state.pending_jobs().count(),
+        },
+        "pruned": {"parts": state.pruned_parts().count(), "tokens": pruned_tokens},
+        "window": {
+            "pivot": w.pivot.map(|p| p.to_string()),
+            "messages": w.messages.len(),
+            "estimated_tokens": w.estimate(&state.policy.estimator),
+        },
+    })
 }
 
 /// `export SESSION --format opencode`: the export itself on stdout, or to

@@ -221,6 +221,42 @@ fn label(events: &[Envelope], first: bool) -> String {
     }
 }
 
+/// `export SESSION --format markdown [--out FILE]`.
+pub(crate) fn export_markdown(
+    cli: &Cli,
+    session: &str,
+    out: Option<&Path>,
+) -> Result<(), CliError> {
+    let (store, id) = stored_session(cli, session)?;
+    let events = crate::read_log(&store, id)?;
+    let text = ctxlog_report::markdown(&events).map_err(|r| {
+        CliError::Failed(format!(
+            "session {id} does not replay at seq {}: {r}",
+            r.seq
+        ))
+    })?;
+    match out {
+        Some(path) => {
+            write_page(path, &text)?;
+            if cli.json {
+                println!(
+                    "{}",
+                    json!({"session": id.to_string(), "format": "markdown", "out": path.display().to_string(), "events": events.len(), "bytes": text.len()})
+                );
+            } else {
+                println!(
+                    "exported {id} ({} events) to {} ({} bytes)",
+                    events.len(),
+                    path.display(),
+                    text.len()
+                );
+            }
+        }
+        None => crate::write_stdout(format_args!("{text}")),
+    }
+    Ok(())
+}
+
 /// Writes `html` to `out` (a failure names the file).
 pub(crate) fn write_page(out: &Path, html: &str) -> Result<(), CliError> {
     std::fs::write(out, html).map_err(|e| CliError::Failed(format!("{}: {e}", out.display())))

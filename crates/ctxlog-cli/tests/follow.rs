@@ -43,18 +43,20 @@ fn sessions(db: &Path) -> Vec<Value> {
     listed
 }
 
-/// What `window` and `export` print for every session of `db`.
+/// What `window --json` and `export` print for every session of `db` (the
+/// human `window` also names the head seq, which descriptions a follower
+/// appended more often than one import move).
 fn contents(db: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
     sessions(db)
         .iter()
         .map(|s| {
             let id = s["session"].as_str().unwrap();
-            let out = |cmd: &str| {
-                let o = ctxlog(db, &[cmd, id]);
+            let out = |args: &[&str]| {
+                let o = ctxlog(db, args);
                 assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
                 o.stdout
             };
-            (out("window"), out("export"))
+            (out(&["--json", "window", id]), out(&["export", id]))
         })
         .collect()
 }

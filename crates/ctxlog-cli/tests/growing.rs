@@ -96,11 +96,11 @@ fn a_growing_recording_imported_again_and_again_ends_as_a_fresh_import() {
             String::from_utf8_lossy(&o.stderr)
         );
         assert_eq!(sessions_but_events(&db), expected, "{name}");
-        for args in [&["window", &session][..], &["export", &session]] {
+        for args in [&["--json", "window", &session][..], &["export", &session]] {
             assert!(
                 output(&db, args) == output(&fresh, args),
                 "{name}: `{}` differs from a fresh import's",
-                args[0]
+                args.join(" ")
             );
         }
     }

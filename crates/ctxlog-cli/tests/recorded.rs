@@ -120,8 +120,11 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
         assert_eq!(r1["digest"].as_str().unwrap().len(), 64);
         assert_eq!(
             r1.as_object().unwrap().keys().collect::<Vec<_>>(),
-            ["digest", "events", "head", "session"]
+            ["derived", "digest", "events", "head", "session"]
         );
+        // What the replay re-derived agrees with what the import counted.
+        assert_eq!(r1["derived"]["messages"], doc["messages"], "{rel}");
+        assert_eq!(r1["derived"]["steps"], doc["steps"], "{rel}");
         // window and audit accept the source id too
         ok(ctxlog(&["window", source, "--db", d]));
         ok(ctxlog(&["audit", source, "--db", d]));
@@ -138,12 +141,23 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
         (oc["compactions"].as_u64(), oc["pruned_parts"].as_u64()),
         (Some(1), Some(1))
     );
-    // human table: a header, one row per session, no colour when piped
+    // human table: a header, one row per session within 100 columns, no
+    // colour when piped; each row's short id names its session
     let human = ok(ctxlog(&["sessions", "--db", d]));
     let text = String::from_utf8_lossy(&human.stdout);
-    assert!(text.starts_with("SESSION"), "{text}");
+    assert!(text.starts_with("ID "), "{text}");
     assert_eq!(text.lines().count(), 5, "{text}");
     assert!(!text.contains('\x1b'), "no escape codes when piped");
+    assert!(text.contains("Fix failing"), "the title shows: {text}");
+    for line in text.lines() {
+        assert!(line.chars().count() <= 100, "{line:?} is wider than 100");
+    }
+    for line in text.lines().skip(1) {
+        let id = line.split_whitespace().next().unwrap();
+        let r = json(&ok(ctxlog(&["replay", id, "--json", "--db", d])));
+        let listed = sessions.iter().find(|s| s["session"] == r["session"]);
+        assert!(listed.is_some(), "{id} names a listed session");
+    }
     // audit as a table
     let audit = ok(ctxlog(&["audit", OC_SOURCE, "--db", d]));
     let text = String::from_utf8_lossy(&audit.stdout);

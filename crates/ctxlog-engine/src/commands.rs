@@ -254,6 +254,12 @@ impl<L: EventLog> Engine<L> {
 
     /// The exact model input as it was right after event `seq`.
     pub fn window_at(&self, session: SessionId, seq: Seq) -> Result<Window, EngineError> {
+        Ok(window(&self.state_at(session, seq)?))
+    }
+
+    /// The session's state as it was right after event `seq`, folded from
+    /// the log.
+    pub fn state_at(&self, session: SessionId, seq: Seq) -> Result<SessionState, EngineError> {
         let head = self.log.head(session)?;
         if head == 0 {
             return Err(EngineError::UnknownSession(session));
@@ -269,7 +275,7 @@ impl<L: EventLog> Engine<L> {
             }
             state.evolve(&e)?;
         }
-        Ok(window(&state))
+        Ok(state)
     }
 
     /// The audit trail of the session, read from the log.

@@ -13,9 +13,11 @@
 
 pub mod chart;
 pub mod data;
+pub mod markdown;
 
 use ctxlog_core::{Envelope, RefusedEvent, Timeline};
 use data::{session_data, SessionData};
+pub use markdown::markdown;
 use serde_json::{json, Value};
 use std::fmt::Write;
 

@@ -1,0 +1,226 @@
+//! A session as a Markdown transcript, for pasting into an issue or a
+//! review: every message in order, compaction markers and summaries set
+//! apart, pruned tool outputs marked as the model saw them (the original
+//! folded below), the message the window starts at now pointed out.
+
+use ctxlog_core::window::{window_order, PRUNED_PLACEHOLDER};
+use ctxlog_core::{
+    Envelope, JobStatus, Message, PartBody, RefusedEvent, Role, SessionState, ToolState,
+};
+use std::fmt::Write;
+
+/// The longest tool output or input shown; longer ones are cut with their
+/// size said.
+pub const MAX_OUTPUT_CHARS: usize = 2_000;
+
+/// The transcript of `events`.
+pub fn markdown(events: &[Envelope]) -> Result<String, RefusedEvent> {
+    let state = SessionState::replay(events)?;
+    let mut out = String::new();
+    let about = state.about.as_ref();
+    let title = about
+        .and_then(|a| a.title.clone())
+        .or_else(|| state.title.clone())
+        .or_else(|| state.source_id.clone())
+        .unwrap_or_else(|| "session".into());
+    let _ = writeln!(out, "# {}\n", one_line(&title));
+    let mut facts = vec![format!(
+        "session `{}`",
+        state.session.map_or("-".into(), |s| s.to_string())
+    )];
+    if let Some(s) = &state.source_id {
+        facts.push(format!("recorded as `{s}`"));
+    }
+    if let Some(a) = about.and_then(|a| a.agent.as_deref()) {
+        facts.push(format!("agent {a}"));
+    }
+    if let Some(m) = about.and_then(|a| a.model.as_deref()) {
+        facts.push(format!("model {m}"));
+    }
+    facts.push(format!("policy {}", state.policy.name));
+    if state.limits.context > 0 {
+        facts.push(format!("context {} tokens", state.limits.context));
+    }
+    let _ = writeln!(out, "{}\n", facts.join(" · "));
+    let pivot = window_order(&state).0;
+    for m in &state.messages {
+        if pivot == Some(m.id) {
+            out.push_str("> **The model's window starts here now** (everything above is summarized below).\n\n");
+        }
+        message(&mut out, &state, m);
+    }
+    Ok(out)
+}
+
+/// One message.
+fn message(out: &mut String, state: &SessionState, m: &Message) {
+    if m.marker {
+        let job = state.job(m.id);
+        let status = job.map_or("requested", |j| match &j.status {
+            JobStatus::Completed { .. } => "completed",
+            JobStatus::Failed { .. } => "failed",
+            JobStatus::Running => "running",
+            JobStatus::Requested => "requested",
+        });
+        let _ = writeln!(
+            out,
+            "---\n\n### Compaction ({}, {status}), requested at seq {}\n",
+            if job.is_some_and(|j| j.auto) {
+                "automatic"
+            } else {
+                "manual"
+            },
+            m.created_seq
+        );
+        if let Some(JobStatus::Failed { error }) = job.map(|j| &j.status) {
+            let _ = writeln!(out, "Failed: {}\n", one_line(error));
+        }
+        return;
+    }
+    if m.summary {
+        let _ = writeln!(
+            out,
+            "**Summary** (the model reads this instead of the history above):\n"
+        );
+        for p in &m.parts {
+            if let PartBody::Text { text, .. } = &p.body {
+                for line in text.lines() {
+                    let _ = writeln!(out, "> {line}");
+                }
+                out.push('\n');
+            }
+        }
+        out.push_str("---\n\n");
+        return;
+    }
+    let role = match m.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    let _ = writeln!(
+        out,
+        "**{role}**{}{}",
+        if m.synthetic { " _(synthetic)_" } else { "" },
+        m.error
+            .as_ref()
+            .map(|e| format!(" _(error: {})_", one_line(&e.name)))
+            .unwrap_or_default()
+    );
+    out.push('\n');
+    for p in &m.parts {
+        match &p.body {
+            PartBody::Text { text, .. } => {
+                let _ = writeln!(out, "{}\n", text.trim_end());
+            }
+            PartBody::Reasoning { text, .. } => {
+                let _ = writeln!(
+                    out,
+                    "<details><summary>reasoning</summary>\n\n{}\n\n</details>\n",
+                    text.trim_end()
+                );
+            }
+            PartBody::File(a) => {
+                let _ = writeln!(
+                    out,
+                    "_(file: {})_\n",
+                    one_line(a.filename.as_deref().unwrap_or(&a.mime))
+                );
+            }
+            PartBody::Tool {
+                call_id,
+                tool,
+                state: tool_state,
+            } => {
+                let input = tool_state.input().to_json_string();
+                let _ = writeln!(
+                    out,
+                    "Tool `{}` (call `{}`): {}",
+                    one_line(tool),
+                    one_line(call_id),
+                    code_span(&cut(&input, 200))
+                );
+                out.push('\n');
+                match tool_state {
+                    ToolState::Completed { output, .. } => match &p.pruned {
+                        Some(mark) => {
+                            let _ = writeln!(
+                                out,
+                                "Output cleared by a prune at seq {} ({}, ~{} tokens); the model sees {}.\n\n<details><summary>the original output, kept in the log</summary>\n\n{}\n</details>\n",
+                                mark.seq,
+                                mark.policy,
+                                mark.tokens,
+                                code_span(PRUNED_PLACEHOLDER),
+                                fenced(&cut(output, MAX_OUTPUT_CHARS))
+                            );
+                        }
+                        None => {
+                            let _ = writeln!(out, "{}", fenced(&cut(output, MAX_OUTPUT_CHARS)));
+                        }
+                    },
+                    ToolState::Error { error, .. } => {
+                        let _ =
+                            writeln!(out, "Error:\n\n{}", fenced(&cut(error, MAX_OUTPUT_CHARS)));
+                    }
+                    ToolState::Pending { .. } | ToolState::Running { .. } => {
+                        out.push_str("_(no result recorded)_\n\n");
+                    }
+                }
+            }
+            PartBody::StepStart { .. }
+            | PartBody::StepFinish { .. }
+            | PartBody::Compaction { .. }
+            | PartBody::Other { .. } => {}
+        }
+    }
+}
+
+/// `text` on one line (newlines as spaces).
+fn one_line(text: &str) -> String {
+    text.replace(['\n', '\r'], " ")
+}
+
+/// At most `max` characters, the rest said.
+fn cut(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max).collect();
+    let _ = write!(out, "… ({} more characters)", total - max);
+    out
+}
+
+/// A fenced block that no backtick run inside can close.
+fn fenced(text: &str) -> String {
+    let fence = "`".repeat(longest_run(text, '`').max(2) + 1);
+    format!("{fence}\n{}\n{fence}\n", text.trim_end_matches('\n'))
+}
+
+/// An inline code span that no backtick run inside can close.
+fn code_span(text: &str) -> String {
+    let text = one_line(text);
+    let ticks = "`".repeat(longest_run(&text, '`') + 1);
+    format!("{ticks} {text} {ticks}")
+}
+
+fn longest_run(text: &str, c: char) -> usize {
+    let (mut best, mut run) = (0, 0);
+    for ch in text.chars() {
+        run = if ch == c { run + 1 } else { 0 };
+        best = best.max(run);
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fences_and_spans_outlast_the_backticks_inside() {
+        assert_eq!(fenced("a"), "```\na\n```\n");
+        assert_eq!(fenced("x ```` y"), "`````\nx ```` y\n`````\n");
+        assert_eq!(code_span("a`b"), "`` a`b ``");
+        assert_eq!(cut("abcdef", 3), "abc… (3 more characters)");
+    }
+}
