@@ -1552,3 +1552,71 @@ pub fn print_decisions(decisions: &[Decision]) {
         .collect();
     ui::table(&["DECISION", "AFTER", "DETAIL"], &rows);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_counts_read_as_people_write_them() {
+        for (text, want) in [
+            ("128000", 128_000),
+            ("128_000", 128_000),
+            ("128,000", 128_000),
+            ("128k", 128_000),
+            ("128K", 128_000),
+            ("1M", 1_000_000),
+            ("1.5M", 1_500_000),
+            ("0.5k", 500),
+            ("1.047576M", 1_047_576),
+            ("0", 0),
+        ] {
+            assert_eq!(parse_tokens(text), Ok(want), "{text}");
+        }
+        for bad in [
+            "",
+            "k",
+            "12q",
+            "1.2.3k",
+            "-5",
+            "1.5",
+            "0.0001k",
+            "99999999999999999999",
+        ] {
+            assert!(parse_tokens(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn short_names_are_unique_prefixes_of_eight_or_more() {
+        let names: Vec<String> = [
+            "0199812e-64f0-7f73",
+            "0199812e-64f0-aaaa",
+            "01998190-fba6",
+            "01998190-fba6@codex",
+            "ses_0a3f9c1e",
+            "abc",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            short_names(&names),
+            [
+                "0199812e-64f0-7",
+                "0199812e-64f0-a",
+                "01998190",
+                "01998190@codex",
+                "ses_0a3f",
+                "abc"
+            ]
+        );
+        assert_eq!(without_version("claude-code-2.0.5"), "claude-code");
+        assert_eq!(without_version("pi"), "pi");
+        assert_eq!(
+            without_date("anthropic/claude-sonnet-4-5-20250929"),
+            "claude-sonnet-4-5"
+        );
+        assert_eq!(without_date("gpt-5-codex"), "gpt-5-codex");
+    }
+}

@@ -24,11 +24,15 @@ pub const COLORS: &[&str] = &["#2563eb", "#d97706", "#059669", "#9333ea", "#dc26
 /// and threshold are drawn.
 pub fn chart(curves: &[(String, &Timeline)]) -> String {
     let steps = curves.iter().map(|(_, t)| t.steps.len()).max().unwrap_or(0);
+    // The scale fits every point and the usable budget the sessions ended
+    // with; an earlier, larger budget (the model's limits were not known
+    // yet) is drawn clipped at the top.
     let top = curves
         .iter()
-        .flat_map(|(_, t)| &t.steps)
-        .flat_map(|s| [Some(s.tokens.total), s.usable])
-        .flatten()
+        .flat_map(|(_, t)| {
+            let last = t.steps.last().and_then(|s| s.usable);
+            t.steps.iter().map(|s| s.tokens.total).chain(last)
+        })
         .max()
         .unwrap_or(0)
         .max(1);
@@ -37,7 +41,7 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
         let span = (steps.max(2) - 1) as f64;
         LEFT + (WIDTH - LEFT - RIGHT) * i as f64 / span
     };
-    let y = |v: u64| TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - v as f64 / y_max);
+    let y = |v: u64| TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - (v as f64).min(y_max) / y_max);
     let mut svg = String::new();
     let _ = write!(
         svg,
@@ -77,30 +81,39 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
         (LEFT + WIDTH - RIGHT) / 2.0,
         HEIGHT - 4.0
     );
-    // The first session's usable line and threshold (they change with the
-    // model's limits).
-    if let Some((_, t)) = curves.first() {
-        let usable = line(t, |s| s.usable, &x, &y);
-        if !usable.is_empty() {
-            let _ = write!(
-                svg,
-                r#"<polyline class="usable" points="{usable}"><title>usable context</title></polyline>"#
-            );
-        }
+    // The first session's usable line, and each session's threshold in its
+    // colour where it is not that line (they change with the model's limits).
+    let usable = curves
+        .first()
+        .map(|(_, t)| line(t, |s| s.usable, &x, &y))
+        .unwrap_or_default();
+    if !usable.is_empty() {
+        let _ = write!(
+            svg,
+            r#"<polyline class="usable" points="{usable}"><title>usable context</title></polyline>"#
+        );
+    }
+    for (c, (label, t)) in curves.iter().enumerate() {
         let threshold = line(t, |s| s.threshold, &x, &y);
         if !threshold.is_empty() && threshold != usable {
             let _ = write!(
                 svg,
-                r#"<polyline class="threshold" points="{threshold}"><title>the policy's threshold</title></polyline>"#
+                r#"<polyline class="threshold" stroke="{}" points="{threshold}"><title>{}: the policy's threshold</title></polyline>"#,
+                COLORS[c % COLORS.len()],
+                escape(label)
             );
         }
     }
+    // Dense charts get smaller points; the first curve is drawn widest, so
+    // where a simulation follows the recording both stay visible.
+    let radius = (600.0 / steps.max(1) as f64).clamp(1.5, 3.5);
     for (c, (label, t)) in curves.iter().enumerate() {
         let color = COLORS[c % COLORS.len()];
         let points = line(t, |s| Some(s.tokens.total), &x, &y);
+        let width = if c == 0 { 4.0 } else { 2.0 };
         let _ = write!(
             svg,
-            r#"<polyline class="curve" stroke="{color}" points="{points}"/>"#
+            r#"<polyline class="curve" stroke="{color}" stroke-width="{width}" points="{points}"/>"#
         );
         for (i, s) in t.steps.iter().enumerate() {
             let (px, py) = (x(i), y(s.tokens.total));
@@ -128,7 +141,7 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
             }
             let _ = write!(
                 svg,
-                r#"<circle class="pt" cx="{px:.1}" cy="{py:.1}" r="3.5" fill="{color}" data-curve="{c}" data-step="{i}" data-seq="{}" data-total="{}" tabindex="0"><title>{}: step {} (seq {}): {} tokens{}</title></circle>"#,
+                r#"<circle class="pt" cx="{px:.1}" cy="{py:.1}" r="{radius:.1}" fill="{color}" data-curve="{c}" data-step="{i}" data-seq="{}" data-total="{}" tabindex="0"><title>{}: step {} (seq {}): {} tokens{}</title></circle>"#,
                 s.seq,
                 s.tokens.total,
                 escape(label),

@@ -128,7 +128,7 @@ fn page(curves: &[Curve<'_>], sessions: &[SessionData]) -> String {
             escape(label)
         );
     }
-    html.push_str(r#"<span><i class="dash usable"></i>usable context</span><span><i class="dash threshold"></i>threshold</span><span>● step · <b>|</b> compaction · <b>▾</b> prune (click one)</span></div>"#);
+    html.push_str(r#"<span><i class="dash usable"></i>usable context</span><span><i class="dash threshold"></i>threshold (in the session's colour)</span><span>● step · <b>|</b> compaction · <b>▾</b> prune (click one)</span></div>"#);
     html.push_str(&chart::chart(&lines));
     html.push_str("</section>\n");
     html.push_str(STEP_PANEL);
@@ -195,7 +195,8 @@ fn events_table(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> Stri
                 any = true;
                 let gone = removed["messages"].as_array().map_or(0, Vec::len);
                 let cleared = removed["cleared"].as_array().map_or(0, Vec::len);
-                let what_removed = if gone + cleared == 0 {
+                let removes = matches!(e.kind.as_str(), "summary_completed" | "parts_pruned");
+                let what_removed = if !removes || gone + cleared == 0 {
                     "–".to_owned()
                 } else {
                     format!(
@@ -267,7 +268,7 @@ h1{font-size:22px;margin:20px 0 2px}h2{font-size:17px;margin:28px 0 8px;border-b
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #f3f4f6;vertical-align:top}th{color:#374151;background:#f9fafb}
 #chart{width:100%;height:auto;background:#fff;border:1px solid #e5e7eb;border-radius:6px}
 .grid{stroke:#f3f4f6}.axis{fill:#6b7280;font-size:11px}
-.curve{fill:none;stroke-width:2}.usable{fill:none;stroke:#6b7280;stroke-dasharray:6 4;stroke-width:1.5}.threshold{fill:none;stroke:#dc2626;stroke-dasharray:3 3;stroke-width:1.5}
+.curve{fill:none;stroke-linejoin:round;opacity:.9}.usable{fill:none;stroke:#6b7280;stroke-dasharray:6 4;stroke-width:1.5}.threshold{fill:none;stroke-dasharray:3 3;stroke-width:1.5}
 .pt{cursor:pointer}.pt:hover,.pt.sel{r:6;stroke:#111827;stroke-width:2}
 .marker{cursor:pointer}.marker line{stroke-width:1.5;stroke-dasharray:2 2;opacity:.55}.marker.prune circle{opacity:.8}.marker.failure circle{fill:#dc2626}.marker:hover line{opacity:1;stroke-width:3}
 .legend{display:flex;gap:16px;flex-wrap:wrap;color:#374151;margin-bottom:6px}.legend i{display:inline-block;width:14px;height:4px;margin-right:6px;vertical-align:middle}
@@ -352,8 +353,13 @@ curveSel.addEventListener('change',function(){show(Number(curveSel.value),step);
 pick.addEventListener('input',function(){show(cur,Number(pick.value));});
 document.getElementById('prev').addEventListener('click',function(){show(cur,step-1);});
 document.getElementById('next').addEventListener('click',function(){show(cur,step+1);});
-var first=data.sessions[0];
-var start=0;first.steps.forEach(function(s,i){if(s.events.some(function(e){return e.kind==='summary_completed'||e.kind==='parts_pruned';})&&!start)start=i;});
-show(0,start);
+// Open at the first compaction (else prune) of any session.
+var pickC=0,pickS=0,found=false;
+['summary_completed','parts_pruned'].forEach(function(kind){
+  data.sessions.forEach(function(s,c){s.steps.forEach(function(st,i){
+    if(!found&&st.events.some(function(e){return e.kind===kind;})){pickC=c;pickS=i;found=true;}
+  });});
+});
+show(pickC,pickS);
 })();
 "#;

@@ -1,0 +1,482 @@
+//! The views made for reading, end to end through the binary: `timeline`
+//! on every recorded format and on kept simulations, `simulate` with
+//! several policies, `--keep` and `--report`, `sessions` filters and
+//! order, the `window` header, `compact`'s before and after, `replay`'s
+//! re-derived figures, the Markdown export and short session names.
+
+mod common;
+
+use common::ctxlog_at;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture(rel: &str) -> String {
+    root()
+        .join("fixtures/sessions")
+        .join(rel)
+        .display()
+        .to_string()
+}
+
+fn store(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ctxlog-views-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn ok(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
+}
+
+fn json(db: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = ok(ctxlog_at(db, &all));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn text(db: &Path, args: &[&str]) -> String {
+    String::from_utf8(ok(ctxlog_at(db, args)).stdout).unwrap()
+}
+
+/// The recordings: the checked-in fixtures of every format, and the real
+/// sessions when `../shared/sessions` is there.
+fn recordings() -> Vec<String> {
+    let mut files: Vec<String> = [
+        "opencode/compacted-and-pruned.json",
+        "claude-code/edge-cases.jsonl",
+        "codex/edge-cases.jsonl",
+        "pi/edge-cases.jsonl",
+    ]
+    .iter()
+    .map(|f| fixture(f))
+    .collect();
+    let shared = root().join("../shared/sessions");
+    match std::fs::read_dir(&shared) {
+        Ok(dirs) => {
+            let mut found: Vec<String> = dirs
+                .flatten()
+                .filter(|d| d.path().is_dir())
+                .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+                .map(|f| f.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "jsonl" || e == "json"))
+                .map(|p| p.display().to_string())
+                .collect();
+            found.sort();
+            files.extend(found);
+        }
+        Err(_) => eprintln!("../shared/sessions is absent: only the fixtures"),
+    }
+    files
+}
+
+/// `timeline --json` of every recording: one row per step the import
+/// counted, the tokens as recorded, the percentage of the usable budget,
+/// and the lifecycle events where they happened.
+#[test]
+fn timeline_has_a_row_per_recorded_step_on_every_format() {
+    let db = store("timeline");
+    for file in recordings() {
+        let imported = json(&db, &["import", &file]);
+        let session = imported["session"].as_str().unwrap();
+        let t = json(&db, &["timeline", session]);
+        for key in ["session", "policy", "limits", "steps"] {
+            assert!(t.get(key).is_some(), "{file}: {key}");
+        }
+        let steps = t["steps"].as_array().unwrap();
+        assert_eq!(
+            steps.len() as u64,
+            imported["steps"].as_u64().unwrap(),
+            "{file}: a row per step the import counted"
+        );
+        let mut last_seq = 0;
+        for s in steps {
+            let seq = s["seq"].as_u64().unwrap();
+            assert!(seq > last_seq, "{file}: rows in log order");
+            last_seq = seq;
+            let tok = &s["tokens"];
+            let sum: u64 = ["input", "output", "reasoning", "cache_read", "cache_write"]
+                .iter()
+                .map(|k| tok[k].as_u64().unwrap())
+                .sum();
+            if tok["total_reported"] == false {
+                assert_eq!(
+                    tok["total"].as_u64().unwrap(),
+                    sum,
+                    "{file}: computed total"
+                );
+            }
+            if let (Some(u), Some(p)) = (s["usable"].as_u64(), s["percent"].as_f64()) {
+                let want = tok["total"].as_u64().unwrap() as f64 * 100.0 / u as f64;
+                assert!((p - want).abs() <= 0.005 + 1e-9, "{file}: {p} vs {want}");
+                assert!(s["threshold"].as_u64().unwrap() <= u);
+            }
+            assert!(s["window_estimate"].is_u64());
+            assert!(s["events"].is_array());
+        }
+        // The audit's entries are all in the timeline, each after its step.
+        let audit = json(&db, &["audit", session]);
+        let entries = audit["entries"].as_array().unwrap();
+        let events: Vec<&Value> = steps
+            .iter()
+            .flat_map(|s| s["events"].as_array().unwrap())
+            .collect();
+        if !steps.is_empty() {
+            assert_eq!(events.len(), entries.len(), "{file}: every audit entry");
+        }
+        for (i, s) in steps.iter().enumerate() {
+            let next = steps.get(i + 1).map(|n| n["seq"].as_u64().unwrap());
+            for e in s["events"].as_array().unwrap() {
+                let seq = e["seq"].as_u64().unwrap();
+                assert!(
+                    next.is_none_or(|n| seq < n),
+                    "{file}: an event after the next step"
+                );
+                assert!(
+                    i == 0 || seq >= s["seq"].as_u64().unwrap(),
+                    "{file}: an event before its step"
+                );
+            }
+        }
+    }
+    // The OpenCode fixture was pruned and compacted by OpenCode: both show.
+    let t = json(&db, &["timeline", "ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v"]);
+    let kinds: Vec<&str> = t["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["events"].as_array().unwrap())
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"parts_pruned"), "{kinds:?}");
+    assert!(kinds.contains(&"summary_completed"), "{kinds:?}");
+    // The table fits 100 columns.
+    let table = text(&db, &["timeline", "ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v"]);
+    for line in table
+        .lines()
+        .skip(1)
+        .filter(|l| !l.contains(" steps · peak"))
+    {
+        assert!(line.chars().count() <= 100, "{line:?}");
+    }
+    let _ = std::fs::remove_dir_all(&db);
+}
+
+/// `simulate` with two presets keeps both simulations, whose timelines,
+/// windows and audits read like any session; keeping again stores nothing
+/// new; `--report` writes the page with the recording and both.
+#[test]
+fn simulate_compares_policies_keeps_them_and_reports_them() {
+    let db = store("simulate");
+    let file = fixture("opencode/compacted-and-pruned.json");
+    let page = db.with_extension("html");
+    let page_arg = page.display().to_string();
+    let args = [
+        "simulate",
+        &file,
+        "--policy",
+        "opencode-1.17,claude-code",
+        "--context",
+        "180k",
+        "--keep",
+        "--report",
+        &page_arg,
+    ];
+    let doc = json(&db, &args);
+    let sims = doc["simulations"].as_array().unwrap();
+    assert_eq!(sims.len(), 2);
+    for sim in sims {
+        assert_eq!(sim["limits"]["context"], 180_000, "--context 180k");
+        let name = sim["kept"].as_str().unwrap();
+        let policy = sim["policy"]["name"].as_str().unwrap();
+        assert_eq!(name, format!("ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v@{policy}"));
+        let t = json(&db, &["timeline", name]);
+        assert_eq!(t["policy"], policy);
+        let summaries = sim["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"] == "summary")
+            .count();
+        let completed = t["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["events"].as_array().unwrap())
+            .filter(|e| e["kind"] == "summary_completed")
+            .count();
+        assert_eq!(
+            completed, summaries,
+            "{name}: the kept session's compactions"
+        );
+        let peak = t["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["tokens"]["total"].as_u64().unwrap())
+            .max();
+        assert_eq!(sim["peak_tokens"].as_u64(), peak);
+        json(&db, &["window", name]);
+        json(&db, &["audit", name]);
+    }
+    let before = json(&db, &["sessions"]);
+    let again = json(&db, &args);
+    assert_eq!(
+        again["simulations"], doc["simulations"],
+        "the same simulation"
+    );
+    assert_eq!(
+        json(&db, &["sessions"]),
+        before,
+        "keeping again stores nothing new"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    for label in ["recorded (", "opencode-1.17", "claude-code"] {
+        assert!(html.contains(label), "the page shows {label}");
+    }
+    assert!(
+        html.contains("data-curve=\"2\" data-step="),
+        "the second simulation's points"
+    );
+    // The human output: limits, usable, peak, and the comparison table.
+    let human = text(&db, &["simulate", &file, "--policy", "opencode-1.17,codex"]);
+    for want in [
+        "limits: context",
+        "usable",
+        "peak",
+        "POLICY",
+        "COMPACTS AT",
+        "codex",
+    ] {
+        assert!(human.contains(want), "{want} in {human}");
+    }
+    // Bad values are exit 2 with what was wrong.
+    for (bad, says) in [
+        (&["--context", "12q"][..], "not a token count"),
+        (
+            &["--policy", "opencode-1.17,nope"][..],
+            "unknown policy preset \"nope\"",
+        ),
+        (&["--policy", "codex,codex"][..], "given twice"),
+        (&["--threshold", "0"][..], "0"),
+    ] {
+        let mut a = vec!["simulate", file.as_str()];
+        a.extend_from_slice(bad);
+        let o = ctxlog_at(&db, &a);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{bad:?}: {err}");
+    }
+    // The threshold knob: at 50 % the first compaction fires at a lower
+    // count than at 65 %, each at or past its share of the usable budget
+    // (the Codex fixture's steps grow 3816, 6152, 6420, 6690 tokens).
+    let codex = fixture("codex/edge-cases.jsonl");
+    let first = |threshold: &str| {
+        let d = json(
+            &db,
+            &[
+                "simulate",
+                &codex,
+                "--policy",
+                "codex",
+                "--context",
+                "10k",
+                "--threshold",
+                threshold,
+            ],
+        );
+        let c = d["decisions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["kind"] == "compaction")
+            .cloned()
+            .unwrap_or_else(|| panic!("a compaction at {threshold} %"));
+        (c["count"].as_u64().unwrap(), c["usable"].as_u64().unwrap())
+    };
+    let ((half, usable), (more, _)) = (first("50"), first("65"));
+    assert_eq!(usable, 10_000);
+    assert_eq!((half, more), (6152, 6690));
+    let _ = std::fs::remove_dir_all(&db);
+    let _ = std::fs::remove_file(&page);
+}
+
+/// `sessions` filters by agent and date, orders, and fits 100 columns;
+/// short ids resolve; an ambiguous prefix says so.
+#[test]
+fn sessions_filter_sort_and_resolve_short_ids() {
+    let db = store("sessions");
+    for f in [
+        "opencode/compacted-and-pruned.json",
+        "claude-code/edge-cases.jsonl",
+        "codex/edge-cases.jsonl",
+        "pi/edge-cases.jsonl",
+    ] {
+        json(&db, &["import", &fixture(f)]);
+    }
+    let all = json(&db, &["sessions"]);
+    let rows = all["sessions"].as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    let dates: Vec<u64> = rows
+        .iter()
+        .map(|r| r["started_at"].as_u64().unwrap())
+        .collect();
+    assert!(dates.windows(2).all(|w| w[0] <= w[1]), "oldest first");
+    for r in rows {
+        for k in [
+            "date",
+            "agent",
+            "model",
+            "title",
+            "steps",
+            "peak_tokens",
+            "compactions",
+            "pruned_parts",
+        ] {
+            assert!(r.get(k).is_some(), "{k}");
+        }
+    }
+    let desc = json(&db, &["sessions", "--sort", "steps", "--desc"]);
+    let steps: Vec<u64> = desc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["steps"].as_u64().unwrap())
+        .collect();
+    assert!(steps.windows(2).all(|w| w[0] >= w[1]), "{steps:?}");
+    let codex = json(&db, &["sessions", "--agent", "CODEX"]);
+    let codex = codex["sessions"].as_array().unwrap();
+    assert_eq!(codex.len(), 1);
+    assert!(codex[0]["agent"].as_str().unwrap().starts_with("codex"));
+    // --since / --until by day: the first session's day alone.
+    let first_day = rows[0]["date"].as_str().unwrap()[..10].to_owned();
+    let day = json(
+        &db,
+        &["sessions", "--since", &first_day, "--until", &first_day],
+    );
+    let day = day["sessions"].as_array().unwrap();
+    assert!(!day.is_empty());
+    assert!(day
+        .iter()
+        .all(|r| r["date"].as_str().unwrap().starts_with(&first_day)));
+    let o = ctxlog_at(&db, &["sessions", "--since", "yesterday"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--since \"yesterday\""));
+    let table = text(&db, &["sessions"]);
+    for line in table.lines() {
+        assert!(line.chars().count() <= 100, "{line:?}");
+    }
+    // Two sessions whose ids share a prefix: the prefix is ambiguous.
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r["session"].as_str().unwrap())
+        .collect();
+    let shared = (4..36)
+        .rev()
+        .find(|&n| ids.iter().filter(|i| i.starts_with(&ids[0][..n])).count() > 1);
+    if let Some(n) = shared {
+        let o = ctxlog_at(&db, &["replay", &ids[0][..n]]);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("names"));
+    }
+    let o = ctxlog_at(&db, &["replay", &ids[0][..3]]);
+    assert_eq!(o.status.code(), Some(2), "3 characters name nothing");
+    let _ = std::fs::remove_dir_all(&db);
+}
+
+/// `window`'s header, `compact`'s before and after, `replay`'s re-derived
+/// figures and the Markdown export, on the compacted and pruned fixture.
+#[test]
+fn window_compact_replay_and_markdown_say_what_they_show() {
+    let db = store("reading");
+    let s = json(
+        &db,
+        &["import", &fixture("opencode/compacted-and-pruned.json")],
+    );
+    let session = s["session"].as_str().unwrap().to_owned();
+    let w = text(&db, &["window", &session]);
+    let head: Vec<&str> = w.lines().take(3).collect();
+    assert!(
+        head[0].contains("after seq") && head[0].contains("policy"),
+        "{head:?}"
+    );
+    assert!(
+        head[1].contains("recorded:") && head[1].contains("usable"),
+        "{head:?}"
+    );
+    assert!(head[2].contains("system prompt"), "{head:?}");
+
+    let r = json(&db, &["replay", &session]);
+    assert_eq!(r["derived"]["compactions"]["completed"], 1);
+    assert_eq!(r["derived"]["pruned"]["parts"], 1);
+    assert!(r["derived"]["window"]["pivot"].is_string());
+
+    let md = text(&db, &["export", &session, "--format", "markdown"]);
+    for want in [
+        "# Fix failing parser test",
+        "### Compaction (automatic, completed)",
+        "**Summary**",
+        "Output cleared by a prune at seq",
+        "[Old tool result content cleared]",
+        "The model's window starts here now",
+    ] {
+        assert!(md.contains(want), "{want:?} in the Markdown");
+    }
+    let fences = md.lines().filter(|l| l.starts_with("```")).count();
+    assert_eq!(fences % 2, 0, "every fence closes");
+
+    let c = json(&db, &["compact", &session]);
+    let (before, after) = (
+        c["window_tokens_before"].as_u64().unwrap(),
+        c["window_tokens_after"].as_u64().unwrap(),
+    );
+    assert!(
+        after < before,
+        "compaction saved tokens: {before} -> {after}"
+    );
+    let human = text(&db, &["compact", &session]);
+    assert!(human.contains("saved"), "{human}");
+    let _ = std::fs::remove_dir_all(&db);
+}
+
+/// Every preset, the agents' included, prints with its threshold.
+#[test]
+fn presets_include_the_agents_with_a_threshold() {
+    let db = store("presets");
+    let out = String::from_utf8(ok(ctxlog_at(&db, &["presets"])).stdout).unwrap();
+    let presets: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = presets
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "opencode-seed",
+            "opencode-1.17",
+            "opencode-1.18",
+            "claude-code",
+            "codex",
+            "pi",
+            "goose"
+        ]
+    );
+    assert!(presets.iter().all(|p| p["threshold_percent"].is_u64()));
+}
