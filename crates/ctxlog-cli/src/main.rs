@@ -41,12 +41,53 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// `ctxlog --help`: the commands grouped by task (a test checks that every
+/// command is listed).
+const HELP_TEMPLATE: &str = "\
+{about}
+
+{usage-heading} {usage}
+
+Bring sessions in:
+  import         recordings: files, directories, opencode.db, stdin; --discover, --live, --follow
+
+See a session:
+  sessions       the stored sessions: date, agent, model, steps, peak tokens, compactions
+  timeline       a row per step: tokens, usable context, percent used, what happened
+  report         one HTML page: the context curve, prunes and compactions, the window at any step
+  window         the exact model input, at the head or right after --at SEQ
+  audit          every prune and compaction, with the agent's ids and the tokens
+  export         an OpenCode export or a Markdown transcript
+
+Compare policies:
+  simulate       run a recording under other presets (--policy a,b); --keep, --report
+  presets        the built-in policies as JSON (edit one, pass it with --policy-file)
+  compact        compact a stored session by hand, now
+
+Check the store:
+  verify         every record against the witness of what was acknowledged
+  salvage        copy what is intact out of a damaged store
+  replay         re-derive a session's state and its digest
+
+Try and measure:
+  demo           the Quick start: import, audit and simulate the built-in fixture
+  generate       a seeded synthetic session through the whole lifecycle
+  replay-events  replay a JSON-lines file of events
+  stress         append synthetic sessions durably, printing each acknowledgement
+  bench          ratios against raw sled and against recomputing
+
+`ctxlog help <command>` tells more of each.
+
+Options:
+{options}{after-help}";
+
 #[derive(Parser)]
 #[command(
     name = "ctxlog",
     version,
     about = "Event-sourced context log for LLM agent sessions",
-    after_help = "Examples:\n  ctxlog demo\n  ctxlog import ~/.claude/projects/app/3f2a.jsonl\n  ctxlog sessions\n  ctxlog simulate rollout.jsonl --policy opencode-1.17 --context 128000\n\nExit codes: 0 success, 1 the operation failed, 2 bad input or usage."
+    help_template = HELP_TEMPLATE,
+    after_help = "Examples:\n  ctxlog demo\n  ctxlog import --discover\n  ctxlog sessions --sort peak --desc\n  ctxlog timeline 0199812e\n  ctxlog report 0199812e --out session.html\n  ctxlog simulate rollout.jsonl --policy opencode-1.17,codex --context 128k --report compare.html\n\nExit codes: 0 success, 1 the operation failed, 2 bad input or usage."
 )]
 pub(crate) struct Cli {
     /// Print one JSON document on stdout instead of human output.
@@ -158,7 +199,9 @@ enum Command {
     /// Re-derive a session's state from its whole log; prints its digest.
     #[command(after_help = "Example:\n  ctxlog replay ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --json")]
     Replay {
-        /// The session: a ctxlog id or the recording's own session id.
+        /// The session: a ctxlog id, the recording's own id, or a unique prefix
+        /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
+        /// simulation.
         session: String,
     },
     /// Write a stored session as an OpenCode export (markers, summaries and
@@ -167,7 +210,9 @@ enum Command {
         after_help = "Example:\n  ctxlog export 0199812e-64f0-7f73-91fc-095dda01c36e --format opencode > session.json\n  ctxlog export 0199812e --format markdown --out session.md"
     )]
     Export {
-        /// The session: a ctxlog id or the recording's own session id.
+        /// The session: a ctxlog id, the recording's own id, or a unique prefix
+        /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
+        /// simulation.
         session: String,
         /// The output format.
         #[arg(long, value_enum, default_value_t = ExportFormat::Opencode)]
@@ -203,7 +248,9 @@ enum Command {
     /// was right after event `--at SEQ`.
     #[command(after_help = "Example:\n  ctxlog window ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --at 40")]
     Window {
-        /// The session: a ctxlog id or the recording's own session id.
+        /// The session: a ctxlog id, the recording's own id, or a unique prefix
+        /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
+        /// simulation.
         session: String,
         /// Show the window as it was right after this event.
         #[arg(long)]
@@ -221,7 +268,9 @@ enum Command {
         after_help = "Example:\n  ctxlog timeline 0199812e-64f0-7f73-91fc-095dda01c36e\n  ctxlog timeline ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --json\n\n--json prints {\"session\", \"policy\", \"limits\", \"steps\": [{\"seq\", \"time\", \"tokens\": {\"input\", \"output\", \"reasoning\", \"cache_read\", \"cache_write\", \"total\", \"total_reported\"}, \"count\", \"usable\", \"percent\", \"threshold\", \"window_estimate\", \"events\": [{\"seq\", \"kind\", \"parts\", \"tokens\", \"what\"}]}]}."
     )]
     Timeline {
-        /// The session: a ctxlog id or the recording's own session id.
+        /// The session: a ctxlog id, the recording's own id, or a unique prefix
+        /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
+        /// simulation.
         session: String,
     },
     /// Write one self-contained HTML page of a stored session: the context
@@ -234,7 +283,9 @@ enum Command {
         after_help = "Example:\n  ctxlog report 0199812e-64f0-7f73-91fc-095dda01c36e --out session.html\n  ctxlog report SESSION --with SESSION@opencode-1.17 --out compare.html"
     )]
     Report {
-        /// The session: a ctxlog id or the recording's own session id.
+        /// The session: a ctxlog id, the recording's own id, or a unique prefix
+        /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
+        /// simulation.
         session: String,
         /// More sessions on the same chart.
         #[arg(long = "with", value_name = "SESSION")]
@@ -247,7 +298,9 @@ enum Command {
     /// pause and continue of a stored session.
     #[command(after_help = "Example:\n  ctxlog audit ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v")]
     Audit {
-        /// The session: a ctxlog id or the recording's own session id.
+        /// The session: a ctxlog id, the recording's own id, or a unique prefix
+        /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
+        /// simulation.
         session: String,
     },
     /// Compact a stored session by hand and run the job now (a job already
@@ -256,7 +309,9 @@ enum Command {
         after_help = "Example:\n  ctxlog compact ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --summarizer openai"
     )]
     Compact {
-        /// The session: a ctxlog id or the recording's own session id.
+        /// The session: a ctxlog id, the recording's own id, or a unique prefix
+        /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
+        /// simulation.
         session: String,
         /// The summarizer.
         #[arg(long, value_enum, default_value_t = SummarizerKind::Extractive)]
@@ -1121,4 +1176,23 @@ fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
         );
     }
     println!("digest    {}", state.digest());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_grouped_help_lists_every_command() {
+        let cli = Cli::command();
+        for sub in cli.get_subcommands().filter(|s| !s.is_hide_set()) {
+            let name = sub.get_name();
+            assert!(
+                HELP_TEMPLATE.contains(&format!("\n  {name} ")),
+                "`ctxlog --help` does not list {name}"
+            );
+        }
+        cli.debug_assert();
+    }
 }

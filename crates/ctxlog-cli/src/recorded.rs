@@ -270,7 +270,8 @@ pub struct ImportArgs {
     pub format: FormatArg,
     /// Policy preset recorded with the session [default: the preset of
     /// the agent that wrote it (Claude Code → claude-code, Codex → codex,
-    /// pi → pi, OpenCode 1.18.x → opencode-1.18), else opencode-seed].
+    /// pi → pi, OpenCode 1.17.x and 1.18.x → opencode-1.17 and
+    /// opencode-1.18), else opencode-seed].
     #[arg(long)]
     pub policy: Option<String>,
     #[command(flatten)]

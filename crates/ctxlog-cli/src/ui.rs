@@ -135,6 +135,7 @@ fn print_table(header: &[&str], rows: &[Vec<String>], max: usize) {
                 out.push_str(&" ".repeat(pad));
             }
         }
+        out.truncate(out.trim_end().len());
         out
     };
     let head = line(header.iter().map(|h| h.to_string()).collect());

@@ -94,9 +94,10 @@ pub(crate) fn print_timeline(t: &Timeline) {
     let compactions = count(t, "summary_completed");
     let prunes = count(t, "parts_pruned");
     println!(
-        "{} steps · peak {} tokens · {compactions} compactions · {prunes} prunes (`ctxlog window SESSION --at SEQ` shows the input after a step)",
-        t.steps.len(),
-        peak
+        "{} · peak {peak} tokens · {} · {} (`ctxlog window SESSION --at SEQ` shows the input after a step)",
+        plural(t.steps.len(), "step"),
+        plural(compactions, "compaction"),
+        plural(prunes, "prune"),
     );
 }
 
@@ -142,12 +143,12 @@ fn what(events: &[StepEvent]) -> String {
             let tokens = e.tokens.map(ui::tokens);
             Some(match e.kind.as_str() {
                 "parts_pruned" => format!(
-                    "prune {} parts ~{}",
-                    e.parts,
+                    "prune {} ~{}",
+                    outputs(e.parts),
                     tokens.unwrap_or_else(|| "?".into())
                 ),
-                "parts_restored" => format!("restore {} parts", e.parts),
-                "compaction_requested" => "compaction requested".into(),
+                "parts_restored" => format!("restore {}", outputs(e.parts)),
+                "compaction_requested" => "compaction".into(),
                 "summary_completed" => format!(
                     "summary{}",
                     tokens.map(|t| format!(" {t}")).unwrap_or_default()
@@ -255,6 +256,20 @@ pub(crate) fn export_markdown(
         None => crate::write_stdout(format_args!("{text}")),
     }
     Ok(())
+}
+
+/// `1 output`, `3 outputs`.
+fn outputs(n: usize) -> String {
+    plural(n, "output")
+}
+
+/// `1 step`, `0 steps`.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 /// Writes `html` to `out` (a failure names the file).

@@ -23,6 +23,11 @@ fn fixture(rel: &str) -> String {
         .to_string()
 }
 
+fn codex_file() -> &'static str {
+    static FILE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FILE.get_or_init(|| fixture("codex/edge-cases.jsonl"))
+}
+
 fn store(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ctxlog-views-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -131,6 +136,16 @@ fn timeline_has_a_row_per_recorded_step_on_every_format() {
             assert!(s["window_estimate"].is_u64());
             assert!(s["events"].is_array());
         }
+        // The page of every recording: a point per step.
+        let page = db.with_extension("html");
+        json(&db, &["report", session, "--out", page.to_str().unwrap()]);
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert_eq!(
+            html.matches("<circle class=\"pt\"").count(),
+            steps.len(),
+            "{file}"
+        );
+        let _ = std::fs::remove_file(&page);
         // The audit's entries are all in the timeline, each after its step.
         let audit = json(&db, &["audit", session]);
         let entries = audit["entries"].as_array().unwrap();
@@ -267,6 +282,16 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
     ] {
         assert!(human.contains(want), "{want} in {human}");
     }
+    // An unknown model warns that its limits are assumed, unless --context
+    // says how large the window is.
+    let warns = |extra: &[&str]| {
+        let mut a = vec!["simulate", codex_file(), "--model", "no-such-model"];
+        a.extend_from_slice(extra);
+        let o = ok(ctxlog_at(&db, &a));
+        String::from_utf8_lossy(&o.stderr).contains("not in the limits table")
+    };
+    assert!(warns(&[]));
+    assert!(!warns(&["--context", "100k"]));
     // Bad values are exit 2 with what was wrong.
     for (bad, says) in [
         (&["--context", "12q"][..], "not a token count"),

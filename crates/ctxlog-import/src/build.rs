@@ -160,17 +160,24 @@ impl<'a> Builder<'a> {
 
     /// The policy to record: the preset of the agent that wrote the
     /// recording (`claude-code`, `codex`, `pi`; for OpenCode, of the version
-    /// `writer` names: 1.18.x → `opencode-1.18`), when the options allow
-    /// detection and a preset matches, else the options' policy.
+    /// `writer` names: 1.17.x → `opencode-1.17`, 1.18.x → `opencode-1.18`),
+    /// when the options allow detection and a preset matches, else the
+    /// options' policy.
     pub fn policy_for(&self, writer: Option<&str>) -> ctxlog_core::Policy {
         use ctxlog_core::Policy;
         if !self.options.detect_policy {
             return self.options.policy.clone();
         }
         let detected = match self.format {
-            Format::OpenCode => writer
-                .filter(|w| w.starts_with("1.18."))
-                .map(|_| Policy::opencode_1_18()),
+            Format::OpenCode => writer.and_then(|w| {
+                if w.starts_with("1.18.") {
+                    Some(Policy::opencode_1_18())
+                } else if w.starts_with("1.17.") {
+                    Some(Policy::opencode_1_17())
+                } else {
+                    None
+                }
+            }),
             Format::ClaudeCode => Some(Policy::claude_code()),
             Format::Codex => Some(Policy::codex()),
             Format::Pi => Some(Policy::pi()),

@@ -143,9 +143,10 @@ impl Format {
 pub struct ImportOptions {
     /// The policy recorded at the session's start.
     pub policy: Policy,
-    /// Record the preset of the agent version that wrote the recording
-    /// instead, when one matches (an OpenCode 1.18.x export →
-    /// `opencode-1.18`). Off when the user named a policy.
+    /// Record the preset of the agent that wrote the recording instead,
+    /// when one matches (`claude-code`, `codex`, `pi`; an OpenCode 1.17.x
+    /// or 1.18.x export → `opencode-1.17`, `opencode-1.18`). Off when the
+    /// user named a policy.
     pub detect_policy: bool,
     /// Overrides of the model limits (the table and the file's own are used
     /// otherwise).

@@ -62,7 +62,10 @@ pub fn resolve(o: &LimitOverrides, model: Option<&str>, file_context: Option<u64
     if let Some(out) = o.output {
         limits.output = Some(out);
     }
-    if o.context.is_some() && (o.output.is_some() || o.input.is_some()) {
+    // With the context given, nothing that matters is assumed: the output
+    // limit assumed for an unknown model (32,000) is every preset's output
+    // cap, so the usable budget is the same as with no output limit.
+    if o.context.is_some() {
         unknown = None;
     }
     // An input limit beyond the context window (a table entry under a
