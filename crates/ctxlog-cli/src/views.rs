@@ -27,7 +27,7 @@ pub(crate) fn show_timeline(cli: &Cli, session: &str) -> Result<(), CliError> {
     let events = crate::read_log(&store, session)?;
     let t = timeline_of(&events)?;
     if cli.json {
-        println!("{}", timeline_json(&t));
+        println!("{}", timeline_json(&t)?);
         return Ok(());
     }
     print_timeline(&t);
@@ -35,10 +35,11 @@ pub(crate) fn show_timeline(cli: &Cli, session: &str) -> Result<(), CliError> {
 }
 
 /// `timeline --json`: the timeline as serialized, the session as text.
-pub(crate) fn timeline_json(t: &Timeline) -> serde_json::Value {
-    let mut doc = serde_json::to_value(t).unwrap_or_else(|_| json!({}));
+pub(crate) fn timeline_json(t: &Timeline) -> Result<serde_json::Value, CliError> {
+    let mut doc = serde_json::to_value(t)
+        .map_err(|e| CliError::Failed(format!("cannot serialize the timeline: {e}")))?;
     doc["session"] = json!(t.session.map(|s| s.to_string()));
-    doc
+    Ok(doc)
 }
 
 /// The timeline as a table of at most 100 columns, with a bar of the
@@ -46,8 +47,21 @@ pub(crate) fn timeline_json(t: &Timeline) -> serde_json::Value {
 pub(crate) fn print_timeline(t: &Timeline) {
     let limits = &t.limits;
     let last = t.steps.last();
+    let day = |ms: u64| {
+        format_rfc3339_ms(ms)
+            .get(..10)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let days = match (t.steps.first(), last) {
+        (Some(a), Some(b)) if day(a.time) != day(b.time) => {
+            format!(" · {} to {}", day(a.time), day(b.time))
+        }
+        (Some(a), _) => format!(" · {}", day(a.time)),
+        _ => String::new(),
+    };
     println!(
-        "session {} · policy {} · context {} · usable {} · threshold {}",
+        "session {}{days} · policy {} · context {} · usable {} · threshold {}",
         t.session.map_or("-".into(), |s| s.to_string()),
         t.policy,
         if limits.context == 0 {
@@ -176,7 +190,11 @@ pub(crate) fn write_report(
     for text in std::iter::once(session).chain(with.iter().map(String::as_str)) {
         let id = crate::recorded::resolve_session(&store, &cli.db, text)?;
         let events = crate::read_log(&store, id)?;
-        logs.push((label(&events, logs.is_empty()), id, events));
+        let mut name = label(&events);
+        if logs.iter().any(|(l, _, _): &(String, _, _)| *l == name) {
+            name = format!("{name} {}", &id.to_string()[..8]);
+        }
+        logs.push((name, id, events));
     }
     let curves: Vec<Curve<'_>> = logs
         .iter()
@@ -206,19 +224,22 @@ pub(crate) fn write_report(
     Ok(())
 }
 
-/// How the page names a session: "recorded" for an import under its
-/// agent's own policy, else the policy's name.
-fn label(events: &[Envelope], first: bool) -> String {
+/// How the page names a session: a kept simulation by its policy, a
+/// recording as `recorded (<policy>)`.
+fn label(events: &[Envelope]) -> String {
     let policy = events.iter().rev().find_map(|e| match &e.event {
         ctxlog_core::Event::SessionStarted { policy, .. }
         | ctxlog_core::Event::PolicyChanged { policy } => Some(policy.name.clone()),
         _ => None,
     });
     let policy = policy.unwrap_or_else(|| "-".into());
-    if first {
-        format!("recorded ({policy})")
-    } else {
+    let simulated = events.first().is_some_and(|e| {
+        matches!(&e.event, ctxlog_core::Event::SessionStarted { source_id: Some(s), .. } if s.contains('@'))
+    });
+    if simulated {
         policy
+    } else {
+        format!("recorded ({policy})")
     }
 }
 

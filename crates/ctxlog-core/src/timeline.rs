@@ -38,7 +38,9 @@ pub struct StepRow {
     pub message: MessageId,
     /// The tokens as the provider reported them.
     pub tokens: StepTokens,
-    /// The number the policy's overflow predicate compares with `usable`.
+    /// The number the policy's overflow predicate compares with
+    /// `threshold` (its own sum of the tokens: the seed's leaves out cache
+    /// writes).
     pub count: u64,
     /// The usable input budget at this step (`None`: no context limit).
     pub usable: Option<u64>,
