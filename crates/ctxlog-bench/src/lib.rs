@@ -4,8 +4,10 @@
 //! commit, replay against a raw scan, bytes on disk) and against recomputing
 //! from scratch (the cost of one agent step as the history grows, against
 //! re-folding the whole log), the import of an OpenCode export against plain
-//! JSON parsing, `simulate` at two sizes per preset, and the peak memory of
-//! a large replay. Each figure is measured in the same run as its baseline
+//! JSON parsing, `simulate` at two sizes per preset, the peak memory of a
+//! large replay, and what a user would pick instead: OpenCode's storage
+//! shape (JSON rows in SQLite, re-read at every step) and an append-only
+//! JSONL file with `fdatasync` ([`bench_baselines`]). Each figure is measured in the same run as its baseline
 //! and reported as a ratio: absolute speeds drift on a shared machine;
 //! ratios measured side by side do not.
 //!
@@ -21,6 +23,7 @@
 #![warn(missing_docs)]
 
 mod appends;
+mod baseline;
 mod import;
 mod measure;
 mod raw;
@@ -32,6 +35,7 @@ mod steps;
 mod stores;
 
 pub use appends::{bench_buffered, bench_durable, bench_group_commit};
+pub use baseline::bench_baselines;
 pub use import::bench_import;
 pub use measure::{measure, median, Scratch};
 pub use raw::{encoded, raw_db, raw_scan_rate, Record};
@@ -58,7 +62,7 @@ pub(crate) fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BenchErro
 }
 
 /// The number of times [`run`] calls `progress`.
-pub const STAGES: u64 = 8;
+pub const STAGES: u64 = 9;
 
 /// Runs the benchmark at [`Sizes::QUICK`] or [`Sizes::FULL`]; `progress`
 /// is called [`STAGES`] times as it goes.
@@ -86,6 +90,9 @@ pub fn run(
     bench_replay(&z, &mut r)?;
     progress();
     bench_steps(&z, &mut r, progress)?;
+    // After the appends and the replay: its ratios divide their figures.
+    bench_baselines(&z, &mut r)?;
+    progress();
     bench_import(&z, &mut r)?;
     progress();
     bench_simulate(&z, &mut r)?;

@@ -30,6 +30,15 @@ pub struct Sizes {
     pub rss: u64,
     /// Events of the smaller recording `simulate` runs (the larger has twice).
     pub simulate: u64,
+    /// Events of history at which a step is measured against OpenCode's
+    /// storage shape.
+    pub baseline_histories: &'static [u64],
+    /// Steps measured at each of them.
+    pub baseline_steps: usize,
+    /// Rows and lines of the durable-append baselines.
+    pub baseline_durable: u64,
+    /// Events of the session whose bytes on disk are compared.
+    pub baseline_bytes: u64,
 }
 
 impl Sizes {
@@ -46,6 +55,10 @@ impl Sizes {
         import: 10_000,
         rss: 100_000,
         simulate: 10_000,
+        baseline_histories: &[1_000, 10_000, 100_000],
+        baseline_steps: 15,
+        baseline_durable: 150,
+        baseline_bytes: 20_000,
     };
 
     /// `ctxlog bench`: the figures BENCHMARKS.md reports.
@@ -61,6 +74,10 @@ impl Sizes {
         import: 100_000,
         rss: 1_000_000,
         simulate: 40_000,
+        baseline_histories: &[1_000, 10_000, 100_000],
+        baseline_steps: 21,
+        baseline_durable: 1_000,
+        baseline_bytes: 200_000,
     };
 
     /// [`Sizes::QUICK`] or [`Sizes::FULL`].

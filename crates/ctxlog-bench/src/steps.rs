@@ -7,7 +7,8 @@ use crate::sizes::{generated, Sizes};
 use crate::stores::{store, write_log};
 use crate::{failed, BenchError};
 use ctxlog_core::{
-    window, FinishReason, Json, PartBody, SeededIds, SessionId, SessionState, TokenUsage, ToolState,
+    window, Envelope, FinishReason, Json, PartBody, SeededIds, SessionId, SessionState, TokenUsage,
+    ToolState,
 };
 use ctxlog_engine::summarize::{SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
 use ctxlog_engine::{Engine, ManualClock, Step};
@@ -56,8 +57,8 @@ fn step_costs(
     large: u64,
     steps: usize,
 ) -> Result<(f64, f64, Engine, SessionId), BenchError> {
-    let (se, ss, sp) = step_session(small_dir, small)?;
-    let (le, ls, lp) = step_session(large_dir, large)?;
+    let (se, ss, sp) = step_session(small_dir, &generated(21, small)?)?;
+    let (le, ls, lp) = step_session(large_dir, &generated(21, large)?)?;
     for i in 0..5 {
         one_step(&se, ss, sp, i)?; // warm-up
         one_step(&le, ls, lp, i)?;
@@ -70,16 +71,14 @@ fn step_costs(
     Ok((median(a)?, median(b)?, le, ls))
 }
 
-/// A session of `n` generated events in a store, compacted at its head by a
-/// fixed summary (so the window starts at the same fresh pivot whatever the
+/// A session of `events` in a store, compacted at its head by a fixed
+/// summary (so the window starts at the same fresh pivot whatever the
 /// history), with a user message to answer: (engine, session, parent).
-fn step_session(
+pub(crate) fn step_session(
     dir: &Path,
-    n: u64,
+    events: &[Envelope],
 ) -> Result<(Engine, SessionId, ctxlog_core::MessageId), BenchError> {
-    let events = generated(21, n)?;
-    let session = write_log(dir, &events)?;
-    drop(events);
+    let session = write_log(dir, events)?;
     let engine = Engine::builder()
         .clock(Arc::new(ManualClock::new(1_800_000_000_000)))
         .ids(SeededIds::new(23))
@@ -119,7 +118,7 @@ impl Summarizer for FixedSummarizer {
 /// One agent step as an agent makes it: record the step (message, a text
 /// part, a tool output, its usage; the overflow check runs), then build the
 /// window for the next call. Seconds.
-fn one_step(
+pub(crate) fn one_step(
     engine: &Engine,
     session: SessionId,
     parent: ctxlog_core::MessageId,

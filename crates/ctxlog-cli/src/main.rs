@@ -1063,8 +1063,16 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
 pub(crate) fn read_policy(path: &Path) -> Result<Policy, CliError> {
     let file = File::open(path)
         .map_err(|e| CliError::BadInput(format!("{}: cannot open: {e}", path.display())))?;
-    serde_json::from_reader(BufReader::new(file))
-        .map_err(|e| CliError::BadInput(format!("{}: not a policy: {e}", path.display())))
+    let policy: Policy = serde_json::from_reader(BufReader::new(file))
+        .map_err(|e| CliError::BadInput(format!("{}: not a policy: {e}", path.display())))?;
+    if !(1..=100).contains(&policy.threshold_percent) {
+        return Err(CliError::BadInput(format!(
+            "{}: `threshold_percent` must be from 1 to 100, not {}",
+            path.display(),
+            policy.threshold_percent
+        )));
+    }
+    Ok(policy)
 }
 
 fn write_events(path: &Path, events: &[Envelope]) -> Result<(), CliError> {

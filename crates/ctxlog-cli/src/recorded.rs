@@ -757,12 +757,13 @@ fn steps_and_peak(st: &SessionState) -> (u64, u64) {
     (steps, peak)
 }
 
-/// The shortest prefix of each name, at least 8 characters, that no name
-/// of another recording starts with (as git shortens hashes); a kept
-/// simulation keeps its `@policy`.
-fn short_names(names: &[String]) -> Vec<String> {
+/// The shortest prefix of each of `names`, at least 8 characters, that no
+/// other name of `universe` (every stored session's, filtered or not)
+/// starts with, as git shortens hashes; a kept simulation keeps its
+/// `@policy`. `resolve_session` takes each back to its session.
+fn short_names(names: &[String], universe: &[String]) -> Vec<String> {
     let base = |n: &str| n.split_once('@').map_or(n, |(b, _)| b).to_owned();
-    let mut bases: Vec<String> = names.iter().map(|n| base(n)).collect();
+    let mut bases: Vec<String> = universe.iter().chain(names).map(|n| base(n)).collect();
     bases.sort_unstable();
     bases.dedup();
     let lcp = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
@@ -800,7 +801,12 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
     let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
     let mut rows = Vec::new();
     let mut unreadable = Vec::new();
+    // Every session's name, filtered or not: the short ids are unique among
+    // all of them.
+    let mut universe = Vec::new();
+    let mut ids = Vec::new();
     for (s, head) in store.sessions().map_err(fail)? {
+        ids.push(s.to_string());
         // A session that does not read (damage, or acknowledged events the
         // store lost) is listed with why, never left out (nor filtered).
         let loaded = match store.load_state(s) {
@@ -809,6 +815,7 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
                 rows.push(
                     json!({"session": s.to_string(), "events": head, "error": e.to_string()}),
                 );
+                universe.push(s.to_string());
                 let why = e.to_string();
                 unreadable.push(if why.contains(&s.to_string()) {
                     why
@@ -819,6 +826,7 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
             }
         };
         let st = &loaded.state;
+        universe.push(st.source_id.clone().unwrap_or_else(|| s.to_string()));
         let about = st.about.as_ref();
         let simulated = st.source_id.as_deref().is_some_and(|s| s.contains('@'));
         let agent = about
@@ -896,9 +904,21 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
                 .to_owned()
         })
         .collect();
+    // A session without a source id is named by its ctxlog id, which must
+    // not be the prefix of another session's either.
+    let with_ids: Vec<String> = universe.iter().cloned().chain(ids).collect();
+    let by_source = short_names(&names, &universe);
+    let by_id = short_names(&names, &with_ids);
+    let short = rows.iter().enumerate().map(|(i, r)| {
+        if r["source_session"].is_string() {
+            by_source[i].clone()
+        } else {
+            by_id[i].clone()
+        }
+    });
     let table: Vec<Vec<String>> = rows
         .iter()
-        .zip(short_names(&names))
+        .zip(short)
         .map(|(r, id)| {
             if r.get("error").is_some() {
                 return vec![
@@ -939,12 +959,15 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
             ]
         })
         .collect();
-    ui::table_fit(
+    // The id is never cut (it names the session); agent and model are,
+    // when a long id leaves the title too little room.
+    ui::table_fit_cutting(
         &[
             "ID", "DATE", "AGENT", "MODEL", "STEPS", "PEAK", "COMP", "PRUNE", "TITLE",
         ],
         &table,
         ui::MAX_TABLE_WIDTH,
+        &[2, 3],
     );
     for u in &unreadable {
         println!("error: {u}");
@@ -1235,8 +1258,10 @@ struct Simulated {
 /// `simulate FILE ...`.
 pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError> {
     let policies = simulated_policies(a)?;
+    // The recording is labelled with its agent's preset (else the seed's),
+    // never with a policy under test.
     let options = ImportOptions {
-        policy: policies[0].clone(),
+        policy: Policy::opencode_seed(),
         detect_policy: true,
         limits: a.limits.overrides(),
         max_line_bytes: a.max_line_bytes,
@@ -1270,7 +1295,7 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
         let mut config = SimulateConfig::new(policy.clone());
         config.limits = fixed.clone();
         if a.keep {
-            config = config.keepable(&source);
+            config = config.keepable(&source, &imported.events);
         }
         let result = simulate_recording(&imported.events, config, |i| bar.set_position(i as u64));
         bar.finish_and_clear();
@@ -1279,10 +1304,11 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
         })?;
         let timeline = crate::views::timeline_of(&report.log)?;
         let kept = match &store {
-            Some(store) => {
-                store_import_events(store, &report.log)?;
-                Some(format!("{source}@{}", policy.name))
-            }
+            Some(store) => Some(keep(
+                store,
+                &format!("{source}@{}", policy.name),
+                &report.log,
+            )?),
             None => None,
         };
         runs.push(Simulated {
@@ -1474,6 +1500,27 @@ fn comparison(recorded: &ctxlog_core::Timeline, runs: &[Simulated]) {
     );
 }
 
+/// Stores a simulation under `name`; one kept before under that name with
+/// other events (other limits, a grown recording) is marked replaced by it,
+/// so the name stays one session's. Returns the name.
+fn keep(store: &SledStore, name: &str, events: &[Envelope]) -> Result<String, CliError> {
+    let fail = |e: CatalogError| CliError::Failed(format!("keeping {name}: {e}"));
+    let new = events
+        .first()
+        .map(|e| e.session)
+        .ok_or_else(|| CliError::Failed(format!("keeping {name}: the simulation is empty")))?;
+    let before = match catalog::resolve_session(store, name) {
+        Ok(s) => Some(s),
+        Err(CatalogError::NotFound(_)) => None,
+        Err(e) => return Err(fail(e)),
+    };
+    store_import_events(store, events)?;
+    if let Some(old) = before.filter(|old| *old != new) {
+        catalog::mark_replaced(store, old, new).map_err(fail)?;
+    }
+    Ok(name.to_owned())
+}
+
 /// Stores a simulated session's events whole (or what is new of them).
 fn store_import_events(store: &SledStore, events: &[Envelope]) -> Result<Stored, CliError> {
     catalog::store_recording(store, events).map_err(|e| match e {
@@ -1602,7 +1649,7 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         assert_eq!(
-            short_names(&names),
+            short_names(&names, &names),
             [
                 "0199812e-64f0-7",
                 "0199812e-64f0-a",

@@ -63,14 +63,26 @@ pub const MAX_TABLE_WIDTH: usize = 100;
 
 /// A table: a header and rows, printed with aligned columns (numbers right).
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
-    print_table(header, rows, usize::MAX);
+    print_table(header, rows, usize::MAX, &[]);
 }
 
 /// [`table`] within `max` columns: the last column is cut (`…`) where a
 /// row would be wider.
 pub fn table_fit(header: &[&str], rows: &[Vec<String>], max: usize) {
-    print_table(header, rows, max);
+    print_table(header, rows, max, &[]);
 }
+
+/// [`table_fit`], first narrowing the `cuttable` columns (the widest first,
+/// to no less than [`MIN_CUT_WIDTH`]) while the table is wider than `max`
+/// with at least [`MIN_LAST_WIDTH`] for the last column.
+pub fn table_fit_cutting(header: &[&str], rows: &[Vec<String>], max: usize, cuttable: &[usize]) {
+    print_table(header, rows, max, cuttable);
+}
+
+/// The narrowest [`table_fit_cutting`] makes a column.
+pub const MIN_CUT_WIDTH: usize = 6;
+/// The room [`table_fit_cutting`] leaves the last column.
+pub const MIN_LAST_WIDTH: usize = 10;
 
 /// A cell that reads as a number (`12`, `4.5k`, `87.50%`, `1,200`, `-`
 /// counts as none): right-aligned.
@@ -99,7 +111,7 @@ pub fn cut(text: &str, max: usize) -> String {
     out
 }
 
-fn print_table(header: &[&str], rows: &[Vec<String>], max: usize) {
+fn print_table(header: &[&str], rows: &[Vec<String>], max: usize, cuttable: &[usize]) {
     let cols = header.len();
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
@@ -107,6 +119,45 @@ fn print_table(header: &[&str], rows: &[Vec<String>], max: usize) {
             width[i] = width[i].max(c.chars().count());
         }
     }
+    // Narrow the cuttable columns, widest first, until the last one has
+    // its room.
+    let before_last = |w: &[usize]| {
+        w[..cols.saturating_sub(1)]
+            .iter()
+            .map(|w| w + 2)
+            .sum::<usize>()
+    };
+    while before_last(&width) + MIN_LAST_WIDTH > max {
+        let widest = cuttable
+            .iter()
+            .copied()
+            .filter(|&i| i + 1 < cols && width[i] > MIN_CUT_WIDTH)
+            .max_by_key(|&i| (width[i], std::cmp::Reverse(i)));
+        match widest {
+            Some(i) => width[i] -= 1,
+            None => break,
+        }
+    }
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .enumerate()
+                .map(|(i, c)| match width.get(i) {
+                    Some(&w) if i + 1 < cols => cut(c, w),
+                    _ => c.clone(),
+                })
+                .collect()
+        })
+        .collect();
+    let header: Vec<String> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| match width.get(i) {
+            Some(&w) if i + 1 < cols => cut(h, w),
+            _ => (*h).to_owned(),
+        })
+        .collect();
     let numeric: Vec<bool> = (0..cols)
         .map(|i| {
             !rows.is_empty()
@@ -138,13 +189,13 @@ fn print_table(header: &[&str], rows: &[Vec<String>], max: usize) {
         out.truncate(out.trim_end().len());
         out
     };
-    let head = line(header.iter().map(|h| h.to_string()).collect());
+    let head = line(header);
     if color() {
         println!("\x1b[1m{head}\x1b[0m");
     } else {
         println!("{head}");
     }
     for r in rows {
-        println!("{}", line(r.clone()));
+        println!("{}", line(r));
     }
 }

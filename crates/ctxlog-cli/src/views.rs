@@ -131,7 +131,7 @@ fn clock(ms: u64) -> String {
 }
 
 /// Ten cells of the usable context the step's total used (of the peak when
-/// there is no limit); `!` where the policy's count reached its threshold.
+/// there is no limit); `!` where the policy's overflow check fired.
 fn bar(s: &StepRow, peak: u64) -> String {
     const CELLS: u64 = 10;
     let (num, den) = match s.usable {
@@ -142,7 +142,7 @@ fn bar(s: &StepRow, peak: u64) -> String {
     let mut out: String = (0..CELLS)
         .map(|i| if i < filled { '█' } else { '·' })
         .collect();
-    if s.threshold.is_some_and(|t| s.count >= t) {
+    if s.overflow {
         out.pop();
         out.push('!');
     }
@@ -187,13 +187,18 @@ pub(crate) fn write_report(
 ) -> Result<(), CliError> {
     let store = crate::open_existing(&cli.db)?;
     let mut logs = Vec::new();
+    let mut labels: Vec<String> = Vec::new();
     for text in std::iter::once(session).chain(with.iter().map(String::as_str)) {
         let id = crate::recorded::resolve_session(&store, &cli.db, text)?;
         let events = crate::read_log(&store, id)?;
-        let mut name = label(&events);
-        if logs.iter().any(|(l, _, _): &(String, _, _)| *l == name) {
-            name = format!("{name} {}", &id.to_string()[..8]);
-        }
+        let base = label(&events);
+        let same = labels.iter().filter(|l| **l == base).count();
+        labels.push(base.clone());
+        let name = if same == 0 {
+            base
+        } else {
+            format!("{base} #{}", same + 1)
+        };
         logs.push((name, id, events));
     }
     let curves: Vec<Curve<'_>> = logs

@@ -152,11 +152,12 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
     for line in text.lines() {
         assert!(line.chars().count() <= 100, "{line:?} is wider than 100");
     }
-    for line in text.lines().skip(1) {
+    // The table's rows are the JSON's, in the same order: each short id
+    // names its own row's session.
+    for (line, listed) in text.lines().skip(1).zip(sessions) {
         let id = line.split_whitespace().next().unwrap();
         let r = json(&ok(ctxlog(&["replay", id, "--json", "--db", d])));
-        let listed = sessions.iter().find(|s| s["session"] == r["session"]);
-        assert!(listed.is_some(), "{id} names a listed session");
+        assert_eq!(r["session"], listed["session"], "{id} names its own row");
     }
     // audit as a table
     let audit = ok(ctxlog(&["audit", OC_SOURCE, "--db", d]));

@@ -214,9 +214,14 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
         "--report",
         &page_arg,
     ];
+    json(&db, &["import", &file]);
     let doc = json(&db, &args);
     let sims = doc["simulations"].as_array().unwrap();
     assert_eq!(sims.len(), 2);
+    assert_eq!(
+        doc["recorded"]["policy"], "opencode-1.17",
+        "the agent's, not one under test"
+    );
     for sim in sims {
         assert_eq!(sim["limits"]["context"], 180_000, "--context 180k");
         let name = sim["kept"].as_str().unwrap();
@@ -251,6 +256,23 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
         json(&db, &["window", name]);
         json(&db, &["audit", name]);
     }
+    // With the simulations kept, every short id still names its own row,
+    // and the recording's 8-character prefix names the recording.
+    let table = text(&db, &["sessions"]);
+    let listed = json(&db, &["sessions"]);
+    let listed = listed["sessions"].as_array().unwrap();
+    assert_eq!(listed.len(), 3);
+    for (line, row) in table.lines().skip(1).zip(listed) {
+        let id = line.split_whitespace().next().unwrap();
+        let r = json(&db, &["replay", id]);
+        assert_eq!(r["session"], row["session"], "{id} names its own row");
+        assert!(line.chars().count() <= 100, "{line:?}");
+    }
+    let t = json(&db, &["timeline", "ses_0a3f9c1e"]);
+    assert_eq!(
+        t["policy"], "opencode-1.17",
+        "the recording, under its agent's preset"
+    );
     let before = json(&db, &["sessions"]);
     let again = json(&db, &args);
     assert_eq!(
@@ -301,6 +323,10 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
         ),
         (&["--policy", "codex,codex"][..], "given twice"),
         (&["--threshold", "0"][..], "0"),
+        (
+            &["--policy-file", "/nonexistent/policy.json"][..],
+            "/nonexistent/policy.json",
+        ),
     ] {
         let mut a = vec!["simulate", file.as_str()];
         a.extend_from_slice(bad);
@@ -309,6 +335,24 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains(says), "{bad:?}: {err}");
     }
+    // A policy file's threshold out of range names the file and field.
+    let bad = db.with_extension("policy.json");
+    let mut p: Value = serde_json::from_str(&text(&db, &["presets"]))
+        .map(|v: Value| v[0].clone())
+        .unwrap();
+    p["threshold_percent"] = Value::from(0);
+    std::fs::write(&bad, p.to_string()).unwrap();
+    let o = ctxlog_at(
+        &db,
+        &["simulate", &file, "--policy-file", bad.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("threshold_percent") && err.contains("policy.json"),
+        "{err}"
+    );
+    let _ = std::fs::remove_file(&bad);
     // The threshold knob: at 50 % the first compaction fires at a lower
     // count than at 65 %, each at or past its share of the usable budget
     // (the Codex fixture's steps grow 3816, 6152, 6420, 6690 tokens).
@@ -504,4 +548,25 @@ fn presets_include_the_agents_with_a_threshold() {
         ]
     );
     assert!(presets.iter().all(|p| p["threshold_percent"].is_u64()));
+}
+
+/// A session stored under another policy (by an older ctxlog, or with
+/// `--policy`) is the same session when imported again: it keeps its policy.
+#[test]
+fn importing_again_keeps_the_stored_policy() {
+    let db = store("policy");
+    let file = fixture("claude-code/edge-cases.jsonl");
+    let first = json(&db, &["import", &file, "--policy", "opencode-seed"]);
+    let again = json(&db, &["import", &file]);
+    assert_eq!(again["session"], first["session"]);
+    assert_eq!(again["already_imported"], true);
+    let t = json(&db, &["timeline", first["session"].as_str().unwrap()]);
+    assert_eq!(t["policy"], "opencode-seed");
+    // A fresh store labels it with its agent's preset.
+    let fresh = store("policy-fresh");
+    json(&fresh, &["import", &file]);
+    let t = json(&fresh, &["timeline", first["session"].as_str().unwrap()]);
+    assert_eq!(t["policy"], "claude-code");
+    let _ = std::fs::remove_dir_all(&db);
+    let _ = std::fs::remove_dir_all(&fresh);
 }

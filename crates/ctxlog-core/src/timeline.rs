@@ -49,6 +49,9 @@ pub struct StepRow {
     pub percent: Option<f64>,
     /// The policy's threshold at this step: where automatic compaction fires.
     pub threshold: Option<u64>,
+    /// Whether the policy's overflow check fired on this step (`count`
+    /// reached `threshold` as the policy compares, with `auto` on).
+    pub overflow: bool,
     /// The estimated tokens of the window right after the step.
     pub window_estimate: u64,
     /// What the lifecycle did after this step, up to the next one (entries
@@ -159,6 +162,7 @@ pub fn timeline_with(
             usable: check.usable,
             percent: check.usable.map(|u| percent(reported.total, u)),
             threshold: state.policy.threshold(&state.limits),
+            overflow: check.overflow,
             window_estimate: estimate_window(&state),
             events: Vec::new(),
         };

@@ -128,23 +128,24 @@ pub fn store_recording(log: &impl EventLog, events: &[Envelope]) -> Result<Store
 }
 
 /// The same recorded event wherever it stands: all but the seq, and but
-/// `SessionStarted`'s title (a description, see [`store_recording`]).
+/// `SessionStarted`'s title (a description, see [`store_recording`]) and
+/// policy (a stored session keeps the policy it was stored with: a newer
+/// build may label the same recording with another preset, e.g. its
+/// agent's).
 fn same_event(stored: &Envelope, new: &Envelope) -> bool {
     let event_matches = match (&stored.event, &new.event) {
         (
             Event::SessionStarted {
-                policy: p,
                 limits: l,
                 source_id: s,
                 ..
             },
             Event::SessionStarted {
-                policy: q,
                 limits: m,
                 source_id: t,
                 ..
             },
-        ) => p == q && l == m && s == t,
+        ) => l == m && s == t,
         (a, b) => a == b,
     };
     event_matches
@@ -216,20 +217,34 @@ pub fn source_of(log: &impl EventLog, session: SessionId) -> Result<Option<Strin
     })
 }
 
-/// Whether `text` is a prefix of a session's ctxlog id or of its source id
-/// (the part before `@`, the part after it then equal).
-fn names_by_prefix(text: &str, id: &str, source: Option<&str>) -> bool {
+/// How a session's names match a text: exactly (its source id), by a
+/// prefix of its source id, or by a prefix of its ctxlog id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Match {
+    Exact,
+    SourcePrefix,
+    IdPrefix,
+}
+
+/// How `text` names a session with ctxlog id `id` and source id `source`,
+/// if it does. A prefix is at least [`MIN_PREFIX`] characters; `<prefix>@<policy>`
+/// names a kept simulation by a prefix of its recording's id, and a prefix
+/// without `@` never names a simulation by its source id.
+fn matches(text: &str, id: &str, source: Option<&str>) -> Option<Match> {
+    if source == Some(text) {
+        return Some(Match::Exact);
+    }
     let (base, policy) = split_policy(text);
     if base.chars().count() < MIN_PREFIX {
-        return false;
+        return None;
     }
-    if policy.is_none() && id.starts_with(base) {
-        return true;
-    }
-    source.is_some_and(|source| {
+    if let Some(source) = source {
         let (source_base, source_policy) = split_policy(source);
-        source_base.starts_with(base) && source_policy == policy
-    })
+        if source_base.starts_with(base) && source_policy == policy {
+            return Some(Match::SourcePrefix);
+        }
+    }
+    (policy.is_none() && id.starts_with(base)).then_some(Match::IdPrefix)
 }
 
 /// `<id>@<policy>` → (id, policy).
@@ -246,7 +261,9 @@ pub const MIN_PREFIX: usize = 4;
 /// The session `text` names: a ctxlog id, or a recording's own session id
 /// (`<id>@<policy>` for a simulation kept beside it), or a unique prefix of
 /// either of at least [`MIN_PREFIX`] characters (`0199812e`,
-/// `0199812e@codex`). An exact name wins over prefixes.
+/// `0199812e@codex`). An exact name wins over a source-id prefix, which
+/// wins over a ctxlog-id prefix. Of the versions of one recording, the
+/// newest.
 pub fn resolve_session(log: &impl EventLog, text: &str) -> Result<SessionId, CatalogError> {
     if let Ok(u) = uuid::Uuid::parse_str(text) {
         let s = SessionId(u);
@@ -254,20 +271,28 @@ pub fn resolve_session(log: &impl EventLog, text: &str) -> Result<SessionId, Cat
             return Ok(s);
         }
     }
-    let mut exact = Vec::new();
-    let mut prefixed = Vec::new();
+    let mut best: Option<Match> = None;
+    let mut found: Vec<(SessionId, Option<String>)> = Vec::new();
     for (s, _) in log.sessions()? {
         let source = source_of(log, s)?;
-        if source.as_deref() == Some(text) {
-            exact.push(s);
-        } else if names_by_prefix(text, &s.to_string(), source.as_deref()) {
-            prefixed.push(s);
+        let Some(m) = matches(text, &s.to_string(), source.as_deref()) else {
+            continue;
+        };
+        if best.is_some_and(|b| m > b) {
+            continue;
         }
+        if best.is_some_and(|b| m < b) {
+            found.clear();
+        }
+        best = Some(m);
+        found.push((s, source));
     }
-    let mut found = if exact.is_empty() { prefixed } else { exact };
-    // Of the versions of one recording, the newest (the others were
-    // replaced by it and stay readable by their ctxlog ids).
-    if found.len() > 1 {
+    // Of the versions of one recording (all found share its source id),
+    // the newest: the others were replaced by it and stay readable by
+    // their ctxlog ids.
+    let one_recording = found.windows(2).all(|w| w[0].1 == w[1].1);
+    let mut found: Vec<SessionId> = found.into_iter().map(|(s, _)| s).collect();
+    if found.len() > 1 && one_recording {
         let mut current = Vec::new();
         for s in &found {
             if replaced_by(log, *s)?.is_none() {

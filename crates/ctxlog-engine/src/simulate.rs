@@ -153,14 +153,21 @@ impl SimulateConfig {
     }
 
     /// A simulation to keep in a store beside its recording: named
-    /// `<source id>@<policy>` and with ids seeded from that name and the
-    /// policy and limits (the same simulation keeps the same ids, so
-    /// keeping it again stores nothing new; another never collides).
-    pub fn keepable(mut self, recording_source: &str) -> Self {
+    /// `<source id>@<policy>` and with ids seeded from that name, the
+    /// policy, the limits and the recording's length and last event (the
+    /// same simulation of the same recording keeps the same ids, so keeping
+    /// it again stores nothing new; any other draws other ids).
+    pub fn keepable(mut self, recording_source: &str, recording: &[Envelope]) -> Self {
         let name = format!("{recording_source}@{}", self.policy.name);
         let mut h = Sha256::new();
         h.update(name.as_bytes());
-        h.update(format!("{:?}{:?}", self.policy, self.limits).as_bytes());
+        // JSON: a stable encoding of both (field order is declaration order).
+        h.update(serde_json::to_vec(&self.policy).unwrap_or_default());
+        h.update(serde_json::to_vec(&self.limits).unwrap_or_default());
+        h.update((recording.len() as u64).to_le_bytes());
+        if let Some(last) = recording.last() {
+            h.update(last.id.0.as_bytes());
+        }
         let digest = h.finalize();
         let mut seed = [0u8; 8];
         seed.copy_from_slice(&digest[..8]);
@@ -222,15 +229,8 @@ pub fn simulate_recording(
         _ => (None, None, ModelLimits::default()),
     };
     let fixed_limits = config.limits.is_some();
-    let simulated_title = config.source_id.as_ref().map(|_| {
-        format!(
-            "{} (simulated under {})",
-            title.as_deref().unwrap_or("session"),
-            config.policy.name
-        )
-    });
     let session = engine.start(crate::NewSession {
-        title: simulated_title.or(title),
+        title,
         policy: config.policy,
         limits: config.limits.unwrap_or(recorded_limits),
         source_id: config.source_id.or(source_id),

@@ -6,8 +6,8 @@
 use ctxlog_core::policy::Estimator;
 use ctxlog_core::window::{render_message, window_order, ToolResult};
 use ctxlog_core::{
-    timeline_with, Envelope, JobStatus, Message, PartBody, RefusedEvent, Role, SessionState,
-    StepRow, Timeline, ToolState, WindowMessage, WindowPart,
+    timeline_with, Envelope, Event, JobStatus, Message, MessageId, PartBody, PartId, RefusedEvent,
+    Role, SessionState, StepRow, Timeline, WindowMessage, WindowPart,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -27,19 +27,23 @@ pub struct SessionData {
     pub title: Option<String>,
 }
 
-/// A message's rendering is stored once per (message, fingerprint).
-type RenderKey = (usize, u64);
+/// A message's rendering is stored once per (message, version): the
+/// version counts the events that touched it.
+type RenderKey = (MessageId, u64);
 
 /// Folds `events` into what the page shows.
 pub fn session_data(label: &str, events: &[Envelope]) -> Result<SessionData, RefusedEvent> {
     let mut renders: BTreeMap<RenderKey, usize> = BTreeMap::new();
     let mut messages: Vec<Value> = Vec::new();
     let mut windows: Vec<(Option<String>, Vec<usize>)> = Vec::new();
-    let timeline = timeline_with(events, |state, _row: &StepRow| {
-        windows.push(window_refs(state, &mut renders, &mut messages));
+    let mut versions = Versions::default();
+    let timeline = timeline_with(events, |state, row: &StepRow| {
+        versions.advance(events, row.seq, state);
+        windows.push(window_refs(state, &versions, &mut renders, &mut messages));
     })?;
     let end = SessionState::replay(events)?;
-    let last = window_refs(&end, &mut renders, &mut messages);
+    versions.advance(events, end.head, &end);
+    let last = window_refs(&end, &versions, &mut renders, &mut messages);
     let estimator = end.policy.estimator;
     let steps: Vec<Value> = timeline
         .steps
@@ -93,9 +97,10 @@ fn title(state: &SessionState) -> Option<String> {
 }
 
 /// The window at `state` as references into `messages`, rendering only
-/// messages whose fingerprint is new.
+/// messages touched since they were last rendered.
 fn window_refs(
     state: &SessionState,
+    versions: &Versions,
     renders: &mut BTreeMap<RenderKey, usize>,
     messages: &mut Vec<Value>,
 ) -> (Option<String>, Vec<usize>) {
@@ -106,7 +111,7 @@ fn window_refs(
         let Some(m) = state.messages.get(i) else {
             continue;
         };
-        let key = (i, fingerprint(m));
+        let key = (m.id, versions.of(m.id));
         if let Some(&r) = renders.get(&key) {
             refs.push(r);
             continue;
@@ -115,59 +120,61 @@ fn window_refs(
             continue;
         };
         let r = messages.len();
-        messages.push(message_json(m, &rendered, &estimator, pivot == Some(m.id)));
+        messages.push(message_json(m, &rendered, &estimator));
         renders.insert(key, r);
         refs.push(r);
     }
     (pivot.map(|p| p.to_string()), refs)
 }
 
-/// What a rendering depends on, cheaply: each part's kind, state, size and
-/// prune mark, the message's error and finish. Equal fingerprints of one
-/// message render equally within a session.
-fn fingerprint(m: &Message) -> u64 {
-    let mut h = Fnv::default();
-    h.add(m.parts.len() as u64);
-    h.add(u64::from(m.error.is_some()));
-    h.add(u64::from(m.finish.is_some()));
-    for p in &m.parts {
-        h.add(u64::from(p.pruned.is_some()));
-        match &p.body {
-            PartBody::Text { text, .. } | PartBody::Reasoning { text, .. } => {
-                h.add(1);
-                h.add(text.len() as u64);
-            }
-            PartBody::Tool { state, .. } => {
-                let (tag, len) = match state {
-                    ToolState::Pending { .. } => (2, 0),
-                    ToolState::Running { .. } => (3, 0),
-                    ToolState::Completed { output, .. } => (4, output.len()),
-                    ToolState::Error { error, .. } => (5, error.len()),
-                };
-                h.add(tag);
-                h.add(len as u64);
-            }
-            _ => h.add(6),
-        }
-    }
-    h.0
+/// How many events touched each message so far: a rendering depends only
+/// on the events that touched its message (parts appended, updated,
+/// pruned or restored, its step or error, its job's outcome).
+#[derive(Default)]
+struct Versions {
+    /// Events folded so far (an index into the events).
+    next: usize,
+    of: BTreeMap<MessageId, u64>,
 }
 
-/// FNV-1a over u64 words: deterministic, no hash-map order involved.
-struct Fnv(u64);
+impl Versions {
+    /// Counts the events up to `seq` (`state` is at or past them).
+    fn advance(&mut self, events: &[Envelope], seq: u64, state: &SessionState) {
+        while let Some(e) = events.get(self.next).filter(|e| e.seq <= seq) {
+            self.next += 1;
+            for m in touched(&e.event, state) {
+                *self.of.entry(m).or_default() += 1;
+            }
+        }
+    }
 
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
+    fn of(&self, m: MessageId) -> u64 {
+        self.of.get(&m).copied().unwrap_or(0)
     }
 }
 
-impl Fnv {
-    fn add(&mut self, v: u64) {
-        for b in v.to_le_bytes() {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
+/// The messages whose rendering `event` may change.
+fn touched(event: &Event, state: &SessionState) -> Vec<MessageId> {
+    let of_part = |p: &PartId| state.part(*p).map(|(m, _)| m.id);
+    let of_job = |job: &MessageId| {
+        let summary = state.job(*job).and_then(|j| j.summary);
+        std::iter::once(*job).chain(summary).collect()
+    };
+    match event {
+        Event::MessageAppended { message, .. }
+        | Event::PartAppended { message, .. }
+        | Event::StepFinished { message, .. }
+        | Event::MessageErrored { message, .. }
+        | Event::CompactionRequested { message, .. } => vec![*message],
+        Event::PartUpdated { part, .. } => of_part(part).into_iter().collect(),
+        Event::PartsPruned { parts, .. } => parts.iter().filter_map(|p| of_part(&p.part)).collect(),
+        Event::PartsRestored { parts, .. } => parts.iter().filter_map(of_part).collect(),
+        Event::CompactionStarted { job, .. }
+        | Event::SummaryCompleted { job, .. }
+        | Event::CompactionFailed { job, .. } => of_job(job),
+        // Whether a failed compaction's marker is sent is the policy's.
+        Event::PolicyChanged { .. } => state.jobs.iter().map(|j| j.marker).collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -184,7 +191,7 @@ fn shown(text: &str) -> (String, usize) {
 }
 
 /// One rendered message as the page's JSON.
-fn message_json(m: &Message, w: &WindowMessage, e: &Estimator, pivot: bool) -> Value {
+fn message_json(m: &Message, w: &WindowMessage, e: &Estimator) -> Value {
     let parts: Vec<Value> = w
         .parts
         .iter()
@@ -234,7 +241,6 @@ fn message_json(m: &Message, w: &WindowMessage, e: &Estimator, pivot: bool) -> V
         "summary": m.summary,
         "marker": m.marker,
         "synthetic": m.synthetic,
-        "pivot": pivot,
         "tokens": tokens,
         "parts": parts,
     })

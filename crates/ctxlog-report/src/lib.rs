@@ -193,16 +193,19 @@ fn events_table(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> Stri
                     continue;
                 }
                 any = true;
-                let gone = removed["messages"].as_array().map_or(0, Vec::len);
-                let cleared = removed["cleared"].as_array().map_or(0, Vec::len);
-                let removes = matches!(e.kind.as_str(), "summary_completed" | "parts_pruned");
-                let what_removed = if !removes || gone + cleared == 0 {
-                    "–".to_owned()
-                } else {
-                    format!(
-                        "{gone} messages, {cleared} tool outputs, ~{} tokens (before the next step)",
-                        removed["tokens"]
-                    )
+                // A prune removes tool outputs, a compaction messages: each
+                // row says only its own part of what left the window.
+                let part = match e.kind.as_str() {
+                    "parts_pruned" => "cleared",
+                    "summary_completed" => "messages",
+                    _ => "",
+                };
+                let gone = removed[part].as_array().map_or(&[][..], Vec::as_slice);
+                let tokens: u64 = gone.iter().filter_map(|g| g["tokens"].as_u64()).sum();
+                let what_removed = match (part, gone.len()) {
+                    (_, 0) => "–".to_owned(),
+                    ("cleared", n) => format!("{n} tool outputs cleared, ~{tokens} tokens"),
+                    (_, n) => format!("{n} messages, ~{tokens} tokens"),
                 };
                 let _ = write!(
                     out,
@@ -307,10 +310,10 @@ function partView(p){
   if(p.cut>0)d.appendChild(el('p','cut','… '+fmt(p.cut)+' more characters (ctxlog window --at SEQ prints them whole)'));
   return d;
 }
-function messageView(m){
-  var d=el('div','msg '+m.role+(m.pivot?' pivot':'')+(m.summary?' summary':''));
+function messageView(m,pivot){
+  var d=el('div','msg '+m.role+(pivot?' pivot':'')+(m.summary?' summary':''));
   var h=el('div','role',m.role+' · ~'+fmt(m.tokens)+' tokens');
-  if(m.pivot)h.appendChild(el('span','badge','compaction marker (the window starts here)'));
+  if(pivot)h.appendChild(el('span','badge','compaction marker (the window starts here)'));
   if(m.summary)h.appendChild(el('span','badge','summary'));
   if(m.synthetic)h.appendChild(el('span','badge','synthetic'));
   if(m.source_id)h.appendChild(el('span','badge',m.source_id));
@@ -339,7 +342,7 @@ function show(c,i){
   }
   var w=document.getElementById('window');w.textContent='';
   w.appendChild(el('div','role','The model input right after this step: '+st.window.length+' messages'+(st.pivot?', starting at a compaction':'')));
-  st.window.forEach(function(ref){w.appendChild(messageView(s.messages[ref]));});
+  st.window.forEach(function(ref){var m=s.messages[ref];w.appendChild(messageView(m,m.id===st.pivot));});
   Array.prototype.forEach.call(document.querySelectorAll('.pt.sel'),function(p){p.classList.remove('sel');});
   var sel=document.querySelector('.pt[data-curve="'+cur+'"][data-step="'+step+'"]');if(sel)sel.classList.add('sel');
 }

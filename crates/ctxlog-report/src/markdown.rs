@@ -43,9 +43,17 @@ pub fn markdown(events: &[Envelope]) -> Result<String, RefusedEvent> {
     }
     let _ = writeln!(out, "{}\n", facts.join(" · "));
     let pivot = window_order(&state).0;
+    let tail = pivot.and_then(|p| state.job(p)).and_then(|j| j.tail_start);
     for m in &state.messages {
+        if tail == Some(m.id) {
+            out.push_str("> **The recent tail starts here**: these messages, up to the compaction below, are still sent, after its summary.\n\n");
+        }
         if pivot == Some(m.id) {
-            out.push_str("> **The model's window starts here now** (everything above is summarized below).\n\n");
+            out.push_str(if tail.is_some() {
+                "> **The model's window starts here now**: this compaction, its summary, the recent tail marked above, then everything after.\n\n"
+            } else {
+                "> **The model's window starts here now**: this compaction and its summary replace everything above.\n\n"
+            });
         }
         message(&mut out, &state, m);
     }
@@ -110,13 +118,13 @@ fn message(out: &mut String, state: &SessionState, m: &Message) {
     for p in &m.parts {
         match &p.body {
             PartBody::Text { text, .. } => {
-                let _ = writeln!(out, "{}\n", text.trim_end());
+                let _ = writeln!(out, "{}\n", no_html(text.trim_end()));
             }
             PartBody::Reasoning { text, .. } => {
                 let _ = writeln!(
                     out,
-                    "<details><summary>reasoning</summary>\n\n{}\n\n</details>\n",
-                    text.trim_end()
+                    "<details><summary>reasoning</summary>\n\n{}\n</details>\n",
+                    fenced(text)
                 );
             }
             PartBody::File(a) => {
@@ -174,6 +182,61 @@ fn message(out: &mut String, state: &SessionState, m: &Message) {
     }
 }
 
+/// Markdown text with its HTML tags made text (`<` as `&lt;` outside code
+/// spans and fenced blocks), so a pasted transcript cannot open or close
+/// an element (a `</details>` in a message would end the fold around it).
+fn no_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fence: Option<usize> = None;
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let ticks = line.trim_start().chars().take_while(|c| *c == '`').count();
+        match fence {
+            Some(open) if ticks >= open => {
+                fence = None;
+                out.push_str(line);
+                continue;
+            }
+            Some(_) => {
+                out.push_str(line);
+                continue;
+            }
+            None if ticks >= 3 => {
+                fence = Some(ticks);
+                out.push_str(line);
+                continue;
+            }
+            None => {}
+        }
+        // Outside a fence: code spans (a run of backticks to the same run)
+        // stay as they are.
+        let mut span: Option<usize> = None;
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '`' {
+                let mut run = 1;
+                while chars.peek() == Some(&'`') {
+                    chars.next();
+                    run += 1;
+                }
+                span = match span {
+                    Some(open) if open == run => None,
+                    None => Some(run),
+                    other => other,
+                };
+                out.push_str(&"`".repeat(run));
+            } else if c == '<' && span.is_none() {
+                out.push_str("&lt;");
+            } else {
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
 /// `text` on one line (newlines as spaces).
 fn one_line(text: &str) -> String {
     text.replace(['\n', '\r'], " ")
@@ -222,5 +285,8 @@ mod tests {
         assert_eq!(fenced("x ```` y"), "`````\nx ```` y\n`````\n");
         assert_eq!(code_span("a`b"), "`` a`b ``");
         assert_eq!(cut("abcdef", 3), "abc… (3 more characters)");
+        assert_eq!(no_html("a </details> b"), "a &lt;/details> b");
+        assert_eq!(no_html("`<b>` and <i>"), "`<b>` and &lt;i>");
+        assert_eq!(no_html("```\n<x>\n```\n<y>"), "```\n<x>\n```\n&lt;y>");
     }
 }

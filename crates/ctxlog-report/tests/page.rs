@@ -104,6 +104,31 @@ fn each_steps_window_on_the_page_is_the_cores_window_at_that_step() {
                 .map(|r| page_message(&messages[r.as_u64().unwrap() as usize]))
                 .collect();
             assert_eq!(got, want, "the window after seq {}", row.seq);
+            // The pivot is the window's first message when there is one,
+            // and a tool output is flagged cleared exactly when it is the
+            // placeholder.
+            let w = window(&state);
+            assert_eq!(
+                step["pivot"],
+                serde_json::json!(w.pivot.map(|p| p.to_string()))
+            );
+            if let Some(p) = w.pivot {
+                assert_eq!(got[0].0, p.to_string());
+            }
+            for r in step["window"].as_array().unwrap() {
+                for part in messages[r.as_u64().unwrap() as usize]["parts"]
+                    .as_array()
+                    .unwrap()
+                {
+                    if part["type"] == "tool" {
+                        assert_eq!(
+                            part["cleared"] == true,
+                            part["text"] == PRUNED_PLACEHOLDER,
+                            "{part}"
+                        );
+                    }
+                }
+            }
             pruned += got
                 .iter()
                 .flat_map(|(_, t)| t)
