@@ -3,7 +3,7 @@
 //! parent process that kills this one knows exactly what was acknowledged.
 
 use crate::CliError;
-use ctxlog_core::generate::{generate, GenerateConfig};
+use ctxlog_core::generate::{generate_into, GenerateConfig};
 use ctxlog_core::SessionId;
 use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
 use std::io::Write;
@@ -14,34 +14,17 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Most threads appending at once (sessions are spread over them).
 const MAX_THREADS: usize = 8;
 
-/// A valid synthetic session of exactly `events` events (a prefix of a
-/// simulated one), seeded by `seed`.
-fn synthetic(seed: u64, events: usize) -> Result<(SessionId, Vec<NewEvent>), String> {
-    let mut turns = u32::try_from(events / 10 + 2).unwrap_or(u32::MAX);
-    loop {
-        let cfg = GenerateConfig {
-            seed,
-            turns,
-            max_output_chars: 8_000,
-            start_ms: 1_767_225_600_000 + seed % 1_000_000,
-            ..GenerateConfig::default()
-        };
-        let log =
-            generate(&cfg).map_err(|e| format!("the generator wrote an invalid event: {e}"))?;
-        if let Some(first) = log.first().filter(|_| log.len() >= events) {
-            let session = first.session;
-            return Ok((
-                session,
-                log.into_iter().take(events).map(NewEvent::from).collect(),
-            ));
-        }
-        if turns == u32::MAX {
-            return Err(format!(
-                "the generator wrote {} events, fewer than {events}",
-                log.len()
-            ));
-        }
-        turns = turns.saturating_mul(2);
+/// The generator's settings for a synthetic session seeded by `seed` that
+/// reaches `events` events: as many turns as it takes (generation stops at
+/// the end of the first turn past `events`; the rest is not appended).
+fn synthetic(seed: u64, events: u64) -> GenerateConfig {
+    GenerateConfig {
+        seed,
+        turns: u32::MAX,
+        max_events: events,
+        max_output_chars: 8_000,
+        start_ms: 1_767_225_600_000 + seed % 1_000_000,
+        ..GenerateConfig::default()
     }
 }
 
@@ -75,7 +58,7 @@ pub(crate) fn run(
                 let mine = (0..sessions as usize).filter(|i| i % threads == t);
                 for i in mine {
                     let seed = nonce.wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-                    if let Err(e) = write_session(store, seed, events as usize, batch as usize) {
+                    if let Err(e) = write_session(store, seed, u64::from(events), batch as usize) {
                         // A thread that panicked holding the lock left only
                         // this Option behind: still usable.
                         failure
@@ -94,18 +77,75 @@ pub(crate) fn run(
     }
 }
 
-fn write_session(store: &SledStore, seed: u64, events: usize, batch: usize) -> Result<(), String> {
-    let (session, log) = synthetic(seed, events)?;
-    let mut head = 0;
-    for chunk in log.chunks(batch) {
-        let a = store
-            .append(session, Expected::Exactly(head), chunk.to_vec())
-            .map_err(|e| format!("append to {session} failed: {e}"))?;
-        head = a.last;
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "ACK {session} {}", a.last)
-            .and_then(|()| out.flush())
-            .map_err(|e| format!("stdout: {e}"))?;
+/// Generates a session and appends it as it goes, `batch` events per
+/// append, printing each acknowledgement: the session is never whole in
+/// memory, and the first acknowledgement comes after the first turn.
+fn write_session(store: &SledStore, seed: u64, events: u64, batch: usize) -> Result<(), String> {
+    let mut writer = Writer {
+        store,
+        session: None,
+        head: 0,
+        pending: Vec::with_capacity(batch),
+        failure: None,
+    };
+    let generated = generate_into(&synthetic(seed, events), |turn| {
+        for e in turn {
+            if writer.failure.is_some() || writer.head + writer.pending.len() as u64 >= events {
+                return;
+            }
+            writer.session = Some(e.session);
+            writer.pending.push(NewEvent::from(e));
+            if writer.pending.len() == batch {
+                writer.append();
+            }
+        }
+    })
+    .map_err(|e| format!("the generator wrote an invalid event: {e}"))?;
+    writer.append();
+    if let Some(f) = writer.failure {
+        return Err(f);
+    }
+    if writer.head < events {
+        return Err(format!(
+            "the generator wrote {generated} events, fewer than {events}"
+        ));
     }
     Ok(())
+}
+
+/// Appends what the generator made, in batches.
+struct Writer<'a> {
+    store: &'a SledStore,
+    session: Option<SessionId>,
+    head: u64,
+    pending: Vec<NewEvent>,
+    /// The first failure; nothing is appended after it.
+    failure: Option<String>,
+}
+
+impl Writer<'_> {
+    /// Appends the pending events and prints the acknowledgement.
+    fn append(&mut self) {
+        let Some(session) = self.session.filter(|_| self.failure.is_none()) else {
+            return;
+        };
+        if self.pending.is_empty() {
+            return;
+        }
+        let chunk = std::mem::take(&mut self.pending);
+        let acked = self
+            .store
+            .append(session, Expected::Exactly(self.head), chunk)
+            .map_err(|e| format!("append to {session} failed: {e}"))
+            .and_then(|a| {
+                self.head = a.last;
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "ACK {session} {}", a.last)
+                    .and_then(|()| out.flush())
+                    .map_err(|e| format!("stdout: {e}"))
+            });
+        if let Err(e) = acked {
+            self.failure = Some(e);
+        }
+    }
 }

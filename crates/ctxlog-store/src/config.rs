@@ -33,7 +33,14 @@ pub struct StoreConfig {
     /// How long opening waits for a store another process holds before
     /// [`StoreError::InUse`] names that process.
     pub in_use_wait: Duration,
+    /// The most memory sled's page cache keeps ([`DEFAULT_CACHE_BYTES`];
+    /// sled's own default, 1 GiB, made every large command's memory grow
+    /// with the store).
+    pub cache_bytes: u64,
 }
+
+/// [`StoreConfig::cache_bytes`] unless set: 64 MiB.
+pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 
 impl StoreConfig {
     /// Durable defaults for a database at `path`.
@@ -46,6 +53,7 @@ impl StoreConfig {
             buffered_flush_ms: 100,
             serve_readers: true,
             in_use_wait: Duration::from_secs(1),
+            cache_bytes: DEFAULT_CACHE_BYTES,
         }
     }
 

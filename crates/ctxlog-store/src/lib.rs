@@ -60,7 +60,7 @@ mod wire;
 mod witness;
 mod writer;
 
-pub use config::{Durability, StoreConfig};
+pub use config::{Durability, StoreConfig, DEFAULT_CACHE_BYTES};
 pub use error::{Expected, StoreError};
 pub use follower::{Followable, Follower};
 pub use guard::in_guarded_call;

@@ -87,7 +87,7 @@ impl SledStore {
     }
 
     fn open_unguarded(config: StoreConfig) -> Result<Self, StoreError> {
-        let trees = Trees::open(&config.path, config.in_use_wait)?;
+        let trees = Trees::open(&config.path, config.in_use_wait, config.cache_bytes)?;
         let (file, losses) = witness::check(&trees, &config.path)?;
         let mut lost = BTreeMap::new();
         for l in &losses {

@@ -32,8 +32,12 @@ const LOCK_WAIT: Duration = Duration::from_secs(3);
 impl Trees {
     /// Opens (or creates) the database at `path` and its trees, waiting
     /// up to `in_use_wait` for a store another process holds.
-    pub(crate) fn open(path: &Path, in_use_wait: Duration) -> Result<Trees, StoreError> {
-        let db = open_db(path, in_use_wait)?;
+    pub(crate) fn open(
+        path: &Path,
+        in_use_wait: Duration,
+        cache_bytes: u64,
+    ) -> Result<Trees, StoreError> {
+        let db = open_db(path, in_use_wait, cache_bytes)?;
         Ok(Trees {
             events: db.open_tree("events")?,
             heads: db.open_tree("heads")?,
@@ -90,13 +94,14 @@ impl Trees {
     }
 }
 
-fn open_db(path: &Path, in_use_wait: Duration) -> Result<sled::Db, StoreError> {
+fn open_db(path: &Path, in_use_wait: Duration, cache_bytes: u64) -> Result<sled::Db, StoreError> {
     let started = Instant::now();
     let mut recovered = 0u8;
     loop {
         let opened = guarded(path, "opening the store", || {
             Ok(sled::Config::new()
                 .path(path)
+                .cache_capacity(cache_bytes)
                 // The writer flushes itself; sled's background flusher would
                 // blur what "acknowledged" means.
                 .flush_every_ms(None)
