@@ -229,7 +229,9 @@ enum Match {
 /// How `text` names a session with ctxlog id `id` and source id `source`,
 /// if it does. A prefix is at least [`MIN_PREFIX`] characters; `<prefix>@<policy>`
 /// names a kept simulation by a prefix of its recording's id, and a prefix
-/// without `@` never names a simulation by its source id.
+/// without `@` never names a simulation (whose ctxlog id starts like its
+/// recording's: both are UUID v7 of the recording's first time), which its
+/// whole ctxlog id still does.
 fn matches(text: &str, id: &str, source: Option<&str>) -> Option<Match> {
     if source == Some(text) {
         return Some(Match::Exact);
@@ -244,7 +246,8 @@ fn matches(text: &str, id: &str, source: Option<&str>) -> Option<Match> {
             return Some(Match::SourcePrefix);
         }
     }
-    (policy.is_none() && id.starts_with(base)).then_some(Match::IdPrefix)
+    let simulation = source.is_some_and(|s| s.contains('@'));
+    (policy.is_none() && !simulation && id.starts_with(base)).then_some(Match::IdPrefix)
 }
 
 /// `<id>@<policy>` → (id, policy).
