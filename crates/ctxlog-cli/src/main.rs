@@ -265,7 +265,7 @@ enum Command {
     /// estimate, and what happened after the step (prunes, compactions,
     /// summaries, continues, stalls).
     #[command(
-        after_help = "Example:\n  ctxlog timeline 0199812e-64f0-7f73-91fc-095dda01c36e\n  ctxlog timeline ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --json\n\n--json prints {\"session\", \"policy\", \"limits\", \"steps\": [{\"seq\", \"time\", \"tokens\": {\"input\", \"output\", \"reasoning\", \"cache_read\", \"cache_write\", \"total\", \"total_reported\"}, \"count\", \"usable\", \"percent\", \"threshold\", \"window_estimate\", \"events\": [{\"seq\", \"kind\", \"parts\", \"tokens\", \"what\"}]}]}."
+        after_help = "Example:\n  ctxlog timeline 0199812e-64f0-7f73-91fc-095dda01c36e\n  ctxlog timeline ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --json\n\n--json prints {\"session\", \"policy\", \"limits\", \"steps\": [{\"seq\", \"time\", \"tokens\": {\"input\", \"output\", \"reasoning\", \"cache_read\", \"cache_write\", \"total\", \"total_reported\"}, \"count\", \"usable\", \"percent\", \"threshold\", \"overflow\", \"window_estimate\", \"events\": [{\"seq\", \"kind\", \"parts\", \"tokens\", \"what\"}]}]}."
     )]
     Timeline {
         /// The session: a ctxlog id, the recording's own id, or a unique prefix

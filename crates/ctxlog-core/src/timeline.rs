@@ -207,6 +207,79 @@ fn attach(steps: &mut [StepRow], entries: &[AuditEntry]) {
 mod tests {
     use super::*;
 
+    use crate::event::{CompactionTrigger, FinishReason, Role};
+    use crate::ids::SeededIds;
+    use crate::policy::{ModelLimits, Policy};
+    use crate::recorder::Recorder;
+
+    /// Entries before the first step go to the first row; each later one to
+    /// the last step at or before it.
+    #[test]
+    fn each_entry_goes_to_the_step_before_it() {
+        let limits = ModelLimits {
+            context: 10_000,
+            input: None,
+            output: Some(1_000),
+        };
+        let mut r = Recorder::start(
+            crate::ids::SessionId(uuid::Uuid::from_u128(7)),
+            SeededIds::new(7),
+            1_000,
+            Policy::opencode_seed(),
+            limits,
+        )
+        .unwrap();
+        let u = r.user_text(1_001, "hello", false).unwrap();
+        // A manual compaction before any step.
+        let job = r
+            .request_compaction(1_002, false, CompactionTrigger::Manual)
+            .unwrap();
+        r.summarize(1_003, job, "summary", None, TokenUsage::default())
+            .unwrap();
+        let step = |r: &mut Recorder<SeededIds>, at: u64, total: u64| {
+            let m = r.message(at, Role::Assistant, Some(u), false).unwrap();
+            r.finish_step(
+                at,
+                m,
+                FinishReason::Stop,
+                TokenUsage {
+                    input: total,
+                    ..TokenUsage::default()
+                },
+            )
+            .unwrap();
+        };
+        step(&mut r, 1_010, 5_000);
+        let between = r
+            .request_compaction(1_011, false, CompactionTrigger::Manual)
+            .unwrap();
+        step(&mut r, 1_020, 9_500);
+        let t = timeline(r.events()).unwrap();
+        assert_eq!(t.steps.len(), 2);
+        let kinds =
+            |i: usize| -> Vec<&str> { t.steps[i].events.iter().map(|e| e.kind.as_str()).collect() };
+        assert_eq!(
+            kinds(0),
+            [
+                "compaction_requested",
+                "compaction_started",
+                "summary_completed",
+                "compaction_requested"
+            ]
+        );
+        assert!(t.steps[0].events[3].seq > t.steps[0].seq);
+        assert!(kinds(1).is_empty());
+        assert_eq!(
+            t.steps[0].events[3].seq,
+            r.events()[t.steps[0].seq as usize].seq
+        );
+        assert!(r.state().job(between).is_some());
+        // usable = 10,000 − 1,000; the second step overflows (> 9,000).
+        assert_eq!(t.steps[1].usable, Some(9_000));
+        assert_eq!(t.steps[1].percent, Some(105.56));
+        assert!(t.steps[1].overflow && !t.steps[0].overflow);
+    }
+
     #[test]
     fn percent_rounds_half_up_to_hundredths() {
         assert_eq!(percent(1, 3), 33.33);
