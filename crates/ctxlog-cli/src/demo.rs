@@ -96,6 +96,8 @@ pub fn run(json: bool) -> Result<(), CliError> {
         policy.name, policy.prune_protect, policy.prune_minimum
     );
     print_decisions(&report.decisions);
-    println!("\nnext: `ctxlog import FILE`, `ctxlog simulate FILE --json`, `ctxlog --help`");
+    println!(
+        "\nnext: `ctxlog import --discover`, `ctxlog sessions`, `ctxlog timeline ID`, `ctxlog report ID --out session.html`, `ctxlog --help`"
+    );
     Ok(())
 }

@@ -1541,7 +1541,11 @@ pub fn print_decisions(decisions: &[Decision]) {
             } => vec![
                 "prune".into(),
                 after.clone(),
-                format!("{} outputs, ~{tokens} tokens", call_ids.len()),
+                format!(
+                    "{} output{}, ~{tokens} tokens",
+                    call_ids.len(),
+                    if call_ids.len() == 1 { "" } else { "s" }
+                ),
             ],
             Decision::Compaction {
                 after,
