@@ -1326,7 +1326,7 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
     let recorded = crate::views::timeline_of(&imported.events)?;
     if let Some(path) = &a.report {
         let mut curves = vec![ctxlog_report::Curve {
-            label: format!("recorded ({})", recorded.policy),
+            label: crate::views::label(&imported.events),
             events: &imported.events,
         }];
         for r in &runs {
@@ -1347,9 +1347,9 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
                     "limits": r.timeline.limits,
                     "usable": r.timeline.steps.last().and_then(|s| s.usable),
                     "threshold": r.timeline.steps.last().and_then(|s| s.threshold),
-                    "peak_tokens": peak(&r.timeline),
-                    "compactions": crate::views::count(&r.timeline, "summary_completed"),
-                    "prunes": crate::views::count(&r.timeline, "parts_pruned"),
+                    "peak_tokens": r.timeline.peak(),
+                    "compactions": r.timeline.count("summary_completed"),
+                    "prunes": r.timeline.count("parts_pruned"),
                     "decisions": r.report.decisions,
                     "steps": r.report.steps,
                     "turns": r.report.turns,
@@ -1376,9 +1376,9 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
                 "recorded": {
                     "policy": recorded.policy,
                     "limits": recorded.limits,
-                    "peak_tokens": peak(&recorded),
-                    "compactions": crate::views::count(&recorded, "summary_completed"),
-                    "prunes": crate::views::count(&recorded, "parts_pruned"),
+                    "peak_tokens": recorded.peak(),
+                    "compactions": recorded.count("summary_completed"),
+                    "prunes": recorded.count("parts_pruned"),
                 },
                 "simulations": simulations,
                 "report": a.report.as_ref().map(|p| p.display().to_string()),
@@ -1421,7 +1421,7 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
                 .last()
                 .and_then(|s| s.threshold)
                 .map_or("never".into(), |u| u.to_string()),
-            peak(&r.timeline),
+            r.timeline.peak(),
         );
         if r.report.decisions.is_empty() {
             println!("no decisions: nothing was pruned or compacted");
@@ -1441,11 +1441,6 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
     Ok(())
 }
 
-/// The highest total any step reported.
-fn peak(t: &ctxlog_core::Timeline) -> u64 {
-    t.steps.iter().map(|s| s.tokens.total).max().unwrap_or(0)
-}
-
 /// The recording and each simulation side by side.
 fn comparison(recorded: &ctxlog_core::Timeline, runs: &[Simulated]) {
     let row = |name: &str, t: &ctxlog_core::Timeline, final_window: Option<u64>| {
@@ -1462,11 +1457,11 @@ fn comparison(recorded: &ctxlog_core::Timeline, runs: &[Simulated]) {
                 .last()
                 .and_then(|s| s.threshold)
                 .map_or("-".into(), ui::tokens),
-            ui::tokens(peak(t)),
-            crate::views::count(t, "summary_completed").to_string(),
-            crate::views::count(t, "compaction_failed").to_string(),
-            crate::views::count(t, "auto_compaction_paused").to_string(),
-            crate::views::count(t, "parts_pruned").to_string(),
+            ui::tokens(t.peak()),
+            t.count("summary_completed").to_string(),
+            t.count("compaction_failed").to_string(),
+            t.count("auto_compaction_paused").to_string(),
+            t.count("parts_pruned").to_string(),
             ui::tokens(pruned),
             final_window.map_or("-".into(), ui::tokens),
         ]

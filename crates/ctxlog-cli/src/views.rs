@@ -78,7 +78,7 @@ pub(crate) fn print_timeline(t: &Timeline) {
         println!("no model steps recorded");
         return;
     }
-    let peak = t.steps.iter().map(|s| s.tokens.total).max().unwrap_or(0);
+    let peak = t.peak();
     let rows: Vec<Vec<String>> = t
         .steps
         .iter()
@@ -105,23 +105,14 @@ pub(crate) fn print_timeline(t: &Timeline) {
         &rows,
         ui::MAX_TABLE_WIDTH,
     );
-    let compactions = count(t, "summary_completed");
-    let prunes = count(t, "parts_pruned");
+    let compactions = t.count("summary_completed");
+    let prunes = t.count("parts_pruned");
     println!(
         "{} · peak {peak} tokens · {} · {} (`ctxlog window SESSION --at SEQ` shows the input after a step)",
         plural(t.steps.len(), "step"),
         plural(compactions, "compaction"),
         plural(prunes, "prune"),
     );
-}
-
-/// How many entries of `kind` the timeline holds.
-pub(crate) fn count(t: &Timeline, kind: &str) -> usize {
-    t.steps
-        .iter()
-        .flat_map(|s| &s.events)
-        .filter(|e| e.kind == kind)
-        .count()
 }
 
 /// `HH:MM:SS` of a time (the date is in the header of a day's rows).
@@ -231,7 +222,7 @@ pub(crate) fn write_report(
 
 /// How the page names a session: a kept simulation by its policy, a
 /// recording as `recorded (<policy>)`.
-fn label(events: &[Envelope]) -> String {
+pub(crate) fn label(events: &[Envelope]) -> String {
     let policy = events.iter().rev().find_map(|e| match &e.event {
         ctxlog_core::Event::SessionStarted { policy, .. }
         | ctxlog_core::Event::PolicyChanged { policy } => Some(policy.name.clone()),

@@ -457,14 +457,23 @@ fn sessions_filter_sort_and_resolve_short_ids() {
         .iter()
         .map(|r| r["session"].as_str().unwrap())
         .collect();
-    let shared = (4..36)
-        .rev()
-        .find(|&n| ids.iter().filter(|i| i.starts_with(&ids[0][..n])).count() > 1);
-    if let Some(n) = shared {
-        let o = ctxlog_at(&db, &["replay", &ids[0][..n]]);
-        assert_eq!(o.status.code(), Some(2));
-        assert!(String::from_utf8_lossy(&o.stderr).contains("names"));
-    }
+    // (The fixtures' ctxlog ids are UUID v7 of their first times: two of
+    // them start alike for at least 4 characters.)
+    let shared = ids
+        .iter()
+        .flat_map(|a| ids.iter().filter(move |b| *b != a).map(move |b| (a, b)))
+        .map(|(a, b)| {
+            (
+                a,
+                a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count(),
+            )
+        })
+        .max_by_key(|(_, n)| *n)
+        .filter(|(_, n)| *n >= 4)
+        .expect("two fixture ids share a prefix of 4 or more");
+    let o = ctxlog_at(&db, &["replay", &shared.0[..shared.1]]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("names"));
     let o = ctxlog_at(&db, &["replay", &ids[0][..3]]);
     assert_eq!(o.status.code(), Some(2), "3 characters name nothing");
     let _ = std::fs::remove_dir_all(&db);

@@ -57,6 +57,8 @@ pub use prune::{plan_prune, PrunePlan, PruneStop};
 pub use recorder::Recorder;
 pub use state::{Job, JobStatus, Message, Part, PruneMark, SessionState, REDUCER_VERSION};
 pub use tail::select_tail;
-pub use timeline::{timeline, timeline_with, StepEvent, StepRow, StepTokens, Timeline};
+pub use timeline::{
+    timeline, timeline_and_state, timeline_with, StepEvent, StepRow, StepTokens, Timeline,
+};
 pub use transcript::{transcript, Transcript};
 pub use window::{estimate_window, window, Window, WindowMessage, WindowPart};

@@ -26,6 +26,22 @@ pub struct Timeline {
     pub steps: Vec<StepRow>,
 }
 
+impl Timeline {
+    /// How many lifecycle events of `kind` (an audit kind) the steps hold.
+    pub fn count(&self, kind: &str) -> usize {
+        self.steps
+            .iter()
+            .flat_map(|s| &s.events)
+            .filter(|e| e.kind == kind)
+            .count()
+    }
+
+    /// The highest total any step reported (0 without steps).
+    pub fn peak(&self) -> u64 {
+        self.steps.iter().map(|s| s.tokens.total).max().unwrap_or(0)
+    }
+}
+
 /// One model step (a `StepFinished` on an agent's assistant message; the
 /// summarizer's calls are events of the step they follow).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,8 +155,17 @@ pub fn timeline(events: &[Envelope]) -> Result<Timeline, RefusedEvent> {
 /// its row (the report renders the window there).
 pub fn timeline_with(
     events: &[Envelope],
-    mut at_step: impl FnMut(&SessionState, &StepRow),
+    at_step: impl FnMut(&SessionState, &StepRow),
 ) -> Result<Timeline, RefusedEvent> {
+    timeline_and_state(events, at_step).map(|(t, _)| t)
+}
+
+/// [`timeline_with`], also returning the state at the end of the events
+/// (the fold that made the timeline made it too).
+pub fn timeline_and_state(
+    events: &[Envelope],
+    mut at_step: impl FnMut(&SessionState, &StepRow),
+) -> Result<(Timeline, SessionState), RefusedEvent> {
     let mut state = SessionState::new();
     let mut steps: Vec<StepRow> = Vec::new();
     for e in events {
@@ -170,12 +195,13 @@ pub fn timeline_with(
         steps.push(row);
     }
     attach(&mut steps, &audit(events));
-    Ok(Timeline {
+    let timeline = Timeline {
         session: state.session,
         policy: state.policy.name.clone(),
         limits: state.limits.clone(),
         steps,
-    })
+    };
+    Ok((timeline, state))
 }
 
 /// `count / usable` in percent, rounded half up to 0.01 (integer

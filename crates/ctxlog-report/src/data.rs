@@ -6,8 +6,8 @@
 use ctxlog_core::policy::Estimator;
 use ctxlog_core::window::{render_message, window_order, ToolResult};
 use ctxlog_core::{
-    timeline_with, Envelope, Event, JobStatus, Message, MessageId, PartBody, PartId, RefusedEvent,
-    Role, SessionState, StepRow, Timeline, WindowMessage, WindowPart,
+    timeline_and_state, Envelope, Event, JobStatus, Message, MessageId, PartBody, PartId,
+    RefusedEvent, Role, SessionState, StepRow, Timeline, WindowMessage, WindowPart,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -37,11 +37,10 @@ pub fn session_data(label: &str, events: &[Envelope]) -> Result<SessionData, Ref
     let mut messages: Vec<Value> = Vec::new();
     let mut windows: Vec<(Option<String>, Vec<usize>)> = Vec::new();
     let mut versions = Versions::default();
-    let timeline = timeline_with(events, |state, row: &StepRow| {
+    let (timeline, end) = timeline_and_state(events, |state, row: &StepRow| {
         versions.advance(events, row.seq, state);
         windows.push(window_refs(state, &versions, &mut renders, &mut messages));
     })?;
-    let end = SessionState::replay(events)?;
     versions.advance(events, end.head, &end);
     let last = window_refs(&end, &versions, &mut renders, &mut messages);
     let estimator = end.policy.estimator;
@@ -180,14 +179,16 @@ fn touched(event: &Event, state: &SessionState) -> Vec<MessageId> {
 
 /// Text cut to [`MAX_PART_CHARS`], and how many characters were left out.
 fn shown(text: &str) -> (String, usize) {
+    cut_at(text, MAX_PART_CHARS)
+}
+
+/// `text`'s first `max` characters, and how many were left out.
+pub(crate) fn cut_at(text: &str, max: usize) -> (String, usize) {
     let total = text.chars().count();
-    if total <= MAX_PART_CHARS {
+    if total <= max {
         return (text.to_owned(), 0);
     }
-    (
-        text.chars().take(MAX_PART_CHARS).collect(),
-        total - MAX_PART_CHARS,
-    )
+    (text.chars().take(max).collect(), total - max)
 }
 
 /// One rendered message as the page's JSON.

@@ -150,14 +150,7 @@ fn policies(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
     );
     for ((label, t), s) in lines.iter().zip(sessions) {
         let last = t.steps.last();
-        let peak = t.steps.iter().map(|s| s.tokens.total).max().unwrap_or(0);
-        let count = |kind: &str| {
-            t.steps
-                .iter()
-                .flat_map(|s| &s.events)
-                .filter(|e| e.kind == kind)
-                .count()
-        };
+        let peak = t.peak();
         let num = |v: Option<u64>| v.map_or("–".into(), |v| v.to_string());
         let _ = write!(
             out,
@@ -170,8 +163,8 @@ fn policies(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
             s.json["policy"]["auto"],
             s.json["policy"]["prune"],
             t.steps.len(),
-            count("summary_completed"),
-            count("parts_pruned"),
+            t.count("summary_completed"),
+            t.count("parts_pruned"),
         );
     }
     out.push_str("</tbody></table></section>\n");

@@ -244,13 +244,13 @@ fn one_line(text: &str) -> String {
 
 /// At most `max` characters, the rest said.
 fn cut(text: &str, max: usize) -> String {
-    let total = text.chars().count();
-    if total <= max {
-        return text.to_owned();
+    match crate::data::cut_at(text, max) {
+        (all, 0) => all,
+        (mut kept, left) => {
+            let _ = write!(kept, "… ({left} more characters)");
+            kept
+        }
     }
-    let mut out: String = text.chars().take(max).collect();
-    let _ = write!(out, "… ({} more characters)", total - max);
-    out
 }
 
 /// A fenced block that no backtick run inside can close.
