@@ -402,7 +402,16 @@ fn fixture_replays_to_its_digest_and_window() {
     let (_, read) = state.pruned_parts().next().expect("the read is pruned");
     assert_eq!(read.pruned.as_ref().unwrap().seq, prunes[1]);
     assert_eq!(read.pruned.as_ref().unwrap().policy, "tight");
-    assert_eq!(read.completed_output().unwrap().len(), 8_000);
+    // The pivot sealed it: the state keeps its sketch, the log its output.
+    assert!(read.is_sealed());
+    assert_eq!(read.completed_output_units(), Some(8_000));
+    match &*read.body_in(&events).unwrap() {
+        PartBody::Tool {
+            state: ToolState::Completed { output, .. },
+            ..
+        } => assert_eq!(output.len(), 8_000),
+        other => panic!("{other:?}"),
+    }
 
     // Before the pivot, the window showed the placeholder for the read.
     let cut = events

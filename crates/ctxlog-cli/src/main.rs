@@ -1111,8 +1111,8 @@ fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
         .messages
         .iter()
         .flat_map(|m| &m.parts)
-        .filter_map(|p| p.completed_output())
-        .map(|o| estimator.estimate(o))
+        .filter_map(|p| p.completed_output_units())
+        .map(|units| estimator.estimate_units(units))
         .sum();
     let completed = state
         .jobs

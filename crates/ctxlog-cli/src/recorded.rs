@@ -748,7 +748,7 @@ fn steps_and_peak(st: &SessionState) -> (u64, u64) {
     let mut peak = 0;
     for m in st.messages.iter().filter(|m| !m.summary) {
         for p in &m.parts {
-            if let ctxlog_core::PartBody::StepFinish { tokens, .. } = &p.body {
+            if let Some(tokens) = p.step_tokens() {
                 steps += 1;
                 peak = peak.max(ctxlog_core::StepTokens::of(tokens).total);
             }

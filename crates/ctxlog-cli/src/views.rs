@@ -247,12 +247,8 @@ pub(crate) fn export_markdown(
 ) -> Result<(), CliError> {
     let (store, id) = stored_session(cli, session)?;
     let events = crate::read_log(&store, id)?;
-    let text = ctxlog_report::markdown(&events).map_err(|r| {
-        CliError::Failed(format!(
-            "session {id} does not replay at seq {}: {r}",
-            r.seq
-        ))
-    })?;
+    let text = ctxlog_report::markdown(&events)
+        .map_err(|e| CliError::Failed(format!("session {id}: {e}")))?;
     match out {
         Some(path) => {
             write_page(path, &text)?;

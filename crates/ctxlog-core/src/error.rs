@@ -121,6 +121,18 @@ pub enum Violation {
         /// The marker.
         marker: MessageId,
     },
+    /// A summary whose recorded tail starts before the window it would
+    /// replace: the window never moves back to history an earlier
+    /// compaction already summarized.
+    #[error("job {job:?}: its tail starts at message {tail:?}, before the window's start {start:?} (the history before it was already summarized)")]
+    TailBeforeWindow {
+        /// The job.
+        job: MessageId,
+        /// Its tail start.
+        tail: MessageId,
+        /// The first message of the current window.
+        start: MessageId,
+    },
     /// A prune of something that is not a completed tool output.
     #[error("part {0:?} is not a completed tool part")]
     NotPrunable(PartId),

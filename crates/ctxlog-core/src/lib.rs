@@ -24,6 +24,7 @@ pub mod generate;
 pub mod guard;
 pub mod ids;
 pub mod json;
+pub mod part;
 pub mod policy;
 pub mod prune;
 pub mod recorder;
@@ -49,6 +50,7 @@ pub use ids::{
     TimestampMs,
 };
 pub use json::{Json, JsonNumber};
+pub use part::{body_from_event, Body, ContentError, Contents, Sketch, ToolSketch, ToolStage};
 pub use policy::{
     ContinueMessage, FailedMarker, ModelLimits, OverflowCheck, Policy, ProviderOverflow,
     SummaryInput, TokenUsage, ALL_TURNS,

@@ -71,7 +71,7 @@ pub fn plan_prune(state: &SessionState, policy: &Policy) -> PrunePlan {
             break;
         }
         for part in msg.parts.iter().rev() {
-            let Some(output) = part.completed_output() else {
+            let Some(units) = part.completed_output_units() else {
                 continue;
             };
             if part
@@ -84,7 +84,7 @@ pub fn plan_prune(state: &SessionState, policy: &Policy) -> PrunePlan {
                 stop = PruneStop::AlreadyPruned;
                 break 'walk;
             }
-            let estimate = policy.estimate(output);
+            let estimate = policy.estimator.estimate_units(units);
             total += estimate;
             if total > policy.prune_protect {
                 pruned += estimate;

@@ -57,7 +57,7 @@ pub fn replay_parts(state: &SessionState, prompt: MessageId) -> Vec<PartBody> {
     message
         .parts
         .iter()
-        .filter_map(|p| match &p.body {
+        .filter_map(|p| match p.content()? {
             PartBody::Compaction { .. } => None,
             PartBody::File(a) if is_media(&a.mime) => Some(PartBody::Text {
                 text: attachment_note(a),

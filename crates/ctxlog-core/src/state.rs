@@ -8,7 +8,7 @@
 use crate::error::{RefusedEvent, Violation};
 use crate::event::{
     CompactionTrigger, Envelope, Event, FinishReason, MessageError, ModelRef, PartBody,
-    PromptRecord, PrunedPart, Role, SessionAbout, SourceTarget, ToolState,
+    PromptRecord, PrunedPart, Role, SessionAbout, SourceTarget,
 };
 use crate::ids::{EventId, MessageId, PartId, Seq, SessionId, TimestampMs};
 use crate::json::Json;
@@ -19,55 +19,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Version of the reducer's output; snapshots of another version are
 /// discarded and rebuilt by a full replay (4: the policy in the state
-/// gained `threshold_percent`).
-pub const REDUCER_VERSION: u32 = 4;
+/// gained `threshold_percent`; 5: parts before the window are sealed, their
+/// content left in the log).
+pub const REDUCER_VERSION: u32 = 5;
 
-/// A pruning mark on a tool part: its output is hidden from the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PruneMark {
-    /// The `PartsPruned` event's seq.
-    pub seq: Seq,
-    /// When, ms (the event's recorded time).
-    pub at: TimestampMs,
-    /// The policy that fired.
-    pub policy: String,
-    /// Estimated tokens hidden.
-    pub tokens: u64,
-}
-
-/// A part as the state holds it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Part {
-    /// Its id.
-    pub id: PartId,
-    /// Its content (a pruned tool part keeps its full output here).
-    pub body: PartBody,
-    /// Id in the recorded source.
-    pub source_id: Option<String>,
-    /// Set while the part is pruned.
-    pub pruned: Option<PruneMark>,
-}
-
-impl Part {
-    /// The tool name, for a tool part.
-    pub fn tool_name(&self) -> Option<&str> {
-        match &self.body {
-            PartBody::Tool { tool, .. } => Some(tool),
-            _ => None,
-        }
-    }
-
-    /// The output text of a completed tool part.
-    pub fn completed_output(&self) -> Option<&str> {
-        match &self.body {
-            PartBody::Tool {
-                state: ToolState::Completed { output, .. },
-                ..
-            } => Some(output),
-            _ => None,
-        }
-    }
-}
+pub use crate::part::{Body, Part, PruneMark};
+use crate::part::{ContentError, Contents};
 
 /// A message as the state holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -102,6 +59,23 @@ pub struct Message {
     pub error: Option<MessageError>,
     /// Its parts, in order.
     pub parts: Vec<Part>,
+}
+
+impl Message {
+    /// The texts of its text parts, in order, read back from `log` where
+    /// sealed.
+    pub fn texts_in<L: Contents + ?Sized>(&self, log: &L) -> Result<Vec<String>, ContentError> {
+        let mut texts = Vec::new();
+        for p in &self.parts {
+            if p.kind() != "text" {
+                continue;
+            }
+            if let PartBody::Text { text, .. } = &*p.body_in(log)? {
+                texts.push(text.clone());
+            }
+        }
+        Ok(texts)
+    }
 }
 
 /// Where a compaction job is in its lifecycle.
@@ -206,6 +180,10 @@ pub struct SessionState {
     pub limits: ModelLimits,
     /// All messages, in append order. Nothing is ever removed.
     pub messages: Vec<Message>,
+    /// The parts of `messages[..sealed]` are sealed: the window starts
+    /// after them and never moves back, so their content is left in the
+    /// log (see [`crate::part`]).
+    pub sealed: usize,
     /// All compaction jobs, in request order.
     pub jobs: Vec<Job>,
     /// The last finished model call.
@@ -277,7 +255,7 @@ impl SessionState {
             let mut tokens = Vec::with_capacity(m.parts.len());
             for (pi, p) in m.parts.iter().enumerate() {
                 index.parts.insert(p.id, (mi, pi));
-                tokens.push(estimate_part(&p.body, p.pruned.is_some(), e));
+                tokens.push(estimate_part(p, e));
             }
             index.message_tokens.push(tokens.iter().sum());
             index.part_tokens.push(tokens);
@@ -302,7 +280,7 @@ impl SessionState {
         let Some(p) = self.messages.get(mi).and_then(|m| m.parts.get(pi)) else {
             return;
         };
-        let new = estimate_part(&p.body, p.pruned.is_some(), &self.policy.estimator);
+        let new = estimate_part(p, &self.policy.estimator);
         let (Some(old), Some(sum)) = (
             self.index
                 .part_tokens
@@ -349,6 +327,33 @@ impl SessionState {
             .iter()
             .filter(|j| matches!(j.status, JobStatus::Completed { .. }))
             .max_by_key(|j| self.message_index(j.marker))
+    }
+
+    /// Position of the first message the window can send: the latest
+    /// pivot's recorded tail, else its marker; 0 before any pivot. It never
+    /// moves back (the reducer refuses a summary that would move it).
+    pub fn window_start(&self) -> usize {
+        let Some(job) = self.pivot() else {
+            return 0;
+        };
+        let marker = self.message_index(job.marker).unwrap_or(0);
+        job.tail_start
+            .and_then(|t| self.message_index(t))
+            .map_or(marker, |t| t.min(marker))
+    }
+
+    /// Seals the parts of every message before `start` not sealed yet.
+    fn seal_before(&mut self, start: usize) {
+        let end = start.min(self.messages.len());
+        for m in self
+            .messages
+            .get_mut(self.sealed..end)
+            .into_iter()
+            .flatten()
+        {
+            m.parts.iter_mut().for_each(Part::seal);
+        }
+        self.sealed = self.sealed.max(end);
     }
 
     /// The overflow check of the last finished step; `None` when no step has
@@ -658,18 +663,37 @@ impl SessionState {
         if *reason == FinishReason::Error {
             return Err(Violation::SummaryFinishedWithError(job));
         }
+        self.check_window_moves_forward(j)?;
         let summary = j
             .summary
             .and_then(|s| self.message(s))
             .ok_or(Violation::UnknownJob(job))?;
-        let has_text = summary
-            .parts
-            .iter()
-            .any(|p| matches!(&p.body, PartBody::Text { text, .. } if !text.trim().is_empty()));
+        let has_text = summary.parts.iter().any(Part::is_nonblank_text);
         if !has_text {
             return Err(Violation::EmptySummary(job));
         }
         Ok(())
+    }
+
+    /// A job that becomes the pivot must not start the window before where
+    /// it starts now (its sealed history cannot be sent again).
+    fn check_window_moves_forward(&self, j: &Job) -> Result<(), Violation> {
+        let (Some(tail), Some(marker)) = (j.tail_start, self.message_index(j.marker)) else {
+            return Ok(());
+        };
+        let current = self.pivot().and_then(|p| self.message_index(p.marker));
+        if current.is_some_and(|c| c > marker) {
+            return Ok(()); // an older job: the pivot does not move
+        }
+        let start = self.window_start();
+        match self.message_index(tail) {
+            Some(t) if t < start => Err(Violation::TailBeforeWindow {
+                job: j.marker,
+                tail,
+                start: self.messages.get(start).map_or(j.marker, |m| m.id),
+            }),
+            _ => Ok(()),
+        }
     }
 
     fn check_parts_pruned(&self, parts: &[PrunedPart], total_tokens: u64) -> Result<(), Violation> {
@@ -683,7 +707,7 @@ impl SessionState {
                 return Err(Violation::RepeatedPart(*part));
             }
             let (_, p) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
-            if p.completed_output().is_none() {
+            if p.completed_output_units().is_none() {
                 return Err(Violation::NotPrunable(*part));
             }
             if p.pruned.is_some() {
@@ -722,7 +746,7 @@ impl SessionState {
         let tokens: Vec<u64> = msg
             .parts
             .iter()
-            .map(|p| estimate_part(&p.body, p.pruned.is_some(), &self.policy.estimator))
+            .map(|p| estimate_part(p, &self.policy.estimator))
             .collect();
         self.index.message_tokens.push(tokens.iter().sum());
         self.index.part_tokens.push(tokens);
@@ -733,15 +757,18 @@ impl SessionState {
     // its own invariants (a damaged snapshot) they do nothing rather than
     // panic.
 
-    fn push_part(&mut self, message: MessageId, part: Part) {
+    fn push_part(&mut self, message: MessageId, mut part: Part) {
         let Some(&mi) = self.index.messages.get(&message) else {
             return;
         };
+        if mi < self.sealed {
+            part.seal();
+        }
         let Some(m) = self.messages.get_mut(mi) else {
             return;
         };
         self.index.parts.insert(part.id, (mi, m.parts.len()));
-        let tokens = estimate_part(&part.body, part.pruned.is_some(), &self.policy.estimator);
+        let tokens = estimate_part(&part, &self.policy.estimator);
         m.parts.push(part);
         if let (Some(t), Some(sum)) = (
             self.index.part_tokens.get_mut(mi),
@@ -852,16 +879,20 @@ impl SessionState {
                 source_id,
             } => self.push_part(
                 *message,
-                Part {
-                    id: *part,
-                    body: body.clone(),
-                    source_id: source_id.clone(),
-                    pruned: None,
-                },
+                Part::held(*part, env.seq, body.clone(), source_id.clone()),
             ),
             Event::PartUpdated { part, body } => {
+                let sealed = self
+                    .index
+                    .parts
+                    .get(part)
+                    .is_some_and(|&(mi, _)| mi < self.sealed);
                 if let Some(p) = self.part_mut(*part) {
-                    p.body = body.clone();
+                    p.body = Body::Held(Box::new(body.clone()));
+                    p.seq = env.seq;
+                    if sealed {
+                        p.seal();
+                    }
                 }
                 self.refresh_part_tokens(*part);
             }
@@ -872,7 +903,7 @@ impl SessionState {
                 tokens,
                 cost_micros,
             } => {
-                self.finish_step(*message, *part, reason, tokens, *cost_micros);
+                self.finish_step(env.seq, *message, *part, reason, tokens, *cost_micros);
                 self.set_last_finished(LastFinished {
                     message: *message,
                     summary: false,
@@ -939,18 +970,11 @@ impl SessionState {
             source_id: source_id.clone(),
             ..Self::new_message(env, *message, Role::User)
         });
-        self.push_part(
-            *message,
-            Part {
-                id: *part,
-                body: PartBody::Compaction {
-                    auto: *auto,
-                    overflow: *overflow,
-                },
-                source_id: None,
-                pruned: None,
-            },
-        );
+        let body = PartBody::Compaction {
+            auto: *auto,
+            overflow: *overflow,
+        };
+        self.push_part(*message, Part::held(*part, env.seq, body, None));
         self.index.jobs.insert(*message, self.jobs.len());
         self.jobs.push(Job {
             marker: *message,
@@ -1020,11 +1044,13 @@ impl SessionState {
         let Some(summary) = self.job(job).and_then(|j| j.summary) else {
             return;
         };
-        self.finish_step(summary, part, reason, tokens, None);
+        self.finish_step(seq, summary, part, reason, tokens, None);
         if let Some(j) = self.job_mut(job) {
             j.status = JobStatus::Completed { seq };
             j.redactions = redactions;
         }
+        let start = self.window_start();
+        self.seal_before(start);
         self.set_last_finished(LastFinished {
             message: summary,
             summary: true,
@@ -1065,25 +1091,19 @@ impl SessionState {
 
     fn finish_step(
         &mut self,
+        seq: Seq,
         message: MessageId,
         part: PartId,
         reason: &FinishReason,
         tokens: &TokenUsage,
         cost_micros: Option<u64>,
     ) {
-        self.push_part(
-            message,
-            Part {
-                id: part,
-                body: PartBody::StepFinish {
-                    reason: reason.clone(),
-                    tokens: *tokens,
-                    cost_micros,
-                },
-                source_id: None,
-                pruned: None,
-            },
-        );
+        let body = PartBody::StepFinish {
+            reason: reason.clone(),
+            tokens: *tokens,
+            cost_micros,
+        };
+        self.push_part(message, Part::held(part, seq, body, None));
         if let Some(m) = self.message_mut(message) {
             m.finish = Some(reason.clone());
             m.tokens = Some(*tokens);
@@ -1122,17 +1142,16 @@ fn check_new_body(msg: &Message, body: &PartBody) -> Result<(), Violation> {
 }
 
 fn check_update(old: &Part, body: &PartBody) -> Result<(), Violation> {
-    match (&old.body, body) {
-        (PartBody::StepFinish { .. }, _) | (PartBody::Compaction { .. }, _) => {
-            Err(Violation::ImmutablePart(old.body.kind()))
-        }
-        _ if old.pruned.is_some() => Err(Violation::PartPruned(old.id)),
+    let kind = old.kind();
+    if matches!(kind, "step-finish" | "compaction") {
+        return Err(Violation::ImmutablePart(kind));
+    }
+    if old.pruned.is_some() {
+        return Err(Violation::PartPruned(old.id));
+    }
+    match (old.tool_call(), body) {
         (
-            PartBody::Tool {
-                call_id: c0,
-                tool: t0,
-                ..
-            },
+            Some((c0, t0)),
             PartBody::Tool {
                 call_id: c1,
                 tool: t1,
@@ -1149,11 +1168,11 @@ fn check_update(old: &Part, body: &PartBody) -> Result<(), Violation> {
                 Ok(())
             }
         }
-        (a, b) if std::mem::discriminant(a) == std::mem::discriminant(b) => Ok(()),
-        (a, b) => Err(Violation::KindChanged {
+        _ if kind == body.kind() => Ok(()),
+        _ => Err(Violation::KindChanged {
             part: old.id,
-            from: a.kind().into(),
-            to: b.kind().into(),
+            from: kind.into(),
+            to: body.kind().into(),
         }),
     }
 }

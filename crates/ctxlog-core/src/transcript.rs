@@ -82,7 +82,7 @@ fn summary_text(message: &Message) -> Option<String> {
     let texts: Vec<&str> = message
         .parts
         .iter()
-        .filter_map(|p| match &p.body {
+        .filter_map(|p| match p.content()? {
             PartBody::Text { text, .. } => Some(text.trim()),
             _ => None,
         })
@@ -97,7 +97,7 @@ fn user_block(message: &Message) -> String {
     let texts: Vec<&str> = message
         .parts
         .iter()
-        .filter_map(|p| match &p.body {
+        .filter_map(|p| match p.content()? {
             PartBody::Text { text, .. } if !text.is_empty() => Some(text.as_str()),
             _ => None,
         })
@@ -106,7 +106,7 @@ fn user_block(message: &Message) -> String {
     if !texts.is_empty() {
         lines.push(format!("[User]: {}", texts.join("\n")));
     }
-    lines.extend(message.parts.iter().filter_map(|p| match &p.body {
+    lines.extend(message.parts.iter().filter_map(|p| match p.content()? {
         PartBody::File(a) => Some(attachment_note(a)),
         _ => None,
     }));
@@ -116,7 +116,10 @@ fn user_block(message: &Message) -> String {
 fn assistant_block(message: &Message, max: usize) -> String {
     let mut lines = Vec::new();
     for part in &message.parts {
-        match &part.body {
+        let Some(body) = part.content() else {
+            continue; // the transcript covers the window, which holds its parts
+        };
+        match body {
             PartBody::Text { text, .. } if !text.is_empty() => {
                 lines.push(format!("[Assistant]: {text}"))
             }

@@ -17,6 +17,7 @@
 use crate::event::{Attachment, PartBody, Role, ToolState};
 use crate::ids::MessageId;
 use crate::json::Json;
+use crate::part::{Body, Part, Sketch, ToolStage};
 use crate::policy::{Estimator, FailedMarker};
 use crate::state::{JobStatus, Message, SessionState};
 use serde::{Deserialize, Serialize};
@@ -245,11 +246,7 @@ pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage
     if !is_sent(state, m) {
         return None;
     }
-    let parts: Vec<WindowPart> = m
-        .parts
-        .iter()
-        .filter_map(|p| render_part(&p.body, p.pruned.is_some()))
-        .collect();
+    let parts: Vec<WindowPart> = m.parts.iter().filter_map(render_held).collect();
     if parts.is_empty() {
         return None;
     }
@@ -260,7 +257,16 @@ pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage
     })
 }
 
-fn render_part(body: &PartBody, pruned: bool) -> Option<WindowPart> {
+/// Renders a part the window can send. The window never reaches a sealed
+/// part (it starts after them, see [`crate::part`]); one found anyway (a
+/// state that breaks its invariants) renders as nothing.
+fn render_held(p: &Part) -> Option<WindowPart> {
+    debug_assert!(!p.is_sealed(), "the window reached sealed part {}", p.id);
+    render_part(p.content()?, p.pruned.is_some())
+}
+
+/// Renders one part's content as model input; `None` when it sends nothing.
+pub fn render_part(body: &PartBody, pruned: bool) -> Option<WindowPart> {
     Some(match body {
         PartBody::Text { text, .. } => WindowPart::Text(text.clone()),
         PartBody::Reasoning { text, .. } => WindowPart::Reasoning(text.clone()),
@@ -332,9 +338,15 @@ pub fn window_order(state: &SessionState) -> (Option<MessageId>, Vec<usize>) {
 }
 
 /// Estimated tokens of one stored part as it is sent: what
-/// [`WindowPart::estimate`] gives for its rendering, without rendering it.
-pub(crate) fn estimate_part(body: &PartBody, pruned: bool, e: &Estimator) -> u64 {
-    match body {
+/// [`WindowPart::estimate`] gives for its rendering, without rendering it
+/// (from its sketch once sealed).
+pub(crate) fn estimate_part(p: &Part, e: &Estimator) -> u64 {
+    let pruned = p.pruned.is_some();
+    let body = match &p.body {
+        Body::Held(b) => b,
+        Body::Sealed(s) => return estimate_sketch(s, pruned, e),
+    };
+    match &**body {
         PartBody::Text { text, .. } | PartBody::Reasoning { text, .. } => e.estimate(text),
         PartBody::File(a) => e.estimate(&a.url),
         PartBody::Compaction { .. } => e.estimate(COMPACTION_QUESTION),
@@ -347,6 +359,24 @@ pub(crate) fn estimate_part(body: &PartBody, pruned: bool, e: &Estimator) -> u64
                 ToolState::Pending { .. } | ToolState::Running { .. } => INTERRUPTED_TOOL,
             };
             e.estimate(tool) + e.estimate_units(state.input().json_utf16_len()) + e.estimate(result)
+        }
+    }
+}
+
+/// [`estimate_part`] of a sealed part, from the lengths its sketch kept.
+fn estimate_sketch(s: &Sketch, pruned: bool, e: &Estimator) -> u64 {
+    match s {
+        Sketch::Text { units, .. } | Sketch::Reasoning { units } => e.estimate_units(*units),
+        Sketch::File { url_units } => e.estimate_units(*url_units),
+        Sketch::Compaction => e.estimate(COMPACTION_QUESTION),
+        Sketch::StepStart | Sketch::StepFinish(_) | Sketch::Other => 0,
+        Sketch::Tool(t) => {
+            let result = match t.stage {
+                ToolStage::Completed if pruned => e.estimate(PRUNED_PLACEHOLDER),
+                ToolStage::Completed | ToolStage::Error => e.estimate_units(t.result_units),
+                ToolStage::Pending | ToolStage::Running => e.estimate(INTERRUPTED_TOOL),
+            };
+            e.estimate(&t.tool) + e.estimate_units(t.input_units) + result
         }
     }
 }

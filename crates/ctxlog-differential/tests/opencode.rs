@@ -493,7 +493,11 @@ fn check_resume(events: &[Envelope]) -> usize {
                 })
                 .collect()
         };
-        let theirs: Vec<PartBody> = m.parts.iter().map(|p| p.body.clone()).collect();
+        let theirs: Vec<PartBody> = m
+            .parts
+            .iter()
+            .map(|p| p.body_in(events).unwrap().into_owned())
+            .collect();
         assert_eq!(text(&theirs), text(&want_parts), "seq {}: resume", e.seq);
         checked += 1;
     }

@@ -665,7 +665,7 @@ impl Feed<'_> {
         if last.synthetic {
             return Ok(None);
         }
-        Ok(last.parts.iter().find_map(|p| match &p.body {
+        Ok(last.parts.iter().find_map(|p| match p.content()? {
             PartBody::Text { text, .. } => Some(text.clone()),
             _ => None,
         }))

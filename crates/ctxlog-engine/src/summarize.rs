@@ -10,7 +10,7 @@ use ctxlog_core::window::{
     is_continue_text, ToolResult, WindowMessage, WindowPart, COMPACTION_QUESTION,
 };
 use ctxlog_core::{Envelope, JobStatus};
-use ctxlog_core::{FinishReason, MessageId, ModelRef, PartBody, Role, SessionId, TokenUsage};
+use ctxlog_core::{FinishReason, MessageId, ModelRef, Role, SessionId, TokenUsage};
 use std::collections::BTreeMap;
 use thiserror::Error;
 
@@ -330,14 +330,9 @@ impl RecordedSummarizer {
             let Some(summary) = job.summary.and_then(|s| state.message(s)) else {
                 continue;
             };
-            let text: Vec<&str> = summary
-                .parts
-                .iter()
-                .filter_map(|p| match &p.body {
-                    PartBody::Text { text, .. } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
+            let Ok(text) = summary.texts_in(events) else {
+                return Self::default(); // the log does not hold what its state says
+            };
             let out = SummaryOutput {
                 text: text.join("\n\n"),
                 tokens: summary.tokens.unwrap_or_default(),

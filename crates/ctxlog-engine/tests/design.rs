@@ -220,9 +220,11 @@ fn end_turn<L: EventLog>(engine: &Engine<L>, s: SessionId, decisions: &mut Vec<D
         let call_ids = pruned
             .parts
             .iter()
-            .map(|p| match state.part(p.part).map(|(_, part)| &part.body) {
-                Some(PartBody::Tool { call_id, .. }) => call_id.clone(),
-                _ => String::new(),
+            .map(|p| {
+                state
+                    .part(p.part)
+                    .and_then(|(_, part)| part.tool_call())
+                    .map_or(String::new(), |(call_id, _)| call_id.to_owned())
             })
             .collect::<Vec<_>>();
         decisions.push(Decision::Prune {

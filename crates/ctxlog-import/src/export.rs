@@ -42,6 +42,9 @@ pub enum ExportError {
     /// No events.
     #[error("the session has no events")]
     Empty,
+    /// A sealed part's content is not where the state says.
+    #[error("the log does not hold a part's content: {0}")]
+    Content(#[from] ctxlog_core::ContentError),
 }
 
 /// OpenCode-shaped ids, ascending in the order they are asked for.
@@ -179,10 +182,7 @@ fn with_source(mut v: Value, kept: Option<&Value>) -> Value {
 }
 
 /// Writes the session whose events are `events` (seq 1 onwards) to `out`.
-pub fn opencode<'a, W: Write>(
-    events: impl IntoIterator<Item = &'a Envelope>,
-    mut out: W,
-) -> Result<(), ExportError> {
+pub fn opencode<W: Write>(events: &[Envelope], mut out: W) -> Result<(), ExportError> {
     let (state, extra, updated) = fold(events)?;
     let session = state.session.ok_or(ExportError::Empty)?;
     let (sid, msg_ids, part_ids) = assign_ids(&state, session, &extra.source);
@@ -207,6 +207,7 @@ pub fn opencode<'a, W: Write>(
         });
     let doc = Doc {
         model,
+        log: events,
         state: &state,
         extra: &extra,
         sid: &sid,
@@ -232,7 +233,7 @@ pub fn opencode<'a, W: Write>(
         } else {
             out.write_all(b"\n")?;
         }
-        serde_json::to_writer(&mut out, &doc.message_json(m))?;
+        serde_json::to_writer(&mut out, &doc.message_json(m)?)?;
     }
     out.write_all(b"\n]}\n")?;
     out.flush()?;
@@ -401,6 +402,8 @@ struct Doc<'a> {
     /// The model a message that records none is exported with (OpenCode
     /// requires one on every message): the session's first recorded model.
     model: ModelRef,
+    /// The events, where sealed parts' content is read back.
+    log: &'a [Envelope],
     state: &'a SessionState,
     extra: &'a Extra,
     sid: &'a str,
@@ -414,22 +417,19 @@ impl Doc<'_> {
         self.msg_ids.get(&id).cloned().unwrap_or_default()
     }
 
-    fn message_json(&self, m: &Message) -> Value {
+    fn message_json(&self, m: &Message) -> Result<Value, ExportError> {
         let mid = self.message_id(m.id);
-        let parts: Vec<Value> = m
-            .parts
-            .iter()
-            .map(|p| {
-                let kept = self.extra.source.parts.get(&p.id);
-                let mut part = with_source(self.part_json(&mid, m, p), kept);
-                // The ids of this export, whatever the source said.
-                part["id"] = json!(self.part_ids.get(&p.id).cloned().unwrap_or_default());
-                part["sessionID"] = json!(self.sid);
-                part["messageID"] = json!(mid);
-                part
-            })
-            .collect();
-        json!({"info": self.info_json(m), "parts": parts})
+        let mut parts = Vec::with_capacity(m.parts.len());
+        for p in &m.parts {
+            let kept = self.extra.source.parts.get(&p.id);
+            let mut part = with_source(self.part_json(&mid, m, p)?, kept);
+            // The ids of this export, whatever the source said.
+            part["id"] = json!(self.part_ids.get(&p.id).cloned().unwrap_or_default());
+            part["sessionID"] = json!(self.sid);
+            part["messageID"] = json!(mid);
+            parts.push(part);
+        }
+        Ok(json!({"info": self.info_json(m), "parts": parts}))
     }
 
     /// A message's `info`, with what the source kept of it.
@@ -526,14 +526,15 @@ impl Doc<'_> {
         }
     }
 
-    fn part_json(&self, mid: &str, m: &Message, p: &Part) -> Value {
+    fn part_json(&self, mid: &str, m: &Message, p: &Part) -> Result<Value, ExportError> {
+        let body = p.body_in(self.log)?;
         let pid = self.part_ids.get(&p.id).cloned().unwrap_or_default();
         let mut o = Map::new();
         o.insert("id".into(), json!(pid));
         o.insert("sessionID".into(), json!(self.sid));
         o.insert("messageID".into(), json!(mid));
-        o.insert("type".into(), json!(p.body.kind()));
-        match &p.body {
+        o.insert("type".into(), json!(body.kind()));
+        match &*body {
             PartBody::Text {
                 text,
                 synthetic,
@@ -618,7 +619,7 @@ impl Doc<'_> {
                 }
             }
         }
-        Value::Object(o)
+        Ok(Value::Object(o))
     }
 }
 

@@ -609,11 +609,7 @@ impl<'a> Importer<'a> {
             .b
             .state()
             .and_then(|s| s.message(summary_message))
-            .is_some_and(|m| {
-                m.parts.iter().any(
-                    |p| matches!(&p.body, PartBody::Text { text, .. } if !text.trim().is_empty()),
-                )
-            });
+            .is_some_and(|m| m.parts.iter().any(ctxlog_core::Part::is_nonblank_text));
         if reason == FinishReason::Error || !has_text {
             return fail(
                 &mut self.b,

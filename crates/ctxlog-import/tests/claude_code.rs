@@ -94,15 +94,7 @@ fn every_real_claude_code_session_imports_and_replays_deterministically() {
             .messages
             .iter()
             .flat_map(|m| &m.parts)
-            .filter(|p| {
-                matches!(
-                    p.body,
-                    PartBody::Tool {
-                        state: ToolState::Pending { .. },
-                        ..
-                    }
-                )
-            })
+            .filter(|p| p.tool_status() == Some("pending"))
             .count() as u64;
         let answered: u64 = text
             .lines()

@@ -34,15 +34,12 @@ fn tool<'a>(s: &'a SessionState, call: &str) -> &'a Part {
     s.messages
         .iter()
         .flat_map(|m| &m.parts)
-        .find(|p| matches!(&p.body, PartBody::Tool { call_id, .. } if call_id == call))
+        .find(|p| p.tool_call().is_some_and(|(id, _)| id == call))
         .unwrap_or_else(|| panic!("no call {call}"))
 }
 
-fn status(p: &Part) -> &'static str {
-    match &p.body {
-        PartBody::Tool { state, .. } => state.status(),
-        _ => "not a tool",
-    }
+fn status(p: &Part) -> &str {
+    p.tool_status().unwrap_or("not a tool")
 }
 
 fn texts(w: &Window) -> Vec<String> {
@@ -90,7 +87,7 @@ fn opencode_export_replays_to_the_window_opencode_built() {
         .messages
         .iter()
         .flat_map(|m| &m.parts)
-        .map(|p| p.body.kind())
+        .map(|p| p.kind())
         .collect();
     assert!(
         kinds.contains(&"other") && kinds.contains(&"file"),
@@ -282,13 +279,7 @@ fn claude_code_edge_cases() {
         (t.input, t.cache_write, t.cache_read, t.output),
         (3, 690, 17055, 212)
     );
-    assert_eq!(
-        step.parts
-            .iter()
-            .filter(|p| p.body.kind() == "tool")
-            .count(),
-        2
-    );
+    assert_eq!(step.parts.iter().filter(|p| p.kind() == "tool").count(), 2);
     assert_eq!(status(tool(&s, "toolu_01Glob")), "error");
     assert_eq!(status(tool(&s, "toolu_02Read")), "pending", "unanswered");
     assert_eq!(status(tool(&s, "toolu_04Bash")), "pending", "unanswered");
@@ -317,27 +308,21 @@ fn codex_edge_cases() {
     assert!(!by_source(&s, "line:3").synthetic);
     // a step's source id is the last line the model produced in it
     let step = by_source(&s, "line:14");
-    assert_eq!(
-        step.parts
-            .iter()
-            .filter(|p| p.body.kind() == "tool")
-            .count(),
-        2
-    );
+    assert_eq!(step.parts.iter().filter(|p| p.kind() == "tool").count(), 2);
     let t = step.tokens.unwrap();
     assert_eq!(
         (t.input, t.cache_read, t.output, t.reasoning),
         (2272, 3712, 104, 64)
     );
     // outputs unwrapped from their JSON; plain text outputs kept as they are
-    match &tool(&s, "call_rg").body {
+    match &*tool(&s, "call_rg").body_in(&a.events).unwrap() {
         PartBody::Tool {
             state: ToolState::Completed { output, .. },
             ..
         } => assert_eq!(output, "apps/web/src/page_7.tsx"),
         other => panic!("{other:?}"),
     }
-    match &tool(&s, "call_test2").body {
+    match &*tool(&s, "call_test2").body_in(&a.events).unwrap() {
         PartBody::Tool {
             state: ToolState::Completed { output, input, .. },
             ..

@@ -3,11 +3,12 @@
 //! rendering of a message stored once), what left the window between two
 //! steps, and the summaries.
 
+use crate::ReportError;
 use ctxlog_core::policy::Estimator;
 use ctxlog_core::window::{render_message, window_order, ToolResult};
 use ctxlog_core::{
-    timeline_and_state, Envelope, Event, JobStatus, Message, MessageId, PartBody, PartId,
-    RefusedEvent, Role, SessionState, StepRow, Timeline, WindowMessage, WindowPart,
+    timeline_and_state, ContentError, Envelope, Event, JobStatus, Message, MessageId, PartId, Role,
+    SessionState, StepRow, Timeline, WindowMessage, WindowPart,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -32,7 +33,7 @@ pub struct SessionData {
 type RenderKey = (MessageId, u64);
 
 /// Folds `events` into what the page shows.
-pub fn session_data(label: &str, events: &[Envelope]) -> Result<SessionData, RefusedEvent> {
+pub fn session_data(label: &str, events: &[Envelope]) -> Result<SessionData, ReportError> {
     let mut renders: BTreeMap<RenderKey, usize> = BTreeMap::new();
     let mut messages: Vec<Value> = Vec::new();
     let mut windows: Vec<(Option<String>, Vec<usize>)> = Vec::new();
@@ -40,7 +41,8 @@ pub fn session_data(label: &str, events: &[Envelope]) -> Result<SessionData, Ref
     let (timeline, end) = timeline_and_state(events, |state, row: &StepRow| {
         versions.advance(events, row.seq, state);
         windows.push(window_refs(state, &versions, &mut renders, &mut messages));
-    })?;
+    })
+    .map_err(|r| ReportError::refused(label, r))?;
     versions.advance(events, end.head, &end);
     let last = window_refs(&end, &versions, &mut renders, &mut messages);
     let estimator = end.policy.estimator;
@@ -68,7 +70,8 @@ pub fn session_data(label: &str, events: &[Envelope]) -> Result<SessionData, Ref
             })
         })
         .collect();
-    let summaries = summaries(&end, &estimator);
+    let summaries =
+        summaries(&end, events, &estimator).map_err(|e| ReportError::content(label, e))?;
     let json = json!({
         "label": label,
         "session": end.session.map(|s| s.to_string()),
@@ -288,32 +291,24 @@ fn removed(before: &[usize], after: &[usize], messages: &[Value]) -> Value {
 }
 
 /// Every compaction's summary (or failure), in the order requested.
-fn summaries(state: &SessionState, e: &Estimator) -> Vec<Value> {
-    state
-        .jobs
-        .iter()
-        .map(|j| {
-            let text: String = j
-                .summary
-                .and_then(|s| state.message(s))
-                .map(|m| {
-                    m.parts
-                        .iter()
-                        .filter_map(|p| match &p.body {
-                            PartBody::Text { text, .. } => Some(text.as_str()),
-                            _ => None,
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
-                .unwrap_or_default();
-            let (status, error) = match &j.status {
-                JobStatus::Completed { .. } => ("completed", None),
-                JobStatus::Failed { error } => ("failed", Some(error.clone())),
-                _ => ("pending", None),
-            };
-            let (shown_text, cut) = shown(&text);
-            json!({
+fn summaries(
+    state: &SessionState,
+    events: &[Envelope],
+    e: &Estimator,
+) -> Result<Vec<Value>, ContentError> {
+    let mut out = Vec::new();
+    for j in &state.jobs {
+        let text = match j.summary.and_then(|s| state.message(s)) {
+            Some(m) => m.texts_in(events)?.join("\n"),
+            None => String::new(),
+        };
+        let (status, error) = match &j.status {
+            JobStatus::Completed { .. } => ("completed", None),
+            JobStatus::Failed { error } => ("failed", Some(error.clone())),
+            _ => ("pending", None),
+        };
+        let (shown_text, cut) = shown(&text);
+        out.push(json!({
                 "job": j.marker.to_string(),
                 "requested_seq": j.requested_seq,
                 "auto": j.auto,
@@ -322,7 +317,7 @@ fn summaries(state: &SessionState, e: &Estimator) -> Vec<Value> {
                 "text": shown_text,
                 "cut": cut,
                 "tokens": e.estimate(&text),
-            })
-        })
-        .collect()
+        }));
+    }
+    Ok(out)
 }

@@ -15,7 +15,7 @@ pub mod chart;
 pub mod data;
 pub mod markdown;
 
-use ctxlog_core::{Envelope, RefusedEvent, Timeline};
+use ctxlog_core::{ContentError, Envelope, RefusedEvent, Timeline};
 use data::{session_data, SessionData};
 pub use markdown::markdown;
 use serde_json::{json, Value};
@@ -32,9 +32,36 @@ pub enum ReportError {
         /// What the reducer refused.
         refused: Box<RefusedEvent>,
     },
+    /// A part's content is not in the events where their state says (the
+    /// events are not one session's whole log).
+    #[error("{label}: {error}")]
+    Content {
+        /// The session's label on the page.
+        label: String,
+        /// What could not be read.
+        error: ContentError,
+    },
     /// Nothing to show.
     #[error("a report needs at least one session")]
     Empty,
+}
+
+impl ReportError {
+    /// The error of folding the session labelled `label`.
+    pub(crate) fn refused(label: &str, refused: RefusedEvent) -> ReportError {
+        ReportError::Refused {
+            label: label.to_owned(),
+            refused: Box::new(refused),
+        }
+    }
+
+    /// The error of reading back the session labelled `label`.
+    pub(crate) fn content(label: &str, error: ContentError) -> ReportError {
+        ReportError::Content {
+            label: label.to_owned(),
+            error,
+        }
+    }
 }
 
 /// One session on the page: its label (the policy, or "recorded") and its
@@ -54,12 +81,7 @@ pub fn report(curves: &[Curve<'_>]) -> Result<String, ReportError> {
     }
     let sessions: Vec<SessionData> = curves
         .iter()
-        .map(|c| {
-            session_data(&c.label, c.events).map_err(|refused| ReportError::Refused {
-                label: c.label.clone(),
-                refused: Box::new(refused),
-            })
-        })
+        .map(|c| session_data(&c.label, c.events))
         .collect::<Result<_, _>>()?;
     Ok(page(curves, &sessions))
 }

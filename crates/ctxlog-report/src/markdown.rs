@@ -3,9 +3,10 @@
 //! apart, pruned tool outputs marked as the model saw them (the original
 //! folded below), the message the window starts at now pointed out.
 
+use crate::ReportError;
 use ctxlog_core::window::{window_order, PRUNED_PLACEHOLDER};
 use ctxlog_core::{
-    Envelope, JobStatus, Message, PartBody, RefusedEvent, Role, SessionState, ToolState,
+    ContentError, Envelope, JobStatus, Message, PartBody, Role, SessionState, ToolState,
 };
 use std::fmt::Write;
 
@@ -14,8 +15,9 @@ use std::fmt::Write;
 pub const MAX_OUTPUT_CHARS: usize = 2_000;
 
 /// The transcript of `events`.
-pub fn markdown(events: &[Envelope]) -> Result<String, RefusedEvent> {
-    let state = SessionState::replay(events)?;
+pub fn markdown(events: &[Envelope]) -> Result<String, ReportError> {
+    let label = "session";
+    let state = SessionState::replay(events).map_err(|r| ReportError::refused(label, r))?;
     let mut out = String::new();
     let about = state.about.as_ref();
     let title = about
@@ -55,13 +57,18 @@ pub fn markdown(events: &[Envelope]) -> Result<String, RefusedEvent> {
                 "> **The model's window starts here now**: this compaction and its summary replace everything above.\n\n"
             });
         }
-        message(&mut out, &state, m);
+        message(&mut out, &state, events, m).map_err(|e| ReportError::content(label, e))?;
     }
     Ok(out)
 }
 
 /// One message.
-fn message(out: &mut String, state: &SessionState, m: &Message) {
+fn message(
+    out: &mut String,
+    state: &SessionState,
+    events: &[Envelope],
+    m: &Message,
+) -> Result<(), ContentError> {
     if m.marker {
         let job = state.job(m.id);
         let status = job.map_or("requested", |j| match &j.status {
@@ -83,23 +90,21 @@ fn message(out: &mut String, state: &SessionState, m: &Message) {
         if let Some(JobStatus::Failed { error }) = job.map(|j| &j.status) {
             let _ = writeln!(out, "Failed: {}\n", one_line(error));
         }
-        return;
+        return Ok(());
     }
     if m.summary {
         let _ = writeln!(
             out,
             "**Summary** (the model reads this instead of the history above):\n"
         );
-        for p in &m.parts {
-            if let PartBody::Text { text, .. } = &p.body {
-                for line in text.lines() {
-                    let _ = writeln!(out, "> {line}");
-                }
-                out.push('\n');
+        for text in m.texts_in(events)? {
+            for line in text.lines() {
+                let _ = writeln!(out, "> {line}");
             }
+            out.push('\n');
         }
         out.push_str("---\n\n");
-        return;
+        return Ok(());
     }
     let role = match m.role {
         Role::User => "user",
@@ -116,7 +121,7 @@ fn message(out: &mut String, state: &SessionState, m: &Message) {
     );
     out.push('\n');
     for p in &m.parts {
-        match &p.body {
+        match &*p.body_in(events)? {
             PartBody::Text { text, .. } => {
                 let _ = writeln!(out, "{}\n", no_html(text.trim_end()));
             }
@@ -180,6 +185,7 @@ fn message(out: &mut String, state: &SessionState, m: &Message) {
             | PartBody::Other { .. } => {}
         }
     }
+    Ok(())
 }
 
 /// Markdown text with its HTML tags made text (`<` as `&lt;` outside code
