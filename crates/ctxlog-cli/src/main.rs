@@ -851,15 +851,37 @@ fn show_window(
 ) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
     let engine = engine(store, SummarizerKind::Extractive)?;
-    let state = match at {
-        Some(seq) => engine.state_at(session, seq),
-        None => engine.state(session),
-    }
-    .map_err(|e| match e {
+    let failed = |e: EngineError| match e {
         EngineError::NoSuchSeq { .. } => CliError::BadInput(e.to_string()),
         e => CliError::Failed(e.to_string()),
-    })?;
-    let w = window(&state);
+    };
+    // At the head, the engine's state is read in place: a copy of a long
+    // session's state would double the command's memory.
+    match at {
+        Some(seq) => print_window(
+            cli,
+            &engine,
+            session,
+            &engine.state_at(session, seq).map_err(failed)?,
+            format,
+        ),
+        None => engine
+            .read_state(session, |state| {
+                print_window(cli, &engine, session, state, format)
+            })
+            .map_err(failed)?,
+    }
+}
+
+/// Prints the window of `state` (see [`show_window`]).
+fn print_window(
+    cli: &Cli,
+    engine: &Engine<Reader>,
+    session: SessionId,
+    state: &SessionState,
+    format: WindowFormat,
+) -> Result<(), CliError> {
+    let w = window(state);
     if format == WindowFormat::Openai {
         println!(
             "{}",
@@ -883,7 +905,7 @@ fn show_window(
         .and_then(|mut r| r.next())
         .and_then(Result::ok)
         .map_or(state.started_at, |e| e.recorded_at);
-    window_header(&state, &w, session, at);
+    window_header(state, &w, session, at);
     for m in &w.messages {
         let role = match m.role {
             Role::User => "user",
@@ -1015,11 +1037,8 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
     // A job already pending (queued, or started and cut off by a crash) runs
     // instead of a new one.
     let pending = engine
-        .state(session)
-        .map_err(fail)?
-        .pending_jobs()
-        .next()
-        .map(|j| j.marker);
+        .read_state(session, |s| s.pending_jobs().next().map(|j| j.marker))
+        .map_err(fail)?;
     let before = engine.window_estimate(session).map_err(fail)?;
     let job = match pending {
         Some(job) => job,

@@ -40,8 +40,8 @@ pub struct Part {
     pub body: Body,
     /// Id in the recorded source.
     pub source_id: Option<String>,
-    /// Set while the part is pruned.
-    pub pruned: Option<PruneMark>,
+    /// Set while the part is pruned (boxed: most parts never are).
+    pub pruned: Option<Box<PruneMark>>,
 }
 
 /// A part's content: held, or left in the log.

@@ -352,6 +352,16 @@ impl SessionState {
             .flatten()
         {
             m.parts.iter_mut().for_each(Part::seal);
+            m.parts.shrink_to_fit(); // a sealed message rarely grows again
+        }
+        for t in self
+            .index
+            .part_tokens
+            .get_mut(self.sealed..end)
+            .into_iter()
+            .flatten()
+        {
+            t.shrink_to_fit();
         }
         self.sealed = self.sealed.max(end);
     }
@@ -924,12 +934,12 @@ impl SessionState {
             Event::PartsPruned { parts, policy, .. } => {
                 for PrunedPart { part, tokens } in parts {
                     if let Some(p) = self.part_mut(*part) {
-                        p.pruned = Some(PruneMark {
+                        p.pruned = Some(Box::new(PruneMark {
                             seq: env.seq,
                             at: env.recorded_at,
                             policy: policy.clone(),
                             tokens: *tokens,
-                        });
+                        }));
                     }
                     self.refresh_part_tokens(*part);
                 }

@@ -287,6 +287,16 @@ impl<L: EventLog> Engine<L> {
         Ok(audit(&events))
     }
 
+    /// Runs `f` on the session's state, without copying it (the session's
+    /// other commands wait until `f` returns).
+    pub fn read_state<T>(
+        &self,
+        session: SessionId,
+        f: impl FnOnce(&SessionState) -> T,
+    ) -> Result<T, EngineError> {
+        self.with(session, |state| Ok(f(state)))
+    }
+
     /// A copy of the session's state.
     pub fn state(&self, session: SessionId) -> Result<SessionState, EngineError> {
         self.with(session, |state| Ok(state.clone()))

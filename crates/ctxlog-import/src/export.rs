@@ -569,7 +569,7 @@ impl Doc<'_> {
             } => {
                 o.insert("tool".into(), json!(tool));
                 o.insert("callID".into(), json!(call_id));
-                o.insert("state".into(), tool_state_json(state, p.pruned.as_ref()));
+                o.insert("state".into(), tool_state_json(state, p.pruned.as_deref()));
             }
             PartBody::File(a) => {
                 o.insert("mime".into(), json!(a.mime));
