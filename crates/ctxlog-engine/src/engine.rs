@@ -18,6 +18,19 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+/// The fewest events between two snapshots of a session's state.
+pub const SNAPSHOT_EVERY: u64 = 10_000;
+
+/// Whether an append that moved a session's head from `before` to `after`
+/// is due a snapshot: every [`SNAPSHOT_EVERY`] events, and every eighth of
+/// the session's length beyond that, so a load folds at most that many
+/// events and a long session does not pay for a snapshot (a walk over its
+/// whole state) every few thousand events.
+pub fn snapshot_due(before: u64, after: u64) -> bool {
+    let step = (after.next_power_of_two() / 8).max(SNAPSHOT_EVERY);
+    before / step != after / step
+}
+
 /// The engine: a log, injected clock and ids, a summarizer, and the cached
 /// state of each open session. `Engine` alone is the durable engine over a
 /// [`SledStore`]; `Engine<MemoryLog>` runs the same code in memory.
@@ -225,6 +238,12 @@ impl<L: EventLog> Engine<L> {
         if let Err(e) = self.log.append(session, expected, batch) {
             self.reload(session, state)?;
             return Err(e.into());
+        }
+        if snapshot_due(head, state.head) {
+            // A cache: a failure costs the next load a longer fold, no more.
+            if let Err(e) = self.log.save_snapshot(state) {
+                tracing::warn!(%session, error = %e, "snapshot not saved");
+            }
         }
         for notice in notices {
             if let Notice::AutoCompactionPaused { reason, .. } = &notice {

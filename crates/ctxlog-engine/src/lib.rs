@@ -70,7 +70,7 @@ pub use ctxlog_core::{
     TokenUsage,
 };
 pub use ctxlog_store::{MemoryLog, SledStore};
-pub use engine::Engine;
+pub use engine::{snapshot_due, Engine, SNAPSHOT_EVERY};
 pub use error::EngineError;
 pub use jobs::{summary_prompts, summary_request};
 pub use outcome::{JobOutcome, Notice, StepOutcome};

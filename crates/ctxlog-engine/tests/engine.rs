@@ -1150,3 +1150,35 @@ fn a_provider_too_large_answer_shrinks_the_next_attempt() {
         "each attempt smaller; the identical truncated one skipped"
     );
 }
+
+#[test]
+fn a_long_session_is_kept_as_a_snapshot_as_it_grows() {
+    assert!(!snapshot_due(0, SNAPSHOT_EVERY - 1));
+    assert!(snapshot_due(SNAPSHOT_EVERY - 1, SNAPSHOT_EVERY));
+    // Past 80k events, one snapshot per eighth of the next power of two
+    // (262,144 events between 2^20 and 2^21).
+    assert!(!snapshot_due(1_100_000, 1_150_000));
+    assert!(snapshot_due(1_000_000, 1_100_000));
+    assert!(!snapshot_due(1_048_577, 1_048_577 + 200_000));
+    let dir = tempdir();
+    let engine = engine_with(&dir, Arc::new(ExtractiveSummarizer::default()), None);
+    let s = engine
+        .start_session(Policy::opencode_seed(), limits(), None)
+        .unwrap();
+    // One user message per command: 2 events each.
+    let mut i = 0;
+    while engine.store().head(s).unwrap() < SNAPSHOT_EVERY + 10 {
+        engine.user_message(s, &format!("message {i}")).unwrap();
+        i += 1;
+    }
+    let loaded = engine.store().load_state(s).unwrap();
+    let snapshot = loaded
+        .snapshot
+        .expect("a snapshot once the head passed 10k");
+    assert!((SNAPSHOT_EVERY..SNAPSHOT_EVERY + 2).contains(&snapshot));
+    assert!(loaded.replayed < 20, "folded {} events", loaded.replayed);
+    assert_eq!(
+        loaded.state.digest(),
+        engine.store().replay(s).unwrap().digest()
+    );
+}

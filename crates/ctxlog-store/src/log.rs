@@ -148,6 +148,14 @@ pub trait EventLog: Send + Sync {
     fn flush(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    /// Keeps `state` (a session's state at its head) so that a later
+    /// [`EventLog::load_state`] folds only what came after it; a cache a
+    /// log may ignore (default: nothing kept).
+    fn save_snapshot(&self, state: &SessionState) -> Result<(), StoreError> {
+        let _ = state;
+        Ok(())
+    }
 }
 
 /// Evolves `state` with the session's events after `state.head`; returns how

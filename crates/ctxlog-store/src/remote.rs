@@ -478,4 +478,14 @@ impl EventLog for Reader {
             Source::Served { took_over, .. } => took_over.get().map_or(Ok(()), SledStore::flush),
         }
     }
+
+    /// Kept where the store is open here; the holder keeps its own.
+    fn save_snapshot(&self, state: &ctxlog_core::SessionState) -> Result<(), StoreError> {
+        match &self.source {
+            Source::Opened(s) => s.save_snapshot(state),
+            Source::Served { took_over, .. } => {
+                took_over.get().map_or(Ok(()), |s| s.save_snapshot(state))
+            }
+        }
+    }
 }

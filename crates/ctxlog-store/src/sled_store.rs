@@ -319,6 +319,10 @@ impl EventLog for SledStore {
         self.load_from_snapshot(session)
     }
 
+    fn save_snapshot(&self, state: &SessionState) -> Result<(), StoreError> {
+        SledStore::save_snapshot(self, state)
+    }
+
     fn flush(&self) -> Result<(), StoreError> {
         self.flush_now()
     }
