@@ -338,27 +338,6 @@ pub(crate) struct How {
     pub(crate) replace: bool,
 }
 
-/// Keeps a snapshot of a session that just grew by `new_events`, when
-/// [`ctxlog_engine::snapshot_due`] says so, so that `sessions` and every
-/// view load it without folding it whole. A cache: failing to keep it is
-/// said.
-fn keep_snapshot(store: &SledStore, session: SessionId, new_events: u64) {
-    let Ok(head) = store.head(session) else {
-        return;
-    };
-    if !ctxlog_engine::snapshot_due(head.saturating_sub(new_events), head) {
-        return;
-    }
-    let saved = store
-        .load_state(session)
-        .and_then(|loaded| store.save_snapshot(&loaded.state));
-    if let Err(e) = saved {
-        eprintln!(
-            "warning: {session}: its snapshot was not saved ({e}); later reads fold it whole"
-        );
-    }
-}
-
 /// The most versions of one recording `--replace` stores.
 const MAX_VERSIONS: u32 = 1_000;
 
@@ -386,7 +365,6 @@ fn store_versions(
         {
             match catalog::store_recording(store, &imported.events) {
                 Ok(stored) => {
-                    keep_snapshot(store, session, stored.new_events as u64);
                     if let Some(old) = diverged {
                         catalog::mark_replaced(store, old, session).map_err(failed)?;
                     }

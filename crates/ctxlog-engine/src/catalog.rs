@@ -79,6 +79,7 @@ pub fn store_recording(log: &impl EventLog, events: &[Envelope]) -> Result<Store
     if head == 0 {
         let batch: Vec<NewEvent> = events.iter().cloned().map(NewEvent::from).collect();
         log.append(session, Expected::NoStream, batch)?;
+        keep_snapshot(log, session, 0);
         return Ok(Stored {
             new_events: events.len(),
             grew: false,
@@ -121,10 +122,27 @@ pub fn store_recording(log: &impl EventLog, events: &[Envelope]) -> Result<Store
     }
     let new_events = batch.len();
     log.append(session, Expected::Exactly(head), batch)?;
+    keep_snapshot(log, session, head);
     Ok(Stored {
         new_events,
         grew: true,
     })
+}
+
+/// Keeps a snapshot of a session whose head just moved on from `before`,
+/// when [`crate::snapshot_due`] says so, so that listing and every view
+/// load it without folding it whole. A cache: a failure is only logged.
+fn keep_snapshot(log: &impl EventLog, session: SessionId, before: u64) {
+    let kept = log.head(session).and_then(|head| {
+        if !crate::snapshot_due(before, head) {
+            return Ok(());
+        }
+        log.load_state(session)
+            .and_then(|loaded| log.save_snapshot(&loaded.state))
+    });
+    if let Err(e) = kept {
+        tracing::warn!(%session, error = %e, "snapshot not saved; later reads fold the session whole");
+    }
 }
 
 /// The same recorded event wherever it stands: all but the seq, and but
