@@ -3,11 +3,14 @@
 //! its baseline of the same run) behind a progress bar, and prints them.
 //! Nothing here asserts a speed.
 
+use crate::memory;
 use crate::{ui, CliError};
-use ctxlog_bench::{BenchError, Report, GOALS, STAGES};
+use ctxlog_bench::{BenchError, ChildRun, Report, Scratch, GOALS, STAGES};
 use ctxlog_core::SessionId;
 use serde_json::{json, Map, Value};
+use std::ffi::OsString;
 use std::path::Path;
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,27 +27,54 @@ fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BenchError + '_ {
     move |e| BenchError::Failed(format!("bench: {what}: {e}"))
 }
 
-/// Peak resident memory of a child process (this binary's hidden
-/// `bench-replay-rss`) replaying `session` at `dir`: (bytes, seconds).
-fn replay_rss(dir: &Path, session: SessionId) -> Result<(u64, f64), BenchError> {
+/// Runs this binary with `args` in a child process (its errors to a file,
+/// shown when it fails) and measures its time and peak memory (which it
+/// writes at exit to the file [`memory::PEAK_RSS_FILE`] names).
+fn run_ctxlog(args: &[OsString]) -> Result<ChildRun, BenchError> {
     let exe = std::env::current_exe().map_err(|e| failed("current exe")(&e))?;
-    let out = std::process::Command::new(exe)
-        .args(["--json", "--db"])
-        .arg(dir)
-        .args(["bench-replay-rss", &session.to_string()])
-        .output()
+    let named = || {
+        args.iter()
+            .map(|a| a.to_string_lossy())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let dir = Scratch::new("child");
+    let log = dir.path().join("stderr");
+    let peak_file = dir.path().join("peak");
+    let stderr = std::fs::create_dir_all(dir.path())
+        .and_then(|()| std::fs::File::create(&log))
+        .map_err(|e| failed("child's stderr")(&e))?;
+    let started = Instant::now();
+    let child = std::process::Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .env(memory::PEAK_RSS_FILE, &peak_file)
+        .status()
         .map_err(|e| failed("child")(&e))?;
-    if !out.status.success() {
+    let seconds = started.elapsed().as_secs_f64();
+    if !child.success() {
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
         return Err(BenchError::Failed(format!(
-            "bench: replay child failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+            "bench: `ctxlog {}` failed ({child}): {}",
+            named(),
+            said.trim()
         )));
     }
-    let v: Value = serde_json::from_slice(&out.stdout).map_err(|e| failed("child output")(&e))?;
-    Ok((
-        v["peak_rss_bytes"].as_u64().unwrap_or(0),
-        v["seconds"].as_f64().unwrap_or(0.0),
-    ))
+    let peak = std::fs::read_to_string(&peak_file)
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .ok_or_else(|| {
+            BenchError::Failed(format!(
+                "bench: `ctxlog {}` did not say its peak memory (no /proc/self/status?)",
+                named()
+            ))
+        })?;
+    Ok(ChildRun {
+        peak_rss_bytes: peak,
+        seconds,
+    })
 }
 
 /// The hidden child of the RSS figure: open, replay, report `VmHWM`.
@@ -151,7 +181,7 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
             watchdog.progressed();
             bar.inc(1)
         },
-        &replay_rss,
+        &run_ctxlog,
     )?;
     drop(watchdog);
     bar.finish_and_clear();

@@ -32,7 +32,7 @@ pub fn run(json: bool) -> Result<(), CliError> {
     let dir = temp_dir("demo");
     let result = (|| {
         let store = SledStore::open(&dir).map_err(|e| failed("cannot open a store", &e))?;
-        store_import(&store, &imported)?;
+        store_import(&store, imported.clone())?;
         let log: Vec<_> = store
             .read(imported.session, 1)
             .and_then(|it| it.collect::<Result<Vec<_>, _>>())

@@ -94,13 +94,13 @@ fn report(json: bool, name: &str, outcome: &Outcome) {
             match replaced {
                 Some(old) => format!("{} (replaces {old})", i.session),
                 None if stored.grew => format!("+{} events, {}", stored.new_events, i.session),
-                None => format!("{} events, {}", i.events.len(), i.session),
+                None => format!("{} events, {}", stored.events, i.session),
             },
             json!({
                 "file": name,
                 "result": result,
                 "session": i.session.to_string(),
-                "events": i.events.len(),
+                "events": stored.events,
                 "new_events": stored.new_events,
                 "replaced": replaced.map(|s| s.to_string()),
             }),

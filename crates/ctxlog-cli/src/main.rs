@@ -31,6 +31,7 @@ macro_rules! println {
 mod bench;
 mod demo;
 mod follow;
+mod memory;
 mod recorded;
 mod stress;
 mod ui;
@@ -382,6 +383,7 @@ pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
 }
 
 fn main() -> ExitCode {
+    memory::limit_arenas();
     // A panic inside the store's calls into sled becomes a located error
     // (`StoreError::SledPanicked`), printed once like any other.
     let default_hook = std::panic::take_hook();
@@ -395,6 +397,7 @@ fn main() -> ExitCode {
     // A reader this process serves is not cut off by its exit.
     ctxlog_store::wait_for_readers(std::time::Duration::from_secs(30));
     remove_read_copies();
+    memory::report_peak();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e @ (CliError::Reported(_) | CliError::Refused(_))) => {

@@ -363,7 +363,7 @@ fn store_versions(
             .map_err(failed)?
             .is_none()
         {
-            match catalog::store_recording(store, &imported.events) {
+            match catalog::store_recording(store, std::mem::take(&mut imported.events)) {
                 Ok(stored) => {
                     if let Some(old) = diverged {
                         catalog::mark_replaced(store, old, session).map_err(failed)?;
@@ -523,24 +523,27 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
     for (input, outcome) in inputs.iter().zip(outcomes) {
         let result = outcome.result();
         *counts.entry(result).or_default() += 1;
-        let (imported, new_events, replaced) = match outcome {
-            Outcome::Imported(i, stored, replaced) => {
-                (Some(i.as_ref()), Some(stored.new_events), *replaced)
-            }
-            _ => (None, None, None),
+        let (imported, events, new_events, replaced) = match outcome {
+            Outcome::Imported(i, stored, replaced) => (
+                Some(i.as_ref()),
+                Some(stored.events),
+                Some(stored.new_events),
+                *replaced,
+            ),
+            _ => (None, None, None, None),
         };
         let error = match outcome {
             Outcome::Refused(why) => Some(why.clone()),
             _ => None,
         };
         let detail = match outcome {
-            Outcome::Imported(i, _, Some(old)) => {
-                format!("{} events, {} (replaces {old})", i.events.len(), i.session)
+            Outcome::Imported(i, stored, Some(old)) => {
+                format!("{} events, {} (replaces {old})", stored.events, i.session)
             }
             Outcome::Imported(i, stored, _) if stored.grew => {
                 format!("+{} events, {}", stored.new_events, i.session)
             }
-            Outcome::Imported(i, ..) => format!("{} events, {}", i.events.len(), i.session),
+            Outcome::Imported(i, stored, _) => format!("{} events, {}", stored.events, i.session),
             Outcome::NothingYet => "no session written yet".into(),
             Outcome::Refused(why) => why.clone(),
         };
@@ -550,7 +553,7 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
             "format": imported.map(|i| i.format.name()),
             "session": imported.map(|i| i.session.to_string()),
             "source_session": imported.and_then(|i| i.source_session.clone()),
-            "events": imported.map(|i| i.events.len()),
+            "events": events,
             "new_events": new_events,
             "replaced": replaced.map(|s| s.to_string()),
             "warnings": imported.map(|i| i.warnings.clone()).unwrap_or_default(),
@@ -628,7 +631,7 @@ fn import_one(json: bool, db: &Path, file: &Path, how: &How) -> Result<(), CliEr
         "messages": imported.messages,
         "tool_calls": imported.tool_calls,
         "steps": imported.steps,
-        "events": imported.events.len(),
+        "events": stored.events,
         "already_imported": stored.new_events == 0,
         "new_events": stored.new_events,
         "replaced": replaced.map(|s| s.to_string()),
@@ -645,7 +648,7 @@ fn import_one(json: bool, db: &Path, file: &Path, how: &How) -> Result<(), CliEr
             imported.messages,
             imported.tool_calls,
             imported.steps,
-            imported.events.len(),
+            stored.events,
             match (stored, replaced) {
                 (_, Some(old)) =>
                     format!(" (a new version: it replaces {old}, which stays readable by that id)"),
@@ -656,6 +659,7 @@ fn import_one(json: bool, db: &Path, file: &Path, how: &How) -> Result<(), CliEr
                     Stored {
                         new_events,
                         grew: true,
+                        ..
                     },
                     _,
                 ) => format!(" ({new_events} new events appended to the stored session)"),
@@ -668,8 +672,8 @@ fn import_one(json: bool, db: &Path, file: &Path, how: &How) -> Result<(), CliEr
 
 /// Stores an imported session whole or not at all (see
 /// [`catalog::store_recording`]); a stored session that diverges is bad input.
-pub fn store_import(store: &SledStore, imported: &Imported) -> Result<Stored, CliError> {
-    store_import_events(store, &imported.events)
+pub fn store_import(store: &SledStore, imported: Imported) -> Result<Stored, CliError> {
+    store_import_events(store, imported.events)
 }
 
 /// Resolves SESSION: a ctxlog id, or a recording's own session id.
@@ -1509,7 +1513,7 @@ fn keep(store: &SledStore, name: &str, events: &[Envelope]) -> Result<String, Cl
         Err(CatalogError::NotFound(_)) => None,
         Err(e) => return Err(fail(e)),
     };
-    store_import_events(store, events)?;
+    store_import_events(store, events.to_vec())?;
     if let Some(old) = before.filter(|old| *old != new) {
         catalog::mark_replaced(store, old, new).map_err(fail)?;
     }
@@ -1517,7 +1521,7 @@ fn keep(store: &SledStore, name: &str, events: &[Envelope]) -> Result<String, Cl
 }
 
 /// Stores a simulated session's events whole (or what is new of them).
-fn store_import_events(store: &SledStore, events: &[Envelope]) -> Result<Stored, CliError> {
+fn store_import_events(store: &SledStore, events: Vec<Envelope>) -> Result<Stored, CliError> {
     catalog::store_recording(store, events).map_err(|e| match e {
         e @ CatalogError::Diverged { .. } => CliError::BadInput(e.to_string()),
         e => CliError::Failed(format!("not stored: {e}")),

@@ -55,6 +55,12 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CodecError> {
     Ok(options().serialize(value)?)
 }
 
+/// The length of `value`'s encoding (no allocation); `u64::MAX` for a value
+/// the codec refuses (larger than [`MAX_ENCODED_BYTES`]).
+pub fn encoded_len<T: Serialize + ?Sized>(value: &T) -> u64 {
+    options().serialized_size(value).unwrap_or(u64::MAX)
+}
+
 /// Decodes a whole buffer with the fixed options; trailing bytes are an error.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
     Ok(options().deserialize(bytes)?)

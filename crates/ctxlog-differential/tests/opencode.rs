@@ -602,7 +602,7 @@ fn check_database(run: &Run, events: &[Envelope]) {
     // prompt, is appended when it changed), and the end is a fresh import.
     let log = MemoryLog::new();
     for (i, snapshot) in run.snapshots.iter().enumerate() {
-        if let Err(e) = catalog::store_recording(&log, snapshot) {
+        if let Err(e) = catalog::store_recording(&log, snapshot.clone()) {
             let before = &run.snapshots[i.saturating_sub(1)];
             let differ = before.iter().zip(snapshot).find(|(a, b)| a != b);
             panic!(
@@ -611,7 +611,7 @@ fn check_database(run: &Run, events: &[Envelope]) {
             )
         }
     }
-    catalog::store_recording(&log, events)
+    catalog::store_recording(&log, events.to_vec())
         .unwrap_or_else(|e| panic!("the finished session does not extend the snapshots: {e}"));
     let stored: Vec<Envelope> = log
         .read(events[0].session, 1)

@@ -2,7 +2,7 @@
 //! recording (whole, or only what it grew by since the last import), and
 //! resolving a session by its ctxlog id or its recording's own id.
 
-use ctxlog_core::{description_event_id, Envelope, Event, SessionId, SourceTarget};
+use ctxlog_core::{codec, description_event_id, Envelope, Event, SessionId, SourceTarget};
 use ctxlog_store::{EventLog, Expected, NewEvent, StoreError};
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -51,82 +51,162 @@ fn list(sessions: &[SessionId]) -> String {
 /// What [`store_recording`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stored {
+    /// The recording's events (stored before or now).
+    pub events: usize,
     /// Events written now.
     pub new_events: usize,
     /// The session was stored before and the recording grew since.
     pub grew: bool,
 }
 
-/// Stores a recording's events (one session, seq 1 first) whole or not at
-/// all. Their ids derive from the recording, so storing the same recording
-/// again writes nothing, and a recording that grew since (the agent went
-/// on) appends only its new events. A stored session that is not a prefix
-/// of the recording is refused.
+/// The most events [`store_recording`] appends in one batch.
+pub const CHUNK_EVENTS: usize = 512;
+/// About the most encoded bytes [`store_recording`] appends in one batch
+/// (a single larger event goes alone).
+pub const CHUNK_BYTES: u64 = 1024 * 1024;
+
+/// Stores a recording's events (one session, seq 1 first), taken by value:
+/// each is freed once its batch is appended. Their ids derive
+/// from the recording, so storing the same recording again writes nothing,
+/// and a recording that grew since (the agent went on) appends only its new
+/// events. A stored session that is not a prefix of the recording is
+/// refused, with nothing written.
+///
+/// The new events go in batches of at most [`CHUNK_EVENTS`] events and
+/// about [`CHUNK_BYTES`] bytes, each expecting the head the one before
+/// left, so memory stays bounded on a recording of any size. A crash
+/// between two batches leaves a prefix of the recording stored, which the
+/// next import of it extends (as for a recording that grew).
 ///
 /// Descriptions ([`Event::is_description`], and the title `SessionStarted`
 /// carries) may change while a recording grows: they are left out of the
 /// prefix check, and each whose latest stored version differs from the
 /// recording's is appended after the new events (with the id of its
 /// place), so the log keeps every version.
-pub fn store_recording(log: &impl EventLog, events: &[Envelope]) -> Result<Stored, CatalogError> {
+pub fn store_recording(log: &impl EventLog, events: Vec<Envelope>) -> Result<Stored, CatalogError> {
+    let total = events.len();
     let Some(session) = events.first().map(|e| e.session) else {
         return Ok(Stored {
+            events: 0,
             new_events: 0,
             grew: false,
         });
     };
     let head = log.head(session)?;
     if head == 0 {
-        let batch: Vec<NewEvent> = events.iter().cloned().map(NewEvent::from).collect();
-        log.append(session, Expected::NoStream, batch)?;
+        // Each event is freed as its batch is appended.
+        let new_events = append_chunked(log, session, 0, events.into_iter().map(NewEvent::from))?;
         keep_snapshot(log, session, 0);
         return Ok(Stored {
-            new_events: events.len(),
+            events: total,
+            new_events,
             grew: false,
         });
     }
-    let stored: Vec<Envelope> = log.read(session, 1)?.collect::<Result<_, _>>()?;
-    let happened = |e: &&Envelope| !e.event.is_description();
-    let new: Vec<&Envelope> = events.iter().filter(happened).collect();
+    let happened = |e: &Envelope| !e.event.is_description();
+    let mut new = events.iter().filter(|e| happened(e));
     let mut matched = 0;
-    for (n, old) in stored.iter().filter(happened).enumerate() {
-        if !new.get(n).is_some_and(|e| same_event(old, e)) {
+    // The stored session is compared as it is read: only its descriptions
+    // (a few per session) are kept.
+    let mut stored_descriptions: Vec<Envelope> = Vec::new();
+    for old in log.read(session, 1)? {
+        let old = old?;
+        if old.event.is_description() {
+            stored_descriptions.push(old);
+            continue;
+        }
+        if !new.next().is_some_and(|e| same_event(&old, e)) {
             return Err(CatalogError::Diverged {
                 session,
                 at: old.seq,
             });
         }
-        matched = n + 1;
+        matched += 1;
     }
-    let mut batch: Vec<NewEvent> = new[matched..]
-        .iter()
-        .map(|e| NewEvent::from((*e).clone()))
+    let stored_descriptions = latest_descriptions(&stored_descriptions);
+    let changed: Vec<&Envelope> = latest_descriptions(&events)
+        .into_iter()
+        .filter(|(key, described)| {
+            stored_descriptions
+                .get(key)
+                .is_none_or(|s| s.event != described.event)
+        })
+        .map(|(_, described)| described)
         .collect();
-    let stored_descriptions = latest_descriptions(&stored);
-    for (key, described) in latest_descriptions(events) {
-        let changed = stored_descriptions
-            .get(&key)
-            .is_none_or(|s| s.event != described.event);
-        if changed {
-            let seq = head + batch.len() as u64 + 1;
+    let unstored = events.iter().filter(|e| happened(e)).count() - matched;
+    let first_description = head + unstored as u64 + 1;
+    let descriptions: Vec<NewEvent> = changed
+        .into_iter()
+        .enumerate()
+        .map(|(n, described)| {
             let mut e = NewEvent::from(described.clone());
-            e.id = description_event_id(session, seq);
-            batch.push(e);
-        }
-    }
-    if batch.is_empty() {
+            e.id = description_event_id(session, first_description + n as u64);
+            e
+        })
+        .collect();
+    let batch = events
+        .into_iter()
+        .filter(happened)
+        .skip(matched)
+        .map(NewEvent::from)
+        .chain(descriptions);
+    let new_events = append_chunked(log, session, head, batch)?;
+    if new_events == 0 {
         return Ok(Stored {
+            events: total,
             new_events: 0,
             grew: false,
         });
     }
-    let new_events = batch.len();
-    log.append(session, Expected::Exactly(head), batch)?;
     keep_snapshot(log, session, head);
     Ok(Stored {
+        events: total,
         new_events,
         grew: true,
     })
+}
+
+/// Appends `events` to `session`, whose head is `head`, in batches of at
+/// most [`CHUNK_EVENTS`] events and about [`CHUNK_BYTES`] bytes; the number
+/// appended.
+fn append_chunked(
+    log: &impl EventLog,
+    session: SessionId,
+    head: u64,
+    events: impl Iterator<Item = NewEvent>,
+) -> Result<usize, CatalogError> {
+    let mut head = head;
+    let mut appended = 0;
+    let mut chunk: Vec<NewEvent> = Vec::new();
+    let mut chunk_bytes = 0u64;
+    let flush = |chunk: &mut Vec<NewEvent>, head: &mut u64| -> Result<(), CatalogError> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        let expected = if *head == 0 {
+            Expected::NoStream
+        } else {
+            Expected::Exactly(*head)
+        };
+        let n = chunk.len();
+        log.append(session, expected, std::mem::take(chunk))?;
+        *head += n as u64;
+        Ok(())
+    };
+    for event in events {
+        let bytes = codec::encoded_len(&event.event);
+        if !chunk.is_empty()
+            && (chunk.len() >= CHUNK_EVENTS || chunk_bytes.saturating_add(bytes) > CHUNK_BYTES)
+        {
+            flush(&mut chunk, &mut head)?;
+            chunk_bytes = 0;
+        }
+        chunk_bytes = chunk_bytes.saturating_add(bytes);
+        chunk.push(event);
+        appended += 1;
+    }
+    flush(&mut chunk, &mut head)?;
+    Ok(appended)
 }
 
 /// Keeps a snapshot of a session whose head just moved on from `before`,

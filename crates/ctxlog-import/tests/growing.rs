@@ -92,7 +92,7 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
                         ));
                     }
                     if i < lines {
-                        if let Err(e) = store_recording(&log, &a.events) {
+                        if let Err(e) = store_recording(&log, a.events.clone()) {
                             failures.push(format!("{name} @{cut}: re-import refused: {e}"));
                         }
                     }
@@ -100,7 +100,7 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
             }
         }
         // The whole file last: the store holds what a fresh import does.
-        if let Err(e) = store_recording(&log, &whole) {
+        if let Err(e) = store_recording(&log, whole.clone()) {
             failures.push(format!("{name}: the whole file refused: {e}"));
             continue;
         }
