@@ -1,7 +1,9 @@
 //! The import of an OpenCode export against plain JSON parsing of the same
-//! file ([`bench_import`]).
+//! file, and the whole `ctxlog import`'s peak memory against the file's
+//! size ([`bench_import`]).
 
 use crate::measure::{measure, Scratch};
+use crate::memory::{ctxlog_args, RunCtxlog};
 use crate::report::Report;
 use crate::sizes::{generated, Sizes};
 use crate::{failed, BenchError};
@@ -10,8 +12,9 @@ use serde_json::{json, Value};
 use std::io::BufReader;
 use std::time::Instant;
 
-/// 7. Import of an OpenCode export against plain serde_json parsing.
-pub fn bench_import(z: &Sizes, r: &mut Report) -> Result<(), BenchError> {
+/// Stage 7: the import of an OpenCode export against plain serde_json
+/// parsing, and the peak memory of `ctxlog import` of it in a child process.
+pub fn bench_import(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(), BenchError> {
     let exp = Scratch::new("import");
     std::fs::create_dir_all(exp.path()).map_err(|e| failed("dir")(&e))?;
     let file = exp.path().join("session.json");
@@ -55,5 +58,17 @@ pub fn bench_import(z: &Sizes, r: &mut Report) -> Result<(), BenchError> {
     r.set_figure("import_mb_per_s", json!(import_rate));
     r.set_figure("serde_json_parse_mb_per_s", json!(parse_rate));
     r.set_figure("import_file_bytes", json!(bytes));
+
+    // The whole `ctxlog import` (read, check, store), in a child process.
+    let store = Scratch::new("import-store");
+    let child = run(&ctxlog_args(store.path(), &[&"import", &file]))?;
+    r.set_figure("import_peak_rss_bytes", json!(child.peak_rss_bytes));
+    r.set_figure("import_seconds", json!(child.seconds));
+    if bytes > 0 {
+        r.set_ratio(
+            "import_rss_vs_file",
+            child.peak_rss_bytes as f64 / bytes as f64,
+        );
+    }
     Ok(())
 }

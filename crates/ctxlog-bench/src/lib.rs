@@ -4,8 +4,9 @@
 //! commit, replay against a raw scan, bytes on disk) and against recomputing
 //! from scratch (the cost of one agent step as the history grows, against
 //! re-folding the whole log), the import of an OpenCode export against plain
-//! JSON parsing, `simulate` at two sizes per preset, the peak memory of a
-//! large replay, and what a user would pick instead: OpenCode's storage
+//! JSON parsing (and the import's peak memory against the file's size),
+//! `simulate` at two sizes per preset, the peak memory of the commands a
+//! user runs on a 1,000,000-event session (each in a child process), and what a user would pick instead: OpenCode's storage
 //! shape (JSON rows in SQLite, re-read at every step) and an append-only
 //! JSONL file with `fdatasync` ([`bench_baselines`]). Each figure is measured in the same run as its baseline
 //! and reported as a ratio: absolute speeds drift on a shared machine;
@@ -26,6 +27,7 @@ mod appends;
 mod baseline;
 mod import;
 mod measure;
+mod memory;
 mod raw;
 mod replay;
 mod report;
@@ -38,8 +40,9 @@ pub use appends::{bench_buffered, bench_durable, bench_group_commit};
 pub use baseline::bench_baselines;
 pub use import::bench_import;
 pub use measure::{measure, median, Scratch};
+pub use memory::{bench_memory, ChildRun, RunCtxlog};
 pub use raw::{encoded, raw_db, raw_scan_rate, Record};
-pub use replay::{bench_replay, bench_rss, replay_for_rss, ReplayRss, RssReport};
+pub use replay::{bench_replay, replay_for_rss, RssReport};
 pub use report::{machine, Goal, Report, GOALS};
 pub use simulate::bench_simulate;
 pub use sizes::{generated, generator_config, Sizes};
@@ -69,7 +72,7 @@ pub const STAGES: u64 = 9;
 pub fn run(
     quick: bool,
     progress: &mut dyn FnMut(),
-    replay_rss: ReplayRss<'_>,
+    run_ctxlog: RunCtxlog<'_>,
 ) -> Result<Report, BenchError> {
     let z = Sizes::of(quick);
     let started = Instant::now();
@@ -93,10 +96,10 @@ pub fn run(
     // After the appends and the replay: its ratios divide their figures.
     bench_baselines(&z, &mut r)?;
     progress();
-    bench_import(&z, &mut r)?;
+    bench_import(&z, &mut r, run_ctxlog)?;
     progress();
     bench_simulate(&z, &mut r)?;
-    bench_rss(&z, &mut r, replay_rss)?;
+    bench_memory(&z, &mut r, run_ctxlog)?;
     progress();
     r.set_figure("bench_seconds", json!(started.elapsed().as_secs_f64()));
     Ok(r)

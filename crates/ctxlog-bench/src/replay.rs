@@ -1,12 +1,13 @@
 //! Replay against raw sled ([`bench_replay`]: open + fold against open +
-//! scan + decode, and bytes on disk) and the peak memory of a large replay
-//! ([`bench_rss`], measured in a child process by [`replay_for_rss`]).
+//! scan + decode, and bytes on disk), and the child process that replays a
+//! large session for its peak memory ([`replay_for_rss`], run by
+//! `crate::memory`).
 
 use crate::measure::{measure, Scratch};
 use crate::raw::{encoded, raw_scan_rate};
 use crate::report::Report;
-use crate::sizes::{generated, generator_config, Sizes};
-use crate::stores::{write_generated, write_log};
+use crate::sizes::{generated, Sizes};
+use crate::stores::write_log;
 use crate::{failed, BenchError};
 use ctxlog_core::{SessionId, SessionState};
 use ctxlog_store::{EventLog, SledStore};
@@ -76,23 +77,6 @@ fn dir_bytes(dir: &Path) -> u64 {
         }
     }
     total
-}
-
-/// How the RSS figure is measured in a child process: given the store
-/// directory and the session, (peak RSS bytes, seconds). The `ctxlog`
-/// binary runs itself (`bench-replay-rss`, which calls [`replay_for_rss`]).
-pub type ReplayRss<'a> = &'a dyn Fn(&Path, SessionId) -> Result<(u64, f64), BenchError>;
-
-/// Peak RSS of replaying a large session, in a child process
-/// (`replay_rss`).
-pub fn bench_rss(z: &Sizes, r: &mut Report, replay_rss: ReplayRss<'_>) -> Result<(), BenchError> {
-    let big = Scratch::new("rss");
-    let (session, head) = write_generated(big.path(), &generator_config(41, z.rss))?;
-    std::thread::sleep(std::time::Duration::from_millis(100));
-    let (rss, secs) = replay_rss(big.path(), session)?;
-    r.set_figure(format!("replay_peak_rss_bytes_{}_events", head), json!(rss));
-    r.set_figure(format!("replay_seconds_{}_events", head), json!(secs));
-    Ok(())
 }
 
 /// What the child process of the RSS figure measured

@@ -83,6 +83,7 @@ pub const GOALS: &[Goal] = &[
     goal("step_cost_growth", 1.5, false),
     goal("incremental_vs_refold", 100.0, true),
     goal("import_vs_parse", 0.3, true),
+    goal("import_rss_vs_file", 3.0, false),
 ];
 
 /// The machine the bench ran on: cores, cpu, memory, kernel, os, arch and

@@ -1,0 +1,104 @@
+//! The peak memory of the commands a user runs on large sessions
+//! ([`bench_memory`]), each in a child process of its own: replaying a
+//! 1,000,000-event session, listing and rendering it from its snapshot, and
+//! `stress` appending as many events to one session. The import's peak is
+//! measured beside its speed (`crate::import`).
+
+use crate::measure::Scratch;
+use crate::report::Report;
+use crate::sizes::{generator_config, Sizes};
+use crate::stores::write_generated;
+use crate::{failed, BenchError};
+use ctxlog_store::SledStore;
+use serde_json::json;
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+
+/// What a child process measured: its peak resident memory and how long it
+/// ran.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChildRun {
+    /// The child's peak resident memory (its `ru_maxrss`), in bytes.
+    pub peak_rss_bytes: u64,
+    /// Wall-clock seconds from its start to its exit.
+    pub seconds: f64,
+}
+
+/// Runs this `ctxlog` binary with the arguments in a child process and
+/// measures it; a child that fails is an error naming its arguments and
+/// what it printed. The CLI passes itself (`ctxlog bench`).
+pub type RunCtxlog<'a> = &'a dyn Fn(&[OsString]) -> Result<ChildRun, BenchError>;
+
+/// `--db DIR` and then `args`, as a child's arguments.
+pub(crate) fn ctxlog_args(db: &Path, args: &[&dyn AsRef<OsStr>]) -> Vec<OsString> {
+    let mut v: Vec<OsString> = vec!["--db".into(), db.into()];
+    v.extend(args.iter().map(|a| a.as_ref().to_owned()));
+    v
+}
+
+/// Stage 9: peak memory, each in a child process: a replay from seq 1
+/// (`bench-replay-rss`), `sessions` and `window` on the same store once a
+/// snapshot is kept (as the engine and the import keep one), and `stress`
+/// writing one session of as many events.
+pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(), BenchError> {
+    let big = Scratch::new("rss");
+    let (session, head) = write_generated(big.path(), &generator_config(41, z.rss))?;
+    // Let sled release its lock before the child opens the store.
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let id = session.to_string();
+    let replay = run(&ctxlog_args(big.path(), &[&"bench-replay-rss", &id]))?;
+    r.set_figure(
+        format!("replay_peak_rss_bytes_{head}_events"),
+        json!(replay.peak_rss_bytes),
+    );
+    r.set_figure(
+        format!("replay_seconds_{head}_events"),
+        json!(replay.seconds),
+    );
+
+    {
+        let store = SledStore::open(big.path()).map_err(|e| failed("open")(&e))?;
+        let loaded = store.load_state(session).map_err(|e| failed("fold")(&e))?;
+        store
+            .save_snapshot(&loaded.state)
+            .map_err(|e| failed("snapshot")(&e))?;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    for (name, args) in [
+        ("sessions", vec![&"sessions" as &dyn AsRef<OsStr>]),
+        ("window", vec![&"window", &id]),
+    ] {
+        let child = run(&ctxlog_args(big.path(), &args))?;
+        r.set_figure(
+            format!("{name}_peak_rss_bytes_{head}_events"),
+            json!(child.peak_rss_bytes),
+        );
+        r.set_figure(
+            format!("{name}_seconds_{head}_events"),
+            json!(child.seconds),
+        );
+    }
+    drop(big);
+
+    let stressed = Scratch::new("stress");
+    let events = z.rss.to_string();
+    let args: [&dyn AsRef<OsStr>; 7] = [
+        &"stress",
+        &"--sessions",
+        &"1",
+        &"--events",
+        &events,
+        &"--batch",
+        &"200",
+    ];
+    let stress = run(&ctxlog_args(stressed.path(), &args))?;
+    r.set_figure(
+        format!("stress_peak_rss_bytes_{events}_events"),
+        json!(stress.peak_rss_bytes),
+    );
+    r.set_figure(
+        format!("stress_seconds_{events}_events"),
+        json!(stress.seconds),
+    );
+    Ok(())
+}
