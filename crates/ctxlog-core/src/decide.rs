@@ -751,7 +751,7 @@ impl Drafter<'_, '_> {
             message,
             role: Role::User,
             agent: original.and_then(|m| m.agent.clone()),
-            model: original.and_then(|m| m.model.clone()),
+            model: original.and_then(|m| m.model.as_deref().cloned()),
             synthetic: false,
             parent: None,
             source_id: None,

@@ -26,7 +26,10 @@ pub const REDUCER_VERSION: u32 = 5;
 pub use crate::part::{Body, Part, PruneMark};
 use crate::part::{ContentError, Contents};
 
-/// A message as the state holds it.
+/// A message as the state holds it. Its larger optional fields (model,
+/// usage, error) are boxed: a long session holds hundreds of thousands of
+/// messages, and boxing keeps each at a third of its inline size (the
+/// encoding is the same).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     /// Its id.
@@ -36,7 +39,7 @@ pub struct Message {
     /// Agent name.
     pub agent: Option<String>,
     /// Model.
-    pub model: Option<ModelRef>,
+    pub model: Option<Box<ModelRef>>,
     /// Written by the runtime.
     pub synthetic: bool,
     /// The message it answers.
@@ -54,9 +57,9 @@ pub struct Message {
     /// Finish reason of its last step.
     pub finish: Option<FinishReason>,
     /// Usage of its last step (overwritten by each step, as OpenCode does).
-    pub tokens: Option<TokenUsage>,
+    pub tokens: Option<Box<TokenUsage>>,
     /// Error recorded on it.
-    pub error: Option<MessageError>,
+    pub error: Option<Box<MessageError>>,
     /// Its parts, in order.
     pub parts: Vec<Part>,
 }
@@ -806,7 +809,7 @@ impl SessionState {
 
     fn set_message_error(&mut self, id: MessageId, error: MessageError) {
         if let Some(m) = self.message_mut(id) {
-            m.error = Some(error);
+            m.error = Some(Box::new(error));
         }
     }
 
@@ -875,7 +878,7 @@ impl SessionState {
                 }
                 self.push_message(Message {
                     agent: agent.clone(),
-                    model: model.clone(),
+                    model: model.clone().map(Box::new),
                     synthetic: *synthetic,
                     parent: *parent,
                     source_id: source_id.clone(),
@@ -975,7 +978,7 @@ impl SessionState {
         };
         self.push_message(Message {
             agent: agent.clone(),
-            model: model.clone(),
+            model: model.clone().map(Box::new),
             marker: true,
             source_id: source_id.clone(),
             ..Self::new_message(env, *message, Role::User)
@@ -1027,7 +1030,7 @@ impl SessionState {
         }
         self.push_message(Message {
             agent: agent.clone(),
-            model: model.clone(),
+            model: model.clone().map(Box::new),
             parent: Some(*job),
             summary: true,
             source_id: source_id.clone(),
@@ -1116,7 +1119,7 @@ impl SessionState {
         self.push_part(message, Part::held(part, seq, body, None));
         if let Some(m) = self.message_mut(message) {
             m.finish = Some(reason.clone());
-            m.tokens = Some(*tokens);
+            m.tokens = Some(Box::new(*tokens));
         }
     }
 }

@@ -335,7 +335,7 @@ impl RecordedSummarizer {
             };
             let out = SummaryOutput {
                 text: text.join("\n\n"),
-                tokens: summary.tokens.unwrap_or_default(),
+                tokens: summary.tokens.as_deref().copied().unwrap_or_default(),
                 finish: summary.finish.clone().unwrap_or(FinishReason::Stop),
                 redacted: job.redactions,
             };

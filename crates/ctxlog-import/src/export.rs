@@ -200,7 +200,7 @@ pub fn opencode<W: Write>(events: &[Envelope], mut out: W) -> Result<(), ExportE
     let model = state
         .messages
         .iter()
-        .find_map(|m| m.model.clone())
+        .find_map(|m| m.model.as_deref().cloned())
         .unwrap_or_else(|| ModelRef {
             provider: UNKNOWN.into(),
             model: UNKNOWN.into(),
@@ -455,7 +455,7 @@ impl Doc<'_> {
         );
         match m.role {
             Role::User => {
-                let model = m.model.as_ref().unwrap_or(&self.model);
+                let model = m.model.as_deref().unwrap_or(&self.model);
                 info.insert(
                     "model".into(),
                     json!({"providerID": model.provider, "modelID": model.model}),
@@ -486,7 +486,7 @@ impl Doc<'_> {
     /// OpenCode's import requires is present, with a neutral value when the
     /// recording had none (`path` empty, `tokens` zero).
     fn assistant_info(&self, m: &Message, info: &mut Map<String, Value>) {
-        let model = m.model.as_ref().unwrap_or(&self.model);
+        let model = m.model.as_deref().unwrap_or(&self.model);
         info.insert("modelID".into(), json!(model.model));
         info.insert("providerID".into(), json!(model.provider));
         info.insert(
@@ -501,7 +501,10 @@ impl Doc<'_> {
         if let Some(f) = &m.finish {
             info.insert("finish".into(), json!(finish_name(f)));
         }
-        info.insert("tokens".into(), tokens_json(&m.tokens.unwrap_or_default()));
+        info.insert(
+            "tokens".into(),
+            tokens_json(&m.tokens.as_deref().copied().unwrap_or_default()),
+        );
         let cost: u64 = m
             .parts
             .iter()

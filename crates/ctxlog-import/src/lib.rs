@@ -3,7 +3,8 @@
 //! Importers stream their input (JSONL line by line; an OpenCode export
 //! message by message), so a large file never becomes one JSON tree in
 //! memory. They check every event against the reducer as they go and return
-//! the whole session's events, so the caller stores it whole or not at all.
+//! the whole session's events, so bad input anywhere in it is refused before
+//! anything is stored.
 //! Bad input is an [`ImportError`] naming the file and the line or JSON path.
 //!
 //! Formats: OpenCode export ([`opencode`]), Claude Code JSONL

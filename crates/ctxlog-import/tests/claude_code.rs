@@ -180,7 +180,7 @@ fn a_compact_boundary_and_its_summary_become_a_completed_compaction() {
         .find(|m| m.source_id.as_deref() == Some("msg_1"))
         .unwrap();
     assert_eq!(
-        step.tokens.unwrap(),
+        step.tokens.as_deref().copied().unwrap(),
         TokenUsage {
             input: 3,
             cache_read: 100,

@@ -274,7 +274,7 @@ fn claude_code_edge_cases() {
     );
     // four content-block lines, one step, usage once, output the max
     let step = by_source(&s, "msg_01AAA");
-    let t = step.tokens.unwrap();
+    let t = *step.tokens.clone().unwrap();
     assert_eq!(
         (t.input, t.cache_write, t.cache_read, t.output),
         (3, 690, 17055, 212)
@@ -309,7 +309,7 @@ fn codex_edge_cases() {
     // a step's source id is the last line the model produced in it
     let step = by_source(&s, "line:14");
     assert_eq!(step.parts.iter().filter(|p| p.kind() == "tool").count(), 2);
-    let t = step.tokens.unwrap();
+    let t = *step.tokens.clone().unwrap();
     assert_eq!(
         (t.input, t.cache_read, t.output, t.reasoning),
         (2272, 3712, 104, 64)

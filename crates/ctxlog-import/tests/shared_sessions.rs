@@ -170,7 +170,7 @@ fn codex_usage_is_stored_the_opencode_way() {
         .iter()
         .rev()
         .filter(|m| m.role == Role::Assistant)
-        .find_map(|m| m.tokens)
+        .find_map(|m| m.tokens.as_deref().copied())
         .unwrap();
     assert_eq!(last.input + last.cache_read, input, "prompt = input_tokens");
     assert_eq!(last.cache_read, cached);
