@@ -183,7 +183,8 @@ enum Command {
         to: PathBuf,
     },
     /// Import a recorded session (OpenCode export, Claude Code, Codex or pi)
-    /// into the store, whole or not at all. Importing the same file again
+    /// into the store; bad input writes nothing, and an import killed
+    /// midway leaves a prefix that importing again completes. Importing the same file again
     /// writes nothing (the ids derive from the recording's own session id);
     /// importing it after it grew appends what is new (pass --live while
     /// the agent is still writing it).

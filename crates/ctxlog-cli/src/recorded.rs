@@ -670,8 +670,8 @@ fn import_one(json: bool, db: &Path, file: &Path, how: &How) -> Result<(), CliEr
     Ok(())
 }
 
-/// Stores an imported session whole or not at all (see
-/// [`catalog::store_recording`]); a stored session that diverges is bad input.
+/// Stores an imported session (see [`catalog::store_recording`]); a stored
+/// session that diverges is bad input.
 pub fn store_import(store: &SledStore, imported: Imported) -> Result<Stored, CliError> {
     store_import_events(store, imported.events)
 }
