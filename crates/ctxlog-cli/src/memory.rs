@@ -1,5 +1,5 @@
-//! The process's memory: its allocator settings, and the peak memory of a
-//! child process.
+//! The process's memory: its allocator settings, and its peak memory
+//! written at exit for a parent that measures it (`ctxlog bench`).
 
 /// Caps glibc's malloc at two arenas, before any other thread starts.
 ///
