@@ -7,6 +7,7 @@ use ctxlog_core::{Envelope, Policy, SessionId, SessionState};
 use ctxlog_engine::catalog::{self, CatalogError, Stored};
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_import::discover::{database_sessions, discover, recordings_in, Found, Layout, Places};
+use ctxlog_import::export::ExportError;
 use ctxlog_import::limits::resolve;
 use ctxlog_import::{
     opencode_db, opencode_storage, Format, ImportOptions, Imported, LimitOverrides,
@@ -1121,40 +1122,43 @@ fn derived(state: &SessionState) -> serde_json::Value {
 pub fn export(json: bool, db: &Path, session: &str, out: Option<&PathBuf>) -> Result<(), CliError> {
     let store = crate::open_existing(db)?;
     let session = resolve_session(&store, db, session)?;
-    let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
-    let events: Vec<Envelope> = store
-        .read(session, 1)
-        .map_err(fail)?
-        .collect::<Result<_, _>>()
-        .map_err(fail)?;
+    // The events are folded as they are read, and sealed content read back
+    // from the log: memory holds the state, not the session.
+    let contents = ctxlog_store::SessionContents::new(&store, session);
+    let write = |out: &mut dyn std::io::Write| {
+        let events = store
+            .read(session, 1)
+            .map_err(|e| ExportError::Read(e.to_string()))?
+            .map(|e| e.map_err(|e| ExportError::Read(e.to_string())));
+        ctxlog_import::export::opencode_streamed(events, &contents, out)
+    };
     let result = match out {
         Some(path) => {
             let f = File::create(path)
                 .map_err(|e| CliError::Failed(format!("{}: {e}", path.display())))?;
-            let r = ctxlog_import::export::opencode(&events, std::io::BufWriter::new(f));
-            if r.is_ok() {
+            let r = write(&mut std::io::BufWriter::new(f));
+            if let Ok(events) = r {
                 let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
                 if json {
                     println!(
                         "{}",
-                        json!({"session": session.to_string(), "format": "opencode", "out": path.display().to_string(), "events": events.len(), "bytes": bytes})
+                        json!({"session": session.to_string(), "format": "opencode", "out": path.display().to_string(), "events": events, "bytes": bytes})
                     );
                 } else {
                     println!(
-                        "exported {session} ({} events) to {} ({bytes} bytes)",
-                        events.len(),
+                        "exported {session} ({events} events) to {} ({bytes} bytes)",
                         path.display()
                     );
                 }
             }
-            r
+            r.map(|_| ())
         }
-        None => match ctxlog_import::export::opencode(&events, std::io::stdout().lock()) {
-            Err(ctxlog_import::export::ExportError::Io(e)) => crate::stdout_failed(&e),
-            Err(ctxlog_import::export::ExportError::Json(e)) if e.io_error_kind().is_some() => {
+        None => match write(&mut std::io::stdout().lock()) {
+            Err(ExportError::Io(e)) => crate::stdout_failed(&e),
+            Err(ExportError::Json(e)) if e.io_error_kind().is_some() => {
                 crate::stdout_failed(&std::io::Error::from(e))
             }
-            r => r,
+            r => r.map(|_| ()),
         },
     };
     result.map_err(|e| CliError::Failed(e.to_string()))

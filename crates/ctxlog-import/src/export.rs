@@ -18,9 +18,9 @@
 use crate::opencode::finish_name;
 use ctxlog_core::window::is_continue_text;
 use ctxlog_core::{
-    Envelope, Event, JobStatus, Message, MessageId, ModelRef, Part, PartBody, PartId, PruneMark,
-    RefusedEvent, Role, SessionId, SessionState, SourceTarget, Span, TimestampMs, TokenUsage,
-    ToolState,
+    Contents, Envelope, Event, JobStatus, Message, MessageId, ModelRef, Part, PartBody, PartId,
+    PruneMark, RefusedEvent, Role, SessionId, SessionState, SourceTarget, Span, TimestampMs,
+    TokenUsage, ToolState,
 };
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,6 +45,9 @@ pub enum ExportError {
     /// A sealed part's content is not where the state says.
     #[error("the log does not hold a part's content: {0}")]
     Content(#[from] ctxlog_core::ContentError),
+    /// Reading the session's events failed.
+    #[error("cannot read the session: {0}")]
+    Read(String),
 }
 
 /// OpenCode-shaped ids, ascending in the order they are asked for.
@@ -182,7 +185,25 @@ fn with_source(mut v: Value, kept: Option<&Value>) -> Value {
 }
 
 /// Writes the session whose events are `events` (seq 1 onwards) to `out`.
-pub fn opencode<W: Write>(events: &[Envelope], mut out: W) -> Result<(), ExportError> {
+pub fn opencode<W: Write>(events: &[Envelope], out: W) -> Result<(), ExportError> {
+    opencode_streamed(events.iter().map(Ok), events, out).map(|_| ())
+}
+
+/// Writes a session to `out` reading its events once, in order (seq 1
+/// onwards), and each sealed part's content back from `contents` (the
+/// session's log, e.g. `ctxlog_store::SessionContents`): memory holds the
+/// session's state, never all of its events. Returns the number of events
+/// read.
+pub fn opencode_streamed<B, L, W>(
+    events: impl IntoIterator<Item = Result<B, ExportError>>,
+    contents: &L,
+    mut out: W,
+) -> Result<u64, ExportError>
+where
+    B: std::borrow::Borrow<Envelope>,
+    L: Contents + ?Sized,
+    W: Write,
+{
     let (state, extra, updated) = fold(events)?;
     let session = state.session.ok_or(ExportError::Empty)?;
     let (sid, msg_ids, part_ids) = assign_ids(&state, session, &extra.source);
@@ -207,7 +228,7 @@ pub fn opencode<W: Write>(events: &[Envelope], mut out: W) -> Result<(), ExportE
         });
     let doc = Doc {
         model,
-        log: events,
+        log: contents,
         state: &state,
         extra: &extra,
         sid: &sid,
@@ -237,7 +258,7 @@ pub fn opencode<W: Write>(events: &[Envelope], mut out: W) -> Result<(), ExportE
     }
     out.write_all(b"\n]}\n")?;
     out.flush()?;
-    Ok(())
+    Ok(state.head)
 }
 
 /// The session's `cost` and `tokens` as OpenCode keeps them: the sums over
@@ -291,14 +312,16 @@ impl Totals {
 /// Replays the events: the state, the facts it does not keep, and the time
 /// of the last event that is not a description (when a description was
 /// stored depends on when the recording was imported, not on the session).
-fn fold<'a>(
-    events: impl IntoIterator<Item = &'a Envelope>,
+fn fold<B: std::borrow::Borrow<Envelope>>(
+    events: impl IntoIterator<Item = Result<B, ExportError>>,
 ) -> Result<(SessionState, Extra, TimestampMs), ExportError> {
     let mut state = SessionState::new();
     let mut extra = Extra::default();
     let mut updated = 0;
     let mut after_auto_summary = false;
     for e in events {
+        let e = e?;
+        let e = e.borrow();
         state.evolve(e)?;
         if !e.event.is_description() {
             updated = e.recorded_at;
@@ -398,12 +421,12 @@ fn assign_ids(
 }
 
 /// What every message and part of one export refers to.
-struct Doc<'a> {
+struct Doc<'a, L: Contents + ?Sized> {
     /// The model a message that records none is exported with (OpenCode
     /// requires one on every message): the session's first recorded model.
     model: ModelRef,
-    /// The events, where sealed parts' content is read back.
-    log: &'a [Envelope],
+    /// The session's log, where sealed parts' content is read back.
+    log: &'a L,
     state: &'a SessionState,
     extra: &'a Extra,
     sid: &'a str,
@@ -411,7 +434,7 @@ struct Doc<'a> {
     part_ids: &'a BTreeMap<PartId, String>,
 }
 
-impl Doc<'_> {
+impl<L: Contents + ?Sized> Doc<'_, L> {
     /// The OpenCode id of a message (every message has one).
     fn message_id(&self, id: MessageId) -> String {
         self.msg_ids.get(&id).cloned().unwrap_or_default()

@@ -64,7 +64,7 @@ pub use config::{Durability, StoreConfig, DEFAULT_CACHE_BYTES};
 pub use error::{Expected, StoreError};
 pub use follower::{Followable, Follower};
 pub use guard::in_guarded_call;
-pub use log::{Appended, EventLog, LoadedState, NewEvent};
+pub use log::{Appended, EventLog, LoadedState, NewEvent, SessionContents};
 pub use memory::MemoryLog;
 pub use remote::{Reader, RemoteLog};
 pub use salvage::{salvage, SalvageReport, Unsaved};

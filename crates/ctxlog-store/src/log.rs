@@ -5,7 +5,10 @@
 //! one.
 
 use crate::error::{Expected, StoreError};
-use ctxlog_core::{Envelope, Event, EventId, Seq, SessionId, SessionState, TimestampMs};
+use ctxlog_core::{
+    ContentError, Contents, Envelope, Event, EventId, Seq, SessionId, SessionState, TimestampMs,
+};
+use std::borrow::Cow;
 use uuid::Uuid;
 
 /// An event to append; the store stamps the session and the seq.
@@ -245,5 +248,34 @@ pub(crate) fn check_expected(
             expected,
             actual: head,
         })
+    }
+}
+
+/// One session of a log as [`Contents`]: where a sealed part's content is
+/// read back, one event at a time, so a view of a long session (an export)
+/// never holds all of its events.
+pub struct SessionContents<'a, L: EventLog + ?Sized> {
+    log: &'a L,
+    session: SessionId,
+}
+
+impl<'a, L: EventLog + ?Sized> SessionContents<'a, L> {
+    /// The contents of `session` in `log`.
+    pub fn new(log: &'a L, session: SessionId) -> Self {
+        SessionContents { log, session }
+    }
+}
+
+impl<L: EventLog + ?Sized> Contents for SessionContents<'_, L> {
+    fn event_at(&self, seq: Seq) -> Result<Cow<'_, Envelope>, ContentError> {
+        let read = |e: StoreError| ContentError::Read {
+            seq,
+            detail: e.to_string(),
+        };
+        match self.log.read(self.session, seq).map_err(read)?.next() {
+            Some(Ok(e)) if e.seq == seq => Ok(Cow::Owned(e)),
+            Some(Err(e)) => Err(read(e)),
+            _ => Err(ContentError::Missing { seq }),
+        }
     }
 }
