@@ -47,14 +47,7 @@ pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
     std::thread::sleep(std::time::Duration::from_millis(100));
     let id = session.to_string();
     let replay = run(&ctxlog_args(big.path(), &[&"bench-replay-rss", &id]))?;
-    r.set_figure(
-        format!("replay_peak_rss_bytes_{head}_events"),
-        json!(replay.peak_rss_bytes),
-    );
-    r.set_figure(
-        format!("replay_seconds_{head}_events"),
-        json!(replay.seconds),
-    );
+    set_child_figures(r, "replay", head, replay);
 
     {
         let store = SledStore::open(big.path()).map_err(|e| failed("open")(&e))?;
@@ -69,14 +62,7 @@ pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
         ("window", vec![&"window", &id]),
     ] {
         let child = run(&ctxlog_args(big.path(), &args))?;
-        r.set_figure(
-            format!("{name}_peak_rss_bytes_{head}_events"),
-            json!(child.peak_rss_bytes),
-        );
-        r.set_figure(
-            format!("{name}_seconds_{head}_events"),
-            json!(child.seconds),
-        );
+        set_child_figures(r, name, head, child);
     }
     drop(big);
 
@@ -92,13 +78,18 @@ pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
         &"200",
     ];
     let stress = run(&ctxlog_args(stressed.path(), &args))?;
-    r.set_figure(
-        format!("stress_peak_rss_bytes_{events}_events"),
-        json!(stress.peak_rss_bytes),
-    );
-    r.set_figure(
-        format!("stress_seconds_{events}_events"),
-        json!(stress.seconds),
-    );
+    set_child_figures(r, "stress", z.rss, stress);
     Ok(())
+}
+
+/// `{name}_peak_rss_bytes_{events}_events` and `{name}_seconds_{events}_events`.
+fn set_child_figures(r: &mut Report, name: &str, events: u64, child: ChildRun) {
+    r.set_figure(
+        format!("{name}_peak_rss_bytes_{events}_events"),
+        json!(child.peak_rss_bytes),
+    );
+    r.set_figure(
+        format!("{name}_seconds_{events}_events"),
+        json!(child.seconds),
+    );
 }

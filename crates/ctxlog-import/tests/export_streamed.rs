@@ -7,15 +7,20 @@ use ctxlog_core::{Body, Envelope, SessionState};
 use ctxlog_import::export::{self, ExportError};
 use ctxlog_store::{EventLog, Expected, MemoryLog, NewEvent, SessionContents};
 
-#[test]
-fn a_streamed_export_equals_the_export_of_the_events_in_memory() {
-    let events: Vec<Envelope> = generate(&GenerateConfig {
+/// A generated session of 3,000 events that compacts (so parts are sealed).
+fn compacted_session() -> Vec<Envelope> {
+    generate(&GenerateConfig {
         seed: 11,
         turns: u32::MAX,
         max_events: 3_000,
         ..GenerateConfig::default()
     })
-    .expect("the generator runs");
+    .expect("the generator runs")
+}
+
+#[test]
+fn a_streamed_export_equals_the_export_of_the_events_in_memory() {
+    let events = compacted_session();
     let state = SessionState::replay(&events).unwrap();
     let sealed = state
         .messages
@@ -51,13 +56,7 @@ fn a_streamed_export_equals_the_export_of_the_events_in_memory() {
 
 #[test]
 fn a_missing_event_is_an_error_not_an_export() {
-    let events: Vec<Envelope> = generate(&GenerateConfig {
-        seed: 11,
-        turns: u32::MAX,
-        max_events: 3_000,
-        ..GenerateConfig::default()
-    })
-    .unwrap();
+    let events = compacted_session();
     // The contents come from another (empty) session: every sealed part's
     // content is missing.
     let empty = MemoryLog::new();
