@@ -4,7 +4,7 @@
 //! recording under `opencode-1.17` with pruning switched on and small prune
 //! thresholds, so both layers show on a small file.
 
-use crate::recorded::{print_decisions, store_import};
+use crate::recorded::{decoded, print_decisions, store_import};
 use crate::{print_audit, temp_dir, CliError};
 use ctxlog_core::{audit, Policy, SessionState};
 use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
@@ -50,7 +50,7 @@ pub fn run(json: bool) -> Result<(), CliError> {
     policy.prune_protect = 500;
     policy.prune_minimum = 200;
     let report = simulate_recording(
-        &imported.events,
+        &decoded(&imported.events)?,
         SimulateConfig::new(policy.clone()),
         |_| {},
     )

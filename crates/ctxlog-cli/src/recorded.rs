@@ -3,7 +3,7 @@
 
 use crate::ui::{self, Counting};
 use crate::{open_store, CliError};
-use ctxlog_core::{Envelope, Policy, SessionId, SessionState};
+use ctxlog_core::{Envelope, EventPack, Policy, SessionId, SessionState};
 use ctxlog_engine::catalog::{self, CatalogError, Stored};
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_import::discover::{database_sessions, discover, recordings_in, Found, Layout, Places};
@@ -677,6 +677,14 @@ pub fn store_import(store: &SledStore, imported: Imported) -> Result<Stored, Cli
     store_import_events(store, imported.events)
 }
 
+/// An imported recording's events, decoded (for the commands that need
+/// them all at once).
+pub fn decoded(events: &EventPack) -> Result<Vec<Envelope>, CliError> {
+    events
+        .to_vec()
+        .map_err(|e| CliError::Failed(format!("cannot decode the imported events: {e}")))
+}
+
 /// Resolves SESSION: a ctxlog id, or a recording's own session id.
 pub fn resolve_session(
     store: &impl EventLog,
@@ -1282,6 +1290,7 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
         .source_session
         .clone()
         .unwrap_or_else(|| a.file.display().to_string());
+    let recording = decoded(&imported.events)?;
     // With --model, the recorded model switches no longer matter: one set of
     // limits for the whole run. Otherwise the recording's (with overrides
     // already applied by the importer) are followed.
@@ -1303,9 +1312,9 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
         let mut config = SimulateConfig::new(policy.clone());
         config.limits = fixed.clone();
         if a.keep {
-            config = config.keepable(&source, &imported.events);
+            config = config.keepable(&source, &recording);
         }
-        let result = simulate_recording(&imported.events, config, |i| bar.set_position(i as u64));
+        let result = simulate_recording(&recording, config, |i| bar.set_position(i as u64));
         bar.finish_and_clear();
         let report = result.map_err(|e| {
             CliError::Failed(format!("simulation under {} failed: {e}", policy.name))
@@ -1331,11 +1340,11 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
             .flush()
             .map_err(|e| CliError::Failed(format!("{}: {e}", db.display())))?;
     }
-    let recorded = crate::views::timeline_of(&imported.events)?;
+    let recorded = crate::views::timeline_of(&recording)?;
     if let Some(path) = &a.report {
         let mut curves = vec![ctxlog_report::Curve {
-            label: crate::views::label(&imported.events),
-            events: &imported.events,
+            label: crate::views::label(&recording),
+            events: &recording,
         }];
         for r in &runs {
             curves.push(ctxlog_report::Curve {
@@ -1517,7 +1526,9 @@ fn keep(store: &SledStore, name: &str, events: &[Envelope]) -> Result<String, Cl
         Err(CatalogError::NotFound(_)) => None,
         Err(e) => return Err(fail(e)),
     };
-    store_import_events(store, events.to_vec())?;
+    let pack = EventPack::try_from(events)
+        .map_err(|e| CliError::Failed(format!("cannot encode the simulated session: {e}")))?;
+    store_import_events(store, pack)?;
     if let Some(old) = before.filter(|old| *old != new) {
         catalog::mark_replaced(store, old, new).map_err(fail)?;
     }
@@ -1525,7 +1536,7 @@ fn keep(store: &SledStore, name: &str, events: &[Envelope]) -> Result<String, Cl
 }
 
 /// Stores a simulated session's events whole (or what is new of them).
-fn store_import_events(store: &SledStore, events: Vec<Envelope>) -> Result<Stored, CliError> {
+fn store_import_events(store: &SledStore, events: EventPack) -> Result<Stored, CliError> {
     catalog::store_recording(store, events).map_err(|e| match e {
         e @ CatalogError::Diverged { .. } => CliError::BadInput(e.to_string()),
         e => CliError::Failed(format!("not stored: {e}")),

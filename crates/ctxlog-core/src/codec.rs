@@ -55,6 +55,15 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CodecError> {
     Ok(options().serialize(value)?)
 }
 
+/// Appends `value`'s encoding to `buffer` with the fixed options (the
+/// same bytes as [`encode`]); on failure `buffer` may hold part of it.
+pub fn encode_into<T: Serialize + ?Sized>(
+    buffer: &mut Vec<u8>,
+    value: &T,
+) -> Result<(), CodecError> {
+    Ok(options().serialize_into(buffer, value)?)
+}
+
 /// The length of `value`'s encoding (no allocation); `u64::MAX` for a value
 /// the codec refuses (larger than [`MAX_ENCODED_BYTES`]).
 pub fn encoded_len<T: Serialize + ?Sized>(value: &T) -> u64 {

@@ -24,6 +24,7 @@ pub mod generate;
 pub mod guard;
 pub mod ids;
 pub mod json;
+pub mod pack;
 pub mod part;
 pub mod policy;
 pub mod prune;
@@ -50,6 +51,7 @@ pub use ids::{
     TimestampMs,
 };
 pub use json::{Json, JsonNumber};
+pub use pack::EventPack;
 pub use part::{body_from_event, Body, ContentError, Contents, Sketch, ToolSketch, ToolStage};
 pub use policy::{
     ContinueMessage, FailedMarker, ModelLimits, OverflowCheck, Policy, ProviderOverflow,

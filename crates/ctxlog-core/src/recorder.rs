@@ -92,6 +92,14 @@ impl<I: IdSource> Recorder<I> {
         std::mem::take(&mut self.events)
     }
 
+    /// Hands over the first `count` events recorded since the last hand-over
+    /// (all when fewer), keeping the buffer: how an importer moves events
+    /// into an [`crate::EventPack`] as it goes.
+    pub fn take_events(&mut self, count: usize) -> std::vec::Drain<'_, Envelope> {
+        let count = count.min(self.events.len());
+        self.events.drain(..count)
+    }
+
     /// A fresh id from the injected source.
     pub fn uuid(&mut self, at: TimestampMs) -> Uuid {
         self.ids.next_uuid(at)

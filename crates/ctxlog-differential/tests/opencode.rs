@@ -31,7 +31,7 @@
 
 use ctxlog_core::decide::continue_text;
 use ctxlog_core::replay::{replay_of, replay_parts};
-use ctxlog_core::{window, Envelope, Event, PartBody, Policy, SessionState};
+use ctxlog_core::{window, Envelope, Event, EventPack, PartBody, Policy, SessionState};
 use ctxlog_differential::model_server::{Kind, ModelServer, Reply, Request, Script};
 use ctxlog_differential::opencode::{
     imported_session, install, DriveError, ModelConfig, Sandbox, Server,
@@ -109,7 +109,7 @@ fn read_meanwhile(
             let bytes = opencode_db::assemble(&db, &session, u64::MAX)
                 .unwrap_or_else(|e| panic!("reading OpenCode's database while it works: {e}"));
             match ctxlog_import::import(&bytes[..], "snapshot", Format::OpenCode, &options) {
-                Ok(imported) => snapshots.push(imported.events),
+                Ok(imported) => snapshots.push(imported.events.to_vec().unwrap()),
                 Err(e) if e.holds_no_session() => {}
                 Err(e) => panic!("a snapshot of OpenCode's database does not import: {e}"),
             }
@@ -200,7 +200,7 @@ fn import(run: &Run) -> Vec<Envelope> {
         &options,
     )
     .unwrap_or_else(|e| panic!("ctxlog cannot import OpenCode's export: {e}"));
-    imported.events
+    imported.events.to_vec().unwrap()
 }
 
 fn state_at(events: &[Envelope], seq: u64) -> SessionState {
@@ -593,7 +593,8 @@ fn check_database(run: &Run, events: &[Envelope]) {
     let from_db = ctxlog_import::import(&bytes[..], "db", Format::OpenCode, &options)
         .expect("importing the database's session");
     assert_eq!(
-        from_db.events, events,
+        from_db.events.to_vec().unwrap(),
+        events,
         "the database imports as the export does"
     );
     // Stored one after another, as a user re-importing the session while
@@ -602,7 +603,8 @@ fn check_database(run: &Run, events: &[Envelope]) {
     // prompt, is appended when it changed), and the end is a fresh import.
     let log = MemoryLog::new();
     for (i, snapshot) in run.snapshots.iter().enumerate() {
-        if let Err(e) = catalog::store_recording(&log, snapshot.clone()) {
+        if let Err(e) = catalog::store_recording(&log, EventPack::try_from(&snapshot[..]).unwrap())
+        {
             let before = &run.snapshots[i.saturating_sub(1)];
             let differ = before.iter().zip(snapshot).find(|(a, b)| a != b);
             panic!(
@@ -611,7 +613,7 @@ fn check_database(run: &Run, events: &[Envelope]) {
             )
         }
     }
-    catalog::store_recording(&log, events.to_vec())
+    catalog::store_recording(&log, EventPack::try_from(events).unwrap())
         .unwrap_or_else(|e| panic!("the finished session does not extend the snapshots: {e}"));
     let stored: Vec<Envelope> = log
         .read(events[0].session, 1)
@@ -998,7 +1000,8 @@ fn every_recorded_format_round_trips_through_opencode() {
             .unwrap_or_else(|e| panic!("ctxlog cannot import {name}: {e}"));
         let out = dir.join(format!("export-{n:02}.json"));
         let mut ours = Vec::new();
-        ctxlog_import::export::opencode(&imported.events, &mut ours).expect("export");
+        ctxlog_import::export::opencode(&imported.events.to_vec().unwrap(), &mut ours)
+            .expect("export");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(&out, &ours).unwrap();
         let back = match through_opencode(&bin, &dir.join(format!("sandbox-{n:02}")), &out) {
@@ -1021,7 +1024,8 @@ fn every_recorded_format_round_trips_through_opencode() {
         )
         .unwrap_or_else(|e| panic!("ctxlog cannot import OpenCode's export of {name}: {e}"));
         let mut twice = Vec::new();
-        ctxlog_import::export::opencode(&again.events, &mut twice).expect("export");
+        ctxlog_import::export::opencode(&again.events.to_vec().unwrap(), &mut twice)
+            .expect("export");
         let (first, second): (Value, Value) = (
             serde_json::from_slice(&ours).unwrap(),
             serde_json::from_slice(&twice).unwrap(),

@@ -2,7 +2,9 @@
 //! recording (whole, or only what it grew by since the last import), and
 //! resolving a session by its ctxlog id or its recording's own id.
 
-use ctxlog_core::{codec, description_event_id, Envelope, Event, SessionId, SourceTarget};
+use ctxlog_core::{
+    codec, description_event_id, Envelope, Event, EventPack, SessionId, SessionState, SourceTarget,
+};
 use ctxlog_store::{EventLog, Expected, NewEvent, StoreError};
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -27,6 +29,9 @@ pub enum CatalogError {
         /// The first seq that differs.
         at: u64,
     },
+    /// An event of the recording did not decode.
+    #[error("an imported event did not decode: {0}")]
+    Unreadable(String),
     /// Neither a ctxlog id nor a recording's id of a stored session.
     #[error("no session {0:?} (neither a ctxlog id nor a source session id)")]
     NotFound(String),
@@ -65,12 +70,12 @@ pub const CHUNK_EVENTS: usize = 512;
 /// (a single larger event goes alone).
 pub const CHUNK_BYTES: u64 = 1024 * 1024;
 
-/// Stores a recording's events (one session, seq 1 first), taken by value:
-/// each is freed once its batch is appended. Their ids derive
-/// from the recording, so storing the same recording again writes nothing,
-/// and a recording that grew since (the agent went on) appends only its new
-/// events. A stored session that is not a prefix of the recording is
-/// refused, with nothing written.
+/// Stores a recording's events (one session, seq 1 first), held encoded
+/// and taken by value: each chunk of the pack is freed once its events are
+/// appended. Their ids derive from the recording, so storing the same
+/// recording again writes nothing, and a recording that grew since (the
+/// agent went on) appends only its new events. A stored session that is not
+/// a prefix of the recording is refused, with nothing written.
 ///
 /// The new events go in batches of at most [`CHUNK_EVENTS`] events and
 /// about [`CHUNK_BYTES`] bytes, each expecting the head the one before
@@ -83,9 +88,9 @@ pub const CHUNK_BYTES: u64 = 1024 * 1024;
 /// prefix check, and each whose latest stored version differs from the
 /// recording's is appended after the new events (with the id of its
 /// place), so the log keeps every version.
-pub fn store_recording(log: &impl EventLog, events: Vec<Envelope>) -> Result<Stored, CatalogError> {
+pub fn store_recording(log: &impl EventLog, events: EventPack) -> Result<Stored, CatalogError> {
     let total = events.len();
-    let Some(session) = events.first().map(|e| e.session) else {
+    let Some(session) = events.session() else {
         return Ok(Stored {
             events: 0,
             new_events: 0,
@@ -94,63 +99,65 @@ pub fn store_recording(log: &impl EventLog, events: Vec<Envelope>) -> Result<Sto
     };
     let head = log.head(session)?;
     if head == 0 {
-        // Each event is freed as its batch is appended.
-        let new_events = append_chunked(log, session, 0, events.into_iter().map(NewEvent::from))?;
-        keep_snapshot(log, session, 0);
+        // Each chunk is freed as its events are appended, and the events are
+        // folded on the way: the snapshot needs no second read of the log.
+        let mut state = Some(SessionState::new());
+        let folded = events.into_iter().map(|e| {
+            let e = e.map_err(unreadable)?;
+            if let Some(s) = &mut state {
+                if s.evolve(&e).is_err() {
+                    // Never for a recording an importer checked; the log
+                    // refuses it too.
+                    state = None;
+                }
+            }
+            Ok(NewEvent::from(e))
+        });
+        let new_events = append_chunked(log, session, 0, folded)?;
+        match state {
+            Some(state) if crate::snapshot_due(0, state.head) => save_snapshot(log, &state),
+            Some(_) => {}
+            None => keep_snapshot(log, session, 0),
+        }
         return Ok(Stored {
             events: total,
             new_events,
             grew: false,
         });
     }
-    let happened = |e: &Envelope| !e.event.is_description();
-    let mut new = events.iter().filter(|e| happened(e));
-    let mut matched = 0;
-    // The stored session is compared as it is read: only its descriptions
-    // (a few per session) are kept.
-    let mut stored_descriptions: Vec<Envelope> = Vec::new();
-    for old in log.read(session, 1)? {
-        let old = old?;
-        if old.event.is_description() {
-            stored_descriptions.push(old);
-            continue;
+    let (matched, stored_descriptions) = stored_prefix(log, session, &events)?;
+    // One pass over the recording: what follows the stored prefix is
+    // appended, and the latest description of each key is kept.
+    let mut recorded_descriptions = Descriptions::new();
+    let mut happened = 0;
+    let unstored = events.into_iter().filter_map(|e| match e {
+        Ok(e) if e.event.is_description() => {
+            note_description(&mut recorded_descriptions, e);
+            None
         }
-        if !new.next().is_some_and(|e| same_event(&old, e)) {
-            return Err(CatalogError::Diverged {
-                session,
-                at: old.seq,
-            });
+        Ok(e) => {
+            happened += 1;
+            (happened > matched).then(|| Ok(NewEvent::from(e)))
         }
-        matched += 1;
-    }
-    let stored_descriptions = latest_descriptions(&stored_descriptions);
-    let changed: Vec<&Envelope> = latest_descriptions(&events)
+        Err(e) => Some(Err(unreadable(e))),
+    });
+    let appended = append_chunked(log, session, head, unstored)?;
+    let first_description = head + appended as u64 + 1;
+    let descriptions = recorded_descriptions
         .into_iter()
         .filter(|(key, described)| {
             stored_descriptions
                 .get(key)
-                .is_none_or(|s| s.event != described.event)
+                .is_none_or(|stored| stored.event != described.event)
         })
         .map(|(_, described)| described)
-        .collect();
-    let unstored = events.iter().filter(|e| happened(e)).count() - matched;
-    let first_description = head + unstored as u64 + 1;
-    let descriptions: Vec<NewEvent> = changed
-        .into_iter()
         .enumerate()
         .map(|(n, described)| {
-            let mut e = NewEvent::from(described.clone());
+            let mut e = NewEvent::from(described);
             e.id = description_event_id(session, first_description + n as u64);
-            e
-        })
-        .collect();
-    let batch = events
-        .into_iter()
-        .filter(happened)
-        .skip(matched)
-        .map(NewEvent::from)
-        .chain(descriptions);
-    let new_events = append_chunked(log, session, head, batch)?;
+            Ok(e)
+        });
+    let new_events = appended + append_chunked(log, session, head + appended as u64, descriptions)?;
     if new_events == 0 {
         return Ok(Stored {
             events: total,
@@ -166,6 +173,46 @@ pub fn store_recording(log: &impl EventLog, events: Vec<Envelope>) -> Result<Sto
     })
 }
 
+/// How many of `session`'s stored events (descriptions aside) match the
+/// recording's first ones (all of them, or the session diverged), and the
+/// stored descriptions. The stored session is compared as it is read.
+fn stored_prefix(
+    log: &impl EventLog,
+    session: SessionId,
+    recording: &EventPack,
+) -> Result<(usize, Descriptions), CatalogError> {
+    let mut new = recording
+        .iter()
+        .filter(|e| e.as_ref().map_or(true, |e| !e.event.is_description()));
+    let mut matched = 0;
+    let mut descriptions = Descriptions::new();
+    for old in log.read(session, 1)? {
+        let old = old?;
+        if old.event.is_description() {
+            note_description(&mut descriptions, old);
+            continue;
+        }
+        let same = match new.next().transpose().map_err(unreadable)? {
+            Some(e) => same_event(&old, &e),
+            None => false,
+        };
+        if !same {
+            return Err(CatalogError::Diverged {
+                session,
+                at: old.seq,
+            });
+        }
+        matched += 1;
+    }
+    Ok((matched, descriptions))
+}
+
+/// An event of an [`EventPack`] that does not decode (never for a pack an
+/// importer built).
+fn unreadable(e: codec::CodecError) -> CatalogError {
+    CatalogError::Unreadable(e.to_string())
+}
+
 /// Appends `events` to `session`, whose head is `head`, in batches of at
 /// most [`CHUNK_EVENTS`] events and about [`CHUNK_BYTES`] bytes; the number
 /// appended.
@@ -173,7 +220,7 @@ fn append_chunked(
     log: &impl EventLog,
     session: SessionId,
     head: u64,
-    events: impl Iterator<Item = NewEvent>,
+    events: impl Iterator<Item = Result<NewEvent, CatalogError>>,
 ) -> Result<usize, CatalogError> {
     let mut head = head;
     let mut appended = 0;
@@ -194,6 +241,7 @@ fn append_chunked(
         Ok(())
     };
     for event in events {
+        let event = event?;
         let bytes = codec::encoded_len(&event.event);
         if !chunk.is_empty()
             && (chunk.len() >= CHUNK_EVENTS || chunk_bytes.saturating_add(bytes) > CHUNK_BYTES)
@@ -207,6 +255,14 @@ fn append_chunked(
     }
     flush(&mut chunk, &mut head)?;
     Ok(appended)
+}
+
+/// Keeps `state` as its session's snapshot. A cache: a failure is only
+/// logged.
+fn save_snapshot(log: &impl EventLog, state: &SessionState) {
+    if let Err(e) = log.save_snapshot(state) {
+        tracing::warn!(session = ?state.session, error = %e, "snapshot not saved; later reads fold the session whole");
+    }
 }
 
 /// Keeps a snapshot of a session whose head just moved on from `before`,
@@ -253,14 +309,14 @@ fn same_event(stored: &Envelope, new: &Envelope) -> bool {
         && stored.correlation == new.correlation
 }
 
-/// The last description of each [`Event::description_key`] in `events`.
-fn latest_descriptions(
-    events: &[Envelope],
-) -> BTreeMap<(u8, &str, Option<SourceTarget>), &Envelope> {
-    events
-        .iter()
-        .filter_map(|e| Some((e.event.description_key()?, e)))
-        .collect()
+/// The latest description of each [`Event::description_key`].
+type Descriptions = BTreeMap<(u8, String, Option<SourceTarget>), Envelope>;
+
+/// Keeps `e`, when it is a description, as the latest of its key.
+fn note_description(descriptions: &mut Descriptions, e: Envelope) {
+    if let Some((kind, name, target)) = e.event.description_key() {
+        descriptions.insert((kind, name.to_owned(), target), e);
+    }
 }
 
 /// The session that holds a newer version of `session`'s recording, when

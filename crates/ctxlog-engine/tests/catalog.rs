@@ -2,8 +2,9 @@
 //! when the recording grew.
 
 use ctxlog_core::generate::{generate, GenerateConfig};
-use ctxlog_core::{codec, Envelope, Seq, SessionId};
+use ctxlog_core::{codec, Envelope, EventPack, Seq, SessionId};
 use ctxlog_engine::catalog::{store_recording, Stored, CHUNK_BYTES, CHUNK_EVENTS};
+use ctxlog_engine::SNAPSHOT_EVERY;
 use ctxlog_store::{Appended, EventLog, Expected, MemoryLog, NewEvent, StoreError};
 use std::sync::Mutex;
 
@@ -63,6 +64,11 @@ fn stored(log: &impl EventLog, session: SessionId) -> Vec<Envelope> {
         .unwrap()
 }
 
+/// The events held as an importer holds them.
+fn pack(events: &[Envelope]) -> EventPack {
+    EventPack::try_from(events).unwrap()
+}
+
 #[test]
 fn a_large_recording_is_stored_whole_in_bounded_batches() {
     let events = recording(3 * CHUNK_EVENTS as u64);
@@ -73,7 +79,7 @@ fn a_large_recording_is_stored_whole_in_bounded_batches() {
     );
     let session = events[0].session;
     let log = Counted::default();
-    let result = store_recording(&log, events.clone()).unwrap();
+    let result = store_recording(&log, pack(&events)).unwrap();
     assert_eq!(
         result,
         Stored {
@@ -92,7 +98,7 @@ fn a_large_recording_is_stored_whole_in_bounded_batches() {
     assert_eq!(appends.iter().map(|(n, _)| n).sum::<usize>(), events.len());
 
     // Storing it again writes nothing.
-    let again = store_recording(&log, events.clone()).unwrap();
+    let again = store_recording(&log, pack(&events)).unwrap();
     assert_eq!(again.new_events, 0);
     assert_eq!(log.appends.lock().unwrap().len(), appends.len());
 }
@@ -108,12 +114,41 @@ fn a_grown_recording_appends_only_what_is_new_in_batches() {
         .unwrap_or(events.len())
         .min(CHUNK_EVENTS / 2);
     let log = Counted::default();
-    store_recording(&log, events[..cut].to_vec()).unwrap();
-    let grown = store_recording(&log, events.clone()).unwrap();
+    store_recording(&log, pack(&events[..cut])).unwrap();
+    let grown = store_recording(&log, pack(&events)).unwrap();
     assert!(grown.grew);
     assert_eq!(grown.new_events, events.len() - cut);
     assert_eq!(stored(&log, session), events);
     for &(n, _) in log.appends.lock().unwrap().iter() {
         assert!(n <= CHUNK_EVENTS);
     }
+}
+
+#[test]
+fn a_first_import_keeps_the_snapshot_a_fold_of_the_stored_log_gives() {
+    let events = generate(&GenerateConfig {
+        seed: 6,
+        turns: u32::MAX,
+        max_events: SNAPSHOT_EVERY + 1,
+        ..GenerateConfig::default()
+    })
+    .expect("the generator runs");
+    let session = events[0].session;
+    let dir = std::env::temp_dir().join(format!("ctxlog-catalog-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    {
+        let store = ctxlog_store::SledStore::open(&dir).unwrap();
+        store_recording(&store, pack(&events)).unwrap();
+        let loaded = store.load_state(session).unwrap();
+        assert_eq!(
+            loaded.snapshot,
+            Some(events.len() as u64),
+            "the import kept a snapshot at its head"
+        );
+        assert_eq!(loaded.replayed, 0);
+        let folded = ctxlog_core::SessionState::replay(&stored(&store, session)).unwrap();
+        assert_eq!(loaded.state.digest(), folded.digest());
+        assert_eq!(loaded.state, folded);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

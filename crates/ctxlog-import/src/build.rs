@@ -7,6 +7,7 @@
 use crate::limits::{resolve, Resolved};
 use crate::{Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::decide::queued;
+use ctxlog_core::EventPack;
 use ctxlog_core::{
     description_event_id, Command, Event, FinishReason, IdSource, Json, LoopGuard, MessageId,
     ModelLimits, ModelRef, PartBody, PartId, RecordedCompaction, Recorder, Role, SeededIds,
@@ -19,6 +20,9 @@ use std::collections::BTreeMap;
 pub(crate) fn as_json(v: &serde_json::Value) -> Json {
     serde_json::from_value(v.clone()).unwrap_or(Json::Null)
 }
+
+/// How many events the recorder holds before they move into the pack.
+const HELD_EVENTS: usize = 256;
 
 /// A tool call waiting for its result.
 #[derive(Debug, Clone)]
@@ -65,6 +69,11 @@ pub(crate) struct Builder<'a> {
     options: &'a ImportOptions,
     pub at: Location,
     r: Option<Recorder<SeededIds>>,
+    /// The events recorded so far, encoded, but for those the recorder
+    /// still holds (see [`Builder::pack_recorded`]).
+    pack: EventPack,
+    /// The time of the last event recorded.
+    last_recorded_at: TimestampMs,
     source_session: Option<String>,
     /// Every tool call id used, with where it was first.
     tool_ids: BTreeMap<String, String>,
@@ -80,9 +89,13 @@ pub(crate) struct Builder<'a> {
     pub about: SessionAbout,
     /// The summed cost of the steps that recorded one, micro-dollars.
     step_cost: Option<u64>,
-    /// The source fields kept of each object (merged), recorded as
-    /// `SourceFields` at the end: a growing recording may still add to them.
-    sources: BTreeMap<(String, SourceTarget), serde_json::Value>,
+    /// The source fields kept of each object (merged), as JSON text (a
+    /// tenth of a `Value`'s size), recorded as `SourceFields` at the end: a
+    /// growing recording may still add to them.
+    sources: BTreeMap<(String, SourceTarget), String>,
+    /// [`Builder::finish`] is recording the descriptions that end the
+    /// recording: each is packed as it is recorded, with the id of its place.
+    finishing: bool,
 }
 
 impl<'a> Builder<'a> {
@@ -93,6 +106,8 @@ impl<'a> Builder<'a> {
             options,
             at: Location::default(),
             r: None,
+            pack: EventPack::new(),
+            last_recorded_at: 0,
             source_session: None,
             tool_ids: BTreeMap::new(),
             steps: 0,
@@ -104,6 +119,7 @@ impl<'a> Builder<'a> {
             about: SessionAbout::default(),
             step_cost: None,
             sources: BTreeMap::new(),
+            finishing: false,
         }
     }
 
@@ -219,6 +235,7 @@ impl<'a> Builder<'a> {
         .map_err(|e| self.err(format!("refused: {e}")))?;
         self.r = Some(r);
         self.last_at = at;
+        self.last_recorded_at = at;
         self.source_session = Some(source.to_owned());
         Ok(())
     }
@@ -235,8 +252,66 @@ impl<'a> Builder<'a> {
         let at = self.time(Some(at));
         let kind = event.kind();
         match self.rec()?.record(at, event) {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                self.last_recorded_at = at;
+                self.pack_recorded()
+            }
             Err(e) => Err(self.err(format!("cannot record {kind}: {e}"))),
+        }
+    }
+
+    /// Moves the recorder's events into the pack once it holds
+    /// [`HELD_EVENTS`], all but the descriptions after the last event that
+    /// is not one: those may end the recording, and [`Builder::finish`]
+    /// gives those the ids of their places. While finishing, every event is
+    /// such a description and is packed at once.
+    fn pack_recorded(&mut self) -> Result<(), ImportError> {
+        let held = self.r.as_ref().map_or(0, |r| r.events().len());
+        if self.finishing {
+            self.pack_first(held)
+        } else if held >= HELD_EVENTS {
+            self.pack_recorded_through_last_happened()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Packs the held events up to the last that is not a description.
+    fn pack_recorded_through_last_happened(&mut self) -> Result<(), ImportError> {
+        let through = self
+            .r
+            .as_ref()
+            .and_then(|r| r.events().iter().rposition(|e| !e.event.is_description()));
+        match through {
+            Some(last) => self.pack_first(last + 1),
+            None => Ok(()),
+        }
+    }
+
+    /// Moves the first `count` held events into the pack (while finishing,
+    /// with the ids of their places).
+    fn pack_first(&mut self, count: usize) -> Result<(), ImportError> {
+        let Some(r) = self.r.as_mut() else {
+            return Ok(());
+        };
+        let mut refused = None;
+        for mut e in r.take_events(count) {
+            if self.finishing {
+                debug_assert!(
+                    e.event.is_description(),
+                    "only descriptions end a recording"
+                );
+                e.id = description_event_id(e.session, e.seq);
+            }
+            if refused.is_none() {
+                if let Err(error) = self.pack.push(&e) {
+                    refused = Some((e.seq, error));
+                }
+            }
+        }
+        match refused {
+            None => Ok(()),
+            Some((seq, e)) => Err(self.err(format!("event {seq} cannot be stored: {e}"))),
         }
     }
 
@@ -386,6 +461,10 @@ impl<'a> Builder<'a> {
             Ok(decided) => decided,
             Err(e) => return Err(self.err(format!("cannot record the compaction: {e}"))),
         };
+        if let Some(last) = self.rec()?.events().last() {
+            self.last_recorded_at = last.recorded_at;
+        }
+        self.pack_recorded()?;
         queued(&decided).ok_or_else(|| self.err("the compaction decided no marker"))
     }
 
@@ -533,11 +612,12 @@ impl<'a> Builder<'a> {
     /// Keeps `fields` of `target` that ctxlog does not model, in `format`'s
     /// terms (merged over what was kept of it before).
     pub fn keep_source(&mut self, format: &str, target: SourceTarget, fields: serde_json::Value) {
-        let slot = self
-            .sources
-            .entry((format.to_owned(), target))
-            .or_insert(serde_json::Value::Null);
-        crate::export::merge(slot, fields);
+        let slot = self.sources.entry((format.to_owned(), target)).or_default();
+        // JSON text round-trips a `Value` exactly (floats included:
+        // serde_json's `float_roundtrip`).
+        let mut merged = serde_json::from_str(slot).unwrap_or(serde_json::Value::Null);
+        crate::export::merge(&mut merged, fields);
+        *slot = merged.to_string();
     }
 
     pub fn finish(mut self) -> Result<Imported, ImportError> {
@@ -545,14 +625,16 @@ impl<'a> Builder<'a> {
             // At the last event's time, not the last line's: a later import
             // of the grown file appends what happened after that event
             // behind these, and the log's times never go backwards.
-            let at = self
-                .r
-                .as_ref()
-                .and_then(|r| r.events().last())
-                .map_or(self.last_at, |e| e.recorded_at);
+            let at = self.last_recorded_at;
             self.last_at = at;
+            // Everything before the descriptions that end the recording
+            // goes into the pack; those are packed as they are recorded.
+            self.pack_recorded_through_last_happened()?;
+            self.finishing = true;
+            self.pack_recorded()?;
             for ((format, target), fields) in std::mem::take(&mut self.sources) {
-                let fields = as_json(&fields);
+                let fields = serde_json::from_str(&fields)
+                    .map_or(Json::Null, |fields: serde_json::Value| as_json(&fields));
                 self.record(
                     at,
                     Event::SourceFields {
@@ -580,15 +662,8 @@ impl<'a> Builder<'a> {
             });
         };
         let (session, messages) = (r.session(), r.state().messages.len() as u64);
-        let mut events = r.into_events();
-        // The descriptions come last, with the ids of their places.
-        for e in events
-            .iter_mut()
-            .rev()
-            .take_while(|e| e.event.is_description())
-        {
-            e.id = description_event_id(e.session, e.seq);
-        }
+        debug_assert!(r.events().is_empty(), "every event was packed");
+        let events = self.pack;
         Ok(Imported {
             session,
             format: self.format,

@@ -39,7 +39,7 @@ pub mod time;
 
 pub use limits::LimitOverrides;
 
-use ctxlog_core::{Envelope, Policy, SessionId};
+use ctxlog_core::{EventPack, Policy, SessionId};
 use std::io::{BufRead, Read};
 use thiserror::Error;
 
@@ -194,8 +194,9 @@ pub struct Imported {
     pub format: Format,
     /// The recording's own session id.
     pub source_session: Option<String>,
-    /// The events, seq 1 onwards.
-    pub events: Vec<Envelope>,
+    /// The events, seq 1 onwards, held encoded (about the size of their
+    /// encoding; [`EventPack::to_vec`] decodes them all).
+    pub events: EventPack,
     /// Messages created.
     pub messages: u64,
     /// Distinct tool invocations.

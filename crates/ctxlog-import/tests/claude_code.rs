@@ -75,8 +75,8 @@ fn every_real_claude_code_session_imports_and_replays_deterministically() {
             "{name}: {:?}",
             a.warnings
         );
-        let s1 = SessionState::replay(&a.events).unwrap();
-        let s2 = SessionState::replay(&a.events).unwrap();
+        let s1 = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
+        let s2 = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
         assert_eq!(s1.digest(), s2.digest());
         assert_eq!(s1.messages.len() as u64, a.messages);
         assert!(a.source_session.is_some());
@@ -88,7 +88,7 @@ fn every_real_claude_code_session_imports_and_replays_deterministically() {
             &ImportOptions::default(),
         )
         .unwrap();
-        assert_eq!(a.events, b.events);
+        assert_eq!(a.events.to_vec().unwrap(), b.events.to_vec().unwrap());
         // unanswered calls stay unanswered: pending parts render as interrupted
         let pending = s1
             .messages
@@ -173,7 +173,7 @@ fn a_compact_boundary_and_its_summary_become_a_completed_compaction() {
     )
     .unwrap();
     assert_eq!((a.steps, a.tool_calls), (1, 1));
-    let s = SessionState::replay(&a.events).unwrap();
+    let s = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
     let step = s
         .messages
         .iter()

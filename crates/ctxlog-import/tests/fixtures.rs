@@ -19,7 +19,7 @@ fn load(rel: &str, format: Format) -> (Imported, SessionState) {
     assert_eq!(Format::sniff(text.as_bytes()), Some(format), "{rel}");
     let a = import(text.as_bytes(), rel, format, &ImportOptions::default())
         .unwrap_or_else(|e| panic!("{e}"));
-    let s = SessionState::replay(&a.events).unwrap();
+    let s = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
     (a, s)
 }
 
@@ -131,15 +131,15 @@ fn opencode_export_replays_to_the_window_opencode_built() {
 fn opencode_round_trip_export_import_export_import_keeps_the_digest() {
     let (a, s) = load("opencode/compacted-and-pruned.json", Format::OpenCode);
     let mut e1 = Vec::new();
-    export::opencode(&a.events, &mut e1).unwrap();
+    export::opencode(&a.events.to_vec().unwrap(), &mut e1).unwrap();
     let b = import(&e1[..], "e1", Format::OpenCode, &ImportOptions::default()).unwrap();
     let mut e2 = Vec::new();
-    export::opencode(&b.events, &mut e2).unwrap();
+    export::opencode(&b.events.to_vec().unwrap(), &mut e2).unwrap();
     assert_eq!(e1, e2, "the export is a fixed point");
     let c = import(&e2[..], "e2", Format::OpenCode, &ImportOptions::default()).unwrap();
     let (sb, sc) = (
-        SessionState::replay(&b.events).unwrap(),
-        SessionState::replay(&c.events).unwrap(),
+        SessionState::replay(&b.events.to_vec().unwrap()).unwrap(),
+        SessionState::replay(&c.events.to_vec().unwrap()).unwrap(),
     );
     assert_eq!(sb.digest(), sc.digest());
     assert_eq!(sb.about, s.about, "even the first import survives it");
@@ -176,10 +176,12 @@ fn opencode_export_gives_back_the_export_it_came_from() {
     let (a, _) = load("opencode/compacted-and-pruned.json", Format::OpenCode);
     assert!(a
         .events
+        .to_vec()
+        .unwrap()
         .iter()
         .any(|e| matches!(e.event, Event::SourceFields { .. })));
     let mut out = Vec::new();
-    export::opencode(&a.events, &mut out).unwrap();
+    export::opencode(&a.events.to_vec().unwrap(), &mut out).unwrap();
     let ours: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let mut theirs: serde_json::Value =
         serde_json::from_str(&fixture("opencode/compacted-and-pruned.json")).unwrap();
@@ -238,10 +240,10 @@ fn every_format_round_trips_through_an_opencode_export() {
     ] {
         let (a, s) = load(rel, format);
         let mut e1 = Vec::new();
-        export::opencode(&a.events, &mut e1).unwrap();
+        export::opencode(&a.events.to_vec().unwrap(), &mut e1).unwrap();
         let b = import(&e1[..], rel, Format::OpenCode, &ImportOptions::default())
             .unwrap_or_else(|e| panic!("{rel}: {e}"));
-        let sb = SessionState::replay(&b.events).unwrap();
+        let sb = SessionState::replay(&b.events.to_vec().unwrap()).unwrap();
         assert_eq!(sb.messages.len(), s.messages.len(), "{rel}");
         assert_eq!(
             texts(&window(&sb)),
@@ -249,11 +251,13 @@ fn every_format_round_trips_through_an_opencode_export() {
             "{rel}: the same model view"
         );
         let mut e2 = Vec::new();
-        export::opencode(&b.events, &mut e2).unwrap();
+        export::opencode(&b.events.to_vec().unwrap(), &mut e2).unwrap();
         let c = import(&e2[..], rel, Format::OpenCode, &ImportOptions::default()).unwrap();
         assert_eq!(
             sb.digest(),
-            SessionState::replay(&c.events).unwrap().digest(),
+            SessionState::replay(&c.events.to_vec().unwrap())
+                .unwrap()
+                .digest(),
             "{rel}"
         );
     }
@@ -315,14 +319,20 @@ fn codex_edge_cases() {
         (2272, 3712, 104, 64)
     );
     // outputs unwrapped from their JSON; plain text outputs kept as they are
-    match &*tool(&s, "call_rg").body_in(&a.events).unwrap() {
+    match &*tool(&s, "call_rg")
+        .body_in(&a.events.to_vec().unwrap())
+        .unwrap()
+    {
         PartBody::Tool {
             state: ToolState::Completed { output, .. },
             ..
         } => assert_eq!(output, "apps/web/src/page_7.tsx"),
         other => panic!("{other:?}"),
     }
-    match &*tool(&s, "call_test2").body_in(&a.events).unwrap() {
+    match &*tool(&s, "call_test2")
+        .body_in(&a.events.to_vec().unwrap())
+        .unwrap()
+    {
         PartBody::Tool {
             state: ToolState::Completed { output, input, .. },
             ..
@@ -392,7 +402,7 @@ fn pi_first_kept_entry_index_past_every_line_keeps_no_tail() {
         .collect();
     let a = import(text.as_bytes(), "pi", Format::Pi, &ImportOptions::default())
         .unwrap_or_else(|e| panic!("{e}"));
-    let s = SessionState::replay(&a.events).unwrap();
+    let s = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
     assert_eq!(s.jobs.len(), 1);
     assert_eq!(s.jobs[0].tail_start, None);
 }
@@ -608,9 +618,9 @@ fn a_native_session_with_restarted_failed_and_pruned_work_round_trips() {
     export::opencode(&events, &mut e1).unwrap();
     let b = import(&e1[..], "e1", Format::OpenCode, &ImportOptions::default())
         .unwrap_or_else(|e| panic!("{e}"));
-    let sb = SessionState::replay(&b.events).unwrap();
+    let sb = SessionState::replay(&b.events.to_vec().unwrap()).unwrap();
     let mut e2 = Vec::new();
-    export::opencode(&b.events, &mut e2).unwrap();
+    export::opencode(&b.events.to_vec().unwrap(), &mut e2).unwrap();
     assert_eq!(
         String::from_utf8_lossy(&e1),
         String::from_utf8_lossy(&e2),
@@ -619,7 +629,9 @@ fn a_native_session_with_restarted_failed_and_pruned_work_round_trips() {
     let c = import(&e2[..], "e2", Format::OpenCode, &ImportOptions::default()).unwrap();
     assert_eq!(
         sb.digest(),
-        SessionState::replay(&c.events).unwrap().digest()
+        SessionState::replay(&c.events.to_vec().unwrap())
+            .unwrap()
+            .digest()
     );
     // what the export carried over
     let statuses: Vec<&str> = sb.jobs.iter().map(|j| j.status.name()).collect();
@@ -665,7 +677,7 @@ fn recorded_compactions_name_their_agent_and_sessions_are_described() {
     ];
     for (file, format, agent, tokens) in cases {
         let (imported, state) = load(file, format);
-        let requests: Vec<_> = ctxlog_core::audit::audit(&imported.events)
+        let requests: Vec<_> = ctxlog_core::audit::audit(&imported.events.to_vec().unwrap())
             .into_iter()
             .filter(|a| a.kind == "compaction_requested")
             .collect();
@@ -694,7 +706,8 @@ fn recorded_compactions_name_their_agent_and_sessions_are_described() {
             about.directory.is_some() && about.model.is_some(),
             "{file}: {about:?}"
         );
-        let last = imported.events.last().unwrap();
+        let events = imported.events.to_vec().unwrap();
+        let last = events.last().unwrap();
         assert_eq!(last.event.kind(), "session_described", "{file}");
     }
 }
@@ -720,13 +733,18 @@ fn pi_entries_before_their_header_keep_their_times() {
     .unwrap_or_else(|e| panic!("{e}"));
     let appended: Vec<u64> = imported
         .events
+        .to_vec()
+        .unwrap()
         .iter()
         .filter(|e| e.event.kind() == "message_appended")
         .map(|e| e.recorded_at)
         .collect();
     // 2025-11-20T23:33:01.550Z and 23:33:02.351Z, not the header's 23:33:50.805Z.
     assert_eq!(appended, [1_763_681_581_550, 1_763_681_582_351]);
-    assert_eq!(imported.events[0].recorded_at, 1_763_681_581_550);
+    assert_eq!(
+        imported.events.to_vec().unwrap()[0].recorded_at,
+        1_763_681_581_550
+    );
     // The header alone of a file still being written: nothing yet.
     let header = text.lines().next().unwrap().to_owned() + "\n";
     let live = ImportOptions {

@@ -4,7 +4,7 @@
 //! import only appends; storing the prefixes one after another, as a user
 //! re-importing a growing file does, ends with what a fresh import stores.
 
-use ctxlog_core::{Envelope, SessionState};
+use ctxlog_core::{Envelope, EventPack, SessionState};
 use ctxlog_engine::catalog::store_recording;
 use ctxlog_import::{import, Format, ImportOptions};
 use ctxlog_store::{EventLog, MemoryLog};
@@ -46,7 +46,9 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let whole = import(&bytes[..], &name, format, &ImportOptions::default())
             .unwrap_or_else(|e| panic!("{e}"))
-            .events;
+            .events
+            .to_vec()
+            .unwrap();
         let whole_happened = happened(&whole);
         // The file as a user re-imports it while it grows, line by line.
         let log = MemoryLog::new();
@@ -76,7 +78,8 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
                 Err(e) if e.holds_no_session() => {}
                 Err(e) => failures.push(format!("{name} @{cut}: refused: {e}")),
                 Ok(a) => {
-                    let part = happened(&a.events);
+                    let events = a.events.to_vec().unwrap();
+                    let part = happened(&events);
                     let n = part.len();
                     if n > whole_happened.len() || part[..] != whole_happened[..n] {
                         let at = part
@@ -100,7 +103,7 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
             }
         }
         // The whole file last: the store holds what a fresh import does.
-        if let Err(e) = store_recording(&log, whole.clone()) {
+        if let Err(e) = store_recording(&log, EventPack::try_from(&whole[..]).unwrap()) {
             failures.push(format!("{name}: the whole file refused: {e}"));
             continue;
         }

@@ -99,8 +99,8 @@ fn every_shared_recording_imports_counts_and_replays_deterministically() {
             "{name}: (steps, tool calls); {:?}",
             a.warnings
         );
-        let s1 = SessionState::replay(&a.events).unwrap();
-        let s2 = SessionState::replay(&a.events).unwrap();
+        let s1 = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
+        let s2 = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
         assert_eq!(s1.digest(), s2.digest(), "{name}");
         assert_eq!(s1.messages.len() as u64, a.messages, "{name}");
         assert!(a.source_session.is_some(), "{name}");
@@ -120,7 +120,11 @@ fn every_shared_recording_imports_counts_and_replays_deterministically() {
         assert!(!window(&s1).messages.is_empty(), "{name}");
         // a second import gives the same events: the store deduplicates it
         let b = import(text.as_bytes(), &name, format, &ImportOptions::default()).unwrap();
-        assert_eq!(a.events, b.events, "{name}");
+        assert_eq!(
+            a.events.to_vec().unwrap(),
+            b.events.to_vec().unwrap(),
+            "{name}"
+        );
         assert_eq!(a.session, b.session, "{name}");
     }
     eprintln!("formats seen: {seen:?}");
@@ -147,7 +151,7 @@ fn codex_usage_is_stored_the_opencode_way() {
         &ImportOptions::default(),
     )
     .unwrap();
-    let s = SessionState::replay(&a.events).unwrap();
+    let s = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
     // The last token_count, read here: input includes the cached tokens.
     let raw = text
         .lines()
