@@ -750,7 +750,7 @@ impl Drafter<'_, '_> {
         self.push(Event::MessageAppended {
             message,
             role: Role::User,
-            agent: original.and_then(|m| m.agent.clone()),
+            agent: original.and_then(|m| m.agent.as_deref().map(String::from)),
             model: original.and_then(|m| m.model.as_deref().cloned()),
             synthetic: false,
             parent: None,

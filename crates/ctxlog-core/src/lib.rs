@@ -24,6 +24,7 @@ pub mod generate;
 pub mod guard;
 pub mod ids;
 pub mod json;
+mod lookup;
 pub mod pack;
 pub mod part;
 pub mod policy;

@@ -38,8 +38,9 @@ pub struct Part {
     pub seq: Seq,
     /// Its content, or its sketch once sealed.
     pub body: Body,
-    /// Id in the recorded source.
-    pub source_id: Option<String>,
+    /// Id in the recorded source (boxed: no spare capacity; encoded as a
+    /// string).
+    pub source_id: Option<Box<str>>,
     /// Set while the part is pruned (boxed: most parts never are).
     pub pruned: Option<Box<PruneMark>>,
 }
@@ -90,10 +91,10 @@ pub enum Sketch {
 /// What the state keeps of a sealed tool part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolSketch {
-    /// Provider call id.
-    pub call_id: String,
+    /// Provider call id (boxed: no spare capacity; encoded as a string).
+    pub call_id: Box<str>,
     /// Tool name.
-    pub tool: String,
+    pub tool: Box<str>,
     /// Where the call is in its lifecycle.
     pub stage: ToolStage,
     /// Length of its arguments as JSON.
@@ -156,8 +157,8 @@ impl Sketch {
                 tool,
                 state,
             } => Sketch::Tool(Box::new(ToolSketch {
-                call_id: call_id.clone(),
-                tool: tool.clone(),
+                call_id: call_id.as_str().into(),
+                tool: tool.as_str().into(),
                 stage: ToolStage::of(state),
                 input_units: state.input().json_utf16_len(),
                 result_units: match state {
@@ -195,7 +196,7 @@ impl Part {
             id,
             seq,
             body: Body::Held(Box::new(body)),
-            source_id,
+            source_id: source_id.map(String::into_boxed_str),
             pruned: None,
         }
     }
