@@ -201,9 +201,9 @@ pub struct SessionState {
 }
 
 /// Lookup tables, rebuilt from `messages` and `jobs`; never serialized.
-/// Positions are kept as `u32` (a session holds far fewer than 2^32
-/// messages or parts in memory; one beyond is not found rather than
-/// wrong), which makes the tables a quarter smaller.
+/// Positions are kept as `u32`, which makes the tables a quarter smaller:
+/// a session in memory holds far fewer than 2^32 messages or parts (each
+/// costs more than 60 bytes, so 2^32 would take over 256 GiB).
 #[derive(Debug, Clone, Default, PartialEq)]
 struct Index {
     messages: Lookup<MessageId, u32>,
@@ -218,7 +218,7 @@ struct Index {
     message_tokens: Vec<u64>,
 }
 
-/// `i` as the index keeps it (`u32::MAX`, never found, beyond).
+/// `i` as the index keeps it (saturating at `u32::MAX`, out of reach).
 fn slot(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(u32::MAX)
 }
