@@ -5,7 +5,7 @@
 //!
 //! Regenerate only for an intended, compatible change:
 //! `CTXLOG_BLESS=1 cargo test --test golden`. The bytes of every older schema
-//! stay checked in (`events-schema1.txt` … `events-schema5.txt`) and must keep
+//! stay checked in (`events-schema1.txt` … `events-schema6.txt`) and must keep
 //! decoding.
 
 use ctxlog::core::{
@@ -186,4 +186,10 @@ fn schema_4_records_still_decode() {
 #[test]
 fn schema_5_records_still_decode() {
     older_schema_still_decodes(5, "events-schema5.txt", true, |_| {});
+}
+
+/// Schema 6: before `messages_withdrawn`; every record is as it was.
+#[test]
+fn schema_6_records_still_decode() {
+    older_schema_still_decodes(6, "events-schema6.txt", false, |_| {});
 }

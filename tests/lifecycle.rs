@@ -302,6 +302,17 @@ fn scenario() -> Vec<Envelope> {
         },
     )
     .unwrap();
+    // An agent takes back a prompt it just added (the Agents SDK's
+    // `pop_item`).
+    let taken_back = r.user_text(tick(), "Never mind.", false).unwrap();
+    r.record(
+        tick(),
+        Event::MessagesWithdrawn {
+            messages: vec![taken_back],
+            reason: "pop_item".into(),
+        },
+    )
+    .unwrap();
     // The recording was edited and imported again with --replace.
     r.record(
         tick(),
@@ -472,8 +483,10 @@ fn the_audit_trail_of_the_fixture() {
             "summary_completed",
             "continue",
             "auto_compaction_paused",
+            "messages_withdrawn",
         ]
     );
+    assert_eq!(trail[12].what, "withdrew 1 message: pop_item");
     // the policy in force is named on every line, and the prunes name their parts
     assert!(trail[1..].iter().all(|e| e.policy == "tight"), "{trail:?}");
     assert_eq!(trail[1].ids.len(), 1);

@@ -1,10 +1,10 @@
-//! The audit trail: every prune, restore, compaction request, start,
+//! The audit trail: every prune, restore, withdrawal, compaction request, start,
 //! attempt, summary, failure, pause and synthetic continue of a session, with
 //! its seq, time, the parts or messages concerned, tokens and the policy in
 //! force. A pure fold over the events, so it is the same in any process.
 
-use crate::event::{CompactionTrigger, Envelope, Event, PartBody};
-use crate::ids::{MessageId, Seq, TimestampMs};
+use crate::event::{CompactionTrigger, Envelope, Event, PartBody, ToolState};
+use crate::ids::{MessageId, PartId, Seq, TimestampMs};
 use crate::window::is_continue_text;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,6 +37,7 @@ pub struct AuditEntry {
 pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
     let mut policy = String::new();
     let mut continue_messages = BTreeSet::new();
+    let mut completed_tools = BTreeSet::new();
     let mut sources = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
@@ -73,6 +74,15 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
                 tokens: None,
                 what: format!("synthetic user message: {text}"),
             }),
+            Event::PartAppended {
+                part,
+                body: PartBody::Tool { state, .. },
+                ..
+            }
+            | Event::PartUpdated {
+                part,
+                body: PartBody::Tool { state, .. },
+            } => output_taken_back(*part, state, &mut completed_tools),
             event => describe(event),
         };
         let decided_by = match &e.event {
@@ -97,6 +107,30 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
         }
     }
     out
+}
+
+/// The line of a tool part whose output was taken back (its call waits
+/// again: the Agents SDK's `pop_item` of an output); notes which tool parts
+/// have an output.
+fn output_taken_back(
+    part: PartId,
+    state: &ToolState,
+    completed: &mut BTreeSet<PartId>,
+) -> Option<Line> {
+    match state {
+        ToolState::Completed { .. } | ToolState::Error { .. } => {
+            completed.insert(part);
+            None
+        }
+        ToolState::Pending { .. } | ToolState::Running { .. } => {
+            completed.remove(&part).then(|| Line {
+                kind: "output_withdrawn",
+                ids: vec![part.to_string()],
+                tokens: None,
+                what: "took back a tool output: the call waits for one again".into(),
+            })
+        }
+    }
 }
 
 /// Notes the agent's own id of a message or part `event` appends: a tool
@@ -233,6 +267,16 @@ fn describe(event: &Event) -> Option<Line> {
             parts.iter().map(|p| p.to_string()).collect(),
             None,
             format!("restored {} tool outputs: {reason}", parts.len()),
+        ),
+        Event::MessagesWithdrawn { messages, reason } => line(
+            "messages_withdrawn",
+            messages.iter().map(|m| m.to_string()).collect(),
+            None,
+            format!(
+                "withdrew {} message{}: {reason}",
+                messages.len(),
+                if messages.len() == 1 { "" } else { "s" }
+            ),
         ),
         Event::AutoCompactionPaused {
             reason,

@@ -154,6 +154,15 @@ pub enum Violation {
     /// An empty prune or restore.
     #[error("no parts listed")]
     NoParts,
+    /// An empty withdrawal.
+    #[error("no messages listed")]
+    NoMessages,
+    /// The same message twice in one event.
+    #[error("message {0:?} listed twice")]
+    RepeatedMessage(MessageId),
+    /// A message withdrawn a second time.
+    #[error("message {0:?} is already withdrawn")]
+    AlreadyWithdrawn(MessageId),
     /// A prune total that does not add up.
     #[error("total_tokens {stated} differs from the sum of the parts {sum}")]
     TokenSumMismatch {

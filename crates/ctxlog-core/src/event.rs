@@ -26,7 +26,8 @@ use uuid::Uuid;
 /// - 6: [`Policy`] gains `threshold_percent` (and the budget rule
 ///   `ContextLess`, a new variant); older records decode with 100, the
 ///   threshold every older policy had.
-pub const EVENT_SCHEMA_VERSION: u16 = 6;
+/// - 7: [`Event::MessagesWithdrawn`] (a new variant, as in 4).
+pub const EVENT_SCHEMA_VERSION: u16 = 7;
 
 /// One recorded event with its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -554,6 +555,16 @@ pub enum Event {
         /// The session that holds the recording's new version.
         by: SessionId,
     },
+    /// Messages were taken back by the agent (the OpenAI Agents SDK's
+    /// `pop_item` and `clear_session`): they leave the window, the prune
+    /// walk and every view of the model input for good. Unlike a prune,
+    /// nothing restores them; the log keeps them.
+    MessagesWithdrawn {
+        /// The messages, in the order they were withdrawn.
+        messages: Vec<MessageId>,
+        /// Why, in words (`pop_item`, `clear_session`, ...).
+        reason: String,
+    },
 }
 
 /// Every event kind name, in variant order. A test checks this list against
@@ -578,6 +589,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "source_fields",
     "session_described",
     "session_replaced",
+    "messages_withdrawn",
 ];
 
 impl Event {
@@ -632,6 +644,7 @@ impl Event {
             Event::SourceFields { .. } => 16,
             Event::SessionDescribed { .. } => 17,
             Event::SessionReplaced { .. } => 18,
+            Event::MessagesWithdrawn { .. } => 19,
         }
     }
 }

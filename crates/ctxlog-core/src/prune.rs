@@ -60,6 +60,12 @@ pub fn plan_prune(state: &SessionState, policy: &Policy) -> PrunePlan {
     let mut parts = Vec::new();
     let mut stop = PruneStop::Start;
     'walk: for msg in state.messages.iter().rev() {
+        // A withdrawn message is no turn and holds nothing the model sees;
+        // a withdrawn summary still ends the walk (what is before it is
+        // out of the window).
+        if msg.withdrawn && !msg.summary {
+            continue;
+        }
         if msg.role == Role::User {
             turns += 1;
         }

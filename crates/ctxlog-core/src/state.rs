@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 /// discarded and rebuilt by a full replay (4: the policy in the state
 /// gained `threshold_percent`; 5: parts before the window are sealed, their
 /// content left in the log).
-pub const REDUCER_VERSION: u32 = 5;
+pub const REDUCER_VERSION: u32 = 6;
 
 pub use crate::part::{Body, Part, PruneMark};
 use crate::part::{ContentError, Contents};
@@ -62,6 +62,9 @@ pub struct Message {
     pub tokens: Option<Box<TokenUsage>>,
     /// Error recorded on it.
     pub error: Option<Box<MessageError>>,
+    /// Taken back by the agent ([`Event::MessagesWithdrawn`]): never sent
+    /// again, never pruned.
+    pub withdrawn: bool,
     /// Its parts, in order.
     pub parts: Vec<Part>,
 }
@@ -570,7 +573,25 @@ impl SessionState {
             Event::PartsRestored { parts, .. } => self.check_parts_restored(parts),
             Event::MessageErrored { message, .. } => self.check_message_errored(*message),
             Event::SourceFields { target, fields, .. } => self.check_source_fields(*target, fields),
+            Event::MessagesWithdrawn { messages, .. } => self.check_messages_withdrawn(messages),
         }
+    }
+
+    /// Withdrawn messages exist, are listed once and are not withdrawn yet.
+    fn check_messages_withdrawn(&self, messages: &[MessageId]) -> Result<(), Violation> {
+        if messages.is_empty() {
+            return Err(Violation::NoMessages);
+        }
+        let mut seen = BTreeSet::new();
+        for id in messages {
+            if !seen.insert(*id) {
+                return Err(Violation::RepeatedMessage(*id));
+            }
+            if self.existing_message(*id)?.withdrawn {
+                return Err(Violation::AlreadyWithdrawn(*id));
+            }
+        }
+        Ok(())
     }
 
     /// Source fields complete an object that exists, with a JSON object.
@@ -889,6 +910,7 @@ impl SessionState {
             finish: None,
             tokens: None,
             error: None,
+            withdrawn: false,
             parts: Vec::new(),
         }
     }
@@ -1016,6 +1038,13 @@ impl SessionState {
             }
             Event::MessageErrored { message, error } => {
                 self.set_message_error(*message, error.clone());
+            }
+            Event::MessagesWithdrawn { messages, .. } => {
+                for id in messages {
+                    if let Some(m) = self.message_mut(*id) {
+                        m.withdrawn = true;
+                    }
+                }
             }
         }
     }

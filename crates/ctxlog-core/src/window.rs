@@ -218,6 +218,9 @@ impl Window {
 
 /// Whether a stored message is sent at all (before looking at its parts).
 fn is_sent(state: &SessionState, m: &Message) -> bool {
+    if m.withdrawn {
+        return false;
+    }
     if m.summary && !summary_completed(state, m.id) {
         return false;
     }
@@ -315,7 +318,8 @@ fn summary_completed(state: &SessionState, summary: MessageId) -> bool {
     })
 }
 
-/// The stored messages the window covers, in the order they are sent.
+/// The stored messages the window covers, in the order they are sent
+/// (never a withdrawn one).
 ///
 /// A completed pivot always has its marker and summary in the state; one
 /// that does not (a state that breaks its invariants, e.g. a damaged
@@ -326,15 +330,27 @@ pub fn window_order(state: &SessionState) -> (Option<MessageId>, Vec<usize>) {
         let s = job.summary.and_then(|s| state.message_index(s))?;
         Some((job, m, s))
     });
+    let kept = |&i: &usize| state.messages.get(i).is_some_and(|m| !m.withdrawn);
     let Some((job, m, s)) = pivot else {
-        return (None, (0..state.messages.len()).collect());
+        return (None, (0..state.messages.len()).filter(kept).collect());
     };
     let mut order = vec![m, s];
     if let Some(t) = job.tail_start.and_then(|t| state.message_index(t)) {
         order.extend(t..m);
     }
     order.extend((m + 1..state.messages.len()).filter(|&i| i != s));
+    order.retain(kept);
     (Some(job.marker), order)
+}
+
+/// The stored messages the window sends, in the order it sends them:
+/// [`window_order`] without the messages that send nothing (a summary not
+/// completed, a failed marker the policy hides, an assistant message with
+/// an error).
+pub fn sent_order(state: &SessionState) -> (Option<MessageId>, Vec<usize>) {
+    let (pivot, mut order) = window_order(state);
+    order.retain(|&i| state.messages.get(i).is_some_and(|m| is_sent(state, m)));
+    (pivot, order)
 }
 
 /// Estimated tokens of one stored part as it is sent: what

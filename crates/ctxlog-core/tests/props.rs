@@ -307,13 +307,16 @@ fn the_generator_exercises_the_whole_lifecycle() {
 /// The generator drives the whole lifecycle through `decide`, so over a
 /// handful of seeds its logs hold every event kind there is, but the one
 /// only an import writes (`source_fields`, `session_described` and
-/// `session_replaced`, tested with the importers and `import --replace`).
+/// `session_replaced`, tested with the importers and `import --replace`)
+/// and the one only an agent's undo writes (`messages_withdrawn`, tested
+/// with the Agents SDK session).
 #[test]
 fn the_generator_emits_every_event_kind() {
     let mut seen = std::collections::BTreeSet::from([
         "source_fields",
         "session_described",
         "session_replaced",
+        "messages_withdrawn",
     ]);
     for cfg in lifecycle_configs() {
         for e in generate(&cfg).unwrap() {

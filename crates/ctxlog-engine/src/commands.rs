@@ -93,6 +93,32 @@ impl<L: EventLog> Engine<L> {
         })
     }
 
+    /// Starts a session under an id the caller chose (derived from a name
+    /// an agent gave it, say): the append expects an empty session, so a
+    /// session that already has events is refused and left as it is.
+    pub fn start_session_as(&self, session: SessionId, new: NewSession) -> Result<(), EngineError> {
+        self.start_as(
+            session,
+            Command::Start {
+                policy: new.policy,
+                limits: new.limits,
+                title: new.title,
+                source_id: new.source_id,
+            },
+        )
+    }
+
+    /// A fresh id from the engine's id source, for the messages and parts
+    /// of events a caller builds itself (see [`Engine::apply`]).
+    pub fn draw_id(&self) -> uuid::Uuid {
+        self.uuid()
+    }
+
+    /// The engine's clock, ms since the epoch.
+    pub fn now_ms(&self) -> ctxlog_core::TimestampMs {
+        self.clock.now_ms()
+    }
+
     /// Runs `command` on `session` under its lock.
     fn command(&self, session: SessionId, command: Command) -> Result<Vec<Decided>, EngineError> {
         self.with(session, |state| self.run(session, state, command))
