@@ -1,0 +1,69 @@
+//! [`Items`]: what the log says of a session's Agents SDK items, folded
+//! from its events. Derived like every other view: rebuilt by reading the
+//! session again.
+
+use crate::item::{FORMAT, ITEM_KEY};
+use ctxlog_core::{Envelope, Event, MessageId, PartBody, PartId, Seq, SourceTarget, ToolState};
+use std::collections::BTreeMap;
+
+/// The JSON text of each message's item and of each tool part's current
+/// output, with the seq that recorded the output.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Items {
+    messages: BTreeMap<MessageId, Box<str>>,
+    outputs: BTreeMap<PartId, (Seq, Box<str>)>,
+}
+
+impl Items {
+    /// No items.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Folds one event of the session.
+    pub fn evolve(&mut self, e: &Envelope) {
+        match &e.event {
+            Event::SourceFields {
+                format,
+                target,
+                fields,
+            } if format == FORMAT => {
+                let Some(raw) = fields.get(ITEM_KEY).and_then(|v| v.as_str()) else {
+                    return;
+                };
+                match target {
+                    SourceTarget::Message(m) => {
+                        self.messages.insert(*m, raw.into());
+                    }
+                    SourceTarget::Part(p) => {
+                        self.outputs.insert(*p, (e.seq, raw.into()));
+                    }
+                    SourceTarget::Session => {}
+                }
+            }
+            // A call's output taken back: the call waits again.
+            Event::PartUpdated {
+                part,
+                body:
+                    PartBody::Tool {
+                        state: ToolState::Pending { .. } | ToolState::Running { .. },
+                        ..
+                    },
+            } => {
+                self.outputs.remove(part);
+            }
+            _ => {}
+        }
+    }
+
+    /// The item that created `message`, when the agent added it.
+    pub fn message(&self, message: MessageId) -> Option<&str> {
+        self.messages.get(&message).map(|r| &**r)
+    }
+
+    /// The current output item of tool part `part` and the seq that
+    /// recorded it.
+    pub fn output(&self, part: PartId) -> Option<(Seq, &str)> {
+        self.outputs.get(&part).map(|(s, r)| (*s, &**r))
+    }
+}

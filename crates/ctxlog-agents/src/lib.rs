@@ -1,0 +1,34 @@
+//! ctxlog as the session memory of the OpenAI Agents SDK (`openai-agents`
+//! in Python; the binding is `python/`).
+//!
+//! The SDK's session protocol is four operations on a list of items:
+//! `get_items`, `add_items`, `pop_item`, `clear_session`. Here each is
+//! events in a ctxlog session, so nothing is ever deleted and everything
+//! ctxlog derives (the window, prunes, summaries, the audit, the report)
+//! works on what an SDK agent wrote:
+//!
+//! - every item is a message of its own (an input message a user message,
+//!   a call a tool part waiting for its output), and its JSON text is kept
+//!   in [`ctxlog_core::Event::SourceFields`] of format [`FORMAT`], so it is
+//!   given back exactly;
+//! - an output completes its call's tool part, so ctxlog's prune may clear
+//!   it (`get_items` then gives the placeholder);
+//! - `get_items` is the window: after a compaction, its question and
+//!   summary, the tail the policy keeps and what came after;
+//! - `pop_item` and `clear_session` withdraw messages
+//!   ([`ctxlog_core::Event::MessagesWithdrawn`]) or take an output back;
+//! - [`AgentStore::compact`] (the SDK's `run_compaction`) finishes the
+//!   turn's step with the usage the run reported, runs the overflow check
+//!   and the compaction it queues, and prunes.
+//!
+//! A session is named by the SDK's `session_id`: its ctxlog id is derived
+//! from the name ([`session_id_for`]) and the name is its source id, so
+//! `ctxlog sessions`, `report` and every other command find it by name.
+
+mod item;
+mod items;
+mod store;
+
+pub use item::{session_id_for, ItemKind, ItemView, NewItem, FORMAT, ITEM_KEY};
+pub use items::Items;
+pub use store::{AgentError, AgentStore, Compaction, Settings};

@@ -1,0 +1,475 @@
+//! [`AgentStore`]: the Agents SDK's session operations over an engine.
+//! Every change is an event; what `get_items` returns is derived from the
+//! session's state (which messages the window sends, which outputs a prune
+//! cleared) and from [`Items`] (the JSON text of each item).
+
+use crate::item::{message_events, output_events, pending, ItemKind, ItemView, NewItem};
+use crate::item::{session_id_for, FORMAT};
+use crate::items::Items;
+use ctxlog_core::window::{estimate_window, COMPACTION_QUESTION};
+use ctxlog_core::window::{render_message, sent_order, WindowPart};
+use ctxlog_core::{Event, FinishReason, Json, MessageId, ModelLimits, PartBody, PartId, Policy};
+use ctxlog_core::{Role, SessionAbout, SessionId, SessionState, TokenUsage, ToolState};
+use ctxlog_engine::{Engine, EngineError, JobOutcome, NewSession, Pruned};
+use ctxlog_store::{EventLog, StoreError};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// Why an operation failed; nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The engine refused or the log failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    /// The log failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a session is opened with: `None` keeps what the session has (a
+/// new session starts with ctxlog's defaults: the `opencode-seed` preset,
+/// no context limit, so no automatic compaction).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Settings {
+    /// The compaction policy.
+    pub policy: Option<Policy>,
+    /// The model's limits.
+    pub limits: Option<ModelLimits>,
+}
+
+/// What [`AgentStore::compact`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compaction {
+    /// The assistant message whose step it finished with the usage given.
+    pub step: Option<MessageId>,
+    /// The count the overflow check compared, when it found an overflow.
+    pub overflow: Option<u64>,
+    /// The compaction jobs run (an automatic one on overflow, a forced one).
+    pub jobs: Vec<JobOutcome>,
+    /// What the end of the turn pruned.
+    pub pruned: Option<Pruned>,
+}
+
+/// Where an item of `get_items` lives in the session: what taking it back
+/// changes.
+#[derive(Debug, Clone)]
+enum Place {
+    /// The message it is (withdrawn when taken back).
+    Message(MessageId),
+    /// The output of a tool part (the call waits again when taken back).
+    Output {
+        part: PartId,
+        pruned: bool,
+        call: (String, String, Json),
+    },
+}
+
+/// The Agents SDK sessions of one log: one [`Items`] per open session, kept
+/// caught up with the log under the session's lock.
+pub struct AgentStore<L: EventLog> {
+    engine: Engine<L>,
+    sessions: Mutex<BTreeMap<SessionId, Arc<Mutex<Tracked>>>>,
+}
+
+/// A session's items and how far into its log they are folded.
+#[derive(Debug, Default)]
+struct Tracked {
+    items: Items,
+    head: u64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<L: EventLog> AgentStore<L> {
+    /// Sessions over `engine`.
+    pub fn new(engine: Engine<L>) -> Self {
+        AgentStore {
+            engine,
+            sessions: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The engine (for views: window, audit, timeline).
+    pub fn engine(&self) -> &Engine<L> {
+        &self.engine
+    }
+
+    /// Opens the session named `name`, starting it when the log has none
+    /// (its source id and title are the name, so `ctxlog sessions` lists
+    /// it and every command finds it by the name). A policy or limits in
+    /// `settings` that differ from the session's are recorded as changes.
+    pub fn open(&self, name: &str, settings: &Settings) -> Result<SessionId, AgentError> {
+        let session = session_id_for(name);
+        let tracked = self.tracked(session);
+        let _guard = lock(&tracked);
+        if self.engine.store().head(session)? == 0 {
+            let policy = settings
+                .policy
+                .clone()
+                .or_else(|| Policy::preset("opencode-seed"))
+                .unwrap_or_default();
+            let new = NewSession {
+                policy,
+                limits: settings.limits.clone().unwrap_or_default(),
+                title: Some(name.into()),
+                source_id: Some(name.into()),
+            };
+            self.engine.start_session_as(session, new)?;
+            let about = SessionAbout {
+                title: Some(name.into()),
+                agent: Some(FORMAT.into()),
+                ..SessionAbout::default()
+            };
+            self.engine
+                .apply(session, vec![Event::SessionDescribed { about }])?;
+            return Ok(session);
+        }
+        let (policy, limits) = self
+            .engine
+            .read_state(session, |s| (s.policy.clone(), s.limits.clone()))?;
+        let mut changes = Vec::new();
+        if let Some(p) = settings.policy.clone().filter(|p| *p != policy) {
+            changes.push(Event::PolicyChanged { policy: p });
+        }
+        if let Some(l) = settings.limits.clone().filter(|l| *l != limits) {
+            changes.push(Event::LimitsChanged { limits: l });
+        }
+        if !changes.is_empty() {
+            self.engine.apply(session, changes)?;
+        }
+        Ok(session)
+    }
+
+    /// The tracked items of `session` (empty until caught up).
+    fn tracked(&self, session: SessionId) -> Arc<Mutex<Tracked>> {
+        lock(&self.sessions).entry(session).or_default().clone()
+    }
+
+    /// Runs `f` on the session's items, caught up with its log, under the
+    /// session's lock; catches up again after `f` wrote.
+    fn with<T>(
+        &self,
+        session: SessionId,
+        f: impl FnOnce(&Items) -> Result<T, AgentError>,
+    ) -> Result<T, AgentError> {
+        let tracked = self.tracked(session);
+        let mut t = lock(&tracked);
+        self.catch_up(session, &mut t)?;
+        let out = f(&t.items);
+        self.catch_up(session, &mut t)?;
+        out
+    }
+
+    /// Folds the events of `session` after `t.head`.
+    fn catch_up(&self, session: SessionId, t: &mut Tracked) -> Result<(), AgentError> {
+        let head = self.engine.store().head(session)?;
+        if head == 0 {
+            return Err(EngineError::UnknownSession(session).into());
+        }
+        if head > t.head {
+            for e in self.engine.store().read(session, t.head + 1)? {
+                let e = e?;
+                t.items.evolve(&e);
+                t.head = e.seq;
+            }
+        }
+        Ok(())
+    }
+
+    /// Records `items` in one atomic append: each a message of its own,
+    /// but an output, which completes its call's tool part (a message of
+    /// its own too when no call waits for it).
+    pub fn add_items(&self, session: SessionId, items: &[NewItem]) -> Result<(), AgentError> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        self.with(session, |_| {
+            let at = self.engine.now_ms();
+            let (mut parent, mut waiting) = self
+                .engine
+                .read_state(session, |s| (last_input(s), waiting_calls(s)))?;
+            let mut events = Vec::new();
+            for item in items {
+                if item.kind == ItemKind::Output {
+                    let call = item.call_id.as_ref().and_then(|c| waiting.remove(c));
+                    if let Some((part, tool, input)) = call {
+                        let call_id = item.call_id.as_deref().unwrap_or_default();
+                        events.extend(output_events(item, part, (call_id, &tool, &input), at));
+                        continue;
+                    }
+                }
+                let message = MessageId(self.engine.draw_id());
+                let part = PartId(self.engine.draw_id());
+                events.extend(message_events(item, message, part, parent));
+                match item.kind {
+                    ItemKind::Input => parent = Some(message),
+                    ItemKind::Call => {
+                        if let (Some(c), ToolState::Pending { input, .. }) =
+                            (&item.call_id, pending(&item.text))
+                        {
+                            let tool = item.name.clone().unwrap_or_default();
+                            waiting.insert(c.clone(), (part, tool, input));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            self.engine.apply(session, events)?;
+            Ok(())
+        })
+    }
+
+    /// The items the model should see, the latest `limit` of them when
+    /// given, in order.
+    pub fn get_items(
+        &self,
+        session: SessionId,
+        limit: Option<usize>,
+    ) -> Result<Vec<ItemView>, AgentError> {
+        self.with(session, |items| {
+            let mut all = self.visible(session, items)?;
+            if let Some(n) = limit {
+                all.drain(..all.len().saturating_sub(n));
+            }
+            Ok(all.into_iter().map(|(v, _)| v).collect())
+        })
+    }
+
+    /// Takes back the last item `get_items` gives, as it gave it: its
+    /// message is withdrawn, or, for a tool output, the call waits for its
+    /// output again. `None` when there is none.
+    pub fn pop_item(&self, session: SessionId) -> Result<Option<ItemView>, AgentError> {
+        self.with(session, |items| {
+            let Some((view, place)) = self.visible(session, items)?.pop() else {
+                return Ok(None);
+            };
+            let reason = "pop_item".to_string();
+            let events = match place {
+                Place::Message(m) => vec![Event::MessagesWithdrawn {
+                    messages: vec![m],
+                    reason,
+                }],
+                Place::Output { part, pruned, call } => {
+                    let (call_id, tool, input) = call;
+                    let mut events = Vec::new();
+                    if pruned {
+                        events.push(Event::PartsRestored {
+                            parts: vec![part],
+                            reason,
+                        });
+                    }
+                    events.push(Event::PartUpdated {
+                        part,
+                        body: PartBody::Tool {
+                            call_id,
+                            tool,
+                            state: pending(&input.to_json_string()),
+                        },
+                    });
+                    events
+                }
+            };
+            self.engine.apply(session, events)?;
+            Ok(Some(view))
+        })
+    }
+
+    /// Withdraws every message not withdrawn yet, in one event; returns how
+    /// many. The log keeps them.
+    pub fn clear(&self, session: SessionId) -> Result<usize, AgentError> {
+        self.with(session, |_| {
+            let messages: Vec<MessageId> = self.engine.read_state(session, |s| {
+                s.messages
+                    .iter()
+                    .filter(|m| !m.withdrawn)
+                    .map(|m| m.id)
+                    .collect()
+            })?;
+            let n = messages.len();
+            if n > 0 {
+                let reason = "clear_session".into();
+                let events = vec![Event::MessagesWithdrawn { messages, reason }];
+                self.engine.apply(session, events)?;
+            }
+            Ok(n)
+        })
+    }
+
+    /// The end of an agent turn: finishes the step of the last assistant
+    /// message with `usage` (the window's estimate when `None`), runs the
+    /// overflow check and, on overflow, the compaction it queues (a forced
+    /// one too when `force`), then prunes as the policy says.
+    pub fn compact(
+        &self,
+        session: SessionId,
+        usage: Option<TokenUsage>,
+        force: bool,
+    ) -> Result<Compaction, AgentError> {
+        self.with(session, |_| {
+            let (open, estimate) = self
+                .engine
+                .read_state(session, |s| (open_step(s), estimate_window(s)))?;
+            let mut out = Compaction {
+                step: None,
+                overflow: None,
+                jobs: Vec::new(),
+                pruned: None,
+            };
+            if let Some((message, reason)) = open {
+                let tokens = usage.unwrap_or(TokenUsage {
+                    input: estimate,
+                    ..TokenUsage::default()
+                });
+                let finished = Event::StepFinished {
+                    message,
+                    part: PartId(self.engine.draw_id()),
+                    reason,
+                    tokens,
+                    cost_micros: None,
+                };
+                let outcome = self.engine.apply(session, vec![finished])?;
+                out.step = Some(message);
+                out.overflow = outcome
+                    .and_then(|o| o.overflow)
+                    .filter(|o| o.overflow)
+                    .map(|o| o.count);
+            }
+            if force {
+                self.engine.request_compaction(session)?;
+            }
+            out.jobs = self.engine.run_pending(session)?;
+            out.pruned = self.engine.end_turn(session)?;
+            Ok(out)
+        })
+    }
+
+    /// Every item the window sends, with where it lives: the pivot's
+    /// question and summary first (as messages ctxlog wrote), then the
+    /// items in the order they were recorded.
+    fn visible(
+        &self,
+        session: SessionId,
+        items: &Items,
+    ) -> Result<Vec<(ItemView, Place)>, AgentError> {
+        let views = self.engine.read_state(session, |state| {
+            let (pivot, order) = sent_order(state);
+            let mut first = Vec::new();
+            let mut rest = Vec::new();
+            for i in order {
+                let m = &state.messages[i];
+                let pinned = pivot.is_some_and(|p| m.id == p || (m.summary && m.parent == Some(p)));
+                let out = if pinned { &mut first } else { &mut rest };
+                if let Some(raw) = items.message(m.id) {
+                    let view = ItemView::Recorded {
+                        raw: raw.into(),
+                        cleared: false,
+                    };
+                    out.push((m.created_seq, view, Place::Message(m.id)));
+                } else if let Some(text) = written_text(state, i) {
+                    let view = ItemView::Written { role: m.role, text };
+                    out.push((m.created_seq, view, Place::Message(m.id)));
+                }
+                for p in &m.parts {
+                    let Some((seq, raw)) = items.output(p.id) else {
+                        continue;
+                    };
+                    let Some(PartBody::Tool {
+                        call_id,
+                        tool,
+                        state: ToolState::Completed { input, .. },
+                    }) = p.content()
+                    else {
+                        continue;
+                    };
+                    let pruned = p.pruned.is_some();
+                    let view = ItemView::Recorded {
+                        raw: raw.into(),
+                        cleared: pruned,
+                    };
+                    let call = (call_id.clone(), tool.clone(), input.clone());
+                    let place = Place::Output {
+                        part: p.id,
+                        pruned,
+                        call,
+                    };
+                    rest.push((seq, view, place));
+                }
+            }
+            rest.sort_by_key(|(seq, _, _)| *seq);
+            first
+                .into_iter()
+                .chain(rest)
+                .map(|(_, v, p)| (v, p))
+                .collect::<Vec<_>>()
+        })?;
+        Ok(views)
+    }
+}
+
+/// The text of a message ctxlog wrote, as the window sends it.
+fn written_text(state: &SessionState, i: usize) -> Option<String> {
+    let m = &state.messages[i];
+    if m.marker {
+        return Some(COMPACTION_QUESTION.into());
+    }
+    let rendered = render_message(state, m)?;
+    let texts: Vec<&str> = rendered
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            WindowPart::Text(t) => Some(t.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("\n"))
+}
+
+/// The last user message still sent, the parent of new assistant messages.
+fn last_input(state: &SessionState) -> Option<MessageId> {
+    state
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User && !m.withdrawn && !m.marker)
+        .map(|m| m.id)
+}
+
+/// Tool parts still waiting for their output, by call id (the latest part
+/// of a call id wins), with their tool and arguments.
+fn waiting_calls(state: &SessionState) -> BTreeMap<String, (PartId, String, Json)> {
+    let mut out = BTreeMap::new();
+    let (_, order) = sent_order(state);
+    for i in order {
+        for p in &state.messages[i].parts {
+            if let Some(PartBody::Tool {
+                call_id,
+                tool,
+                state: ToolState::Pending { input, .. } | ToolState::Running { input, .. },
+            }) = p.content()
+            {
+                out.insert(call_id.clone(), (p.id, tool.clone(), input.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The assistant message whose step is still open: the last message sent,
+/// when it is an assistant's without a finish; `tool_calls` when it is a
+/// call.
+fn open_step(state: &SessionState) -> Option<(MessageId, FinishReason)> {
+    let (_, order) = sent_order(state);
+    let m = &state.messages[*order.last()?];
+    if m.role != Role::Assistant || m.summary || m.finish.is_some() {
+        return None;
+    }
+    let call = m.parts.iter().any(|p| p.kind() == "tool");
+    let reason = if call {
+        FinishReason::ToolCalls
+    } else {
+        FinishReason::Stop
+    };
+    Some((m.id, reason))
+}

@@ -1,0 +1,434 @@
+//! `ctxlog._native`: the Rust half of the `ctxlog` Python package. The
+//! Python half (`python/ctxlog`) gives these the types and the documented
+//! API; every call here releases the GIL while ctxlog works, so threads
+//! and event loops go on meanwhile.
+//!
+//! A store is opened once per path per process (sled locks its directory)
+//! and shared by every `Store` and session that names the path; a
+//! `":memory:"` path is a log of its own, in memory, for each opener.
+
+use ctxlog_agents::{AgentError, AgentStore, ItemKind, ItemView, NewItem, Settings};
+use ctxlog_core::{timeline, ModelLimits, Policy, SessionId, TokenUsage};
+use ctxlog_engine::catalog::resolve_session;
+use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
+use ctxlog_engine::{Engine, MemoryLog, SledStore};
+use ctxlog_store::EventLog;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+create_exception!(
+    _native,
+    CtxlogError,
+    PyException,
+    "A ctxlog operation failed; the message is the one the CLI prints. Nothing was written."
+);
+
+/// An error as Python sees it: its message is the CLI's.
+fn py_err(e: impl std::fmt::Display) -> PyErr {
+    CtxlogError::new_err(e.to_string())
+}
+
+/// The sessions of one log, on disk or in memory.
+enum Backend {
+    Disk(AgentStore<SledStore>),
+    Memory(AgentStore<MemoryLog>),
+}
+
+/// Runs `$body` with `$s` bound to the backend's `AgentStore`, whichever
+/// log it is over.
+macro_rules! on_store {
+    ($backend:expr, $s:ident => $body:expr) => {
+        match &*$backend {
+            Backend::Disk($s) => $body,
+            Backend::Memory($s) => $body,
+        }
+    };
+}
+
+/// The stores this process holds open, by canonical path. Weak: a store
+/// closes when its last `Store` and session are gone.
+static OPEN: Mutex<BTreeMap<PathBuf, Weak<Backend>>> = Mutex::new(BTreeMap::new());
+
+/// The store at `path`, opened once per process.
+fn backend(path: &str) -> PyResult<Arc<Backend>> {
+    if path == ":memory:" {
+        let engine = Engine::builder().in_memory().map_err(py_err)?;
+        return Ok(Arc::new(Backend::Memory(AgentStore::new(engine))));
+    }
+    std::fs::create_dir_all(path).map_err(|e| py_err(format!("{path}: {e}")))?;
+    let key = std::fs::canonicalize(path).map_err(|e| py_err(format!("{path}: {e}")))?;
+    let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(b) = open.get(&key).and_then(Weak::upgrade) {
+        return Ok(b);
+    }
+    let engine = Engine::open(&key).map_err(py_err)?;
+    let b = Arc::new(Backend::Disk(AgentStore::new(engine)));
+    open.insert(key, Arc::downgrade(&b));
+    Ok(b)
+}
+
+/// A policy preset by name, as `--policy` takes it.
+fn preset(name: &str) -> PyResult<Policy> {
+    Policy::preset(name).ok_or_else(|| {
+        py_err(format!(
+            "unknown policy {name:?}; the presets are {}",
+            Policy::preset_names().join(", ")
+        ))
+    })
+}
+
+/// A store: its sessions and what ctxlog derives from them.
+#[pyclass(module = "ctxlog._native", frozen)]
+struct NativeStore {
+    backend: Arc<Backend>,
+    path: String,
+}
+
+#[pymethods]
+impl NativeStore {
+    #[new]
+    fn new(py: Python<'_>, path: String) -> PyResult<Self> {
+        let backend = py.detach(|| backend(&path))?;
+        Ok(NativeStore { backend, path })
+    }
+
+    /// The path it was opened with.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// Every session, as JSON: a list of objects.
+    fn sessions(&self, py: Python<'_>) -> PyResult<String> {
+        py.detach(|| on_store!(self.backend, s => sessions_json(s.engine())))
+    }
+
+    /// A session's per-step timeline, as JSON.
+    fn timeline(&self, py: Python<'_>, session: &str) -> PyResult<String> {
+        py.detach(|| {
+            on_store!(self.backend, s => {
+                let events = events_of(s.engine(), session)?;
+                let t = timeline(&events).map_err(py_err)?;
+                serde_json::to_string(&t).map_err(py_err)
+            })
+        })
+    }
+
+    /// A session's audit trail, as JSON.
+    fn audit(&self, py: Python<'_>, session: &str) -> PyResult<String> {
+        py.detach(|| {
+            on_store!(self.backend, s => {
+                let events = events_of(s.engine(), session)?;
+                serde_json::to_string(&ctxlog_core::audit(&events)).map_err(py_err)
+            })
+        })
+    }
+
+    /// The model input after step `step` (1-based, as the timeline counts
+    /// them), or at the head; as JSON: `{seq, step, tokens, messages}`.
+    #[pyo3(signature = (session, step=None))]
+    fn window(&self, py: Python<'_>, session: &str, step: Option<u64>) -> PyResult<String> {
+        py.detach(|| on_store!(self.backend, s => window_json(s.engine(), session, step)))
+    }
+
+    /// A session run again under `policy` (a preset name) in memory, with
+    /// `context_limit` instead of the recorded limit when given; as JSON.
+    #[pyo3(signature = (session, policy, context_limit=None))]
+    fn simulate(
+        &self,
+        py: Python<'_>,
+        session: &str,
+        policy: &str,
+        context_limit: Option<u64>,
+    ) -> PyResult<String> {
+        let policy = preset(policy)?;
+        py.detach(|| {
+            on_store!(self.backend, s => {
+                let events = events_of(s.engine(), session)?;
+                let mut config = SimulateConfig::new(policy);
+                config.limits = context_limit.map(|context| ModelLimits {
+                    context,
+                    ..ModelLimits::default()
+                });
+                let report = simulate_recording(&events, config, |_| {}).map_err(py_err)?;
+                serde_json::to_string(&report).map_err(py_err)
+            })
+        })
+    }
+
+    /// Writes the HTML report of a session to `out`; returns its size.
+    fn report(&self, py: Python<'_>, session: &str, out: PathBuf) -> PyResult<usize> {
+        py.detach(|| {
+            on_store!(self.backend, s => {
+                let events = events_of(s.engine(), session)?;
+                let curves = [ctxlog_report::Curve {
+                    label: label_of(&events),
+                    events: &events,
+                }];
+                let html = ctxlog_report::report(&curves).map_err(py_err)?;
+                write_file(&out, &html)?;
+                Ok(html.len())
+            })
+        })
+    }
+
+    /// Opens (starting it when new) the Agents SDK session named `name`.
+    #[pyo3(signature = (name, policy=None, context_limit=None))]
+    fn open_session(
+        &self,
+        py: Python<'_>,
+        name: String,
+        policy: Option<String>,
+        context_limit: Option<u64>,
+    ) -> PyResult<NativeSession> {
+        let settings = Settings {
+            policy: policy.as_deref().map(preset).transpose()?,
+            limits: context_limit.map(|context| ModelLimits {
+                context,
+                ..ModelLimits::default()
+            }),
+        };
+        let backend = self.backend.clone();
+        let id =
+            py.detach(|| on_store!(backend, s => s.open(&name, &settings).map_err(agent_err)))?;
+        Ok(NativeSession { backend, id, name })
+    }
+}
+
+/// One Agents SDK session of a store.
+#[pyclass(module = "ctxlog._native", frozen)]
+struct NativeSession {
+    backend: Arc<Backend>,
+    id: SessionId,
+    name: String,
+}
+
+/// An item as Python gives it: `(kind, raw, text, call_id, name)`.
+type ItemTuple = (String, String, String, Option<String>, Option<String>);
+
+/// An item as Python gets it back: `(raw, cleared, role, text)`: `raw` set
+/// for an item the agent added, `role` and `text` for one ctxlog wrote.
+type ViewTuple = (Option<String>, bool, Option<&'static str>, Option<String>);
+
+fn view_tuple(v: ItemView) -> ViewTuple {
+    match v {
+        ItemView::Recorded { raw, cleared } => (Some(raw), cleared, None, None),
+        ItemView::Written { role, text } => {
+            let role = match role {
+                ctxlog_core::Role::User => "user",
+                ctxlog_core::Role::Assistant => "assistant",
+            };
+            (None, false, Some(role), Some(text))
+        }
+    }
+}
+
+fn agent_err(e: AgentError) -> PyErr {
+    py_err(e)
+}
+
+#[pymethods]
+impl NativeSession {
+    /// The SDK's session id: the stored session's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The stored session's ctxlog id.
+    #[getter]
+    fn id(&self) -> String {
+        self.id.to_string()
+    }
+
+    /// Records items (classified by the Python side) in one append.
+    fn add_items(&self, py: Python<'_>, items: Vec<ItemTuple>) -> PyResult<()> {
+        let mut new = Vec::with_capacity(items.len());
+        for (i, (kind, raw, text, call_id, name)) in items.into_iter().enumerate() {
+            let kind = ItemKind::parse(&kind)
+                .ok_or_else(|| py_err(format!("item {i}: unknown kind {kind:?}")))?;
+            new.push(NewItem {
+                kind,
+                raw,
+                text,
+                call_id,
+                name,
+            });
+        }
+        py.detach(|| on_store!(self.backend, s => s.add_items(self.id, &new).map_err(agent_err)))
+    }
+
+    /// The items the model should see, the latest `limit` when given.
+    #[pyo3(signature = (limit=None))]
+    fn get_items(&self, py: Python<'_>, limit: Option<usize>) -> PyResult<Vec<ViewTuple>> {
+        let views = py.detach(
+            || on_store!(self.backend, s => s.get_items(self.id, limit).map_err(agent_err)),
+        )?;
+        Ok(views.into_iter().map(view_tuple).collect())
+    }
+
+    /// Takes back the last item; `None` when there is none.
+    fn pop_item(&self, py: Python<'_>) -> PyResult<Option<ViewTuple>> {
+        let view =
+            py.detach(|| on_store!(self.backend, s => s.pop_item(self.id).map_err(agent_err)))?;
+        Ok(view.map(view_tuple))
+    }
+
+    /// Withdraws every item; returns how many messages.
+    fn clear(&self, py: Python<'_>) -> PyResult<usize> {
+        py.detach(|| on_store!(self.backend, s => s.clear(self.id).map_err(agent_err)))
+    }
+
+    /// Ends a turn: the step's usage `(input, output, cached, reasoning)`
+    /// when the run reported it, the overflow check, compaction, prune.
+    /// Returns what it did, as JSON.
+    #[pyo3(signature = (usage=None, force=false))]
+    fn compact(
+        &self,
+        py: Python<'_>,
+        usage: Option<(u64, u64, u64, u64)>,
+        force: bool,
+    ) -> PyResult<String> {
+        let usage = usage.map(|(input, output, cached, reasoning)| TokenUsage {
+            total: None,
+            // OpenCode's convention, which the policies follow: `input`
+            // is the uncached part of the prompt.
+            input: input.saturating_sub(cached),
+            output: output.saturating_sub(reasoning),
+            reasoning,
+            cache_read: cached,
+            cache_write: 0,
+        });
+        py.detach(|| {
+            on_store!(self.backend, s => {
+                let c = s.compact(self.id, usage, force).map_err(agent_err)?;
+                let jobs: Vec<_> = c.jobs.iter().map(|j| match j {
+                    ctxlog_engine::JobOutcome::Completed { job, summary, continued, paused, .. } => json!({
+                        "job": job.to_string(), "status": "completed", "summary": summary.to_string(),
+                        "continued": continued, "paused": paused,
+                    }),
+                    ctxlog_engine::JobOutcome::Failed { job, error, paused } => json!({
+                        "job": job.to_string(), "status": "failed", "error": error, "paused": paused,
+                    }),
+                }).collect();
+                let pruned = c.pruned.map(|p| json!({
+                    "parts": p.parts.iter().map(|x| json!({"part": x.part.to_string(), "tokens": x.tokens})).collect::<Vec<_>>(),
+                    "tokens": p.tokens,
+                }));
+                Ok(json!({
+                    "step": c.step.map(|m| m.to_string()),
+                    "overflow": c.overflow,
+                    "jobs": jobs,
+                    "pruned": pruned,
+                }).to_string())
+            })
+        })
+    }
+}
+
+/// The events of the session `text` names (a name, a ctxlog id, a unique
+/// prefix), read whole.
+fn events_of<L: EventLog>(engine: &Engine<L>, text: &str) -> PyResult<Vec<ctxlog_core::Envelope>> {
+    let id = resolve_session(engine.store(), text).map_err(py_err)?;
+    engine
+        .store()
+        .read(id, 1)
+        .map_err(py_err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(py_err)
+}
+
+/// How the report names a session: its name, else its id.
+fn label_of(events: &[ctxlog_core::Envelope]) -> String {
+    match events.first().map(|e| &e.event) {
+        Some(ctxlog_core::Event::SessionStarted {
+            source_id: Some(s), ..
+        }) => s.clone(),
+        _ => events
+            .first()
+            .map(|e| e.session.to_string())
+            .unwrap_or_default(),
+    }
+}
+
+fn write_file(out: &Path, text: &str) -> PyResult<()> {
+    std::fs::write(out, text).map_err(|e| py_err(format!("{}: {e}", out.display())))
+}
+
+/// Every session's summary row.
+fn sessions_json<L: EventLog>(engine: &Engine<L>) -> PyResult<String> {
+    let mut rows = Vec::new();
+    for (id, head) in engine.store().sessions().map_err(py_err)? {
+        let row = engine
+            .read_state(id, |s| {
+                let about = s.about.clone().unwrap_or_default();
+                json!({
+                    "id": id.to_string(),
+                    "name": s.source_id,
+                    "title": s.title,
+                    "agent": about.agent,
+                    "model": about.model,
+                    "policy": s.policy.name,
+                    "context_limit": s.limits.context,
+                    "events": head,
+                    "messages": s.messages.len(),
+                    "withdrawn": s.messages.iter().filter(|m| m.withdrawn).count(),
+                    "compactions": s.jobs.iter().filter(|j| matches!(j.status, ctxlog_core::JobStatus::Completed { .. })).count(),
+                    "pruned_parts": s.pruned_parts().count(),
+                    "window_tokens": ctxlog_core::window::estimate_window(s),
+                    "started_at": s.started_at,
+                })
+            })
+            .map_err(py_err)?;
+        rows.push(row);
+    }
+    serde_json::to_string(&rows).map_err(py_err)
+}
+
+/// The window after step `step` (or at the head), as JSON.
+fn window_json<L: EventLog>(
+    engine: &Engine<L>,
+    session: &str,
+    step: Option<u64>,
+) -> PyResult<String> {
+    let events = events_of(engine, session)?;
+    let id = resolve_session(engine.store(), session).map_err(py_err)?;
+    let t = timeline(&events).map_err(py_err)?;
+    let seq = match step {
+        None => events.last().map_or(0, |e| e.seq),
+        Some(n) => {
+            let row = (n as usize)
+                .checked_sub(1)
+                .and_then(|i| t.steps.get(i))
+                .ok_or_else(|| {
+                    py_err(format!(
+                        "session {session} has no step {n} (it has {})",
+                        t.steps.len()
+                    ))
+                })?;
+            row.seq
+        }
+    };
+    let state = engine.state_at(id, seq).map_err(py_err)?;
+    let w = ctxlog_core::window::window(&state);
+    let tokens = w.estimate(&state.policy.estimator);
+    let messages: Vec<_> = w
+        .messages
+        .iter()
+        .map(|m| serde_json::to_value(m.to_json()).unwrap_or_default())
+        .collect();
+    Ok(json!({"seq": seq, "step": step, "tokens": tokens, "messages": messages}).to_string())
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeStore>()?;
+    m.add_class::<NativeSession>()?;
+    m.add("CtxlogError", m.py().get_type::<CtxlogError>())?;
+    Ok(())
+}

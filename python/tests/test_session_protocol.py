@@ -1,0 +1,212 @@
+"""CtxlogSession against the Agents SDK's Session protocol: the behaviour
+the SDK's own sessions (SQLiteSession) have, item for item."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+
+import pytest
+from agents.memory import Session, SessionSettings, SQLiteSession
+
+import ctxlog
+from ctxlog.agents import PRUNED_PLACEHOLDER, CtxlogSession
+
+ODD = [
+    {"role": "user", "content": "héllo wörld ✓ 🙂 \u2028 \u0000 \\ \" '"},
+    {"role": "user", "content": "lone surrogates \ud800 \udfff and a pair \U0001f600"},
+    {"role": "system", "content": [{"type": "input_text", "text": "be brief"}]},
+    {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg_1",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "hi", "annotations": []}],
+    },
+    {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "think"}]},
+    {"type": "function_call", "call_id": "call_1", "name": "read", "arguments": '{"path": "a.py"}'},
+    {"type": "function_call_output", "call_id": "call_1", "output": "x = 1\n"},
+    {"type": "web_search_call", "id": "ws_1", "status": "completed", "n": 1.5e300, "big": 2**70},
+    {"type": "function_call_output", "call_id": "nobody", "output": "orphan"},
+]
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture(params=["memory", "disk"])
+def make(request, tmp_path: Path):
+    """A factory of sessions, in memory or in a store on disk."""
+    opened: list[CtxlogSession] = []
+
+    def new(name: str = "s", **kw) -> CtxlogSession:
+        path = ":memory:" if request.param == "memory" else tmp_path / "store"
+        s = CtxlogSession(name, path, **kw)
+        opened.append(s)
+        return s
+
+    yield new
+    for s in opened:
+        s.close()
+
+
+def test_it_is_a_session(make):
+    s = make()
+    assert isinstance(s, Session)
+    assert s.session_id == "s"
+    assert s.session_settings is None
+
+
+def test_items_round_trip_equal_and_in_order(make, tmp_path):
+    s = make()
+    run(s.add_items(ODD))
+    got = run(s.get_items())
+    assert got == ODD
+    # byte for byte: the same as the SDK's own SQLite session gives back
+    sqlite = SQLiteSession("s", str(tmp_path / "sdk.db"))
+    run(sqlite.add_items(ODD))
+    assert run(sqlite.get_items()) == got
+    assert [repr(x) for x in got] == [repr(x) for x in ODD]
+
+
+def test_limit_gives_the_latest_in_order(make):
+    s = make()
+    items = [{"role": "user", "content": str(i)} for i in range(5)]
+    run(s.add_items(items))
+    assert run(s.get_items(limit=2)) == items[3:]
+    assert run(s.get_items(limit=0)) == []
+    assert run(s.get_items(limit=10)) == items
+
+
+def test_session_settings_limit_applies_without_a_limit(make):
+    items = [{"role": "user", "content": str(i)} for i in range(4)]
+    for settings in (SessionSettings(limit=3), {"limit": 3}):
+        s = make(f"settings-{type(settings).__name__}", session_settings=settings)
+        assert isinstance(s.session_settings, SessionSettings)
+        run(s.add_items(items))
+        assert run(s.get_items()) == items[1:]
+        assert run(s.get_items(limit=1)) == items[3:]
+
+
+def test_pop_returns_the_last_item_and_the_audit_keeps_it(make):
+    s = make()
+    run(s.add_items(ODD[:7]))
+    assert run(s.pop_item()) == ODD[6]  # an output: the call waits again
+    assert run(s.get_items()) == ODD[:6]
+    assert run(s.pop_item()) == ODD[5]
+    assert run(s.get_items()) == ODD[:5]
+    # the call's output comes back after its call was popped and re-added
+    run(s.add_items(ODD[5:7]))
+    assert run(s.get_items()) == ODD[:7]
+    kinds = [e.kind for e in s.audit()]
+    assert kinds == ["output_withdrawn", "messages_withdrawn"]
+    popped = s.audit()[0]
+    assert popped.source_ids == ["call_1"]
+
+
+def test_pop_on_empty_gives_none(make):
+    s = make()
+    assert run(s.pop_item()) is None
+    run(s.add_items([{"role": "user", "content": "a"}]))
+    assert run(s.pop_item()) == {"role": "user", "content": "a"}
+    assert run(s.pop_item()) is None
+    assert run(s.get_items()) == []
+
+
+def test_clear_withdraws_everything_and_the_session_goes_on(make):
+    s = make()
+    run(s.add_items(ODD))
+    run(s.clear_session())
+    assert run(s.get_items()) == []
+    run(s.clear_session())  # nothing left: no event, no error
+    run(s.add_items([{"role": "user", "content": "again"}]))
+    assert run(s.get_items()) == [{"role": "user", "content": "again"}]
+    withdrawn = [e for e in s.audit() if e.kind == "messages_withdrawn"]
+    assert len(withdrawn) == 1
+    assert "clear_session" in withdrawn[0].what
+    assert len(withdrawn[0].ids) == len(ODD) - 1  # the output completes its call's message
+
+
+def test_sessions_sharing_a_store_are_separate(tmp_path):
+    a = CtxlogSession("a", tmp_path / "db")
+    b = CtxlogSession("b", tmp_path / "db")
+    run(a.add_items([{"role": "user", "content": "for a"}]))
+    run(b.add_items([{"role": "user", "content": "for b"}]))
+    assert run(a.get_items()) == [{"role": "user", "content": "for a"}]
+    assert run(b.get_items()) == [{"role": "user", "content": "for b"}]
+    # a second object on the same name is the same session
+    a2 = CtxlogSession("a", tmp_path / "db")
+    assert run(a2.get_items()) == [{"role": "user", "content": "for a"}]
+    names = sorted(x.name for x in ctxlog.Store(tmp_path / "db").sessions())
+    assert names == ["a", "b"]
+    for s in (a, b, a2):
+        s.close()
+
+
+def test_reopened_after_close_reads_what_was_written(tmp_path):
+    s = CtxlogSession("durable", tmp_path / "db")
+    run(s.add_items(ODD))
+    assert s.close() is not None  # not awaited: closes anyway
+    with pytest.raises(ctxlog.CtxlogError, match="closed"):
+        run(s.get_items())
+    again = CtxlogSession("durable", tmp_path / "db")
+    assert run(again.get_items()) == ODD
+
+
+    async def awaited() -> None:
+        await again.close()
+
+    run(awaited())
+    with pytest.raises(ctxlog.CtxlogError, match="closed"):
+        run(again.add_items([]))
+        run(again.pop_item())
+
+
+def test_many_threads_each_with_its_own_loop(tmp_path):
+    s = CtxlogSession("threads", tmp_path / "db")
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        async def go() -> None:
+            for i in range(20):
+                await s.add_items([{"role": "user", "content": f"{n}-{i}"}])
+                await s.get_items(limit=3)
+
+        try:
+            asyncio.run(go())
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    got = run(s.get_items())
+    assert len(got) == 80
+    for n in range(4):
+        mine = [x["content"] for x in got if x["content"].startswith(f"{n}-")]
+        assert mine == [f"{n}-{i}" for i in range(20)]
+    s.close()
+
+
+def test_bad_input_is_a_clear_error_and_writes_nothing(make):
+    s = make()
+    run(s.add_items([{"role": "user", "content": "kept"}]))
+    with pytest.raises(TypeError, match="item 1: expected a dict"):
+        run(s.add_items([{"role": "user", "content": "x"}, "not an item"]))
+    with pytest.raises(TypeError, match="item 0: not JSON serializable"):
+        run(s.add_items([{"role": "user", "content": object()}]))
+    assert run(s.get_items()) == [{"role": "user", "content": "kept"}]
+
+
+def test_unknown_policy_names_the_presets(tmp_path):
+    with pytest.raises(ctxlog.CtxlogError, match="unknown policy \"nope\".*opencode-1.18"):
+        CtxlogSession("p", tmp_path / "db", policy="nope")
+
+
+def test_placeholder_constant_is_opencodes():
+    assert PRUNED_PLACEHOLDER == "[Old tool result content cleared]"
