@@ -1,6 +1,8 @@
 """Type stubs of ctxlog's native module (python/src/lib.rs)."""
 
+from collections.abc import Callable
 from os import PathLike
+from typing import Any
 
 class CtxlogError(Exception):
     """A ctxlog operation failed; the message is the one the CLI prints.
@@ -19,7 +21,11 @@ class NativeStore:
     def simulate(self, session: str, policy: str, context_limit: int | None = None) -> str: ...
     def report(self, session: str, out: str | PathLike[str]) -> int: ...
     def open_session(
-        self, name: str, policy: str | None = None, context_limit: int | None = None
+        self,
+        name: str,
+        policy: str | None = None,
+        context_limit: int | None = None,
+        summarizer: Callable[[list[dict[str, Any]]], str] | None = None,
     ) -> NativeSession: ...
 
 class NativeSession:

@@ -61,6 +61,9 @@ class AuditEntry:
     policy: str
     what: str
     """What happened, in words."""
+    part_tokens: list[int | None] = field(default_factory=list)
+    """The tokens of each of `ids` where the event says (a prune's estimate
+    of each output it cleared)."""
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import asyncio
 import json
 import os
 import threading
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from . import _native
@@ -152,6 +152,20 @@ def _usage(wrapper: Any) -> tuple[int, int, int, int] | None:
     return (input_tokens, output_tokens, cached, reasoning)
 
 
+async def _settled(task: asyncio.Future[Any]) -> Any:
+    """`task`'s result, waiting for it to end even when the caller is
+    cancelled meanwhile; the cancellation is raised after."""
+    cancelled: asyncio.CancelledError | None = None
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError as e:
+            cancelled = cancelled or e
+    if cancelled is not None:
+        raise cancelled
+    return task.result()
+
+
 class _Closed:
     """What `close()` returns: already done, and awaitable."""
 
@@ -173,6 +187,14 @@ class CtxlogSession:
     its own, but still prunes). Both are recorded as changes when an
     existing session had others, and kept when not given.
 
+    `summarizer` writes the compactions' summaries: a callable given the
+    summary request as chat messages (`[{"role": "system", ...}, {"role":
+    "user", ...}]`, no tools) that returns the summary text, e.g. a call to
+    your model; it runs in a worker thread and must not call this session.
+    Without one, ctxlog's extractive summarizer (no model, no network)
+    writes them. An exception it raises fails the compaction (recorded;
+    history stays as it was).
+
     The object is safe to share between threads, each with its own event
     loop: calls into ctxlog release the GIL and are serialized per session.
     """
@@ -188,6 +210,7 @@ class CtxlogSession:
         session_settings: SessionSettings | Mapping[str, Any] | None = None,
         policy: str | None = None,
         context_limit: int | None = None,
+        summarizer: Callable[[list[dict[str, Any]]], str] | None = None,
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise ValueError("session_id must be a non-empty string")
@@ -200,7 +223,7 @@ class CtxlogSession:
         self._path = os.fspath(db_path)
         self._store: Store | None = Store(db_path)
         self._native: _native.NativeSession | None = self._store._native.open_session(
-            session_id, policy, context_limit
+            session_id, policy, context_limit, summarizer
         )
         self._lock = threading.Lock()
         self.last_compaction: dict[str, Any] | None = None
@@ -221,21 +244,28 @@ class CtxlogSession:
         return native
 
     async def _call(self, f: Any, *args: Any) -> Any:
-        # On disk a write waits for the flush: off the event loop.
+        """Calls `f` under the session's lock; on disk in a worker thread,
+        since a write waits for the flush. A call is never abandoned half
+        way: when the caller is cancelled, it still ends before the
+        cancellation is raised (as the SDK's own sessions do)."""
+
         def locked() -> Any:
             with self._lock:
                 return f(*args)
 
         if self._path == ":memory:":
             return locked()
-        return await asyncio.to_thread(locked)
+        return await _settled(asyncio.ensure_future(asyncio.to_thread(locked)))
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The items the model should see, oldest first; the latest `limit`
-        (else `session_settings.limit`) when given."""
+        (else `session_settings.limit`) when given (none for 0, all for a
+        negative limit)."""
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
-        if limit is not None and limit <= 0:
+        if limit is not None and limit < 0:
+            limit = None  # as SQLiteSession: a negative limit is no limit
+        if limit == 0:
             return []
         views = await self._call(self._session().get_items, limit)
         return [_item(v) for v in views]

@@ -8,9 +8,12 @@
 //! `":memory:"` path is a log of its own, in memory, for each opener.
 
 use ctxlog_agents::{AgentError, AgentStore, ItemKind, ItemView, NewItem, Settings};
-use ctxlog_core::{timeline, ModelLimits, Policy, SessionId, TokenUsage};
+use ctxlog_core::{timeline, FinishReason, ModelLimits, Policy, SessionId, TokenUsage};
 use ctxlog_engine::catalog::resolve_session;
 use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
+use ctxlog_engine::summarize::{
+    ExtractiveSummarizer, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
+};
 use ctxlog_engine::{Engine, MemoryLog, SledStore};
 use ctxlog_store::EventLog;
 use pyo3::create_exception;
@@ -33,10 +36,58 @@ fn py_err(e: impl std::fmt::Display) -> PyErr {
     CtxlogError::new_err(e.to_string())
 }
 
-/// The sessions of one log, on disk or in memory.
+/// The sessions of one log, on disk or in memory, and their summarizers.
 enum Backend {
-    Disk(AgentStore<SledStore>),
-    Memory(AgentStore<MemoryLog>),
+    Disk(AgentStore<SledStore>, Arc<Summarizers>),
+    Memory(AgentStore<MemoryLog>, Arc<Summarizers>),
+}
+
+impl Backend {
+    fn summarizers(&self) -> &Summarizers {
+        match self {
+            Backend::Disk(_, s) | Backend::Memory(_, s) => s,
+        }
+    }
+}
+
+/// The summarizer of a store's sessions: a session's own Python callable
+/// when it was given one, else ctxlog's extractive summarizer (no network).
+#[derive(Default)]
+struct Summarizers {
+    own: Mutex<BTreeMap<SessionId, Py<PyAny>>>,
+    extractive: ExtractiveSummarizer,
+}
+
+impl Summarizer for Summarizers {
+    fn name(&self) -> &str {
+        "python"
+    }
+
+    fn summarize(&self, request: &SummaryRequest) -> Result<SummaryOutput, SummarizeError> {
+        let own = Python::attach(|py| {
+            self.own
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&request.session)
+                .map(|f| f.clone_ref(py))
+        });
+        let Some(f) = own else {
+            return self.extractive.summarize(request);
+        };
+        let messages = serde_json::Value::from(request.chat_messages()).to_string();
+        Python::attach(|py| {
+            let loads = py.import("json")?.getattr("loads")?;
+            let text: String = f.call1(py, (loads.call1((messages,))?,))?.extract(py)?;
+            Ok::<_, PyErr>(text)
+        })
+        .map(|text| SummaryOutput {
+            text,
+            tokens: TokenUsage::default(),
+            finish: FinishReason::Stop,
+            redacted: 0,
+        })
+        .map_err(|e| SummarizeError::Failed(format!("the session's summarizer raised {e}")))
+    }
 }
 
 /// Runs `$body` with `$s` bound to the backend's `AgentStore`, whichever
@@ -44,8 +95,8 @@ enum Backend {
 macro_rules! on_store {
     ($backend:expr, $s:ident => $body:expr) => {
         match &*$backend {
-            Backend::Disk($s) => $body,
-            Backend::Memory($s) => $body,
+            Backend::Disk($s, _) => $body,
+            Backend::Memory($s, _) => $body,
         }
     };
 }
@@ -56,9 +107,14 @@ static OPEN: Mutex<BTreeMap<PathBuf, Weak<Backend>>> = Mutex::new(BTreeMap::new(
 
 /// The store at `path`, opened once per process.
 fn backend(path: &str) -> PyResult<Arc<Backend>> {
+    let summarizers = Arc::new(Summarizers::default());
+    let builder = Engine::builder().summarizer(summarizers.clone());
     if path == ":memory:" {
-        let engine = Engine::builder().in_memory().map_err(py_err)?;
-        return Ok(Arc::new(Backend::Memory(AgentStore::new(engine))));
+        let engine = builder.in_memory().map_err(py_err)?;
+        return Ok(Arc::new(Backend::Memory(
+            AgentStore::new(engine),
+            summarizers,
+        )));
     }
     std::fs::create_dir_all(path).map_err(|e| py_err(format!("{path}: {e}")))?;
     let key = std::fs::canonicalize(path).map_err(|e| py_err(format!("{path}: {e}")))?;
@@ -66,8 +122,8 @@ fn backend(path: &str) -> PyResult<Arc<Backend>> {
     if let Some(b) = open.get(&key).and_then(Weak::upgrade) {
         return Ok(b);
     }
-    let engine = Engine::open(&key).map_err(py_err)?;
-    let b = Arc::new(Backend::Disk(AgentStore::new(engine)));
+    let engine = builder.open(&key).map_err(py_err)?;
+    let b = Arc::new(Backend::Disk(AgentStore::new(engine), summarizers));
     open.insert(key, Arc::downgrade(&b));
     Ok(b)
 }
@@ -124,7 +180,7 @@ impl NativeStore {
         py.detach(|| {
             on_store!(self.backend, s => {
                 let events = events_of(s.engine(), session)?;
-                serde_json::to_string(&ctxlog_core::audit(&events)).map_err(py_err)
+                audit_json(&events)
             })
         })
     }
@@ -177,14 +233,18 @@ impl NativeStore {
         })
     }
 
-    /// Opens (starting it when new) the Agents SDK session named `name`.
-    #[pyo3(signature = (name, policy=None, context_limit=None))]
+    /// Opens (starting it when new) the Agents SDK session named `name`;
+    /// `summarizer`, a callable from the summary request's chat messages to
+    /// the summary text, summarizes its compactions (the last one given for
+    /// a name wins).
+    #[pyo3(signature = (name, policy=None, context_limit=None, summarizer=None))]
     fn open_session(
         &self,
         py: Python<'_>,
         name: String,
         policy: Option<String>,
         context_limit: Option<u64>,
+        summarizer: Option<Py<PyAny>>,
     ) -> PyResult<NativeSession> {
         let settings = Settings {
             policy: policy.as_deref().map(preset).transpose()?,
@@ -196,6 +256,16 @@ impl NativeStore {
         let backend = self.backend.clone();
         let id =
             py.detach(|| on_store!(backend, s => s.open(&name, &settings).map_err(agent_err)))?;
+        let mut own = backend
+            .summarizers()
+            .own
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match summarizer {
+            Some(f) => own.insert(id, f),
+            None => own.remove(&id),
+        };
+        drop(own);
         Ok(NativeSession { backend, id, name })
     }
 }
@@ -341,6 +411,28 @@ fn events_of<L: EventLog>(engine: &Engine<L>, text: &str) -> PyResult<Vec<ctxlog
         .map_err(py_err)?
         .collect::<Result<Vec<_>, _>>()
         .map_err(py_err)
+}
+
+/// The audit trail as JSON, each line with `part_tokens`: the tokens of
+/// each of its ids where the event says (a prune's estimate of each part).
+fn audit_json(events: &[ctxlog_core::Envelope]) -> PyResult<String> {
+    let mut pruned: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for e in events {
+        if let ctxlog_core::Event::PartsPruned { parts, .. } = &e.event {
+            pruned.insert(e.seq, parts.iter().map(|p| p.tokens).collect());
+        }
+    }
+    let mut lines = Vec::new();
+    for entry in ctxlog_core::audit(events) {
+        let part_tokens: Vec<Option<u64>> = match pruned.get(&entry.seq) {
+            Some(t) if entry.kind == "parts_pruned" => t.iter().copied().map(Some).collect(),
+            _ => vec![None; entry.ids.len()],
+        };
+        let mut line = serde_json::to_value(&entry).map_err(py_err)?;
+        line["part_tokens"] = json!(part_tokens);
+        lines.push(line);
+    }
+    serde_json::to_string(&lines).map_err(py_err)
 }
 
 /// How the report names a session: its name, else its id.

@@ -100,6 +100,10 @@ def test_prunes_and_compacts_while_the_audit_keeps_the_originals(tmp_path: Path,
     call_ids = sorted(c for e in pruned for c in e.source_ids)
     assert call_ids[:2] == ["call_0", "call_1"]
     assert all(e.tokens and e.tokens >= 30_000 for e in pruned)
+    for e in pruned:
+        assert len(e.part_tokens) == len(e.ids) == len(e.source_ids)
+        assert sum(e.part_tokens) == e.tokens
+        assert all(t >= 30_000 for t in e.part_tokens)
     kinds = [e.kind for e in audit]
     for kind in ("compaction_requested", "compaction_started", "summary_completed"):
         assert kind in kinds

@@ -78,6 +78,7 @@ def test_limit_gives_the_latest_in_order(make):
     assert run(s.get_items(limit=2)) == items[3:]
     assert run(s.get_items(limit=0)) == []
     assert run(s.get_items(limit=10)) == items
+    assert run(s.get_items(limit=-1)) == items  # SQLiteSession's LIMIT -1
 
 
 def test_session_settings_limit_applies_without_a_limit(make):
@@ -210,3 +211,53 @@ def test_unknown_policy_names_the_presets(tmp_path):
 
 def test_placeholder_constant_is_opencodes():
     assert PRUNED_PLACEHOLDER == "[Old tool result content cleared]"
+
+
+def test_a_cancelled_write_still_lands(tmp_path):
+    s = CtxlogSession("cancel", tmp_path / "db")
+
+    async def go() -> None:
+        task = asyncio.ensure_future(s.add_items([{"role": "user", "content": "kept"}]))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(go())
+    assert run(s.get_items()) == [{"role": "user", "content": "kept"}]
+    s.close()
+
+
+def test_a_forced_compaction_uses_the_sessions_summarizer(make):
+    seen: list[list[dict]] = []
+
+    def summarize(messages: list[dict]) -> str:
+        seen.append(messages)
+        return "We greeted each other."
+
+    s = make("summarized", summarizer=summarize)
+    run(s.add_items([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]))
+    run(s.run_compaction({"force": True}))
+    assert [j["status"] for j in s.last_compaction["jobs"]] == ["completed"]
+    assert seen and seen[0][0]["role"] == "system"
+    assert "hello" in str(seen[0])
+    assert run(s.get_items()) == [
+        {"role": "user", "content": "What did we do so far?"},
+        {"role": "assistant", "content": "We greeted each other."},
+    ]
+    # Nothing is lost: pop takes back the pivot's own messages, never the past.
+    kinds = [e.kind for e in s.audit()]
+    assert "summary_completed" in kinds
+
+
+def test_a_failing_summarizer_leaves_history_as_it_was(make):
+    def summarize(messages: list[dict]) -> str:
+        raise RuntimeError("model unavailable")
+
+    s = make("failing", summarizer=summarize)
+    items = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+    run(s.add_items(items))
+    run(s.run_compaction({"force": True}))
+    job = s.last_compaction["jobs"][0]
+    assert job["status"] == "failed" and "model unavailable" in job["error"]
+    assert run(s.get_items())[:2] == items
