@@ -4,6 +4,8 @@ the SDK's own sessions (SQLiteSession) have, item for item."""
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 import threading
 from pathlib import Path
 
@@ -261,3 +263,77 @@ def test_a_failing_summarizer_leaves_history_as_it_was(make):
     job = s.last_compaction["jobs"][0]
     assert job["status"] == "failed" and "model unavailable" in job["error"]
     assert run(s.get_items())[:2] == items
+
+
+def test_the_cli_lists_and_transcribes_what_python_wrote(tmp_path, ctxlog_bin):
+    db = tmp_path / "db"
+    s = CtxlogSession("cli-sees-this", db)
+    run(s.add_items([{"role": "user", "content": "first"}, {"role": "user", "content": "taken back"}]))
+    run(s.pop_item())
+
+    def cli(*args: str) -> str:
+        done = subprocess.run(
+            [ctxlog_bin, "--db", str(db), *args], check=True, capture_output=True, text=True
+        )
+        return done.stdout
+
+    # The store is held by this process: the CLI reads through it.
+    rows = json.loads(cli("--json", "sessions"))
+    rows = rows if isinstance(rows, list) else rows["sessions"]
+    assert any("cli-sees-this" in json.dumps(r) and "openai-agents" in json.dumps(r) for r in rows)
+    transcript = cli("export", "cli-sees-this", "--format", "markdown")
+    assert "first" in transcript
+    assert "taken back" in transcript and "withdrawn" in transcript
+    s.close()
+
+
+def _random_item(rng, n: int, calls: list[str]) -> dict:
+    kind = rng.choice(["user", "assistant", "call", "output", "reasoning", "other"])
+    if kind == "user":
+        return {"role": "user", "content": f"prompt {n} " + rng.choice(["", "é", "🙂", "\ud800", "\n\t"])}
+    if kind == "assistant":
+        return {"type": "message", "role": "assistant", "id": f"msg_{n}",
+                "content": [{"type": "output_text", "text": f"answer {n}", "annotations": []}]}
+    if kind == "call":
+        call_id = f"call_{n}"
+        calls.append(call_id)
+        return {"type": "function_call", "call_id": call_id, "name": "read", "arguments": json.dumps({"n": n})}
+    if kind == "output":
+        call_id = rng.choice(calls) if calls and rng.random() < 0.8 else f"orphan_{n}"
+        return {"type": "function_call_output", "call_id": call_id, "output": "out " * rng.randint(0, 50)}
+    if kind == "reasoning":
+        return {"type": "reasoning", "id": f"rs_{n}", "summary": [{"type": "summary_text", "text": f"r{n}"}]}
+    return {"type": "file_search_call", "id": f"fs_{n}", "queries": ["q"], "status": "completed"}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_operations_match_the_sdks_sqlite_session(seed, tmp_path):
+    """Any sequence of adds, pops, limited gets and clears gives what the
+    SDK's SQLiteSession gives, step by step (nothing is compacted here)."""
+    import random
+
+    rng = random.Random(seed)
+    ours = CtxlogSession("same", tmp_path / "db")
+    theirs = SQLiteSession("same", str(tmp_path / "sdk.db"))
+    calls: list[str] = []
+    n = 0
+    for step in range(120):
+        op = rng.choices(["add", "pop", "get", "clear"], weights=[6, 3, 3, 1])[0]
+        if op == "add":
+            batch = []
+            for _ in range(rng.randint(0, 4)):
+                batch.append(_random_item(rng, n, calls))
+                n += 1
+            run(ours.add_items(batch))
+            run(theirs.add_items(batch))
+        elif op == "pop":
+            assert run(ours.pop_item()) == run(theirs.pop_item()), f"step {step}"
+        elif op == "get":
+            limit = rng.choice([None, 0, 1, 3, 10, -1])
+            assert run(ours.get_items(limit)) == run(theirs.get_items(limit)), f"step {step}"
+        else:
+            run(ours.clear_session())
+            run(theirs.clear_session())
+        assert run(ours.get_items()) == run(theirs.get_items()), f"step {step} ({op})"
+    ours.close()
+    theirs.close()

@@ -3,7 +3,9 @@
 
 mod common;
 use common::*;
-use ctxlog_core::window::{ToolResult, COMPACTION_QUESTION, INTERRUPTED_TOOL, PRUNED_PLACEHOLDER};
+use ctxlog_core::window::{
+    estimate_window, window, ToolResult, COMPACTION_QUESTION, INTERRUPTED_TOOL, PRUNED_PLACEHOLDER,
+};
 use ctxlog_core::*;
 
 // ---------------------------------------------------------------- window
@@ -782,6 +784,30 @@ fn invariant_breaking_events_are_refused_by_name_and_change_nothing() {
         ),
         (
             head + 1,
+            Event::MessagesWithdrawn {
+                messages: vec![],
+                reason: "r".into(),
+            },
+            |v| matches!(v, Violation::NoMessages),
+        ),
+        (
+            head + 1,
+            Event::MessagesWithdrawn {
+                messages: vec![u, u],
+                reason: "r".into(),
+            },
+            |v| matches!(v, Violation::RepeatedMessage(_)),
+        ),
+        (
+            head + 1,
+            Event::MessagesWithdrawn {
+                messages: vec![a, ghost],
+                reason: "r".into(),
+            },
+            |v| matches!(v, Violation::UnknownMessage(_)),
+        ),
+        (
+            head + 1,
             Event::SessionStarted {
                 policy: Policy::default(),
                 limits: limits(),
@@ -1172,4 +1198,42 @@ fn the_loop_guard_pause_lasts_until_the_next_real_user_message() {
         s.record(attempt(true)).unwrap_err().violation,
         Violation::JobState { .. }
     ));
+}
+
+#[test]
+fn a_withdrawn_message_leaves_the_window_and_the_prune_walk_for_good() {
+    let mut s = S::new();
+    let (u, a, _) = s.turn(&[100_000]);
+    s.turn(&[10]);
+    s.turn(&[10]);
+    let before = window(s.state());
+    assert!(before.messages.iter().any(|m| m.id == u));
+    let seq = s.state().head + 1;
+    s.record(Event::MessagesWithdrawn {
+        messages: vec![u, a],
+        reason: "clear_session".into(),
+    })
+    .unwrap();
+    assert_eq!(s.state().head, seq);
+    let after = window(s.state());
+    assert!(after.messages.iter().all(|m| m.id != u && m.id != a));
+    assert_eq!(after.messages.len(), before.messages.len() - 2);
+    assert_eq!(
+        estimate_window(s.state()),
+        after.estimate(&s.state().policy.estimator)
+    );
+    // The withdrawn turn's large output is no longer the prune's to clear.
+    let plan = plan_prune(s.state(), &s.state().policy.clone());
+    assert!(plan.parts.is_empty(), "{plan:?}");
+    // Withdrawing again is refused by name.
+    let next = s.state().head + 1;
+    let again = s.envelope(
+        next,
+        Event::MessagesWithdrawn {
+            messages: vec![u],
+            reason: "again".into(),
+        },
+    );
+    let refused = s.state().clone().evolve(&again).unwrap_err();
+    assert!(matches!(refused.violation, Violation::AlreadyWithdrawn(m) if m == u));
 }

@@ -112,8 +112,13 @@ fn message(
     };
     let _ = writeln!(
         out,
-        "**{role}**{}{}",
+        "**{role}**{}{}{}",
         if m.synthetic { " _(synthetic)_" } else { "" },
+        if m.withdrawn {
+            " _(withdrawn by the agent: no longer sent)_"
+        } else {
+            ""
+        },
         m.error
             .as_ref()
             .map(|e| format!(" _(error: {})_", one_line(&e.name)))
