@@ -9,7 +9,7 @@
 
 use ctxlog_agents::{AgentError, AgentStore, ItemKind, ItemView, NewItem, Settings};
 use ctxlog_core::{timeline, FinishReason, ModelLimits, Policy, SessionId, TokenUsage};
-use ctxlog_engine::catalog::resolve_session;
+use ctxlog_engine::catalog::{resolve_session, CatalogError};
 use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
 use ctxlog_engine::summarize::{
     ExtractiveSummarizer, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
@@ -130,12 +130,7 @@ fn backend(path: &str) -> PyResult<Arc<Backend>> {
 
 /// A policy preset by name, as `--policy` takes it.
 fn preset(name: &str) -> PyResult<Policy> {
-    Policy::preset(name).ok_or_else(|| {
-        py_err(format!(
-            "unknown policy {name:?}; the presets are {}",
-            Policy::preset_names().join(", ")
-        ))
-    })
+    Policy::named(name).map_err(py_err)
 }
 
 /// A store: its sessions and what ctxlog derives from them.
@@ -168,7 +163,7 @@ impl NativeStore {
     fn timeline(&self, py: Python<'_>, session: &str) -> PyResult<String> {
         py.detach(|| {
             on_store!(self.backend, s => {
-                let events = events_of(s.engine(), session)?;
+                let events = events_of(s.engine(), &self.path, session)?;
                 let t = timeline(&events).map_err(py_err)?;
                 serde_json::to_string(&t).map_err(py_err)
             })
@@ -179,7 +174,7 @@ impl NativeStore {
     fn audit(&self, py: Python<'_>, session: &str) -> PyResult<String> {
         py.detach(|| {
             on_store!(self.backend, s => {
-                let events = events_of(s.engine(), session)?;
+                let events = events_of(s.engine(), &self.path, session)?;
                 audit_json(&events)
             })
         })
@@ -189,7 +184,9 @@ impl NativeStore {
     /// them), or at the head; as JSON: `{seq, step, tokens, messages}`.
     #[pyo3(signature = (session, step=None))]
     fn window(&self, py: Python<'_>, session: &str, step: Option<u64>) -> PyResult<String> {
-        py.detach(|| on_store!(self.backend, s => window_json(s.engine(), session, step)))
+        py.detach(
+            || on_store!(self.backend, s => window_json(s.engine(), &self.path, session, step)),
+        )
     }
 
     /// A session run again under `policy` (a preset name) in memory, with
@@ -205,7 +202,7 @@ impl NativeStore {
         let policy = preset(policy)?;
         py.detach(|| {
             on_store!(self.backend, s => {
-                let events = events_of(s.engine(), session)?;
+                let events = events_of(s.engine(), &self.path, session)?;
                 let mut config = SimulateConfig::new(policy);
                 config.limits = context_limit.map(|context| ModelLimits {
                     context,
@@ -221,7 +218,7 @@ impl NativeStore {
     fn report(&self, py: Python<'_>, session: &str, out: PathBuf) -> PyResult<usize> {
         py.detach(|| {
             on_store!(self.backend, s => {
-                let events = events_of(s.engine(), session)?;
+                let events = events_of(s.engine(), &self.path, session)?;
                 let curves = [ctxlog_report::Curve {
                     label: label_of(&events),
                     events: &events,
@@ -401,10 +398,22 @@ impl NativeSession {
     }
 }
 
-/// The events of the session `text` names (a name, a ctxlog id, a unique
-/// prefix), read whole.
-fn events_of<L: EventLog>(engine: &Engine<L>, text: &str) -> PyResult<Vec<ctxlog_core::Envelope>> {
-    let id = resolve_session(engine.store(), text).map_err(py_err)?;
+/// The session `text` names (a name, a ctxlog id, a unique prefix) in the
+/// store at `path`; not found, the CLI's message.
+fn resolve<L: EventLog>(engine: &Engine<L>, path: &str, text: &str) -> PyResult<SessionId> {
+    resolve_session(engine.store(), text).map_err(|e| match e {
+        CatalogError::NotFound(_) => py_err(format!("{e} in {path}")),
+        e => py_err(e),
+    })
+}
+
+/// The events of the session `text` names, read whole.
+fn events_of<L: EventLog>(
+    engine: &Engine<L>,
+    path: &str,
+    text: &str,
+) -> PyResult<Vec<ctxlog_core::Envelope>> {
+    let id = resolve(engine, path, text)?;
     engine
         .store()
         .read(id, 1)
@@ -485,11 +494,12 @@ fn sessions_json<L: EventLog>(engine: &Engine<L>) -> PyResult<String> {
 /// The window after step `step` (or at the head), as JSON.
 fn window_json<L: EventLog>(
     engine: &Engine<L>,
+    path: &str,
     session: &str,
     step: Option<u64>,
 ) -> PyResult<String> {
-    let events = events_of(engine, session)?;
-    let id = resolve_session(engine.store(), session).map_err(py_err)?;
+    let id = resolve(engine, path, session)?;
+    let events = events_of(engine, path, session)?;
     let t = timeline(&events).map_err(py_err)?;
     let seq = match step {
         None => events.last().map_or(0, |e| e.seq),

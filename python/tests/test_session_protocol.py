@@ -207,8 +207,29 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(make):
 
 
 def test_unknown_policy_names_the_presets(tmp_path):
-    with pytest.raises(ctxlog.CtxlogError, match="unknown policy \"nope\".*opencode-1.18"):
+    with pytest.raises(ctxlog.CtxlogError, match="unknown policy preset \"nope\"; known: .*opencode-1.18"):
         CtxlogSession("p", tmp_path / "db", policy="nope")
+
+
+def test_errors_carry_the_clis_messages(tmp_path, ctxlog_bin):
+    db = tmp_path / "db"
+    store = ctxlog.Store(db)
+    CtxlogSession("known", db).close()
+
+    def cli_error(*args: str) -> str:
+        done = subprocess.run([ctxlog_bin, "--db", str(db), *args], capture_output=True, text=True)
+        assert done.returncode == 2, done
+        # (the line before it says the store is held by this process)
+        return done.stderr.strip().splitlines()[-1].removeprefix("ctxlog: ")
+
+    for call, args in [
+        (lambda: store.audit("nope"), ["audit", "nope"]),
+        (lambda: store.report("nope", tmp_path / "r.html"), ["report", "nope", "--out", str(tmp_path / "r.html")]),
+        (lambda: store.simulate("known", "nope"), ["simulate", "known", "--policy", "nope"]),
+    ]:
+        with pytest.raises(ctxlog.CtxlogError) as raised:
+            call()
+        assert str(raised.value) == cli_error(*args)
 
 
 def test_placeholder_constant_is_opencodes():

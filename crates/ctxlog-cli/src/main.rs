@@ -429,12 +429,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         } => {
             let policy = match policy_file {
                 Some(path) => read_policy(path)?,
-                None => Policy::preset(policy).ok_or_else(|| {
-                    CliError::BadInput(format!(
-                        "unknown policy preset {policy:?}; known: {}",
-                        Policy::preset_names().join(", ")
-                    ))
-                })?,
+                None => Policy::named(policy).map_err(|e| CliError::BadInput(e.to_string()))?,
             };
             let cfg = GenerateConfig {
                 seed: *seed,

@@ -117,12 +117,7 @@ impl LimitArgs {
 }
 
 fn preset(name: &str) -> Result<Policy, CliError> {
-    Policy::preset(name).ok_or_else(|| {
-        CliError::BadInput(format!(
-            "unknown policy preset {name:?}; known: {}",
-            Policy::preset_names().join(", ")
-        ))
-    })
+    Policy::named(name).map_err(|e| CliError::BadInput(e.to_string()))
 }
 
 /// Reads and imports `file`; every input problem is exit code 2. `None`:

@@ -56,7 +56,7 @@ pub use pack::EventPack;
 pub use part::{body_from_event, Body, ContentError, Contents, Sketch, ToolSketch, ToolStage};
 pub use policy::{
     ContinueMessage, FailedMarker, ModelLimits, OverflowCheck, Policy, ProviderOverflow,
-    SummaryInput, TokenUsage, ALL_TURNS,
+    SummaryInput, TokenUsage, UnknownPreset, ALL_TURNS,
 };
 pub use prune::{plan_prune, PrunePlan, PruneStop};
 pub use recorder::Recorder;

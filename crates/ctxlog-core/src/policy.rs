@@ -474,6 +474,12 @@ impl Policy {
         }
     }
 
+    /// The preset `name`, or an error that names the presets there are
+    /// (the one message the CLI and the Python package give).
+    pub fn named(name: &str) -> Result<Self, UnknownPreset> {
+        Self::preset(name).ok_or_else(|| UnknownPreset(name.into()))
+    }
+
     /// Names of the built-in presets.
     pub fn preset_names() -> &'static [&'static str] {
         &[
@@ -895,3 +901,8 @@ mod tests {
         );
     }
 }
+
+/// A policy preset name that is none of [`Policy::preset_names`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy preset {0:?}; known: {known}", known = Policy::preset_names().join(", "))]
+pub struct UnknownPreset(pub String);
