@@ -229,11 +229,8 @@ impl<L: EventLog> AgentStore<L> {
         limit: Option<usize>,
     ) -> Result<Vec<ItemView>, AgentError> {
         self.with(session, |items| {
-            let mut all = self.visible(session, items)?;
-            if let Some(n) = limit {
-                all.drain(..all.len().saturating_sub(n));
-            }
-            Ok(all.into_iter().map(|(v, _)| v).collect())
+            let views = self.visible(session, items, limit)?;
+            Ok(views.into_iter().map(|(v, _)| v).collect())
         })
     }
 
@@ -242,7 +239,7 @@ impl<L: EventLog> AgentStore<L> {
     /// output again. `None` when there is none.
     pub fn pop_item(&self, session: SessionId) -> Result<Option<ItemView>, AgentError> {
         self.with(session, |items| {
-            let Some((view, place)) = self.visible(session, items)?.pop() else {
+            let Some((view, place)) = self.visible(session, items, Some(1))?.pop() else {
                 return Ok(None);
             };
             let reason = "pop_item".to_string();
@@ -345,67 +342,97 @@ impl<L: EventLog> AgentStore<L> {
         })
     }
 
-    /// Every item the window sends, with where it lives: the pivot's
-    /// question and summary first (as messages ctxlog wrote), then the
-    /// items in the order they were recorded.
+    /// The items the window sends, with where they live (the last `last`
+    /// of them when given): the pivot's question and summary first (as
+    /// messages ctxlog wrote), then the items in the order they were
+    /// recorded. Which items and in what order is found first; only those
+    /// kept are built.
     fn visible(
         &self,
         session: SessionId,
         items: &Items,
+        last: Option<usize>,
     ) -> Result<Vec<(ItemView, Place)>, AgentError> {
         let views = self.engine.read_state(session, |state| {
             let (pivot, order) = sent_order(state);
+            // (seq, message index, the part index of an output)
             let mut first = Vec::new();
             let mut rest = Vec::new();
             for i in order {
                 let m = &state.messages[i];
                 let pinned = pivot.is_some_and(|p| m.id == p || (m.summary && m.parent == Some(p)));
                 let out = if pinned { &mut first } else { &mut rest };
-                if let Some(raw) = items.message(m.id) {
-                    let view = ItemView::Recorded {
-                        raw: raw.into(),
-                        cleared: false,
-                    };
-                    out.push((m.created_seq, view, Place::Message(m.id)));
-                } else if let Some(text) = written_text(state, i) {
-                    let view = ItemView::Written { role: m.role, text };
-                    out.push((m.created_seq, view, Place::Message(m.id)));
-                }
-                for p in &m.parts {
-                    let Some((seq, raw)) = items.output(p.id) else {
-                        continue;
-                    };
-                    let Some(PartBody::Tool {
-                        call_id,
-                        tool,
-                        state: ToolState::Completed { input, .. },
-                    }) = p.content()
-                    else {
-                        continue;
-                    };
-                    let pruned = p.pruned.is_some();
-                    let view = ItemView::Recorded {
-                        raw: raw.into(),
-                        cleared: pruned,
-                    };
-                    let call = (call_id.clone(), tool.clone(), input.clone());
-                    let place = Place::Output {
-                        part: p.id,
-                        pruned,
-                        call,
-                    };
-                    rest.push((seq, view, place));
+                out.push((m.created_seq, i, None));
+                for (j, p) in m.parts.iter().enumerate() {
+                    if let Some((seq, _)) = items.output(p.id) {
+                        rest.push((seq, i, Some(j)));
+                    }
                 }
             }
-            rest.sort_by_key(|(seq, _, _)| *seq);
-            first
-                .into_iter()
-                .chain(rest)
-                .map(|(_, v, p)| (v, p))
-                .collect::<Vec<_>>()
+            rest.sort_by_key(|&(seq, _, _)| seq);
+            let all: Vec<_> = first.into_iter().chain(rest).collect();
+            let view = |&(_, i, part): &(u64, usize, Option<usize>)| match part {
+                None => message_view(state, items, i),
+                Some(j) => output_view(state, items, i, j),
+            };
+            let Some(n) = last else {
+                return all.iter().filter_map(view).collect();
+            };
+            // Built from the newest back, until `n` are found.
+            let mut views: Vec<(ItemView, Place)> =
+                all.iter().rev().filter_map(view).take(n).collect();
+            views.reverse();
+            views
         })?;
         Ok(views)
     }
+}
+
+/// The item message `i` is: the agent's, or one ctxlog wrote; `None` when
+/// it sends nothing.
+fn message_view(state: &SessionState, items: &Items, i: usize) -> Option<(ItemView, Place)> {
+    let m = &state.messages[i];
+    let view = match items.message(m.id) {
+        Some(raw) => ItemView::Recorded {
+            raw: raw.into(),
+            cleared: false,
+        },
+        None => ItemView::Written {
+            role: m.role,
+            text: written_text(state, i)?,
+        },
+    };
+    Some((view, Place::Message(m.id)))
+}
+
+/// The output item of part `j` of message `i`, while its call is completed.
+fn output_view(
+    state: &SessionState,
+    items: &Items,
+    i: usize,
+    j: usize,
+) -> Option<(ItemView, Place)> {
+    let p = state.messages[i].parts.get(j)?;
+    let (_, raw) = items.output(p.id)?;
+    let Some(PartBody::Tool {
+        call_id,
+        tool,
+        state: ToolState::Completed { input, .. },
+    }) = p.content()
+    else {
+        return None;
+    };
+    let pruned = p.pruned.is_some();
+    let view = ItemView::Recorded {
+        raw: raw.into(),
+        cleared: pruned,
+    };
+    let place = Place::Output {
+        part: p.id,
+        pruned,
+        call: (call_id.clone(), tool.clone(), input.clone()),
+    };
+    Some((view, place))
 }
 
 /// The text of a message ctxlog wrote, as the window sends it.
