@@ -89,8 +89,15 @@ def _optional_str(item: Mapping[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _record(index: int, item: Any) -> tuple[str, str, str, str | None, str | None]:
-    """`(kind, raw, text, call_id, name)` of one item, as ctxlog records it."""
+_Record = tuple[str, str, str, "str | None", "str | None", "str | None"]
+
+
+def _record(index: int, item: Any) -> _Record:
+    """`(kind, raw, text, call_id, name, template)` of one item, as ctxlog
+    records it. `template`, for an output whose `output` is a string ctxlog
+    keeps exactly: the item with `output` as `null`, which ctxlog keeps
+    instead of `raw` when the output completes its call (the tool part
+    holds the output: a large output is stored once)."""
     if not isinstance(item, Mapping):
         raise TypeError(f"item {index}: expected a dict, got {type(item).__name__}")
     try:
@@ -103,24 +110,29 @@ def _record(index: int, item: Any) -> tuple[str, str, str, str | None, str | Non
     role = item.get("role")
     call_id = _optional_str(item, "call_id")
     if kind_of in (None, "message") and role in _INPUT_ROLES:
-        return ("input", raw, _clean(_content_text(item.get("content"))), None, None)
+        return ("input", raw, _clean(_content_text(item.get("content"))), None, None, None)
     if kind_of in (None, "message") and role == "assistant":
-        return ("assistant", raw, _clean(_content_text(item.get("content"))), None, None)
+        return ("assistant", raw, _clean(_content_text(item.get("content"))), None, None, None)
     if kind_of == "reasoning":
         text = "\n".join(
             _content_text([p]) for key in ("summary", "content") for p in item.get(key) or []
         )
-        return ("reasoning", raw, _clean(text), None, None)
+        return ("reasoning", raw, _clean(text), None, None, None)
     if kind_of in _CALLS and call_id is not None:
         arguments = item.get("arguments", item.get("input", ""))
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False, default=str)
-        return ("call", raw, _clean(arguments), call_id, _clean(item.get("name") or ""))
+        name = _clean(item.get("name") or "")
+        return ("call", raw, _clean(arguments), call_id, name, None)
     if kind_of in _OUTPUTS and call_id is not None:
-        output = _content_text(item.get("output"))
-        return ("output", raw, _clean(output), call_id, str(kind_of))
+        output = item.get("output")
+        text = _clean(_content_text(output))
+        template = None
+        if isinstance(output, str) and text == output:
+            template = json.dumps({**item, "output": None}, ensure_ascii=True)
+        return ("output", raw, text, call_id, str(kind_of), template)
     name = kind_of if isinstance(kind_of, str) else "item"
-    return ("other", raw, "", call_id, _clean(name))
+    return ("other", raw, "", call_id, _clean(name), None)
 
 
 def _item(view: tuple[str | None, bool, str | None, str | None]) -> TResponseInputItem:
@@ -131,6 +143,8 @@ def _item(view: tuple[str | None, bool, str | None, str | None]) -> TResponseInp
     item = json.loads(raw)
     if cleared:
         item["output"] = PRUNED_PLACEHOLDER
+    elif text is not None:
+        item["output"] = text  # kept once, in the tool part
     return item  # type: ignore[no-any-return]
 
 

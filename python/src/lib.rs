@@ -275,16 +275,29 @@ struct NativeSession {
     name: String,
 }
 
-/// An item as Python gives it: `(kind, raw, text, call_id, name)`.
-type ItemTuple = (String, String, String, Option<String>, Option<String>);
+/// An item as Python gives it: `(kind, raw, text, call_id, name,
+/// template)` (see [`NewItem`]).
+type ItemTuple = (
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
 
 /// An item as Python gets it back: `(raw, cleared, role, text)`: `raw` set
-/// for an item the agent added, `role` and `text` for one ctxlog wrote.
+/// for an item the agent added (with `text`, the `output` to put back in
+/// it), `role` and `text` for one ctxlog wrote.
 type ViewTuple = (Option<String>, bool, Option<&'static str>, Option<String>);
 
 fn view_tuple(v: ItemView) -> ViewTuple {
     match v {
-        ItemView::Recorded { raw, cleared } => (Some(raw), cleared, None, None),
+        ItemView::Recorded {
+            raw,
+            cleared,
+            output,
+        } => (Some(raw), cleared, None, output),
         ItemView::Written { role, text } => {
             let role = match role {
                 ctxlog_core::Role::User => "user",
@@ -316,7 +329,7 @@ impl NativeSession {
     /// Records items (classified by the Python side) in one append.
     fn add_items(&self, py: Python<'_>, items: Vec<ItemTuple>) -> PyResult<()> {
         let mut new = Vec::with_capacity(items.len());
-        for (i, (kind, raw, text, call_id, name)) in items.into_iter().enumerate() {
+        for (i, (kind, raw, text, call_id, name, template)) in items.into_iter().enumerate() {
             let kind = ItemKind::parse(&kind)
                 .ok_or_else(|| py_err(format!("item {i}: unknown kind {kind:?}")))?;
             new.push(NewItem {
@@ -325,6 +338,7 @@ impl NativeSession {
                 text,
                 call_id,
                 name,
+                template,
             });
         }
         py.detach(|| on_store!(self.backend, s => s.add_items(self.id, &new).map_err(agent_err)))

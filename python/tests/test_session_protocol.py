@@ -31,6 +31,10 @@ ODD = [
     {"type": "function_call_output", "call_id": "call_1", "output": "x = 1\n"},
     {"type": "web_search_call", "id": "ws_1", "status": "completed", "n": 1.5e300, "big": 2**70},
     {"type": "function_call_output", "call_id": "nobody", "output": "orphan"},
+    {"type": "function_call", "call_id": "call_2", "name": "read", "arguments": "not json"},
+    {"type": "function_call_output", "call_id": "call_2", "output": "bad byte \udc80 kept"},
+    {"type": "function_call", "call_id": "call_3", "name": "ls", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_3", "output": [{"type": "input_text", "text": "a list"}]},
 ]
 
 
@@ -129,7 +133,7 @@ def test_clear_withdraws_everything_and_the_session_goes_on(make):
     withdrawn = [e for e in s.audit() if e.kind == "messages_withdrawn"]
     assert len(withdrawn) == 1
     assert "clear_session" in withdrawn[0].what
-    assert len(withdrawn[0].ids) == len(ODD) - 1  # the output completes its call's message
+    assert len(withdrawn[0].ids) == len(ODD) - 3  # three outputs complete their calls' messages
 
 
 def test_sessions_sharing_a_store_are_separate(tmp_path):

@@ -12,6 +12,10 @@ pub const FORMAT: &str = "openai-agents";
 /// The key of the item's JSON text in those fields.
 pub const ITEM_KEY: &str = "item";
 
+/// The key that says an output item's text has its `output` left out (as
+/// `null`): the tool part it completed holds it, so it is stored once.
+pub const OUTPUT_IN_PART_KEY: &str = "output_in_part";
+
 /// The session an Agents SDK `session_id` names: derived from the name, so
 /// every process finds the same session without a lookup.
 pub fn session_id_for(name: &str) -> SessionId {
@@ -74,6 +78,10 @@ pub struct NewItem {
     pub call_id: Option<String>,
     /// A call's tool name; the type name of an `Other` item.
     pub name: Option<String>,
+    /// For an output whose `output` is exactly `text`: its JSON text with
+    /// `output` as `null`, kept instead of `raw` when the output completes
+    /// its call (the part then holds the output, which is stored once).
+    pub template: Option<String>,
 }
 
 /// One item of the session as the model should see it.
@@ -83,10 +91,14 @@ pub enum ItemView {
     /// is a tool output a prune cleared, to be given with its output
     /// replaced by [`ctxlog_core::window::PRUNED_PLACEHOLDER`].
     Recorded {
-        /// The JSON text the agent gave.
+        /// The JSON text the agent gave (with `output` as `null` when
+        /// `output` is given).
         raw: String,
         /// Its output is cleared.
         cleared: bool,
+        /// The output to put back in `raw`'s `output` (kept in the tool
+        /// part, not twice).
+        output: Option<String>,
     },
     /// A message ctxlog wrote (the compaction question, the summary, the
     /// continue message), as a plain message.
@@ -180,7 +192,17 @@ pub(crate) fn output_events(
                 },
             },
         },
-        kept(SourceTarget::Part(part), &item.raw),
+        match &item.template {
+            Some(template) => Event::SourceFields {
+                format: FORMAT.into(),
+                target: SourceTarget::Part(part),
+                fields: Json::Object(vec![
+                    (ITEM_KEY.into(), Json::String(template.clone())),
+                    (OUTPUT_IN_PART_KEY.into(), Json::Bool(true)),
+                ]),
+            },
+            None => kept(SourceTarget::Part(part), &item.raw),
+        },
     ]
 }
 

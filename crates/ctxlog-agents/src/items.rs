@@ -2,7 +2,8 @@
 //! from its events. Derived like every other view: rebuilt by reading the
 //! session again.
 
-use crate::item::{FORMAT, ITEM_KEY};
+use crate::item::{FORMAT, ITEM_KEY, OUTPUT_IN_PART_KEY};
+use ctxlog_core::Json;
 use ctxlog_core::{Envelope, Event, MessageId, PartBody, PartId, Seq, SourceTarget, ToolState};
 use std::collections::BTreeMap;
 
@@ -11,7 +12,18 @@ use std::collections::BTreeMap;
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Items {
     messages: BTreeMap<MessageId, Box<str>>,
-    outputs: BTreeMap<PartId, (Seq, Box<str>)>,
+    outputs: BTreeMap<PartId, Output>,
+}
+
+/// A tool part's output item.
+#[derive(Debug, Clone, PartialEq)]
+struct Output {
+    /// The seq that recorded it.
+    seq: Seq,
+    /// Its JSON text.
+    raw: Box<str>,
+    /// `raw` has `output` as `null`: the part holds it.
+    in_part: bool,
 }
 
 impl Items {
@@ -36,7 +48,13 @@ impl Items {
                         self.messages.insert(*m, raw.into());
                     }
                     SourceTarget::Part(p) => {
-                        self.outputs.insert(*p, (e.seq, raw.into()));
+                        let in_part = fields.get(OUTPUT_IN_PART_KEY) == Some(&Json::Bool(true));
+                        let output = Output {
+                            seq: e.seq,
+                            raw: raw.into(),
+                            in_part,
+                        };
+                        self.outputs.insert(*p, output);
                     }
                     SourceTarget::Session => {}
                 }
@@ -61,9 +79,9 @@ impl Items {
         self.messages.get(&message).map(|r| &**r)
     }
 
-    /// The current output item of tool part `part` and the seq that
-    /// recorded it.
-    pub fn output(&self, part: PartId) -> Option<(Seq, &str)> {
-        self.outputs.get(&part).map(|(s, r)| (*s, &**r))
+    /// The current output item of tool part `part`, the seq that recorded
+    /// it, and whether its `output` is left out (`null`: the part holds it).
+    pub fn output(&self, part: PartId) -> Option<(Seq, &str, bool)> {
+        self.outputs.get(&part).map(|o| (o.seq, &*o.raw, o.in_part))
     }
 }

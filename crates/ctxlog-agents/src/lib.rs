@@ -10,7 +10,8 @@
 //! - every item is a message of its own (an input message a user message,
 //!   a call a tool part waiting for its output), and its JSON text is kept
 //!   in [`ctxlog_core::Event::SourceFields`] of format [`FORMAT`], so it is
-//!   given back exactly;
+//!   given back exactly (an output's text without its `output` when the
+//!   tool part it completes holds it, so a large output is stored once);
 //! - an output completes its call's tool part, so ctxlog's prune may clear
 //!   it (`get_items` then gives the placeholder);
 //! - `get_items` is the window: after a compaction, its question and
@@ -29,6 +30,6 @@ mod item;
 mod items;
 mod store;
 
-pub use item::{session_id_for, ItemKind, ItemView, NewItem, FORMAT, ITEM_KEY};
+pub use item::{session_id_for, ItemKind, ItemView, NewItem, FORMAT, ITEM_KEY, OUTPUT_IN_PART_KEY};
 pub use items::Items;
 pub use store::{AgentError, AgentStore, Compaction, Settings};

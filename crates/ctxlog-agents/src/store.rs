@@ -364,7 +364,7 @@ impl<L: EventLog> AgentStore<L> {
                 let out = if pinned { &mut first } else { &mut rest };
                 out.push((m.created_seq, i, None));
                 for (j, p) in m.parts.iter().enumerate() {
-                    if let Some((seq, _)) = items.output(p.id) {
+                    if let Some((seq, _, _)) = items.output(p.id) {
                         rest.push((seq, i, Some(j)));
                     }
                 }
@@ -396,6 +396,7 @@ fn message_view(state: &SessionState, items: &Items, i: usize) -> Option<(ItemVi
         Some(raw) => ItemView::Recorded {
             raw: raw.into(),
             cleared: false,
+            output: None,
         },
         None => ItemView::Written {
             role: m.role,
@@ -413,11 +414,11 @@ fn output_view(
     j: usize,
 ) -> Option<(ItemView, Place)> {
     let p = state.messages[i].parts.get(j)?;
-    let (_, raw) = items.output(p.id)?;
+    let (_, raw, in_part) = items.output(p.id)?;
     let Some(PartBody::Tool {
         call_id,
         tool,
-        state: ToolState::Completed { input, .. },
+        state: ToolState::Completed { input, output, .. },
     }) = p.content()
     else {
         return None;
@@ -426,6 +427,7 @@ fn output_view(
     let view = ItemView::Recorded {
         raw: raw.into(),
         cleared: pruned,
+        output: (in_part && !pruned).then(|| output.clone()),
     };
     let place = Place::Output {
         part: p.id,

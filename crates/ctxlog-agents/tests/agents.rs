@@ -20,6 +20,7 @@ fn item(kind: ItemKind, raw: &str, text: &str, call: Option<&str>) -> NewItem {
         text: text.into(),
         call_id: call.map(Into::into),
         name: call.map(|_| "read".into()),
+        template: None,
     }
 }
 
@@ -41,6 +42,17 @@ fn output(id: &str, text: &str) -> NewItem {
     item(ItemKind::Output, &raw, text, Some(id))
 }
 
+/// An output whose text the tool part keeps (stored once): its template
+/// has `output` as `null`.
+fn output_in_part(id: &str, text: &str) -> NewItem {
+    let template =
+        format!(r#"{{"type": "function_call_output", "call_id": "{id}", "output": null}}"#);
+    NewItem {
+        template: Some(template),
+        ..output(id, text)
+    }
+}
+
 fn answer(n: usize) -> NewItem {
     let raw = format!(r#"{{"role": "assistant", "content": "answer {n}"}}"#);
     item(ItemKind::Assistant, &raw, &format!("answer {n}"), None)
@@ -50,7 +62,16 @@ fn raws(views: &[ItemView]) -> Vec<String> {
     views
         .iter()
         .map(|v| match v {
-            ItemView::Recorded { raw, cleared } => {
+            ItemView::Recorded {
+                raw,
+                cleared,
+                output,
+            } => {
+                // The test's texts need no escaping.
+                let raw = match output {
+                    Some(text) => raw.replace("null", &format!("\"{text}\"")),
+                    None => raw.clone(),
+                };
                 format!("{raw}{}", if *cleared { " (cleared)" } else { "" })
             }
             ItemView::Written { role, text } => format!("{role:?}: {text}"),
@@ -198,4 +219,25 @@ fn a_prune_clears_old_outputs_and_an_overflow_pivots() {
     // A forced compaction when nothing overflows.
     let c = s.compact(id, None, true).unwrap();
     assert_eq!(c.jobs.len(), 1);
+}
+
+#[test]
+fn an_output_the_tool_part_holds_is_stored_once_and_given_back_whole() {
+    let log = MemoryLog::default();
+    let s = store(&log);
+    let id = open(&s, "once", "opencode-seed", 0);
+    let big = "y".repeat(50_000);
+    s.add_items(id, &[user(0), call("a"), output_in_part("a", &big)])
+        .unwrap();
+    let got = raws(&s.get_items(id, None).unwrap());
+    assert_eq!(got[2], output("a", &big).raw);
+    // The output is in the log once: in the tool part.
+    let events: Vec<_> = log.read(id, 1).unwrap().map(Result::unwrap).collect();
+    assert_eq!(format!("{events:?}").matches(&big).count(), 1);
+    // Folded again by a second store, and popped as it was given.
+    let again = store(&log);
+    open(&again, "once", "opencode-seed", 0);
+    assert_eq!(raws(&again.get_items(id, None).unwrap()), got);
+    let popped = again.pop_item(id).unwrap().unwrap();
+    assert_eq!(raws(&[popped]), [output("a", &big).raw]);
 }
