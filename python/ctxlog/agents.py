@@ -307,11 +307,15 @@ class CtxlogSession:
         *,
         wrapper: RunContextWrapper[Any] | None = None,
     ) -> None:
-        """The end of a turn (the SDK calls it after saving one): finishes
-        the model step with the usage the run context reports (ctxlog's
-        estimate of the window without one), runs the overflow check and the
-        compaction it decides, then prunes as the policy says. `force`
-        in `args` compacts now."""
+        """The end of a turn: finishes the model step with the usage the
+        run context reports (ctxlog's estimate of the window without one),
+        runs the overflow check and the compaction it decides, then prunes
+        as the policy says. `force` in `args` compacts now.
+
+        The SDK calls it after saving a turn whose model response has an id
+        (the Responses API). A Chat Completions model has none, and the SDK
+        then never calls it: call `await session.run_compaction(
+        wrapper=result.context_wrapper)` after each `Runner.run`."""
         force = bool(args.get("force")) if args else False
         usage = _usage(wrapper) if wrapper is not None else None
         result = await self._call(self._session().compact, usage, force)

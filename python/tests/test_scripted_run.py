@@ -145,3 +145,27 @@ def test_prunes_and_compacts_while_the_audit_keeps_the_originals(tmp_path: Path,
     assert again.report("scripted", tmp_path / "py.html").stat().st_size > 0
     sim = again.simulate("scripted", "codex")
     assert sim.steps == TURNS
+
+
+def test_without_response_ids_the_caller_ends_the_turn(tmp_path: Path):
+    """A Chat Completions model gives no response id, and the SDK then never
+    calls run_compaction: the caller does, with the run's context."""
+    session = CtxlogSession("chat-completions", tmp_path / "store", context_limit=LIMIT)
+    model = ScriptedModel(
+        [ModelStep(output=[assistant_message(f"answer {t}")], usage=usage(1_000 * (t + 1)), response_id=None)
+         for t in range(2)]
+    )
+    agent = Agent(name="chat", model=model)
+
+    async def turns() -> None:
+        for t in range(2):
+            before = session.last_compaction
+            result = await Runner.run(agent, f"question {t}", session=session)
+            assert session.last_compaction is before  # the SDK did not call it
+            await session.run_compaction(wrapper=result.context_wrapper)
+            assert session.last_compaction["step"] is not None
+
+    asyncio.run(turns())
+    steps = session.store.timeline("chat-completions")
+    assert [s.tokens["input"] for s in steps] == [1_000, 2_000]
+    session.close()
