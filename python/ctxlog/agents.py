@@ -139,7 +139,8 @@ def _item(view: tuple[str | None, bool, str | None, str | None]) -> TResponseInp
     """An item of `get_items`, from what ctxlog gives back."""
     raw, cleared, role, text = view
     if raw is None:
-        return {"role": role, "content": text}  # type: ignore[return-value, typeddict-item]
+        written: dict[str, Any] = {"role": role, "content": text}
+        return written  # type: ignore[return-value]
     item = json.loads(raw)
     if cleared:
         item["output"] = PRUNED_PLACEHOLDER
