@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 /// Version of the reducer's output; snapshots of another version are
 /// discarded and rebuilt by a full replay (4: the policy in the state
 /// gained `threshold_percent`; 5: parts before the window are sealed, their
-/// content left in the log).
+/// content left in the log; 6: a message records whether it was withdrawn).
 pub const REDUCER_VERSION: u32 = 6;
 
 pub use crate::part::{Body, Part, PruneMark};
