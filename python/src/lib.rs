@@ -479,27 +479,26 @@ fn write_file(out: &Path, text: &str) -> PyResult<()> {
 fn sessions_json<L: EventLog>(engine: &Engine<L>) -> PyResult<String> {
     let mut rows = Vec::new();
     for (id, head) in engine.store().sessions().map_err(py_err)? {
-        let row = engine
-            .read_state(id, |s| {
-                let about = s.about.clone().unwrap_or_default();
-                json!({
-                    "id": id.to_string(),
-                    "name": s.source_id,
-                    "title": s.title,
-                    "agent": about.agent,
-                    "model": about.model,
-                    "policy": s.policy.name,
-                    "context_limit": s.limits.context,
-                    "events": head,
-                    "messages": s.messages.len(),
-                    "withdrawn": s.messages.iter().filter(|m| m.withdrawn).count(),
-                    "compactions": s.jobs.iter().filter(|j| matches!(j.status, ctxlog_core::JobStatus::Completed { .. })).count(),
-                    "pruned_parts": s.pruned_parts().count(),
-                    "window_tokens": ctxlog_core::window::estimate_window(s),
-                    "started_at": s.started_at,
-                })
-            })
-            .map_err(py_err)?;
+        // From the newest snapshot, not through the engine's cache: a
+        // listing holds one session's state at a time.
+        let s = &engine.store().load_state(id).map_err(py_err)?.state;
+        let about = s.about.clone().unwrap_or_default();
+        let row = json!({
+            "id": id.to_string(),
+            "name": s.source_id,
+            "title": s.title,
+            "agent": about.agent,
+            "model": about.model,
+            "policy": s.policy.name,
+            "context_limit": s.limits.context,
+            "events": head,
+            "messages": s.messages.len(),
+            "withdrawn": s.messages.iter().filter(|m| m.withdrawn).count(),
+            "compactions": s.jobs.iter().filter(|j| matches!(j.status, ctxlog_core::JobStatus::Completed { .. })).count(),
+            "pruned_parts": s.pruned_parts().count(),
+            "window_tokens": ctxlog_core::window::estimate_window(s),
+            "started_at": s.started_at,
+        });
         rows.push(row);
     }
     serde_json::to_string(&rows).map_err(py_err)
@@ -512,12 +511,11 @@ fn window_json<L: EventLog>(
     session: &str,
     step: Option<u64>,
 ) -> PyResult<String> {
-    let id = resolve(engine, path, session)?;
     let events = events_of(engine, path, session)?;
-    let t = timeline(&events).map_err(py_err)?;
     let seq = match step {
         None => events.last().map_or(0, |e| e.seq),
         Some(n) => {
+            let t = timeline(&events).map_err(py_err)?;
             let row = (n as usize)
                 .checked_sub(1)
                 .and_then(|i| t.steps.get(i))
@@ -530,14 +528,19 @@ fn window_json<L: EventLog>(
             row.seq
         }
     };
-    let state = engine.state_at(id, seq).map_err(py_err)?;
+    // The state after `seq`, folded from the events already read.
+    let mut state = ctxlog_core::SessionState::new();
+    for e in events.iter().take_while(|e| e.seq <= seq) {
+        state.evolve(e).map_err(py_err)?;
+    }
     let w = ctxlog_core::window::window(&state);
     let tokens = w.estimate(&state.policy.estimator);
-    let messages: Vec<_> = w
+    let messages = w
         .messages
         .iter()
-        .map(|m| serde_json::to_value(m.to_json()).unwrap_or_default())
-        .collect();
+        .map(|m| serde_json::to_value(m.to_json()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(py_err)?;
     Ok(json!({"seq": seq, "step": step, "tokens": tokens, "messages": messages}).to_string())
 }
 
