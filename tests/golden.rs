@@ -5,12 +5,12 @@
 //!
 //! Regenerate only for an intended, compatible change:
 //! `CTXLOG_BLESS=1 cargo test --test golden`. The bytes of every older schema
-//! stay checked in (`events-schema1.txt` … `events-schema6.txt`) and must keep
+//! stay checked in (`events-schema1.txt` … `events-schema7.txt`) and must keep
 //! decoding.
 
 use ctxlog::core::{
-    codec, ContinueMessage, Envelope, Event, FailedMarker, Policy, ProviderOverflow, SummaryInput,
-    EVENT_KINDS,
+    codec, ContinueMessage, Envelope, Event, FailedMarker, OverflowCheckAt, PivotForm, Policy,
+    ProviderOverflow, SummaryInput, EVENT_KINDS,
 };
 use ctxlog::store::record;
 use std::path::PathBuf;
@@ -103,7 +103,7 @@ fn every_event_kind_decodes_from_its_golden_bytes_and_re_encodes_identically() {
 /// Every record of an older schema still decodes, policies with the rules
 /// they always had, and every event whose layout did not change re-encodes
 /// to the same payload. `legacy_policy`: the schema's policy has an older
-/// layout (every schema before 6).
+/// layout (every schema before 8).
 fn older_schema_still_decodes(
     schema: u16,
     file: &str,
@@ -138,6 +138,8 @@ fn older_schema_still_decodes(
             {
                 check(policy);
                 assert_eq!(policy.threshold_percent, 100, "{kind}");
+                assert_eq!(policy.pivot, PivotForm::Question, "{kind}");
+                assert_eq!(policy.check_at, OverflowCheckAt::EveryStep, "{kind}");
                 assert!(codec::decode::<Envelope>(&payload).is_err());
             }
             _ => assert_eq!(codec::encode(&e).unwrap(), payload, "{kind}"),
@@ -188,8 +190,16 @@ fn schema_5_records_still_decode() {
     older_schema_still_decodes(5, "events-schema5.txt", true, |_| {});
 }
 
-/// Schema 6: before `messages_withdrawn`; every record is as it was.
+/// Schema 6: before `messages_withdrawn` and the policy's `pivot` and
+/// `check_at`.
 #[test]
 fn schema_6_records_still_decode() {
-    older_schema_still_decodes(6, "events-schema6.txt", false, |_| {});
+    older_schema_still_decodes(6, "events-schema6.txt", true, |_| {});
+}
+
+/// Schema 7: before the policy's `pivot` and `check_at`; every other record
+/// is as it was.
+#[test]
+fn schema_7_records_still_decode() {
+    older_schema_still_decodes(7, "events-schema7.txt", true, |_| {});
 }

@@ -552,11 +552,17 @@ fn presets_include_the_agents_with_a_threshold() {
             "opencode-1.18",
             "claude-code",
             "codex",
-            "pi",
+            "pi-0.73",
             "goose"
         ]
     );
     assert!(presets.iter().all(|p| p["threshold_percent"].is_u64()));
+    // An agent's plain name is its latest measured version.
+    let simulated = json(
+        &db,
+        &["simulate", &fixture("pi/edge-cases.jsonl"), "--policy", "pi"],
+    );
+    assert!(simulated.to_string().contains("pi-0.73"), "{simulated}");
 }
 
 /// A session stored under another policy (by an older ctxlog, or with

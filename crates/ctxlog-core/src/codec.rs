@@ -80,24 +80,25 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
 /// of `SessionStarted` and `PolicyChanged`; every other event has the same
 /// bytes in every schema.
 pub fn decode_envelope(bytes: &[u8], schema: u16) -> Result<Envelope, CodecError> {
-    // Only the policy's layout ever changed (schemas 2, 3 and 6); schemas 4
-    // and 5 only added variants.
+    // Only the policy's layout ever changed (schemas 2, 3, 6 and 8); schemas
+    // 4, 5 and 7 only added variants.
     match (schema, legacy::kind_of(bytes)) {
         (0..=1, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV1>>(bytes)?.into()),
         (2, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV2>>(bytes)?.into()),
         (3..=5, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV3>>(bytes)?.into()),
+        (6..=7, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV6>>(bytes)?.into()),
         _ => decode(bytes),
     }
 }
 
 /// The older shapes of the two events whose layout changed: the policy of
-/// schema 1, of schema 2 and of schemas 3 to 5.
+/// schema 1, of schema 2, of schemas 3 to 5 and of schemas 6 and 7.
 mod legacy {
     use crate::event::{Envelope, Event};
     use crate::ids::{EventId, Seq, SessionId, TimestampMs};
     use crate::policy::{
-        ContinueMessage, Estimator, FailedMarker, ModelLimits, OverflowRule, Policy,
-        ProviderOverflow, SummaryInput, TailRule, FULL_THRESHOLD,
+        ContinueMessage, Estimator, FailedMarker, ModelLimits, OverflowCheckAt, OverflowRule,
+        PivotForm, Policy, ProviderOverflow, SummaryInput, TailRule, FULL_THRESHOLD,
     };
     use bincode::Options;
     use serde::Deserialize;
@@ -134,6 +135,13 @@ mod legacy {
         provider_overflow: ProviderOverflow,
     }
 
+    /// `Policy` of schemas 6 and 7 (before `pivot` and `check_at`).
+    #[derive(Deserialize)]
+    pub struct PolicyV6 {
+        v3: PolicyV3,
+        threshold_percent: u64,
+    }
+
     impl From<PolicyV1> for Policy {
         fn from(p: PolicyV1) -> Policy {
             Policy {
@@ -152,6 +160,8 @@ mod legacy {
                 continue_message: Default::default(),
                 provider_overflow: Default::default(),
                 threshold_percent: FULL_THRESHOLD,
+                pivot: PivotForm::Question,
+                check_at: OverflowCheckAt::EveryStep,
             }
         }
     }
@@ -172,6 +182,15 @@ mod legacy {
                 continue_message: p.continue_message,
                 provider_overflow: p.provider_overflow,
                 ..p.v2.into()
+            }
+        }
+    }
+
+    impl From<PolicyV6> for Policy {
+        fn from(p: PolicyV6) -> Policy {
+            Policy {
+                threshold_percent: p.threshold_percent,
+                ..p.v3.into()
             }
         }
     }

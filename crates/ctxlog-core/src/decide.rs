@@ -34,7 +34,7 @@ use crate::event::{CompactionTrigger, Event, FinishReason, MessageError, ModelRe
 use crate::event::{PromptRecord, PrunedPart, Role};
 use crate::guard::LoopGuard;
 use crate::ids::{EventId, IdSource, MessageId, PartId, TimestampMs};
-use crate::policy::{ContinueMessage, ProviderOverflow};
+use crate::policy::{ContinueMessage, OverflowCheckAt, ProviderOverflow};
 use crate::policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
 use crate::prune::plan_prune;
 use crate::replay::{replay_of, replay_parts};
@@ -141,6 +141,9 @@ impl Step {
 pub struct RecordedCompaction {
     /// Triggered automatically.
     pub auto: bool,
+    /// Caused by the provider refusing a request as too large (or an
+    /// answer whose input exceeded the window).
+    pub overflow: bool,
     /// The summary text (a placeholder is written when it is blank).
     pub text: String,
     /// First message kept verbatim after the summary.
@@ -528,6 +531,9 @@ fn decide_inner(
         Command::ChangePolicy(policy) => d.push(Event::PolicyChanged { policy }),
         Command::ChangeLimits(limits) => d.push(Event::LimitsChanged { limits }),
         Command::CheckOverflow { step } => {
+            if !checks_after(state, step) {
+                return Ok(d.out);
+            }
             let check = state.overflow();
             d.out.overflow = check;
             if let Some(check) = check.filter(|c| c.overflow) {
@@ -545,6 +551,18 @@ fn decide_inner(
     Ok(d.out)
 }
 
+/// Whether the policy's overflow predicate runs after `step` (see
+/// [`OverflowCheckAt`]): under `RunEnd`, not after a step that stopped for
+/// tool calls (the run goes on).
+fn checks_after(state: &SessionState, step: MessageId) -> bool {
+    match state.policy.check_at {
+        OverflowCheckAt::EveryStep => true,
+        OverflowCheckAt::RunEnd => !state
+            .message(step)
+            .is_some_and(|m| m.finish.as_ref() == Some(&FinishReason::ToolCalls)),
+    }
+}
+
 /// The continue message after an automatic compaction under `policy`
 /// (`overflow`: it was caused by a provider overflow and has nothing to replay).
 pub fn continue_text(policy: &Policy, overflow: bool) -> String {
@@ -554,6 +572,7 @@ pub fn continue_text(policy: &Policy, overflow: bool) -> String {
             format!("{OVERFLOW_CONTINUE_PREFIX}{CONTINUE_TEXT_OPENCODE}")
         }
         ContinueMessage::OpenCode => CONTINUE_TEXT_OPENCODE.into(),
+        ContinueMessage::None => String::new(),
     }
 }
 
@@ -702,6 +721,7 @@ impl Drafter<'_, '_> {
             // refused prompt again, or with the continue message.
             match replay_of(state, job) {
                 Some(prompt) => self.replay(state, prompt),
+                None if state.policy.continue_message == ContinueMessage::None => {}
                 None => {
                     let text = continue_text(&state.policy, j.overflow);
                     self.user_message(text, true, None);
@@ -769,7 +789,7 @@ impl Drafter<'_, '_> {
             message: job,
             part,
             auto: c.auto,
-            overflow: false,
+            overflow: c.overflow,
             trigger: CompactionTrigger::Recorded {
                 agent: c.decided_by,
                 tokens_before: c.tokens_before,

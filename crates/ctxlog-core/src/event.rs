@@ -27,7 +27,11 @@ use uuid::Uuid;
 ///   `ContextLess`, a new variant); older records decode with 100, the
 ///   threshold every older policy had.
 /// - 7: [`Event::MessagesWithdrawn`] (a new variant, as in 4).
-pub const EVENT_SCHEMA_VERSION: u16 = 7;
+/// - 8: [`Policy`] gains `pivot` and `check_at` (and the continue message
+///   `None`, a new variant); older records decode with
+///   [`crate::PivotForm::Question`] and [`crate::OverflowCheckAt::EveryStep`],
+///   what every older policy did.
+pub const EVENT_SCHEMA_VERSION: u16 = 8;
 
 /// One recorded event with its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -55,8 +55,8 @@ pub use json::{Json, JsonNumber};
 pub use pack::EventPack;
 pub use part::{body_from_event, Body, ContentError, Contents, Sketch, ToolSketch, ToolStage};
 pub use policy::{
-    ContinueMessage, FailedMarker, ModelLimits, OverflowCheck, Policy, ProviderOverflow,
-    SummaryInput, TokenUsage, UnknownPreset, ALL_TURNS,
+    ContinueMessage, FailedMarker, ModelLimits, OverflowCheck, OverflowCheckAt, PivotForm, Policy,
+    ProviderOverflow, SummaryInput, TokenUsage, UnknownPreset, ALL_TURNS,
 };
 pub use prune::{plan_prune, PrunePlan, PruneStop};
 pub use recorder::Recorder;

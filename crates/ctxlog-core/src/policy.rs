@@ -207,6 +207,42 @@ pub enum ContinueMessage {
     /// on export; after a provider overflow it starts with
     /// [`crate::window::OVERFLOW_CONTINUE_PREFIX`] (OpenCode 1.17, 1.18).
     OpenCode,
+    /// Nothing: the agent goes on with its next request on the compacted
+    /// context (pi 0.73, Claude Code 2.1, Codex 0.169; added in event
+    /// schema 8).
+    None,
+}
+
+/// How a completed compaction is sent to the model (added in event schema 8).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum PivotForm {
+    /// The marker as the user question [`crate::window::COMPACTION_QUESTION`],
+    /// then the summary as the assistant's answer (OpenCode; every policy
+    /// before schema 8).
+    #[default]
+    Question,
+    /// The summary alone, as one user message whose text is `prefix`, the
+    /// summary and `suffix`; a compaction marker is never sent (pi 0.73:
+    /// `COMPACTION_SUMMARY_PREFIX` and `_SUFFIX` of its `messages.ts`).
+    UserSummary {
+        /// Text before the summary.
+        prefix: String,
+        /// Text after it.
+        suffix: String,
+    },
+}
+
+/// When the overflow predicate runs (added in event schema 8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum OverflowCheckAt {
+    /// After every finished step, tool steps included (OpenCode; every
+    /// policy before schema 8).
+    #[default]
+    EveryStep,
+    /// Only after a step that ends the agent's run: one that did not stop
+    /// for tool calls (pi 0.73 checks at `agent_end`, never between the
+    /// steps of a run).
+    RunEnd,
 }
 
 /// What a provider's "request too large" answer to an agent request does.
@@ -262,6 +298,14 @@ pub struct Policy {
     /// (added in event schema 6; older records decode with 100).
     #[serde(default = "full_threshold")]
     pub threshold_percent: u64,
+    /// How a completed compaction is sent (added in event schema 8; older
+    /// records decode with [`PivotForm::Question`]).
+    #[serde(default)]
+    pub pivot: PivotForm,
+    /// When the overflow predicate runs (added in event schema 8; older
+    /// records decode with [`OverflowCheckAt::EveryStep`]).
+    #[serde(default)]
+    pub check_at: OverflowCheckAt,
 }
 
 /// The threshold of every policy before the knob existed: the whole usable
@@ -282,8 +326,16 @@ pub const PRESET_OPENCODE_1_18: &str = "opencode-1.18";
 pub const PRESET_CLAUDE_CODE: &str = "claude-code";
 /// Name of the Codex CLI preset.
 pub const PRESET_CODEX: &str = "codex";
-/// Name of the pi coding-agent preset.
+/// Name of the pi coding-agent preset: the latest pi measured
+/// ([`PRESET_PI_0_73`]).
 pub const PRESET_PI: &str = "pi";
+/// Name of the pi 0.73 preset.
+pub const PRESET_PI_0_73: &str = "pi-0.73";
+/// What pi 0.73 writes before a summary it sends (`COMPACTION_SUMMARY_PREFIX`).
+pub const PI_SUMMARY_PREFIX: &str =
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+/// What pi 0.73 writes after a summary it sends (`COMPACTION_SUMMARY_SUFFIX`).
+pub const PI_SUMMARY_SUFFIX: &str = "\n</summary>";
 /// Name of the Goose preset.
 pub const PRESET_GOOSE: &str = "goose";
 
@@ -311,6 +363,8 @@ impl Policy {
             continue_message: ContinueMessage::Seed,
             provider_overflow: ProviderOverflow::Error,
             threshold_percent: FULL_THRESHOLD,
+            pivot: PivotForm::Question,
+            check_at: OverflowCheckAt::EveryStep,
         }
     }
 
@@ -421,10 +475,15 @@ impl Policy {
         )
     }
 
-    /// pi (`@mariozechner/pi-coding-agent` `docs/compaction.md`): compacts
-    /// when the context tokens exceed the window less `reserveTokens`
-    /// (16,384) and keeps the newest `keepRecentTokens` (20,000) verbatim.
-    pub fn pi() -> Self {
+    /// pi 0.73 (`@mariozechner/pi-coding-agent@0.73.1`, measured by
+    /// `crates/ctxlog-differential/tests/pi.rs`): compacts when the newest
+    /// answer's total (all four counts) exceeds the window less
+    /// `reserveTokens` (16,384), strictly, and only after a run's final
+    /// answer, never between its tool steps; keeps the newest
+    /// `keepRecentTokens` (20,000) verbatim; sends the summary as one user
+    /// message ([`PI_SUMMARY_PREFIX`] … [`PI_SUMMARY_SUFFIX`]) and no
+    /// continue message; a provider's "too large" compacts.
+    pub fn pi_0_73() -> Self {
         Policy {
             tail: Some(TailRule {
                 turns: ALL_TURNS,
@@ -433,8 +492,14 @@ impl Policy {
                 max_tokens: 20_000,
                 percent_of_usable: 25,
             }),
+            continue_message: ContinueMessage::None,
+            pivot: PivotForm::UserSummary {
+                prefix: PI_SUMMARY_PREFIX.into(),
+                suffix: PI_SUMMARY_SUFFIX.into(),
+            },
+            check_at: OverflowCheckAt::RunEnd,
             ..Self::agent(
-                PRESET_PI,
+                PRESET_PI_0_73,
                 Comparison::Greater,
                 BudgetRule::ContextLess {
                     output_cap: 0,
@@ -460,15 +525,19 @@ impl Policy {
         )
     }
 
-    /// A preset by name.
+    /// A preset by name or alias ([`Policy::preset_aliases`]).
     pub fn preset(name: &str) -> Option<Self> {
+        let name = Self::preset_aliases()
+            .iter()
+            .find(|(alias, _)| *alias == name)
+            .map_or(name, |(_, preset)| *preset);
         match name {
             PRESET_OPENCODE_SEED => Some(Self::opencode_seed()),
             PRESET_OPENCODE_1_17 => Some(Self::opencode_1_17()),
             PRESET_OPENCODE_1_18 => Some(Self::opencode_1_18()),
             PRESET_CLAUDE_CODE => Some(Self::claude_code()),
             PRESET_CODEX => Some(Self::codex()),
-            PRESET_PI => Some(Self::pi()),
+            PRESET_PI_0_73 => Some(Self::pi_0_73()),
             PRESET_GOOSE => Some(Self::goose()),
             _ => None,
         }
@@ -480,7 +549,7 @@ impl Policy {
         Self::preset(name).ok_or_else(|| UnknownPreset(name.into()))
     }
 
-    /// Names of the built-in presets.
+    /// Names of the built-in presets, each a policy of its own.
     pub fn preset_names() -> &'static [&'static str] {
         &[
             PRESET_OPENCODE_SEED,
@@ -488,9 +557,15 @@ impl Policy {
             PRESET_OPENCODE_1_18,
             PRESET_CLAUDE_CODE,
             PRESET_CODEX,
-            PRESET_PI,
+            PRESET_PI_0_73,
             PRESET_GOOSE,
         ]
+    }
+
+    /// Names that stand for a preset: an agent's plain name means the
+    /// preset of its latest measured version, `(alias, preset)`.
+    pub fn preset_aliases() -> &'static [(&'static str, &'static str)] {
+        &[(PRESET_PI, PRESET_PI_0_73)]
     }
 
     /// Whether `tool`'s output is protected from pruning.
@@ -685,7 +760,12 @@ mod tests {
                 244_799,
                 244_800,
             ),
-            (Policy::pi(), limits(200_000, None, None), 183_616, 183_617),
+            (
+                Policy::pi_0_73(),
+                limits(200_000, None, None),
+                183_616,
+                183_617,
+            ),
             (
                 Policy::goose(),
                 limits(128_000, None, None),
@@ -904,5 +984,18 @@ mod tests {
 
 /// A policy preset name that is none of [`Policy::preset_names`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown policy preset {0:?}; known: {known}", known = Policy::preset_names().join(", "))]
+#[error("unknown policy preset {0:?}; known: {known}", known = known_presets())]
 pub struct UnknownPreset(pub String);
+
+/// The preset names and aliases, as the unknown-preset error lists them.
+fn known_presets() -> String {
+    let aliases = Policy::preset_aliases()
+        .iter()
+        .map(|(alias, preset)| format!("{alias} (= {preset})"));
+    Policy::preset_names()
+        .iter()
+        .map(|n| n.to_string())
+        .chain(aliases)
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -21,8 +21,9 @@ use std::collections::BTreeSet;
 /// Version of the reducer's output; snapshots of another version are
 /// discarded and rebuilt by a full replay (4: the policy in the state
 /// gained `threshold_percent`; 5: parts before the window are sealed, their
-/// content left in the log; 6: a message records whether it was withdrawn).
-pub const REDUCER_VERSION: u32 = 6;
+/// content left in the log; 6: a message records whether it was withdrawn;
+/// 7: the policy in the state gained `pivot` and `check_at`).
+pub const REDUCER_VERSION: u32 = 7;
 
 pub use crate::part::{Body, Part, PruneMark};
 use crate::part::{ContentError, Contents};

@@ -3,7 +3,11 @@
 //! - History starts at the latest *completed* pivot (the marker whose summary
 //!   finished); with a recorded tail the order is
 //!   `[marker, summary, tail…, everything after the summary]`.
-//! - A compaction marker renders as the user text [`COMPACTION_QUESTION`].
+//! - A compaction marker renders as the user text [`COMPACTION_QUESTION`],
+//!   and the summary as the assistant's answer, under the policy's
+//!   [`PivotForm::Question`] (OpenCode); under [`PivotForm::UserSummary`]
+//!   (pi, Claude Code, Codex) no marker is sent and the summary is one user
+//!   message, wrapped in the policy's prefix and suffix.
 //! - A pruned tool output renders as exactly [`PRUNED_PLACEHOLDER`] and its
 //!   attachments are dropped; the stored output is untouched.
 //! - A pending or running tool renders as the error [`INTERRUPTED_TOOL`], so
@@ -18,7 +22,7 @@ use crate::event::{Attachment, PartBody, Role, ToolState};
 use crate::ids::MessageId;
 use crate::json::Json;
 use crate::part::{Body, Part, Sketch, ToolStage};
-use crate::policy::{Estimator, FailedMarker};
+use crate::policy::{Estimator, FailedMarker, PivotForm};
 use crate::state::{JobStatus, Message, SessionState};
 use serde::{Deserialize, Serialize};
 
@@ -224,6 +228,10 @@ fn is_sent(state: &SessionState, m: &Message) -> bool {
     if m.summary && !summary_completed(state, m.id) {
         return false;
     }
+    // An agent that sends its summary as a user message never sends a marker.
+    if m.marker && matches!(state.policy.pivot, PivotForm::UserSummary { .. }) {
+        return false;
+    }
     // A failed compaction leaves the window as it was: its marker is not
     // sent, unless the policy follows OpenCode, which still sends it.
     if m.marker
@@ -249,6 +257,9 @@ pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage
     if !is_sent(state, m) {
         return None;
     }
+    if let (true, PivotForm::UserSummary { prefix, suffix }) = (m.summary, &state.policy.pivot) {
+        return Some(user_summary(m, prefix, suffix));
+    }
     let parts: Vec<WindowPart> = m.parts.iter().filter_map(render_held).collect();
     if parts.is_empty() {
         return None;
@@ -258,6 +269,23 @@ pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage
         role: m.role,
         parts,
     })
+}
+
+/// A completed summary as the one user message [`PivotForm::UserSummary`]
+/// sends: `prefix`, its texts, `suffix`.
+fn user_summary(m: &Message, prefix: &str, suffix: &str) -> WindowMessage {
+    let mut text = prefix.to_owned();
+    for p in &m.parts {
+        if let Some(PartBody::Text { text: t, .. }) = p.content() {
+            text.push_str(t);
+        }
+    }
+    text.push_str(suffix);
+    WindowMessage {
+        id: m.id,
+        role: Role::User,
+        parts: vec![WindowPart::Text(text)],
+    }
 }
 
 /// Renders a part the window can send. The window never reaches a sealed
@@ -340,6 +368,12 @@ pub fn window_order(state: &SessionState) -> (Option<MessageId>, Vec<usize>) {
     }
     order.extend((m + 1..state.messages.len()).filter(|&i| i != s));
     order.retain(kept);
+    // A summary sent as a user message replaces the ones before it: an
+    // older pivot's summary inside the kept tail is not sent again (pi
+    // skips compaction entries in what it keeps).
+    if matches!(state.policy.pivot, PivotForm::UserSummary { .. }) {
+        order.retain(|&i| i == s || !state.messages.get(i).is_some_and(|m| m.summary));
+    }
     (Some(job.marker), order)
 }
 
@@ -403,10 +437,19 @@ fn estimate_sketch(s: &Sketch, pruned: bool, e: &Estimator) -> u64 {
 /// the window).
 pub fn estimate_window(state: &SessionState) -> u64 {
     let (_, order) = window_order(state);
+    let wrapped = matches!(state.policy.pivot, PivotForm::UserSummary { .. });
+    let e = &state.policy.estimator;
     order
         .into_iter()
-        .filter(|&i| state.messages.get(i).is_some_and(|m| is_sent(state, m)))
-        .map(|i| state.message_tokens(i))
+        .filter_map(|i| Some((i, state.messages.get(i)?)))
+        .filter(|(_, m)| is_sent(state, m))
+        .map(
+            |(i, m)| match (wrapped && m.summary, render_message(state, m)) {
+                // The wrapped summary is measured as sent (one message).
+                (true, Some(sent)) => sent.parts.iter().map(|p| p.estimate(e)).sum(),
+                _ => state.message_tokens(i),
+            },
+        )
         .sum()
 }
 

@@ -1237,3 +1237,202 @@ fn a_withdrawn_message_leaves_the_window_and_the_prune_walk_for_good() {
     let refused = s.state().clone().evolve(&again).unwrap_err();
     assert!(matches!(refused.violation, Violation::AlreadyWithdrawn(m) if m == u));
 }
+
+// ------------------------------------------- agents that send a user summary
+
+fn pi_session() -> S {
+    S::with(
+        Policy::pi_0_73(),
+        ModelLimits {
+            context: 200_000,
+            input: None,
+            output: Some(64_000),
+        },
+    )
+}
+
+fn total(n: u64) -> TokenUsage {
+    TokenUsage {
+        total: Some(n),
+        input: n,
+        ..TokenUsage::default()
+    }
+}
+
+/// A step answering `user` that stopped for `finish` with `tokens` in all,
+/// decided (so the policy's overflow check runs after it); the markers it
+/// queued.
+fn decided_step(s: &mut S, user: MessageId, finish: FinishReason, tokens: u64) -> Vec<MessageId> {
+    let t = s.tick();
+    let step = Step::new(user)
+        .text("answer")
+        .tokens(total(tokens))
+        .finish(finish);
+    s.r.run(t, Command::Step(step), LoopGuard::default())
+        .unwrap()
+        .iter()
+        .flat_map(|d| &d.events)
+        .filter_map(|d| match &d.event {
+            Event::CompactionRequested { message, .. } => Some(*message),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A compaction of `s` with `summary`, keeping the tail from `tail`.
+fn compact_keeping(s: &mut S, summary: &str, tail: Option<MessageId>) -> (MessageId, MessageId) {
+    let t = s.tick();
+    let job =
+        s.r.request_compaction(t, true, CompactionTrigger::Manual)
+            .unwrap();
+    let t = s.tick();
+    let summary =
+        s.r.summarize(t, job, summary, tail, TokenUsage::default())
+            .unwrap();
+    (job, summary)
+}
+
+fn wrapped(summary: &str) -> String {
+    format!(
+        "{}{summary}{}",
+        policy::PI_SUMMARY_PREFIX,
+        policy::PI_SUMMARY_SUFFIX
+    )
+}
+
+#[test]
+fn a_user_summary_is_sent_alone_wrapped_and_replaces_older_ones() {
+    let mut s = pi_session();
+    let (job, summary) = s.compact("ZERO");
+    let after = s.user("next");
+    let w = window(s.state());
+    assert_eq!(w.pivot, Some(job));
+    // No marker question: the summary, as one user message, then the rest.
+    let ids: Vec<_> = w.messages.iter().map(|m| m.id).collect();
+    assert_eq!(ids, [summary, after]);
+    assert_eq!(w.messages[0].role, Role::User);
+    assert_eq!(
+        window_texts(s.state()),
+        [wrapped("ZERO"), "next".to_owned()]
+    );
+    assert_eq!(
+        estimate_window(s.state()),
+        w.estimate(&s.state().policy.estimator),
+        "the estimate measures the wrapped summary as sent"
+    );
+    // Two more compactions, the second keeping a tail that reaches back
+    // before the first one's summary: that summary is not sent again.
+    let (a, _, _) = s.turn(&[10]);
+    let (b, _, _) = s.turn(&[10]);
+    compact_keeping(&mut s, "ONE", Some(a));
+    s.user("later");
+    let (_, two) = compact_keeping(&mut s, "TWO", Some(b));
+    let w = window(s.state());
+    assert_eq!(w.messages[0].id, two);
+    let texts = window_texts(s.state());
+    assert_eq!(texts[0], wrapped("TWO"));
+    assert!(
+        !texts
+            .iter()
+            .any(|t| t.contains("ONE") || t.contains("ZERO")),
+        "older summaries are left out: {texts:?}"
+    );
+    assert_eq!(
+        texts[1..],
+        ["do it", "read:xxxxxxxxxx…(40 chars)", "done", "later"]
+    );
+    assert_eq!(
+        estimate_window(s.state()),
+        w.estimate(&s.state().policy.estimator)
+    );
+}
+
+#[test]
+fn run_end_checks_only_after_a_step_that_ends_the_run() {
+    let mut s = pi_session(); // threshold 200,000 − 16,384 = 183,616, strict
+    let u = s.user("go");
+    // A tool step over the threshold: the run goes on, nothing is checked.
+    assert!(decided_step(&mut s, u, FinishReason::ToolCalls, 190_100).is_empty());
+    // The run's final answer at exactly the threshold: not over.
+    assert!(decided_step(&mut s, u, FinishReason::Stop, 183_616).is_empty());
+    // One more: over, and compacted.
+    let markers = decided_step(&mut s, u, FinishReason::Stop, 183_617);
+    assert_eq!(markers.len(), 1);
+    // The same tool step under OpenCode's rule (every step) compacts.
+    let mut every = S::with(
+        Policy {
+            check_at: OverflowCheckAt::EveryStep,
+            ..Policy::pi_0_73()
+        },
+        pi_session().state().limits.clone(),
+    );
+    let u = every.user("go");
+    assert_eq!(
+        decided_step(&mut every, u, FinishReason::ToolCalls, 190_100).len(),
+        1
+    );
+}
+
+#[test]
+fn no_continue_message_after_an_automatic_compaction_when_the_policy_sends_none() {
+    for (policy, continued) in [
+        (Policy::pi_0_73(), false),
+        (
+            Policy {
+                continue_message: ContinueMessage::Seed,
+                ..Policy::pi_0_73()
+            },
+            true,
+        ),
+    ] {
+        let mut s = S::with(policy, limits());
+        let u = s.user("go");
+        let job = decided_step(&mut s, u, FinishReason::Stop, 190_000)[0];
+        let t = s.tick();
+        s.r.run(
+            t,
+            Command::StartJob {
+                job,
+                model: None,
+                prompt: None,
+            },
+            LoopGuard::default(),
+        )
+        .unwrap();
+        let t = s.tick();
+        let done =
+            s.r.run(
+                t,
+                Command::CompleteJob {
+                    job,
+                    summary: SummaryText {
+                        text: "S".into(),
+                        finish: FinishReason::Stop,
+                        tokens: TokenUsage::default(),
+                        redactions: 0,
+                    },
+                },
+                LoopGuard::default(),
+            )
+            .unwrap();
+        let appended = done
+            .iter()
+            .flat_map(|d| &d.events)
+            .filter(|d| {
+                matches!(
+                    d.event,
+                    Event::MessageAppended {
+                        role: Role::User,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(
+            appended,
+            usize::from(continued),
+            "{}",
+            s.state().policy.name
+        );
+    }
+}

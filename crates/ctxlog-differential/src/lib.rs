@@ -1,4 +1,4 @@
-//! Differential testing against the real OpenCode.
+//! Differential testing against the real agents: OpenCode and pi.
 //!
 //! - [`model_server`]: a scripted OpenAI-compatible chat-completions server
 //!   on loopback. It streams the answers, tool calls, usage and errors a
@@ -6,6 +6,12 @@
 //! - [`opencode`]: installs a pinned `opencode-ai` from the npm registry into
 //!   a cache outside git and drives it offline (`serve`, the HTTP API,
 //!   `export`, `import`) in a sandboxed home.
+//! - [`pi`]: the same for a pinned `@mariozechner/pi-coding-agent`, driven
+//!   in RPC mode against the server's Anthropic Messages API.
+//! - [`npm`]: the cache the pinned agents are installed into.
 
+pub mod drive;
 pub mod model_server;
+pub mod npm;
 pub mod opencode;
+pub mod pi;

@@ -1,8 +1,9 @@
-//! A scripted OpenAI-compatible model server on loopback.
+//! A scripted model server on loopback, speaking one of two APIs ([`Api`]).
 //!
-//! It answers `POST …/chat/completions` with a server-sent-event stream
-//! (`stream: true`) the way OpenAI does, one connection per request
-//! (`Connection: close`). What it answers is scripted: the agent loop's
+//! It answers `POST …/chat/completions` (OpenAI-compatible chat
+//! completions) or `POST /v1/messages` (the Anthropic Messages API) with a
+//! server-sent-event stream (`stream: true`) the way the provider does, one
+//! connection per request (`Connection: close`). What it answers is scripted: the agent loop's
 //! requests (those with `tools`) take the next [`Reply`] of
 //! [`Script::agent`], the summarizer's (no tools, not a title request) the
 //! next of [`Script::summary`], title requests get a fixed title. Every
@@ -44,12 +45,15 @@ pub enum Reply {
 /// Reported usage of one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Usage {
-    /// `prompt_tokens`.
+    /// `prompt_tokens` (chat completions: cached ones included);
+    /// `input_tokens` (Anthropic: the uncached input only).
     pub prompt: u64,
-    /// `completion_tokens`.
+    /// `completion_tokens`; `output_tokens`.
     pub completion: u64,
-    /// `prompt_tokens_details.cached_tokens`.
+    /// `prompt_tokens_details.cached_tokens`; `cache_read_input_tokens`.
     pub cached: u64,
+    /// `cache_creation_input_tokens` (Anthropic only).
+    pub cache_write: u64,
 }
 
 impl Usage {
@@ -59,8 +63,18 @@ impl Usage {
             prompt,
             completion,
             cached: 0,
+            cache_write: 0,
         }
     }
+}
+
+/// The API the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// OpenAI-compatible chat completions (OpenCode).
+    OpenAiChat,
+    /// The Anthropic Messages API (pi, Claude Code).
+    AnthropicMessages,
 }
 
 impl Reply {
@@ -81,6 +95,17 @@ impl Reply {
                 json!({"command": command, "description": "Runs a scripted command"}),
             )],
             usage: Usage::new(prompt, completion),
+        }
+    }
+
+    /// The provider's "prompt is too long" (HTTP 400), as Anthropic words it.
+    pub fn prompt_too_long() -> Self {
+        Reply::Error {
+            status: 400,
+            body: json!({"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": "prompt is too long: 200001 tokens > 200000 maximum"
+            }}),
         }
     }
 
@@ -119,9 +144,16 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// Tells a chat-completions body's kind.
+    /// Tells a request body's kind: a request that offers tools is the
+    /// agent loop's.
     pub fn of(body: &Value) -> Kind {
-        if body.get("tools").is_some_and(|t| !t.is_null()) {
+        let tools = body.get("tools");
+        let offers_tools = match tools {
+            Some(Value::Array(t)) => !t.is_empty(),
+            Some(Value::Null) | None => false,
+            Some(_) => true,
+        };
+        if offers_tools {
             return Kind::Agent;
         }
         let system = body
@@ -150,6 +182,7 @@ pub struct Request {
 }
 
 struct Shared {
+    api: Api,
     script: Script,
     requests: Vec<Request>,
 }
@@ -162,11 +195,17 @@ pub struct ModelServer {
 }
 
 impl ModelServer {
-    /// Starts a server on `127.0.0.1` at a free port.
+    /// Starts a chat-completions server on `127.0.0.1` at a free port.
     pub fn start(script: Script) -> std::io::Result<ModelServer> {
+        Self::start_api(Api::OpenAiChat, script)
+    }
+
+    /// Starts a server speaking `api` on `127.0.0.1` at a free port.
+    pub fn start_api(api: Api, script: Script) -> std::io::Result<ModelServer> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let port = listener.local_addr()?.port();
         let shared = Arc::new(Mutex::new(Shared {
+            api,
             script,
             requests: Vec::new(),
         }));
@@ -186,6 +225,12 @@ impl ModelServer {
     /// The base URL to configure (`http://127.0.0.1:PORT/v1`).
     pub fn base_url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// The server's origin (`http://127.0.0.1:PORT`), for clients that add
+    /// `/v1/…` themselves (the Anthropic SDK).
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 
     /// Every request received so far, in arrival order.
@@ -252,7 +297,15 @@ fn read_request(stream: &TcpStream) -> std::io::Result<(String, String, Vec<u8>)
 
 fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     let (method, path, body) = read_request(&stream)?;
-    if method != "POST" || !path.ends_with("/chat/completions") {
+    let api = shared
+        .lock()
+        .map_err(|_| std::io::Error::other("poisoned"))?
+        .api;
+    let route = match api {
+        Api::OpenAiChat => path.ends_with("/chat/completions"),
+        Api::AnthropicMessages => path.split('?').next() == Some("/v1/messages"),
+    };
+    if method != "POST" || !route {
         let msg = format!("no route {method} {path}");
         return write!(
             stream,
@@ -282,7 +335,87 @@ fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     };
     // An unscripted call ends the turn politely rather than hanging it.
     let reply = reply.unwrap_or_else(|| Reply::text("(unscripted)", 10, 2));
-    respond(&mut stream, &reply)
+    match api {
+        Api::OpenAiChat => respond(&mut stream, &reply),
+        Api::AnthropicMessages => respond_anthropic(&mut stream, &reply),
+    }
+}
+
+/// Answers one Messages API request as Anthropic streams it: `message_start`
+/// (with the input usage), one content block per text or tool call,
+/// `message_delta` (stop reason, output tokens), `message_stop`.
+fn respond_anthropic(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+    let (blocks, stop, usage) = match reply {
+        Reply::Error { status, body } => {
+            let text = body.to_string();
+            return write!(
+                stream,
+                "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+        Reply::Text { text, usage } => (
+            vec![(
+                json!({"type": "text", "text": ""}),
+                json!({"type": "text_delta", "text": text}),
+            )],
+            "end_turn",
+            usage,
+        ),
+        Reply::ToolCalls { calls, usage } => (
+            calls
+                .iter()
+                .map(|(id, name, args)| {
+                    (
+                        json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                        json!({"type": "input_json_delta", "partial_json": args.to_string()}),
+                    )
+                })
+                .collect(),
+            "tool_use",
+            usage,
+        ),
+    };
+    write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut event = |name: &str, data: Value| write!(stream, "event: {name}\ndata: {data}\n\n");
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": "msg_scripted", "type": "message", "role": "assistant",
+            "model": "scripted", "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {
+                "input_tokens": usage.prompt,
+                "cache_creation_input_tokens": usage.cache_write,
+                "cache_read_input_tokens": usage.cached,
+                "output_tokens": 1,
+            },
+        }}),
+    )?;
+    for (index, (start, delta)) in blocks.into_iter().enumerate() {
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index, "content_block": start}),
+        )?;
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        )?;
+        event(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        )?;
+    }
+    event(
+        "message_delta",
+        json!({"type": "message_delta",
+               "delta": {"stop_reason": stop, "stop_sequence": null},
+               "usage": {"output_tokens": usage.completion}}),
+    )?;
+    event("message_stop", json!({"type": "message_stop"}))?;
+    stream.flush()
 }
 
 fn respond(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {

@@ -16,7 +16,6 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use thiserror::Error;
 
 /// The pinned OpenCode version the differential tests run against.
 pub const VERSION: &str = "1.18.33";
@@ -26,44 +25,12 @@ pub const PROVIDER: &str = "local";
 /// See [`PROVIDER`].
 pub const MODEL: &str = "scripted";
 
-/// Why driving OpenCode failed.
-#[derive(Debug, Error)]
-pub enum DriveError {
-    /// The npm registry cannot be reached: the caller may skip.
-    #[error("the npm registry cannot be reached ({0}); cannot install opencode-ai@{VERSION}")]
-    Unreachable(String),
-    /// Installing failed although the registry answered.
-    #[error("npm install opencode-ai@{VERSION} failed: {0}")]
-    Install(String),
-    /// A command or the server failed.
-    #[error("{what}: {detail}")]
-    Failed {
-        /// What was attempted.
-        what: String,
-        /// What went wrong.
-        detail: String,
-    },
-    /// An I/O error.
-    #[error("{0}")]
-    Io(#[from] io::Error),
-}
-
-fn failed(what: impl Into<String>, detail: impl ToString) -> DriveError {
-    DriveError::Failed {
-        what: what.into(),
-        detail: detail.to_string(),
-    }
-}
+use crate::drive::failed;
+pub use crate::drive::DriveError;
 
 /// The cache folder the pinned OpenCode is installed into.
 pub fn cache_dir() -> PathBuf {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    let base = var("CTXLOG_OPENCODE_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| var("XDG_CACHE_HOME").map(|c| PathBuf::from(c).join("ctxlog")))
-        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/ctxlog")))
-        .unwrap_or_else(|| std::env::temp_dir().join("ctxlog-cache"));
-    base.join(format!("opencode-ai-{VERSION}"))
+    crate::npm::install_dir("opencode-ai", VERSION)
 }
 
 /// The binary inside an install folder, when present.
@@ -89,38 +56,7 @@ pub fn install() -> Result<PathBuf, DriveError> {
     if let Some(bin) = binary_in(&dir).filter(|b| version_of(b).as_deref() == Some(VERSION)) {
         return Ok(bin);
     }
-    fs::create_dir_all(&dir)?;
-    let ping = Command::new("npm")
-        .args(["ping", "--loglevel=error"])
-        .stdin(Stdio::null())
-        .output();
-    match ping {
-        Err(e) => return Err(DriveError::Unreachable(format!("npm not runnable: {e}"))),
-        Ok(o) if !o.status.success() => {
-            return Err(DriveError::Unreachable(
-                String::from_utf8_lossy(&o.stderr).trim().to_owned(),
-            ))
-        }
-        Ok(_) => {}
-    }
-    let out = Command::new("npm")
-        .args([
-            "install",
-            "--no-save",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-            "--prefix",
-        ])
-        .arg(&dir)
-        .arg(format!("opencode-ai@{VERSION}"))
-        .stdin(Stdio::null())
-        .output()?;
-    if !out.status.success() {
-        return Err(DriveError::Install(
-            String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        ));
-    }
+    crate::npm::install("opencode-ai", VERSION)?;
     let bin = binary_in(&dir)
         .ok_or_else(|| DriveError::Install(format!("no opencode binary under {dir:?}")))?;
     match version_of(&bin) {

@@ -40,6 +40,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod anthropic;
 pub mod catalog;
 pub mod chat;
 mod clock;

@@ -454,6 +454,7 @@ fn recording_with_synthetic_after_compaction(text: &str) -> Vec<Envelope> {
     r.run(t, Command::Step(step), guard).unwrap();
     let compaction = RecordedCompaction {
         auto: true,
+        overflow: false,
         text: "We looked at the parser.".into(),
         tail_start: None,
         marker_source: None,

@@ -196,7 +196,7 @@ impl<'a> Builder<'a> {
             }),
             Format::ClaudeCode => Some(Policy::claude_code()),
             Format::Codex => Some(Policy::codex()),
-            Format::Pi => Some(Policy::pi()),
+            Format::Pi => Some(Policy::pi_0_73()),
         };
         detected.unwrap_or_else(|| self.options.policy.clone())
     }
@@ -440,7 +440,7 @@ impl<'a> Builder<'a> {
     pub fn imported_compaction(
         &mut self,
         at: TimestampMs,
-        auto: bool,
+        kind: RecordedKind,
         source: Option<String>,
         summary_source: Option<String>,
         text: &str,
@@ -449,7 +449,8 @@ impl<'a> Builder<'a> {
     ) -> Result<MessageId, ImportError> {
         let at = self.time(Some(at));
         let command = Command::RecordCompaction(RecordedCompaction {
-            auto,
+            auto: kind.auto,
+            overflow: kind.overflow,
             text: text.to_owned(),
             tail_start: tail,
             marker_source: source,
@@ -675,4 +676,21 @@ impl<'a> Builder<'a> {
             events,
         })
     }
+}
+
+/// What kind of compaction a recording made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordedKind {
+    /// The agent decided it (not the user).
+    pub auto: bool,
+    /// The provider refused a request as too large first.
+    pub overflow: bool,
+}
+
+impl RecordedKind {
+    /// An automatic compaction on the agent's threshold.
+    pub const AUTO: RecordedKind = RecordedKind {
+        auto: true,
+        overflow: false,
+    };
 }

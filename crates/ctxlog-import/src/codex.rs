@@ -25,7 +25,7 @@
 //!   as synthetic. `event_msg`
 //!   copies of response items are skipped.
 
-use crate::build::{as_json, Builder, NewMessage, OpenCall};
+use crate::build::{as_json, Builder, NewMessage, OpenCall, RecordedKind};
 use crate::strict;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
@@ -331,7 +331,15 @@ impl<'a> Importer<'a> {
         let text = p.get("message").and_then(Value::as_str).unwrap_or("");
         let source = Some(format!("line:{}", self.line));
         self.b
-            .imported_compaction(at, true, source.clone(), source, text, None, None)
+            .imported_compaction(
+                at,
+                RecordedKind::AUTO,
+                source.clone(),
+                source,
+                text,
+                None,
+                None,
+            )
             .map(|_| ())
     }
 

@@ -5,22 +5,33 @@
 //! - Each `assistant` message is one step, with source id `line:N` (its own
 //!   line). Its usage is Anthropic-style (`input` uncached, `cacheRead`,
 //!   `cacheWrite`, `output`, `totalTokens`). `stopReason` `aborted` or
-//!   `error` also records a message error.
+//!   `error` also records a message error. A refused request (`error`, no
+//!   content, all-zero usage) is no step: its message only records the
+//!   error, `ContextOverflowError` when its text is one of pi's overflow
+//!   patterns ([`is_overflow_text`]).
 //! - `toolCall` blocks become pending tool parts; a later `toolResult`
 //!   message completes them by `toolCallId` (errored when `isError`). Calls
 //!   never answered stay pending.
 //! - `bashExecution` (a command the user ran with `!`) is kept as a synthetic
 //!   user message: it reaches the model but is not a prompt.
 //! - A `compaction` entry becomes a completed compaction whose summary is its
-//!   `summary`; `firstKeptEntryIndex` (0-based line index) is the tail start.
+//!   `summary`; the tail starts at the first message at or after the entry
+//!   `firstKeptEntryId` names (session version 3; pi 0.73 writes it), or at
+//!   the 0-based line `firstKeptEntryIndex` (version 1). pi records no
+//!   reason; it is read from what comes before ([`Reason`]): after a refused
+//!   request (or an answer whose input exceeds the window) an overflow
+//!   compaction, after an answer over pi's threshold an automatic one, after
+//!   an answer under it (the window known) a manual one.
 //! - `thinking_level_change` and unknown entries are skipped.
 
+use crate::build::RecordedKind;
 use crate::build::{Builder, NewMessage, OpenCall};
 use crate::strict;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
+use ctxlog_core::window::CONTEXT_OVERFLOW_ERROR;
 use ctxlog_core::{
-    Attachment, Event, FinishReason, Json, MessageError, MessageId, ModelRef, PartBody, Role,
-    TokenUsage,
+    Attachment, Event, FinishReason, Json, MessageError, MessageId, ModelRef, PartBody, Policy,
+    Role, TokenUsage,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -33,6 +44,10 @@ struct Importer<'a> {
     calls: BTreeMap<String, OpenCall>,
     /// 1-based line → message created from it (for `firstKeptEntryIndex`).
     by_line: BTreeMap<u64, MessageId>,
+    /// Entry id → its 1-based line (for `firstKeptEntryId`).
+    entries: BTreeMap<String, u64>,
+    /// What the newest assistant message says about a compaction after it.
+    last_answer: Option<Reason>,
     last_user: Option<MessageId>,
     provider: String,
     /// The `session` line, until the first entry after it starts the
@@ -127,6 +142,13 @@ impl<'a> Importer<'a> {
             self.header = Some(v.clone());
             return Ok(());
         }
+        if let Some(id) = v.get("id").and_then(Value::as_str) {
+            if let Some(first) = self.entries.insert(id.to_owned(), self.line) {
+                return Err(self.err(format!(
+                    "entry id {id:?} is used twice (first on line {first})"
+                )));
+            }
+        }
         if !self.b.started() {
             let Some(header) = self.header.take() else {
                 return Err(self.err(format!(
@@ -216,11 +238,44 @@ impl<'a> Importer<'a> {
             .get("content")
             .and_then(Value::as_array)
             .ok_or_else(|| self.err("field `message.content` is not an array"))?;
+        let tokens = usage(m).map_err(|e| self.err(format!("message.usage: {e}")))?;
+        if is_refusal(m, blocks, &tokens) {
+            return self.refused(m, message, at);
+        }
         let mut has_tool = false;
         for (i, c) in blocks.iter().enumerate() {
             has_tool |= self.assistant_block(c, i, message, at)?;
         }
-        self.finish_assistant(m, message, has_tool, at)
+        self.finish_assistant(m, message, has_tool, tokens, at)
+    }
+
+    /// A request the provider refused: the message records the error and
+    /// no step; an overflow makes the next compaction an overflow one.
+    fn refused(&mut self, m: &Value, message: MessageId, at: u64) -> Result<(), ImportError> {
+        let text = m
+            .get("errorMessage")
+            .and_then(Value::as_str)
+            .unwrap_or("error")
+            .to_owned();
+        let overflow = is_overflow_text(&text);
+        let name = if overflow {
+            CONTEXT_OVERFLOW_ERROR
+        } else {
+            "APIError"
+        };
+        if overflow {
+            self.last_answer = Some(Reason::Overflow);
+        }
+        self.b.record(
+            at,
+            Event::MessageErrored {
+                message,
+                error: MessageError {
+                    name: name.into(),
+                    message: text,
+                },
+            },
+        )
     }
 
     /// The assistant message itself (its model, provider and parent).
@@ -319,6 +374,7 @@ impl<'a> Importer<'a> {
         m: &Value,
         message: MessageId,
         has_tool: bool,
+        tokens: TokenUsage,
         at: u64,
     ) -> Result<(), ImportError> {
         let stop = m.get("stopReason").and_then(Value::as_str);
@@ -331,7 +387,7 @@ impl<'a> Importer<'a> {
             None if has_tool => FinishReason::ToolCalls,
             None => FinishReason::Stop,
         };
-        let tokens = usage(m).map_err(|e| self.err(format!("message.usage: {e}")))?;
+        self.last_answer = Some(self.reason_after(&reason, &tokens));
         self.b.finish_step(at, message, reason, tokens, None)?;
         if !matches!(stop, Some("aborted") | Some("error")) {
             return Ok(());
@@ -393,8 +449,44 @@ impl<'a> Importer<'a> {
             .ok_or_else(|| self.err("field `summary` missing or not a string"))?
             .to_owned();
         // The kept tail starts at the first message at or after the entry
-        // `firstKeptEntryIndex` (0-based over the file's lines) points at.
-        let tail = match v.get("firstKeptEntryIndex") {
+        // `firstKeptEntryId` names, or `firstKeptEntryIndex` (0-based over
+        // the file's lines) points at.
+        let tail = match v.get("firstKeptEntryId") {
+            Some(Value::String(id)) => {
+                let line = *self.entries.get(id).ok_or_else(|| {
+                    self.err(format!(
+                        "field `firstKeptEntryId`: no entry {id:?} before this line"
+                    ))
+                })?;
+                self.by_line.range(line..).next().map(|(_, m)| *m)
+            }
+            Some(Value::Null) | None => self.tail_by_index(v)?,
+            Some(_) => return Err(self.err("field `firstKeptEntryId` is not a string")),
+        };
+        let tokens_before = strict::count(v, "tokensBefore").map_err(|e| self.err(e))?;
+        let source = Some(format!("line:{}", self.line));
+        // pi checks only answers after the latest compaction.
+        let reason = self.last_answer.take().unwrap_or(Reason::Threshold);
+        self.b
+            .imported_compaction(
+                at,
+                RecordedKind {
+                    auto: reason != Reason::Manual,
+                    overflow: reason == Reason::Overflow,
+                },
+                source.clone(),
+                source,
+                &text,
+                tail,
+                tokens_before,
+            )
+            .map(|_| ())
+    }
+
+    /// The tail of a version-1 compaction: the first message at or after
+    /// line `firstKeptEntryIndex` + 1.
+    fn tail_by_index(&self, v: &Value) -> Result<Option<MessageId>, ImportError> {
+        Ok(match v.get("firstKeptEntryIndex") {
             Some(Value::Number(n)) => {
                 let idx = n.as_u64().ok_or_else(|| {
                     self.err("field `firstKeptEntryIndex` is not a non-negative integer")
@@ -406,12 +498,29 @@ impl<'a> Importer<'a> {
             }
             Some(Value::Null) | None => None,
             Some(_) => return Err(self.err("field `firstKeptEntryIndex` is not a number")),
+        })
+    }
+
+    /// Why pi would compact right after an answer that finished with
+    /// `reason` and `tokens` (pi 0.73's `_checkCompaction`): its input over
+    /// the window is an overflow, its total over the threshold an automatic
+    /// compaction; under it (the window known) only a manual one.
+    fn reason_after(&self, reason: &FinishReason, tokens: &TokenUsage) -> Reason {
+        let Some(limits) = self.b.state().map(|s| s.limits.clone()) else {
+            return Reason::Threshold;
         };
-        let tokens_before = strict::count(v, "tokensBefore").map_err(|e| self.err(e))?;
-        let source = Some(format!("line:{}", self.line));
-        self.b
-            .imported_compaction(at, true, source.clone(), source, &text, tail, tokens_before)
-            .map(|_| ())
+        if limits.context == 0 {
+            return Reason::Threshold;
+        }
+        let input = tokens.input.saturating_add(tokens.cache_read);
+        if *reason == FinishReason::Stop && input > limits.context {
+            return Reason::Overflow;
+        }
+        if Policy::pi_0_73().check_overflow(&limits, tokens).overflow {
+            Reason::Threshold
+        } else {
+            Reason::Manual
+        }
     }
 }
 
@@ -426,6 +535,8 @@ pub fn import<R: BufRead>(
         line: 0,
         calls: BTreeMap::new(),
         by_line: BTreeMap::new(),
+        entries: BTreeMap::new(),
+        last_answer: None,
         last_user: None,
         provider: "unknown".into(),
         header: None,
@@ -463,4 +574,66 @@ fn usage(m: &Value) -> Result<TokenUsage, String> {
         cache_read: n("cacheRead")?,
         cache_write: n("cacheWrite")?,
     })
+}
+
+/// Why pi compacted, as read from what came before its `compaction` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reason {
+    /// The newest answer's total was over pi's threshold.
+    Threshold,
+    /// The provider refused the request as too large, or an answer's input
+    /// exceeded the window.
+    Overflow,
+    /// Neither: the user asked for it (`/compact`, RPC `compact`).
+    Manual,
+}
+
+/// Whether an assistant message is a request the provider refused: an
+/// error with no content and nothing reported.
+fn is_refusal(m: &Value, blocks: &[Value], tokens: &TokenUsage) -> bool {
+    m.get("stopReason").and_then(Value::as_str) == Some("error")
+        && blocks.is_empty()
+        && tokens.total.unwrap_or(0) == 0
+        && tokens.input == 0
+        && tokens.output == 0
+        && tokens.cache_read == 0
+        && tokens.cache_write == 0
+}
+
+/// Whether a provider's error text is one pi 0.73 takes for a context
+/// overflow (`OVERFLOW_PATTERNS` less `NON_OVERFLOW_PATTERNS` of
+/// `@mariozechner/pi-ai@0.73.1`'s `utils/overflow.js`, their fixed
+/// phrases, matched case-insensitively; the patterns with a number match
+/// on the phrase before it).
+pub fn is_overflow_text(text: &str) -> bool {
+    const OVERFLOW: &[&str] = &[
+        "prompt is too long",
+        "request_too_large",
+        "input is too long for requested model",
+        "exceeds the context window",
+        "maximum prompt length is ",
+        "reduce the length of the messages",
+        "maximum context length is ",
+        "exceeds the limit of ",
+        "exceeds the available context size",
+        "greater than the context length",
+        "context window exceeds limit",
+        "exceeded model token limit",
+        "maximum context length",
+        "model_context_window_exceeded",
+        "exceeded context length",
+        "exceeded max context length",
+        "context_length_exceeded",
+        "context length exceeded",
+        "context_length exceeded",
+        "context length_exceeded",
+        "too many tokens",
+        "token limit exceeded",
+    ];
+    const NOT_OVERFLOW: &[&str] = &["rate limit", "too many requests"];
+    let lower = text.to_lowercase();
+    let not = NOT_OVERFLOW.iter().any(|p| lower.contains(p))
+        || lower.starts_with("throttling error:")
+        || lower.starts_with("service unavailable:");
+    !not && OVERFLOW.iter().any(|p| lower.contains(p))
 }

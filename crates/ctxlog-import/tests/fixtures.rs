@@ -2,6 +2,7 @@
 //! importer handles, bad input named by file and line or JSON path, and the
 //! OpenCode export round trip.
 
+use ctxlog_core::policy::{PI_SUMMARY_PREFIX, PI_SUMMARY_SUFFIX};
 use ctxlog_core::window::{COMPACTION_QUESTION, CONTINUE_TEXT};
 use ctxlog_core::*;
 use ctxlog_import::{export, import, Format, ImportError, ImportOptions, Imported};
@@ -245,9 +246,13 @@ fn every_format_round_trips_through_an_opencode_export() {
             .unwrap_or_else(|e| panic!("{rel}: {e}"));
         let sb = SessionState::replay(&b.events.to_vec().unwrap()).unwrap();
         assert_eq!(sb.messages.len(), s.messages.len(), "{rel}");
+        // The same model view, its pivot sent as OpenCode sends one (the
+        // export carries the history; how a summary is sent is the policy's).
+        let mut as_opencode = s.clone();
+        as_opencode.policy.pivot = PivotForm::Question;
         assert_eq!(
             texts(&window(&sb)),
-            texts(&window(&s)),
+            texts(&window(&as_opencode)),
             "{rel}: the same model view"
         );
         let mut e2 = Vec::new();
@@ -374,13 +379,17 @@ fn pi_edge_cases() {
         by_source(&s, "line:9").synthetic,
         "a bash execution is not a prompt"
     );
-    // the compaction keeps the tail from firstKeptEntryIndex 9 (line 10)
+    // the compaction keeps the tail from firstKeptEntryIndex 9 (line 10);
+    // pi sends the summary as one user message, and no question
     let job = &s.jobs[0];
     assert_eq!(job.tail_start, Some(by_source(&s, "line:10").id));
     let t = texts(&window(&s));
-    assert_eq!(t[0], COMPACTION_QUESTION);
-    assert!(t[1].starts_with("# Context Checkpoint"));
-    assert_eq!(t[2], "Go on, port it.");
+    assert_eq!(
+        t[0],
+        format!("{PI_SUMMARY_PREFIX}# Context Checkpoint\n\nPorted the selector; the theme docs say every theme defines all tokens.{PI_SUMMARY_SUFFIX}")
+    );
+    assert_eq!(window(&s).messages[0].role, Role::User);
+    assert_eq!(t[1], "Go on, port it.");
     assert_eq!(t.last().unwrap(), "Added `selector.test.ts`.");
     // gpt-5.1-codex is in the table: no warning, its input limit
     assert!(a.warnings.is_empty());
