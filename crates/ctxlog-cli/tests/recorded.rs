@@ -63,8 +63,9 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
             "claude-code/edge-cases.jsonl",
             "claude-code",
             "7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f",
-            // its last step's call has no result: that step's end waits
-            (11, 4, 3),
+            // its last step's call has no result: that step's end waits;
+            // its isMeta line is a message (Claude Code sends it)
+            (12, 4, 3),
         ),
         (
             "codex/edge-cases.jsonl",

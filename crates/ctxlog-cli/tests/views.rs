@@ -550,7 +550,7 @@ fn presets_include_the_agents_with_a_threshold() {
             "opencode-seed",
             "opencode-1.17",
             "opencode-1.18",
-            "claude-code",
+            "claude-code-2.1",
             "codex",
             "pi-0.73",
             "goose"
@@ -560,7 +560,12 @@ fn presets_include_the_agents_with_a_threshold() {
     // An agent's plain name is its latest measured version.
     let simulated = json(
         &db,
-        &["simulate", &fixture("pi/edge-cases.jsonl"), "--policy", "pi"],
+        &[
+            "simulate",
+            &fixture("pi/edge-cases.jsonl"),
+            "--policy",
+            "pi",
+        ],
     );
     assert!(simulated.to_string().contains("pi-0.73"), "{simulated}");
 }
@@ -581,7 +586,7 @@ fn importing_again_keeps_the_stored_policy() {
     let fresh = store("policy-fresh");
     json(&fresh, &["import", &file]);
     let t = json(&fresh, &["timeline", first["session"].as_str().unwrap()]);
-    assert_eq!(t["policy"], "claude-code");
+    assert_eq!(t["policy"], "claude-code-2.1");
     let _ = std::fs::remove_dir_all(&db);
     let _ = std::fs::remove_dir_all(&fresh);
 }

@@ -322,8 +322,11 @@ pub const PRESET_OPENCODE_SEED: &str = "opencode-seed";
 pub const PRESET_OPENCODE_1_17: &str = "opencode-1.17";
 /// Name of the OpenCode 1.18 preset.
 pub const PRESET_OPENCODE_1_18: &str = "opencode-1.18";
-/// Name of the Claude Code preset.
+/// Name of the Claude Code preset: the latest Claude Code measured
+/// ([`PRESET_CLAUDE_CODE_2_1`]).
 pub const PRESET_CLAUDE_CODE: &str = "claude-code";
+/// Name of the Claude Code 2.1 preset.
+pub const PRESET_CLAUDE_CODE_2_1: &str = "claude-code-2.1";
 /// Name of the Codex CLI preset.
 pub const PRESET_CODEX: &str = "codex";
 /// Name of the pi coding-agent preset: the latest pi measured
@@ -441,22 +444,31 @@ impl Policy {
         }
     }
 
-    /// Claude Code (its documentation; thresholds from
-    /// anthropics/claude-code#31806): compacts when the context reaches the
-    /// effective window (context less `min(max output, 20,000)`) less a
-    /// 13,000-token buffer (≈ 167k of 200k); the summary replaces the whole
-    /// history (no tail); `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` is the
-    /// threshold percentage.
-    pub fn claude_code() -> Self {
-        Self::agent(
-            PRESET_CLAUDE_CODE,
-            Comparison::GreaterOrEqual,
-            BudgetRule::ContextLess {
-                output_cap: 20_000,
-                buffer: 13_000,
+    /// Claude Code 2.1 (`@anthropic-ai/claude-code@2.1.328`, measured by
+    /// `crates/ctxlog-differential/tests/claude_code.rs`): compacts when the
+    /// context reaches the effective window (context less `min(max output,
+    /// 20,000)`) less a 13,000-token buffer (167,000 of 200,000);
+    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` is the threshold percentage. The
+    /// summary is sent as one user message (its recorded text is the whole
+    /// message), no continue message follows, and the messages Claude Code
+    /// keeps verbatim are a recorded tail (this preset selects none).
+    pub fn claude_code_2_1() -> Self {
+        Policy {
+            continue_message: ContinueMessage::None,
+            pivot: PivotForm::UserSummary {
+                prefix: String::new(),
+                suffix: String::new(),
             },
-            FULL_THRESHOLD,
-        )
+            ..Self::agent(
+                PRESET_CLAUDE_CODE_2_1,
+                Comparison::GreaterOrEqual,
+                BudgetRule::ContextLess {
+                    output_cap: 20_000,
+                    buffer: 13_000,
+                },
+                FULL_THRESHOLD,
+            )
+        }
     }
 
     /// Codex CLI (`codex-rs` `auto_compact_token_limit`): compacts when the
@@ -535,7 +547,7 @@ impl Policy {
             PRESET_OPENCODE_SEED => Some(Self::opencode_seed()),
             PRESET_OPENCODE_1_17 => Some(Self::opencode_1_17()),
             PRESET_OPENCODE_1_18 => Some(Self::opencode_1_18()),
-            PRESET_CLAUDE_CODE => Some(Self::claude_code()),
+            PRESET_CLAUDE_CODE_2_1 => Some(Self::claude_code_2_1()),
             PRESET_CODEX => Some(Self::codex()),
             PRESET_PI_0_73 => Some(Self::pi_0_73()),
             PRESET_GOOSE => Some(Self::goose()),
@@ -555,7 +567,7 @@ impl Policy {
             PRESET_OPENCODE_SEED,
             PRESET_OPENCODE_1_17,
             PRESET_OPENCODE_1_18,
-            PRESET_CLAUDE_CODE,
+            PRESET_CLAUDE_CODE_2_1,
             PRESET_CODEX,
             PRESET_PI_0_73,
             PRESET_GOOSE,
@@ -565,7 +577,10 @@ impl Policy {
     /// Names that stand for a preset: an agent's plain name means the
     /// preset of its latest measured version, `(alias, preset)`.
     pub fn preset_aliases() -> &'static [(&'static str, &'static str)] {
-        &[(PRESET_PI, PRESET_PI_0_73)]
+        &[
+            (PRESET_CLAUDE_CODE, PRESET_CLAUDE_CODE_2_1),
+            (PRESET_PI, PRESET_PI_0_73),
+        ]
     }
 
     /// Whether `tool`'s output is protected from pruning.
@@ -743,13 +758,13 @@ mod tests {
     fn agent_presets_fire_at_their_agents_thresholds() {
         let cases = [
             (
-                Policy::claude_code(),
+                Policy::claude_code_2_1(),
                 limits(200_000, None, Some(64_000)),
                 166_999,
                 167_000,
             ),
             (
-                Policy::claude_code(),
+                Policy::claude_code_2_1(),
                 limits(200_000, None, Some(8_000)),
                 178_999,
                 179_000,

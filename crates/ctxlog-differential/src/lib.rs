@@ -1,15 +1,20 @@
-//! Differential testing against the real agents: OpenCode and pi.
+//! Differential testing against the real agents: OpenCode, pi and Claude
+//! Code.
 //!
-//! - [`model_server`]: a scripted OpenAI-compatible chat-completions server
-//!   on loopback. It streams the answers, tool calls, usage and errors a
-//!   test scripts, and keeps every request body it receives.
+//! - [`model_server`]: a scripted model server on loopback (OpenAI-compatible
+//!   chat completions or the Anthropic Messages API). It streams the
+//!   answers, tool calls, usage and errors a test scripts, and keeps every
+//!   request body it receives.
 //! - [`opencode`]: installs a pinned `opencode-ai` from the npm registry into
 //!   a cache outside git and drives it offline (`serve`, the HTTP API,
 //!   `export`, `import`) in a sandboxed home.
 //! - [`pi`]: the same for a pinned `@mariozechner/pi-coding-agent`, driven
 //!   in RPC mode against the server's Anthropic Messages API.
+//! - [`claude_code`]: the same for a pinned `@anthropic-ai/claude-code`,
+//!   driven in print mode (`claude -p`, `--resume`).
 //! - [`npm`]: the cache the pinned agents are installed into.
 
+pub mod claude_code;
 pub mod drive;
 pub mod model_server;
 pub mod npm;

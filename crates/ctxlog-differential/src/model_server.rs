@@ -143,10 +143,41 @@ pub enum Kind {
     Summary,
 }
 
+/// What Claude Code's summarizer asks, in the last user message of a
+/// request that otherwise looks like the agent loop's (same tools).
+const CLAUDE_CODE_SUMMARY_TASK: &str =
+    "Your task is to create a detailed summary of the conversation so far";
+
+/// The texts of the last message of a Messages or chat-completions body.
+fn last_message_texts(body: &Value) -> Vec<&str> {
+    let Some(last) = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.last())
+    else {
+        return Vec::new();
+    };
+    match last.get("content") {
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 impl Kind {
-    /// Tells a request body's kind: a request that offers tools is the
-    /// agent loop's.
+    /// Tells a request body's kind: Claude Code's summarizer by its task
+    /// (it offers the loop's tools), else a request that offers tools is
+    /// the agent loop's.
     pub fn of(body: &Value) -> Kind {
+        if last_message_texts(body)
+            .iter()
+            .any(|t| t.contains(CLAUDE_CODE_SUMMARY_TASK))
+        {
+            return Kind::Summary;
+        }
         let tools = body.get("tools");
         let offers_tools = match tools {
             Some(Value::Array(t)) => !t.is_empty(),
@@ -315,7 +346,7 @@ fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let kind = Kind::of(&body);
-    let reply = {
+    let (n, reply) = {
         let mut s = shared
             .lock()
             .map_err(|_| std::io::Error::other("poisoned"))?;
@@ -331,20 +362,20 @@ fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
             body,
             reply: reply.clone(),
         });
-        reply
+        (n, reply)
     };
     // An unscripted call ends the turn politely rather than hanging it.
     let reply = reply.unwrap_or_else(|| Reply::text("(unscripted)", 10, 2));
     match api {
         Api::OpenAiChat => respond(&mut stream, &reply),
-        Api::AnthropicMessages => respond_anthropic(&mut stream, &reply),
+        Api::AnthropicMessages => respond_anthropic(&mut stream, n, &reply),
     }
 }
 
 /// Answers one Messages API request as Anthropic streams it: `message_start`
 /// (with the input usage), one content block per text or tool call,
 /// `message_delta` (stop reason, output tokens), `message_stop`.
-fn respond_anthropic(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+fn respond_anthropic(stream: &mut TcpStream, n: usize, reply: &Reply) -> std::io::Result<()> {
     let (blocks, stop, usage) = match reply {
         Reply::Error { status, body } => {
             let text = body.to_string();
@@ -384,7 +415,7 @@ fn respond_anthropic(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<(
     event(
         "message_start",
         json!({"type": "message_start", "message": {
-            "id": "msg_scripted", "type": "message", "role": "assistant",
+            "id": format!("msg_scripted_{n:04}"), "type": "message", "role": "assistant",
             "model": "scripted", "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {
                 "input_tokens": usage.prompt,

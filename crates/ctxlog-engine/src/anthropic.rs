@@ -1,6 +1,7 @@
 //! A window as the Anthropic Messages API `messages` array an agent sends
 //! (`window --format anthropic`), so the time-travel view can be checked
-//! against the requests pi really sent (the differential test does).
+//! against the requests pi and Claude Code really sent (the differential
+//! tests do).
 //!
 //! The mapping, as read from `@mariozechner/pi-ai@0.73.1`'s
 //! `convertMessages` (`providers/anthropic.js`) and checked live:
@@ -22,6 +23,34 @@
 use ctxlog_core::window::{ToolResult, Window, WindowMessage, WindowPart};
 use ctxlog_core::Role;
 use serde_json::{json, Value};
+
+/// The window's messages as Claude Code 2.1 sends them: as
+/// [`anthropic_messages`], but consecutive user messages joined into one
+/// (each joined message's last text block but the final one's gains a
+/// trailing `"\n"`). Claude Code's injected `<system-reminder>` blocks are not in the
+/// window: the transcript keeps them apart (`attachment` lines).
+pub fn claude_code_messages(window: &Window) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::new();
+    for m in anthropic_messages(window) {
+        let joins = m["role"] == "user" && out.last().is_some_and(|l| l["role"] == "user");
+        if !joins {
+            out.push(m);
+            continue;
+        }
+        let Some(prev) = out.last_mut().and_then(|l| l["content"].as_array_mut()) else {
+            continue;
+        };
+        if let Some(Value::String(t)) = prev
+            .last_mut()
+            .filter(|b| b["type"] == "text")
+            .and_then(|b| b.get_mut("text"))
+        {
+            t.push('\n');
+        }
+        prev.extend(m["content"].as_array().cloned().unwrap_or_default());
+    }
+    out
+}
 
 /// The window's messages as Anthropic Messages API messages.
 pub fn anthropic_messages(window: &Window) -> Vec<Value> {

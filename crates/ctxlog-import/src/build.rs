@@ -194,7 +194,7 @@ impl<'a> Builder<'a> {
                     None
                 }
             }),
-            Format::ClaudeCode => Some(Policy::claude_code()),
+            Format::ClaudeCode => Some(Policy::claude_code_2_1()),
             Format::Codex => Some(Policy::codex()),
             Format::Pi => Some(Policy::pi_0_73()),
         };

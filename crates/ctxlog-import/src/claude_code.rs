@@ -6,10 +6,19 @@
 //! - `tool_use` blocks become tool parts (pending); a later `tool_result`
 //!   with the same id completes them (or marks them errored). Calls never
 //!   answered stay pending, so the window shows them as interrupted.
-//! - `isMeta` user lines and bookkeeping lines (`summary`,
-//!   `file-history-snapshot`, `queue-operation`, ...) are skipped.
+//! - `isMeta` user lines (a local command's caveat, …) are kept, flagged
+//!   synthetic: Claude Code sends them, it only hides them from the user.
+//!   Bookkeeping lines (`summary`, `file-history-snapshot`,
+//!   `queue-operation`, `attachment`, …) are skipped: the reminders
+//!   Claude Code renders from `attachment` lines are not part of the
+//!   conversation ctxlog keeps.
 //! - `system`/`compact_boundary` becomes a compaction request; the following
-//!   `isCompactSummary` user line becomes its completed summary.
+//!   `isCompactSummary` user line becomes its completed summary, whose text
+//!   is what Claude Code sends as a user message. The messages
+//!   `compactMetadata.preservedMessages` names (2.1: the answer before, the
+//!   prompt that triggered it, mid-turn the overflowing call and its
+//!   result) stay in place before the boundary and are kept verbatim after
+//!   the summary: the tail starts at the first of them.
 //! - Source ids: user lines keep their `uuid`, steps their `message.id`.
 
 use crate::build::{Builder, NewMessage, OpenCall};
@@ -43,6 +52,10 @@ struct Importer<'a> {
     summaries: BTreeMap<String, String>,
     /// The `uuid` of each message line, in order.
     uuids: Vec<String>,
+    /// The message each line's `uuid` is part of.
+    by_uuid: BTreeMap<String, MessageId>,
+    /// The uuids the pending compaction's boundary keeps verbatim.
+    preserved: Vec<String>,
 }
 
 /// Text the runtime wrote into a user line (local command echoes, interrupt
@@ -195,6 +208,7 @@ impl<'a> Importer<'a> {
                         },
                     )?;
                     self.pending_compaction = Some(message);
+                    self.preserved = preserved_uuids(v);
                 }
                 Ok(())
             }
@@ -204,9 +218,7 @@ impl<'a> Importer<'a> {
     }
 
     fn user(&mut self, v: &Value, at: u64) -> Result<(), ImportError> {
-        if v.get("isMeta").and_then(Value::as_bool) == Some(true) {
-            return Ok(());
-        }
+        let meta = v.get("isMeta").and_then(Value::as_bool) == Some(true);
         let uuid = v.get("uuid").and_then(Value::as_str).map(str::to_owned);
         let content = v
             .pointer("/message/content")
@@ -223,13 +235,14 @@ impl<'a> Importer<'a> {
                 // A prompt ends the step in progress; a summary with no
                 // boundary before it is kept, as synthetic.
                 self.finish_group()?;
-                let synthetic = compact_summary || runtime_text(text);
-                let m = self.new_message(at, Role::User, None, uuid, None, synthetic)?;
+                let synthetic = meta || compact_summary || runtime_text(text);
+                let m = self.new_message(at, Role::User, None, uuid.clone(), None, synthetic)?;
                 self.b.text(at, m, text.clone(), synthetic)?;
+                self.note_uuid(uuid, m);
                 self.last_user = Some(m);
                 Ok(())
             }
-            Value::Array(blocks) => self.user_blocks(blocks, uuid, compact_summary, at),
+            Value::Array(blocks) => self.user_blocks(blocks, uuid, meta || compact_summary, at),
             _ => Err(self.err("field `message.content` is neither a string nor an array")),
         }
     }
@@ -253,6 +266,8 @@ impl<'a> Importer<'a> {
             _ => return Err(self.err("field `message.content` is neither a string nor an array")),
         };
         let summary_message = self.b.message_id(at)?;
+        let preserved = std::mem::take(&mut self.preserved);
+        let tail_start = self.first_message_of(&preserved);
         self.b.record(
             at,
             Event::CompactionStarted {
@@ -261,7 +276,7 @@ impl<'a> Importer<'a> {
                 agent: Some("compaction".into()),
                 model: None,
                 prompt: None,
-                tail_start: None,
+                tail_start,
                 source_id: uuid,
             },
         )?;
@@ -279,19 +294,39 @@ impl<'a> Importer<'a> {
         )
     }
 
+    /// Notes that the line `uuid` is part of `message`.
+    fn note_uuid(&mut self, uuid: Option<String>, message: MessageId) {
+        if let Some(u) = uuid {
+            self.by_uuid.insert(u, message);
+        }
+    }
+
+    /// The earliest message (in log order) that one of `uuids` is part of.
+    fn first_message_of(&self, uuids: &[String]) -> Option<MessageId> {
+        let state = self.b.state()?;
+        uuids
+            .iter()
+            .filter_map(|u| self.by_uuid.get(u))
+            .filter_map(|m| Some((state.message_index(*m)?, *m)))
+            .min()
+            .map(|(_, m)| m)
+    }
+
     /// A user line whose content is blocks: tool results complete their
-    /// calls; its text blocks, if any, are one user message.
+    /// calls; its text blocks, if any, are one user message (synthetic when
+    /// the runtime wrote it).
     fn user_blocks(
         &mut self,
         blocks: &[Value],
         uuid: Option<String>,
-        compact_summary: bool,
+        runtime: bool,
         at: u64,
     ) -> Result<(), ImportError> {
         let mut texts = Vec::new();
+        let mut answered = None;
         for (i, b) in blocks.iter().enumerate() {
             match b.get("type").and_then(Value::as_str) {
-                Some("tool_result") => self.tool_result(b, i, at)?,
+                Some("tool_result") => answered = self.tool_result(b, i, at)?,
                 Some("text") => texts.push(
                     b.get("text")
                         .and_then(Value::as_str)
@@ -308,17 +343,29 @@ impl<'a> Importer<'a> {
         // (parallel calls can be answered between its lines).
         if !texts.is_empty() {
             self.finish_group()?;
-            let synthetic = compact_summary || texts.iter().all(|t| runtime_text(t));
-            let m = self.new_message(at, Role::User, None, uuid, None, synthetic)?;
+            let synthetic = runtime || texts.iter().all(|t| runtime_text(t));
+            let m = self.new_message(at, Role::User, None, uuid.clone(), None, synthetic)?;
             for text in texts {
                 self.b.text(at, m, text, synthetic)?;
             }
+            self.note_uuid(uuid, m);
             self.last_user = Some(m);
+            return Ok(());
+        }
+        // A line of tool results is part of the step whose calls it answers.
+        if let Some(m) = answered {
+            self.note_uuid(uuid, m);
         }
         Ok(())
     }
 
-    fn tool_result(&mut self, b: &Value, i: usize, at: u64) -> Result<(), ImportError> {
+    /// A `tool_result` block completes its call; the message of the call.
+    fn tool_result(
+        &mut self,
+        b: &Value,
+        i: usize,
+        at: u64,
+    ) -> Result<Option<MessageId>, ImportError> {
         let id = b
             .get("tool_use_id")
             .and_then(Value::as_str)
@@ -350,8 +397,14 @@ impl<'a> Importer<'a> {
             }
         };
         let is_error = b.get("is_error").and_then(Value::as_bool) == Some(true);
+        let message = self
+            .b
+            .state()
+            .and_then(|s| s.part(call.part))
+            .map(|(m, _)| m.id);
         self.b
-            .complete_call(at, id, call, output, is_error, Json::Null)
+            .complete_call(at, id, call, output, is_error, Json::Null)?;
+        Ok(message)
     }
 
     fn assistant(&mut self, v: &Value, at: u64) -> Result<(), ImportError> {
@@ -364,6 +417,8 @@ impl<'a> Importer<'a> {
             .ok_or_else(|| self.err("field `message.id` missing"))?
             .to_owned();
         let message = self.open_group(msg, source, at)?;
+        let uuid = v.get("uuid").and_then(Value::as_str).map(str::to_owned);
+        self.note_uuid(uuid, message);
         let blocks = msg
             .get("content")
             .and_then(Value::as_array)
@@ -528,6 +583,8 @@ pub fn import<R: BufRead>(
         last_at: 0,
         summaries: BTreeMap::new(),
         uuids: Vec::new(),
+        by_uuid: BTreeMap::new(),
+        preserved: Vec::new(),
     };
     let unfinished = each_line(reader, file, options.max_line_bytes, |n, v| {
         im.b.at.line = n;
@@ -564,4 +621,28 @@ fn usage_of(u: &serde_json::Map<String, Value>) -> Result<LineUsage, String> {
         cache_write: n("cache_creation_input_tokens")?,
         output: n("output_tokens")?,
     })
+}
+
+/// The uuids a `compact_boundary` keeps verbatim after its summary
+/// (`compactMetadata.preservedMessages.uuids`, else the head of
+/// `preservedSegment`); none before Claude Code 2.1.
+fn preserved_uuids(boundary: &Value) -> Vec<String> {
+    let listed = boundary
+        .pointer("/compactMetadata/preservedMessages/uuids")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    if !listed.is_empty() {
+        return listed;
+    }
+    boundary
+        .pointer("/compactMetadata/preservedSegment/headUuid")
+        .and_then(Value::as_str)
+        .map(|h| vec![h.to_owned()])
+        .unwrap_or_default()
 }

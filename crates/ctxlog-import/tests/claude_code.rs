@@ -204,11 +204,55 @@ fn a_compact_boundary_and_its_summary_become_a_completed_compaction() {
             other => format!("{other:?}"),
         })
         .collect();
+    // Claude Code sends the summary as a user message, and the isMeta
+    // caveat after it.
+    assert_eq!(
+        texts,
+        ["Summary: we read src/parse.rs.", "<local-command-caveat>"]
+    );
+    assert_eq!(w.messages[0].role, Role::User);
+    assert!(s.messages.last().unwrap().synthetic, "isMeta is synthetic");
+}
+
+/// Claude Code 2.1's boundary names the messages it keeps verbatim after the
+/// summary (`preservedMessages`): they are the compaction's tail.
+#[test]
+fn preserved_messages_are_kept_after_the_summary() {
+    let lines = [
+        r#"{"type":"user","sessionId":"s3","uuid":"u1","timestamp":"2025-10-21T03:00:00Z","message":{"role":"user","content":"first"}}"#,
+        r#"{"type":"assistant","sessionId":"s3","uuid":"a1","timestamp":"2025-10-21T03:00:01Z","message":{"id":"msg_1","model":"claude-sonnet-4-6","role":"assistant","content":[{"type":"text","text":"reply-1"}],"usage":{"input_tokens":3,"output_tokens":2}}}"#,
+        r#"{"type":"user","sessionId":"s3","uuid":"u2","timestamp":"2025-10-21T03:00:02Z","message":{"role":"user","content":"second"}}"#,
+        r#"{"type":"assistant","sessionId":"s3","uuid":"a2","timestamp":"2025-10-21T03:00:03Z","message":{"id":"msg_2","model":"claude-sonnet-4-6","role":"assistant","content":[{"type":"text","text":"reply-2"}],"usage":{"input_tokens":3,"output_tokens":2}}}"#,
+        r#"{"type":"user","sessionId":"s3","uuid":"u3","timestamp":"2025-10-21T03:00:04Z","message":{"role":"user","content":"third"}}"#,
+        r#"{"type":"attachment","sessionId":"s3","uuid":"r3","timestamp":"2025-10-21T03:00:04Z","attachment":{"type":"date","date":"2025-10-21"}}"#,
+        r#"{"type":"system","subtype":"compact_boundary","sessionId":"s3","uuid":"c1","timestamp":"2025-10-21T03:00:05Z","compactMetadata":{"trigger":"auto","preTokens":167000,"preservedMessages":{"uuids":["a2","u3","r3"]}}}"#,
+        r#"{"type":"user","isCompactSummary":true,"sessionId":"s3","uuid":"s1","timestamp":"2025-10-21T03:00:06Z","message":{"role":"user","content":"This session is being continued. Summary: S."}}"#,
+        r#"{"type":"assistant","sessionId":"s3","uuid":"a3","timestamp":"2025-10-21T03:00:07Z","message":{"id":"msg_3","model":"claude-sonnet-4-6","role":"assistant","content":[{"type":"text","text":"reply-3"}],"usage":{"input_tokens":3,"output_tokens":2}}}"#,
+    ];
+    let text = lines.join("\n");
+    let a = claude_code::import(
+        BufReader::new(text.as_bytes()),
+        "p.jsonl",
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let s = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
+    let texts: Vec<String> = window(&s)
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| match p {
+            WindowPart::Text(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
     assert_eq!(
         texts,
         [
-            window::COMPACTION_QUESTION,
-            "Summary: we read src/parse.rs."
+            "This session is being continued. Summary: S.",
+            "reply-2",
+            "third",
+            "reply-3"
         ]
     );
 }

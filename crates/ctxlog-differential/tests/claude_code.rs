@@ -1,0 +1,522 @@
+//! Differential test against the real Claude Code
+//! (`@anthropic-ai/claude-code`, pinned in
+//! [`ctxlog_differential::claude_code::VERSION`]).
+//!
+//! Each scenario drives Claude Code offline in print mode (`claude -p`, one
+//! process per prompt, `--resume` after the first) against the scripted
+//! Anthropic Messages server, imports the transcript it wrote, and checks:
+//! - the import labels the session `claude-code-2.1`;
+//! - (a) each answer's usage is on its own step;
+//! - (b) ctxlog's window before each agent-loop request, rendered as Claude
+//!   Code sends it, equals the `messages` Claude Code sent, but for the
+//!   documented difference: the `<system-reminder>` blocks Claude Code
+//!   injects (rendered from `attachment` lines ctxlog does not keep) and
+//!   the reminder it appends to every tool result;
+//! - (c) where ctxlog's overflow rule sees what Claude Code counted (a
+//!   compaction at the next prompt after an answer over the threshold),
+//!   ctxlog's decision after every step equals Claude Code's and `simulate`
+//!   compacts after the same answers;
+//! - (d) Claude Code's compactions are imported as it made them: automatic
+//!   or manual, with its `preTokens`, and the messages it kept verbatim.
+//!
+//! The npm install is cached outside git; when the registry cannot be
+//! reached the tests skip with a message. Each run's folder lies outside any
+//! git repository (in the temp directory) and is removed when it passes.
+
+use ctxlog_core::{window, CompactionTrigger, Envelope, Event, Role, SessionState, TokenUsage};
+use ctxlog_differential::claude_code::{install, Sandbox};
+use ctxlog_differential::drive::DriveError;
+use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
+use ctxlog_engine::anthropic::claude_code_messages;
+use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
+use ctxlog_engine::summarize::RecordedSummarizer;
+use ctxlog_import::{Format, ImportOptions, LimitOverrides};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// One scenario at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The model every scenario runs: a 200,000-token window, 32,000 output
+/// tokens (what 2.1.328 reports for it), checked on the threshold.
+const MODEL: &str = "claude-sonnet-4-6";
+
+/// The pinned Claude Code, or `None` (with a message) when npm cannot reach
+/// its registry.
+fn claude() -> Option<PathBuf> {
+    match install() {
+        Ok(bin) => Some(bin),
+        Err(DriveError::Unreachable(why)) => {
+            eprintln!("SKIPPED: the Claude Code differential tests need the npm registry: {why}");
+            None
+        }
+        Err(e) => panic!("installing Claude Code failed: {e}"),
+    }
+}
+
+/// What one run left behind.
+struct Run {
+    _serial: std::sync::MutexGuard<'static, ()>,
+    dir: PathBuf,
+    requests: Vec<Request>,
+    transcript: PathBuf,
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn run(name: &str, script: Script, prompts: &[&str]) -> Option<Run> {
+    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let bin = claude()?;
+    let dir =
+        std::env::temp_dir().join(format!("ctxlog-claude-code-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let server = ModelServer::start_api(Api::AnthropicMessages, script).expect("model server");
+    let sandbox = Sandbox::new(bin, dir.clone(), &server.origin(), MODEL, &[]).expect("sandbox");
+    let mut session: Option<String> = None;
+    for p in prompts {
+        let out = sandbox
+            .prompt(p, session.as_deref())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        if session.is_none() {
+            session = out["session_id"].as_str().map(str::to_owned);
+        }
+    }
+    let session = session.expect("a session id");
+    let transcript = sandbox.transcript(&session).expect("the transcript");
+    let requests = server.requests();
+    for r in &requests {
+        let file = dir.join(format!("request-{:02}-{:?}.json", r.n, r.kind));
+        std::fs::write(file, serde_json::to_vec_pretty(&r.body).unwrap()).unwrap();
+    }
+    let unscripted: Vec<String> = requests
+        .iter()
+        .filter(|r| r.reply.is_none())
+        .map(|r| format!("n={} {:?}", r.n, r.kind))
+        .collect();
+    assert!(
+        unscripted.is_empty(),
+        "{name}: Claude Code made model calls the script did not expect: {unscripted:?} (requests in {})",
+        dir.display()
+    );
+    assert_eq!(
+        server.unused().0,
+        0,
+        "{name}: Claude Code made fewer agent-loop calls than scripted"
+    );
+    Some(Run {
+        _serial: serial,
+        dir,
+        requests,
+        transcript,
+    })
+}
+
+fn import(run: &Run) -> Vec<Envelope> {
+    let options = ImportOptions {
+        limits: LimitOverrides {
+            context: Some(200_000),
+            output: Some(32_000),
+            ..LimitOverrides::default()
+        },
+        ..ImportOptions::default()
+    };
+    let file = std::fs::File::open(&run.transcript).unwrap();
+    let imported = ctxlog_import::import(
+        std::io::BufReader::new(file),
+        &run.transcript.display().to_string(),
+        Format::ClaudeCode,
+        &options,
+    )
+    .unwrap_or_else(|e| panic!("ctxlog cannot import the transcript: {e}"));
+    imported.events.to_vec().unwrap()
+}
+
+fn agent_requests(run: &Run) -> Vec<&Request> {
+    run.requests
+        .iter()
+        .filter(|r| r.kind == Kind::Agent)
+        .collect()
+}
+
+/// The assistant messages of the import, in order: (seq, id).
+fn assistant_messages(events: &[Envelope]) -> Vec<(u64, ctxlog_core::MessageId)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::MessageAppended {
+                message,
+                role: Role::Assistant,
+                ..
+            } => Some((e.seq, *message)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// (a) Every answer is one step with the usage the server reported.
+fn check_usage(run: &Run, events: &[Envelope]) {
+    let agent = agent_requests(run);
+    let messages = assistant_messages(events);
+    assert_eq!(
+        agent.len(),
+        messages.len(),
+        "one assistant message per agent request"
+    );
+    let state = SessionState::replay(events).unwrap();
+    for (request, (_, id)) in agent.iter().zip(&messages) {
+        let usage = match request.reply.as_ref().unwrap() {
+            Reply::Text { usage, .. } | Reply::ToolCalls { usage, .. } => usage,
+            Reply::Error { .. } => continue,
+        };
+        let want = TokenUsage {
+            total: None,
+            input: usage.prompt,
+            output: usage.completion,
+            reasoning: 0,
+            cache_read: usage.cached,
+            cache_write: usage.cache_write,
+        };
+        assert_eq!(
+            state.message(*id).unwrap().tokens.as_deref(),
+            Some(&want),
+            "request n={}: the step's usage",
+            request.n
+        );
+    }
+}
+
+/// What Claude Code sent, less what it injects: `<system-reminder>` text
+/// blocks, the reminder appended to each tool result, `cache_control`
+/// marks; a string content as one text block; messages left empty dropped.
+fn without_reminders(messages: &Value) -> Value {
+    let strip_suffix = |t: &str| match t.find("\n\n<system-reminder>") {
+        Some(i) => t[..i].to_owned(),
+        None => t.to_owned(),
+    };
+    let mut out = Vec::new();
+    for m in messages.as_array().into_iter().flatten() {
+        let blocks = match &m["content"] {
+            Value::String(s) => vec![json!({"type": "text", "text": s})],
+            Value::Array(b) => b.clone(),
+            _ => Vec::new(),
+        };
+        let kept: Vec<Value> = blocks
+            .into_iter()
+            .filter(|b| {
+                !(b["type"] == "text"
+                    && b["text"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with("<system-reminder>")))
+            })
+            .map(|mut b| {
+                if let Some(o) = b.as_object_mut() {
+                    o.remove("cache_control");
+                    if o.get("type") == Some(&json!("tool_result")) {
+                        if let Some(Value::String(c)) = o.get("content").cloned() {
+                            o.insert("content".into(), json!(strip_suffix(&c)));
+                        }
+                    }
+                }
+                b
+            })
+            .collect();
+        if !kept.is_empty() {
+            out.push(json!({"role": m["role"], "content": kept}));
+        }
+    }
+    Value::Array(out)
+}
+
+/// (b) ctxlog's window before each agent request equals what Claude Code
+/// sent, its reminders aside. Returns how many were compared.
+fn check_windows(run: &Run, events: &[Envelope]) -> usize {
+    let agent = agent_requests(run);
+    let messages = assistant_messages(events);
+    for (request, (seq, _)) in agent.iter().zip(&messages) {
+        let state = SessionState::replay(events.iter().take(*seq as usize - 1)).unwrap();
+        let ours = Value::Array(claude_code_messages(&window(&state)));
+        let theirs = without_reminders(&request.body["messages"]);
+        if ours != theirs {
+            let file = run.dir.join(format!("window-{:02}.json", request.n));
+            std::fs::write(&file, serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
+            let theirs_file = run.dir.join(format!("sent-{:02}.json", request.n));
+            std::fs::write(&theirs_file, serde_json::to_vec_pretty(&theirs).unwrap()).unwrap();
+            panic!(
+                "request n={} (before seq {seq}): ctxlog's window differs from what Claude Code sent (reminders aside); ours in {}, theirs in {}",
+                request.n,
+                file.display(),
+                theirs_file.display()
+            );
+        }
+    }
+    agent.len()
+}
+
+/// The compactions as imported: (automatic, `preTokens`).
+fn compactions(events: &[Envelope]) -> Vec<(bool, Option<u64>)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionRequested { auto, trigger, .. } => {
+                let before = match trigger {
+                    CompactionTrigger::Recorded { tokens_before, .. } => *tokens_before,
+                    _ => None,
+                };
+                Some((*auto, before))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The boundaries in the transcript: (automatic, `preTokens`).
+fn boundaries(run: &Run) -> Vec<(bool, Option<u64>)> {
+    std::fs::read_to_string(&run.transcript)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["subtype"] == "compact_boundary")
+        .map(|v| {
+            (
+                v["compactMetadata"]["trigger"] != "manual",
+                v["compactMetadata"]["preTokens"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+/// (c) ctxlog's decision after every step equals Claude Code's, and
+/// `simulate` compacts after the answers Claude Code compacted after.
+fn check_decisions(events: &[Envelope]) {
+    let policy = match &events[0].event {
+        Event::SessionStarted { policy, .. } => policy.clone(),
+        e => panic!("first event is {}", e.kind()),
+    };
+    assert_eq!(policy.name, "claude-code-2.1");
+    let mut state = SessionState::new();
+    for (i, e) in events.iter().enumerate() {
+        state.evolve(e).unwrap();
+        let Event::StepFinished { tokens, .. } = &e.event else {
+            continue;
+        };
+        let theirs = events[i + 1..]
+            .iter()
+            .find_map(|n| match &n.event {
+                Event::MessageAppended {
+                    role: Role::Assistant,
+                    ..
+                } => Some(false),
+                Event::CompactionRequested { auto, .. } => Some(*auto),
+                _ => None,
+            })
+            .unwrap_or(false);
+        let ours = policy.check_overflow(&state.limits, tokens).overflow;
+        assert_eq!(
+            ours, theirs,
+            "step at seq {} ({tokens:?}): ctxlog says compact = {ours}, Claude Code compacted = {theirs}",
+            e.seq
+        );
+    }
+    let config = SimulateConfig {
+        summarizer: Arc::new(RecordedSummarizer::from_log(events)),
+        ..SimulateConfig::new(policy)
+    };
+    let report = simulate_recording(events, config, |_| {}).expect("simulate");
+    let mut last_assistant = String::new();
+    let mut recorded = Vec::new();
+    for e in events {
+        match &e.event {
+            Event::MessageAppended {
+                role: Role::Assistant,
+                source_id: Some(s),
+                ..
+            } => last_assistant = s.clone(),
+            Event::CompactionRequested { auto: true, .. } => recorded.push(last_assistant.clone()),
+            _ => {}
+        }
+    }
+    let simulated: Vec<String> = report
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Compaction { after, .. } => Some(after.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        simulated, recorded,
+        "simulate compacts after the answers Claude Code compacted after: {:?}",
+        report.decisions
+    );
+}
+
+fn text(t: &str, usage: Usage) -> Reply {
+    Reply::Text {
+        text: t.into(),
+        usage,
+    }
+}
+
+/// A `Bash` call printing `chars` characters.
+fn bash(id: &str, chars: usize, usage: Usage) -> Reply {
+    Reply::ToolCalls {
+        calls: vec![(
+            id.into(),
+            "Bash".into(),
+            json!({
+                "command": format!("yes 0123456789abcdef | tr -d '\\n' | head -c {chars}"),
+                "description": "Print scripted output",
+            }),
+        )],
+        usage,
+    }
+}
+
+fn summaries(n: usize) -> VecDeque<Reply> {
+    (1..=n)
+        .map(|i| {
+            text(
+                &format!("<analysis>scripted</analysis>\n<summary>scripted summary {i}</summary>"),
+                Usage::new(3_000, 400),
+            )
+        })
+        .collect()
+}
+
+/// An answer over the threshold (167,100 of 167,000), then a prompt: Claude
+/// Code compacts before the prompt's request, keeps the previous answer and
+/// the prompt verbatim after the summary, and sends no continue message.
+#[test]
+fn automatic_compaction_at_the_next_prompt() {
+    let script = Script {
+        agent: VecDeque::from(vec![
+            bash("toolu_01", 28_999, Usage::new(10_000, 50)),
+            text("Done (reply-1).", Usage::new(50_000, 100)),
+            text(
+                "Done (reply-2).",
+                Usage {
+                    prompt: 60_000,
+                    completion: 7_100,
+                    cached: 80_000,
+                    cache_write: 20_000,
+                },
+            ),
+            text("Done (reply-3).", Usage::new(9_000, 100)),
+        ]),
+        summary: summaries(2),
+    };
+    let Some(run) = run(
+        "automatic",
+        script,
+        &[
+            "LARGE turn one: run the command",
+            "turn two",
+            "SMALL turn three after the compaction",
+        ],
+    ) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 4);
+    check_decisions(&events);
+    let theirs = boundaries(&run);
+    assert_eq!(compactions(&events), theirs);
+    assert_eq!(theirs.len(), 1);
+    assert!(theirs[0].0, "automatic");
+    // The request after it: the summary as a user message, the answer
+    // before it and the prompt kept verbatim, nothing else.
+    let after = without_reminders(&agent_requests(&run)[3].body["messages"]);
+    let roles: Vec<&str> = after
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+    let texts: Vec<&str> = after
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .collect();
+    assert!(texts[0].starts_with("This session is being continued"));
+    assert!(texts[0].contains("scripted summary"));
+    assert_eq!(
+        texts[1..],
+        ["Done (reply-2).", "SMALL turn three after the compaction"]
+    );
+}
+
+/// `/compact` with instructions in print mode: a manual compaction that
+/// keeps the last answer verbatim; the local command's caveat (`isMeta`),
+/// its echo and its output are sent with the next prompt.
+#[test]
+fn manual_compact_command() {
+    let script = Script {
+        agent: VecDeque::from(vec![
+            bash("toolu_01", 2_000, Usage::new(10_000, 50)),
+            text("Done (reply-1).", Usage::new(11_000, 100)),
+            text("Done (reply-2).", Usage::new(12_000, 100)),
+            text("Done (reply-3).", Usage::new(5_000, 100)),
+        ]),
+        summary: summaries(2),
+    };
+    let Some(run) = run(
+        "manual",
+        script,
+        &[
+            "turn one: run the command",
+            "turn two",
+            "/compact keep the scripted tokens",
+            "turn three after the compaction",
+        ],
+    ) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 4);
+    check_decisions(&events);
+    let theirs = boundaries(&run);
+    assert_eq!(compactions(&events), theirs);
+    assert_eq!(theirs.len(), 1);
+    assert!(!theirs[0].0, "manual");
+    // The caveat Claude Code marks isMeta is sent, and kept by ctxlog.
+    let after = without_reminders(&agent_requests(&run)[3].body["messages"]).to_string();
+    assert!(after.contains("<local-command-caveat>"), "{after}");
+}
+
+/// Outputs of 20,000 characters (sent inline) and 40,000 (saved to a file,
+/// a preview sent instead) are stored as Claude Code sent them.
+#[test]
+fn big_tool_outputs() {
+    let script = Script {
+        agent: VecDeque::from(vec![
+            bash("toolu_01", 20_000, Usage::new(10_000, 50)),
+            bash("toolu_02", 40_000, Usage::new(20_000, 50)),
+            text("Done (reply-1).", Usage::new(30_000, 100)),
+        ]),
+        summary: VecDeque::new(),
+    };
+    let Some(run) = run("big-outputs", script, &["turn one: two big outputs"]) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 3);
+    let last = without_reminders(&agent_requests(&run)[2].body["messages"]);
+    let text = last.to_string();
+    assert!(
+        text.contains("<persisted-output>"),
+        "the 40,000-character output is sent as a preview"
+    );
+}
