@@ -551,7 +551,7 @@ fn presets_include_the_agents_with_a_threshold() {
             "opencode-1.17",
             "opencode-1.18",
             "claude-code-2.1",
-            "codex",
+            "codex-0.169",
             "pi-0.73",
             "goose"
         ]

@@ -229,6 +229,9 @@ pub enum PivotForm {
         prefix: String,
         /// Text after it.
         suffix: String,
+        /// Sent after the kept tail rather than before it (Codex 0.169
+        /// sends its replacement history, then the summary).
+        after_tail: bool,
     },
 }
 
@@ -327,8 +330,11 @@ pub const PRESET_OPENCODE_1_18: &str = "opencode-1.18";
 pub const PRESET_CLAUDE_CODE: &str = "claude-code";
 /// Name of the Claude Code 2.1 preset.
 pub const PRESET_CLAUDE_CODE_2_1: &str = "claude-code-2.1";
-/// Name of the Codex CLI preset.
+/// Name of the Codex CLI preset: the latest Codex measured
+/// ([`PRESET_CODEX_0_169`]).
 pub const PRESET_CODEX: &str = "codex";
+/// Name of the Codex CLI 0.169 preset.
+pub const PRESET_CODEX_0_169: &str = "codex-0.169";
 /// Name of the pi coding-agent preset: the latest pi measured
 /// ([`PRESET_PI_0_73`]).
 pub const PRESET_PI: &str = "pi";
@@ -458,6 +464,7 @@ impl Policy {
             pivot: PivotForm::UserSummary {
                 prefix: String::new(),
                 suffix: String::new(),
+                after_tail: false,
             },
             ..Self::agent(
                 PRESET_CLAUDE_CODE_2_1,
@@ -471,20 +478,34 @@ impl Policy {
         }
     }
 
-    /// Codex CLI (`codex-rs` `auto_compact_token_limit`): compacts when the
-    /// last response's total reaches 90 % of the context window. Codex
-    /// keeps the user's own messages (≤ 20,000 tokens) beside the summary;
-    /// ctxlog's tail keeps whole turns, so this preset keeps none.
-    pub fn codex() -> Self {
-        Self::agent(
-            PRESET_CODEX,
-            Comparison::GreaterOrEqual,
-            BudgetRule::ContextLess {
-                output_cap: 0,
-                buffer: 0,
+    /// Codex CLI 0.169 (`@openai/codex@0.169.0`, measured by
+    /// `crates/ctxlog-differential/tests/codex.rs`): compacts when the last
+    /// response's `total_tokens` reaches 90 % of the configured context
+    /// window (a configured `model_auto_compact_token_limit` below it is
+    /// the threshold percentage: `--threshold`); a provider's refusal fails
+    /// the turn and compacts nothing. After a compaction Codex sends its
+    /// replacement history (recorded as the compaction's tail), then the
+    /// summary as a user message (its recorded text is the whole message),
+    /// and no continue message.
+    pub fn codex_0_169() -> Self {
+        Policy {
+            continue_message: ContinueMessage::None,
+            provider_overflow: ProviderOverflow::Error,
+            pivot: PivotForm::UserSummary {
+                prefix: String::new(),
+                suffix: String::new(),
+                after_tail: true,
             },
-            90,
-        )
+            ..Self::agent(
+                PRESET_CODEX_0_169,
+                Comparison::GreaterOrEqual,
+                BudgetRule::ContextLess {
+                    output_cap: 0,
+                    buffer: 0,
+                },
+                90,
+            )
+        }
     }
 
     /// pi 0.73 (`@mariozechner/pi-coding-agent@0.73.1`, measured by
@@ -508,6 +529,7 @@ impl Policy {
             pivot: PivotForm::UserSummary {
                 prefix: PI_SUMMARY_PREFIX.into(),
                 suffix: PI_SUMMARY_SUFFIX.into(),
+                after_tail: false,
             },
             check_at: OverflowCheckAt::RunEnd,
             ..Self::agent(
@@ -548,7 +570,7 @@ impl Policy {
             PRESET_OPENCODE_1_17 => Some(Self::opencode_1_17()),
             PRESET_OPENCODE_1_18 => Some(Self::opencode_1_18()),
             PRESET_CLAUDE_CODE_2_1 => Some(Self::claude_code_2_1()),
-            PRESET_CODEX => Some(Self::codex()),
+            PRESET_CODEX_0_169 => Some(Self::codex_0_169()),
             PRESET_PI_0_73 => Some(Self::pi_0_73()),
             PRESET_GOOSE => Some(Self::goose()),
             _ => None,
@@ -568,7 +590,7 @@ impl Policy {
             PRESET_OPENCODE_1_17,
             PRESET_OPENCODE_1_18,
             PRESET_CLAUDE_CODE_2_1,
-            PRESET_CODEX,
+            PRESET_CODEX_0_169,
             PRESET_PI_0_73,
             PRESET_GOOSE,
         ]
@@ -579,6 +601,7 @@ impl Policy {
     pub fn preset_aliases() -> &'static [(&'static str, &'static str)] {
         &[
             (PRESET_CLAUDE_CODE, PRESET_CLAUDE_CODE_2_1),
+            (PRESET_CODEX, PRESET_CODEX_0_169),
             (PRESET_PI, PRESET_PI_0_73),
         ]
     }
@@ -770,7 +793,7 @@ mod tests {
                 179_000,
             ),
             (
-                Policy::codex(),
+                Policy::codex_0_169(),
                 limits(272_000, None, None),
                 244_799,
                 244_800,

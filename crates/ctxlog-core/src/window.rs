@@ -2,7 +2,9 @@
 //!
 //! - History starts at the latest *completed* pivot (the marker whose summary
 //!   finished); with a recorded tail the order is
-//!   `[marker, summary, tail…, everything after the summary]`.
+//!   `[marker, summary, tail…, everything after the summary]`, or
+//!   `[marker, tail…, summary, …]` when the policy sends the summary after
+//!   the tail (Codex).
 //! - A compaction marker renders as the user text [`COMPACTION_QUESTION`],
 //!   and the summary as the assistant's answer, under the policy's
 //!   [`PivotForm::Question`] (OpenCode); under [`PivotForm::UserSummary`]
@@ -257,7 +259,8 @@ pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage
     if !is_sent(state, m) {
         return None;
     }
-    if let (true, PivotForm::UserSummary { prefix, suffix }) = (m.summary, &state.policy.pivot) {
+    if let (true, PivotForm::UserSummary { prefix, suffix, .. }) = (m.summary, &state.policy.pivot)
+    {
         return Some(user_summary(m, prefix, suffix));
     }
     let parts: Vec<WindowPart> = m.parts.iter().filter_map(render_held).collect();
@@ -362,9 +365,19 @@ pub fn window_order(state: &SessionState) -> (Option<MessageId>, Vec<usize>) {
     let Some((job, m, s)) = pivot else {
         return (None, (0..state.messages.len()).filter(kept).collect());
     };
-    let mut order = vec![m, s];
+    let after_tail = matches!(
+        state.policy.pivot,
+        PivotForm::UserSummary {
+            after_tail: true,
+            ..
+        }
+    );
+    let mut order = if after_tail { vec![m] } else { vec![m, s] };
     if let Some(t) = job.tail_start.and_then(|t| state.message_index(t)) {
         order.extend(t..m);
+    }
+    if after_tail {
+        order.push(s);
     }
     order.extend((m + 1..state.messages.len()).filter(|&i| i != s));
     order.retain(kept);

@@ -1,8 +1,9 @@
-//! Differential testing against the real agents: OpenCode, pi and Claude
-//! Code.
+//! Differential testing against the real agents: OpenCode, pi, Claude
+//! Code and Codex.
 //!
 //! - [`model_server`]: a scripted model server on loopback (OpenAI-compatible
-//!   chat completions or the Anthropic Messages API). It streams the
+//!   chat completions, the Anthropic Messages API or the OpenAI Responses
+//!   API). It streams the
 //!   answers, tool calls, usage and errors a test scripts, and keeps every
 //!   request body it receives.
 //! - [`opencode`]: installs a pinned `opencode-ai` from the npm registry into
@@ -12,9 +13,12 @@
 //!   in RPC mode against the server's Anthropic Messages API.
 //! - [`claude_code`]: the same for a pinned `@anthropic-ai/claude-code`,
 //!   driven in print mode (`claude -p`, `--resume`).
+//! - [`codex`]: the same for a pinned `@openai/codex`, driven with `codex
+//!   exec` against the server's Responses API.
 //! - [`npm`]: the cache the pinned agents are installed into.
 
 pub mod claude_code;
+pub mod codex;
 pub mod drive;
 pub mod model_server;
 pub mod npm;

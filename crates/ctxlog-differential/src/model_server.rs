@@ -54,6 +54,11 @@ pub struct Usage {
     pub cached: u64,
     /// `cache_creation_input_tokens` (Anthropic only).
     pub cache_write: u64,
+    /// `output_tokens_details.reasoning_tokens` (Responses API only).
+    pub reasoning: u64,
+    /// `total_tokens` when it is not input plus output (Responses API
+    /// only; a provider may report any total).
+    pub total: Option<u64>,
 }
 
 impl Usage {
@@ -64,6 +69,8 @@ impl Usage {
             completion,
             cached: 0,
             cache_write: 0,
+            reasoning: 0,
+            total: None,
         }
     }
 }
@@ -75,6 +82,8 @@ pub enum Api {
     OpenAiChat,
     /// The Anthropic Messages API (pi, Claude Code).
     AnthropicMessages,
+    /// The OpenAI Responses API, streamed (Codex).
+    OpenAiResponses,
 }
 
 impl Reply {
@@ -105,6 +114,19 @@ impl Reply {
             body: json!({"type": "error", "error": {
                 "type": "invalid_request_error",
                 "message": "prompt is too long: 200001 tokens > 200000 maximum"
+            }}),
+        }
+    }
+
+    /// The Responses API's context-length error (HTTP 400).
+    pub fn context_window_exceeded() -> Self {
+        Reply::Error {
+            status: 400,
+            body: json!({"error": {
+                "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                "type": "invalid_request_error",
+                "param": "input",
+                "code": "context_length_exceeded"
             }}),
         }
     }
@@ -172,6 +194,19 @@ impl Kind {
     /// (it offers the loop's tools), else a request that offers tools is
     /// the agent loop's.
     pub fn of(body: &Value) -> Kind {
+        // Codex names its compaction requests in its turn metadata.
+        let codex_kind = body
+            .pointer("/client_metadata/x-codex-turn-metadata")
+            .and_then(Value::as_str)
+            .and_then(|m| serde_json::from_str::<Value>(m).ok())
+            .and_then(|m| {
+                m.get("request_kind")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            });
+        if codex_kind.as_deref() == Some("compaction") {
+            return Kind::Summary;
+        }
         if last_message_texts(body)
             .iter()
             .any(|t| t.contains(CLAUDE_CODE_SUMMARY_TASK))
@@ -335,6 +370,7 @@ fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     let route = match api {
         Api::OpenAiChat => path.ends_with("/chat/completions"),
         Api::AnthropicMessages => path.split('?').next() == Some("/v1/messages"),
+        Api::OpenAiResponses => path.split('?').next() == Some("/v1/responses"),
     };
     if method != "POST" || !route {
         let msg = format!("no route {method} {path}");
@@ -369,7 +405,74 @@ fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     match api {
         Api::OpenAiChat => respond(&mut stream, &reply),
         Api::AnthropicMessages => respond_anthropic(&mut stream, n, &reply),
+        Api::OpenAiResponses => respond_responses(&mut stream, n, &reply),
     }
+}
+
+/// Answers one Responses API request as OpenAI streams it:
+/// `response.created`, an `output_item.added` and `.done` per item (an
+/// assistant message or a function call), `response.completed` with the
+/// usage (`input_tokens` counts the cached ones, `total_tokens` is input
+/// plus output).
+fn respond_responses(stream: &mut TcpStream, n: usize, reply: &Reply) -> std::io::Result<()> {
+    let (items, usage) = match reply {
+        Reply::Error { status, body } => {
+            let text = body.to_string();
+            return write!(
+                stream,
+                "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+        Reply::Text { text, usage } => (
+            vec![json!({
+                "type": "message", "id": format!("msg_scripted_{n:04}"), "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            })],
+            usage,
+        ),
+        Reply::ToolCalls { calls, usage } => (
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, (id, name, args))| {
+                    json!({
+                        "type": "function_call", "id": format!("fc_scripted_{n:04}_{i}"),
+                        "call_id": id, "name": name, "arguments": args.to_string(),
+                        "status": "completed",
+                    })
+                })
+                .collect(),
+            usage,
+        ),
+    };
+    write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nConnection: close\r\n\r\n"
+    )?;
+    let id = format!("resp_scripted_{n:04}");
+    let mut event = |data: Value| {
+        let name = data["type"].as_str().unwrap_or("").to_owned();
+        write!(stream, "event: {name}\ndata: {data}\n\n")
+    };
+    event(json!({"type": "response.created",
+                 "response": {"id": id, "status": "in_progress", "output": []}}))?;
+    for (i, item) in items.iter().enumerate() {
+        event(json!({"type": "response.output_item.added", "output_index": i, "item": item}))?;
+        event(json!({"type": "response.output_item.done", "output_index": i, "item": item}))?;
+    }
+    event(json!({"type": "response.completed", "response": {
+        "id": id, "status": "completed", "output": items,
+        "usage": {
+            "input_tokens": usage.prompt,
+            "input_tokens_details": {"cached_tokens": usage.cached},
+            "output_tokens": usage.completion,
+            "output_tokens_details": {"reasoning_tokens": usage.reasoning},
+            "total_tokens": usage.total.unwrap_or(usage.prompt + usage.completion),
+        },
+    }}))?;
+    stream.flush()
 }
 
 /// Answers one Messages API request as Anthropic streams it: `message_start`

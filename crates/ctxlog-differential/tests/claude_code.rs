@@ -23,6 +23,8 @@
 //! reached the tests skip with a message. Each run's folder lies outside any
 //! git repository (in the temp directory) and is removed when it passes.
 
+mod common;
+
 use ctxlog_core::{window, CompactionTrigger, Envelope, Event, Role, SessionState, TokenUsage};
 use ctxlog_differential::claude_code::{install, Sandbox};
 use ctxlog_differential::drive::DriveError;
@@ -119,7 +121,9 @@ fn run(name: &str, script: Script, prompts: &[&str]) -> Option<Run> {
     })
 }
 
+/// The transcript imported whole, and at every line end as it grew.
 fn import(run: &Run) -> Vec<Envelope> {
+    assert!(common::check_every_prefix(&run.transcript, Format::ClaudeCode) > 0);
     let options = ImportOptions {
         limits: LimitOverrides {
             context: Some(200_000),
@@ -407,6 +411,7 @@ fn automatic_compaction_at_the_next_prompt() {
                     completion: 7_100,
                     cached: 80_000,
                     cache_write: 20_000,
+                    ..Usage::new(0, 0)
                 },
             ),
             text("Done (reply-3).", Usage::new(9_000, 100)),

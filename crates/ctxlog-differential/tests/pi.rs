@@ -21,6 +21,8 @@
 //! The npm install is cached outside git; when the registry cannot be
 //! reached the tests skip with a message. Scenarios run one at a time.
 
+mod common;
+
 use ctxlog_core::{window, CompactionTrigger, Envelope, Event, Role, SessionState, TokenUsage};
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
@@ -137,8 +139,10 @@ fn run(name: &str, script: Script, actions: &[Action]) -> Option<Run> {
     })
 }
 
-/// The session file imported into ctxlog with the model's limits.
+/// The session file imported into ctxlog with the model's limits (and, as
+/// it grew, at every line end).
 fn import(run: &Run) -> Vec<Envelope> {
+    assert!(common::check_every_prefix(&run.session, Format::Pi) > 0);
     let m = model();
     let options = ImportOptions {
         limits: LimitOverrides {
@@ -402,6 +406,7 @@ fn split(input: u64, cache_read: u64, cache_write: u64, output: u64) -> Usage {
         completion: output,
         cached: cache_read,
         cache_write,
+        ..Usage::new(input, output)
     }
 }
 

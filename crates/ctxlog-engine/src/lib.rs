@@ -54,6 +54,7 @@ mod session;
 
 pub mod openai;
 pub mod redact;
+pub mod responses;
 pub mod simulate;
 pub mod summarize;
 pub mod transcript_prompt;

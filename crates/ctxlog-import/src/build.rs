@@ -195,7 +195,7 @@ impl<'a> Builder<'a> {
                 }
             }),
             Format::ClaudeCode => Some(Policy::claude_code_2_1()),
-            Format::Codex => Some(Policy::codex()),
+            Format::Codex => Some(Policy::codex_0_169()),
             Format::Pi => Some(Policy::pi_0_73()),
         };
         detected.unwrap_or_else(|| self.options.policy.clone())

@@ -24,6 +24,24 @@
 //!   `<user_instructions>`, AGENTS.md) and developer/system messages are kept
 //!   as synthetic. `event_msg`
 //!   copies of response items are skipped.
+//!
+//! Codex 0.169 (`cli_version` ≥ 0.169) writes each response's usage in a
+//! `token_usage_record` right after the response's items and before its
+//! tool outputs, and its `token_count` only after those outputs:
+//! - a step is the items since the previous record (or turn start); its
+//!   `token_usage_record.usage` ends it and is its usage; `token_count`
+//!   lines never open or end a step (the one after a refused request,
+//!   whose usage is all zero, is no step);
+//! - the recorded `model_context_window` (in `task_started` and
+//!   `token_count`) is 95 % of the configured window: the configured one
+//!   is recovered (`window × 100 / 95`);
+//! - a step of text only waits until the next line that is not a report:
+//!   before `compacted` it is the compaction's own answer, no message;
+//! - `compacted.replacement_history` is what Codex sends from then on: its
+//!   messages (the user's recent prompts, the initial context) are
+//!   recorded again, as synthetic user messages, and are the compaction's
+//!   tail; its last item, the summary as a user message, is the summary
+//!   (`compacted.message`), sent after them (preset `codex-0.169`).
 
 use crate::build::{as_json, Builder, NewMessage, OpenCall, RecordedKind};
 use crate::strict;
@@ -65,6 +83,11 @@ struct Importer<'a> {
     last_total: Option<Value>,
     /// The line of every tool call made, by call id.
     call_lines: BTreeMap<String, u64>,
+    /// The rollout was written by Codex 0.169 or later (see the module doc).
+    since_0_169: bool,
+    /// A step of text only its usage record ended, written at the next
+    /// line that is not a report (dropped before `compacted`).
+    held: Option<Step>,
 }
 
 const INJECTED: &[&str] = &[
@@ -115,6 +138,16 @@ impl<'a> Importer<'a> {
     /// Why the step still open at the end of the input waits for the next
     /// import (see [`ImportOptions::live`]), if it does.
     fn open_step_waits(&self) -> Option<String> {
+        if let Some(h) = &self.held {
+            // It may be a compaction's answer whose `compacted` is not
+            // written yet.
+            return self.b.options().live.then(|| {
+                format!(
+                    "the step of line {} may be a compaction's answer (--live)",
+                    h.end_line.max(1)
+                )
+            });
+        }
         let s = self.step.as_ref()?;
         if s.items.is_empty() && s.usage.is_none() {
             return None;
@@ -144,6 +177,11 @@ impl<'a> Importer<'a> {
         let Some(s) = self.step.take() else {
             return Ok(None);
         };
+        self.write_step(s, aborted)
+    }
+
+    /// Writes step `s` (see [`Importer::close_step`]).
+    fn write_step(&mut self, s: Step, aborted: bool) -> Result<Option<MessageId>, ImportError> {
         if s.items.is_empty() && s.usage.is_none() {
             return Ok(None);
         }
@@ -228,6 +266,7 @@ impl<'a> Importer<'a> {
             let at = at.unwrap_or(0);
             let policy = self.b.policy_for(None);
             let text = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
+            self.since_0_169 = text("cli_version").is_some_and(|v| at_least(&v, (0, 169)));
             self.b.about.directory = text("cwd");
             self.b.about.agent = Some(match text("cli_version") {
                 Some(v) => format!("codex-{v}"),
@@ -242,7 +281,23 @@ impl<'a> Importer<'a> {
         }
         let at = self.b.time(at);
         let pt = p.get("type").and_then(Value::as_str);
+        if !matches!(ty, "event_msg" | "token_usage_record") {
+            if let Some(held) = self.held.take() {
+                // Before `compacted`, the compaction's own answer.
+                if ty != "compacted" {
+                    self.write_step(held, false)?;
+                }
+            }
+        }
         match (ty, pt) {
+            ("token_usage_record", _) => self.usage_record(p, at),
+            ("event_msg", Some("task_started")) if self.since_0_169 => self.context_window(p, at),
+            ("event_msg", Some("token_count")) if self.since_0_169 => {
+                match p.get("info").filter(|i| !i.is_null()) {
+                    Some(info) => self.context_window(info, at),
+                    None => Ok(()),
+                }
+            }
             ("turn_context", _) => {
                 self.close_step(false)?;
                 if let Some(m) = p.get("model").and_then(Value::as_str) {
@@ -302,6 +357,47 @@ impl<'a> Importer<'a> {
         Ok(())
     }
 
+    /// A 0.169 `token_usage_record`: the usage of the items since the
+    /// previous one, which it ends; a step of text only is held (see
+    /// [`Importer::held`]).
+    fn usage_record(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
+        let u = p
+            .get("usage")
+            .filter(|u| u.is_object())
+            .ok_or_else(|| self.err("field `payload.usage` missing or not an object"))?;
+        let usage = usage(u).map_err(|e| self.err(format!("payload.usage: {e}")))?;
+        if let Some(held) = self.held.take() {
+            self.write_step(held, false)?;
+        }
+        let line = self.line;
+        let mut s = self.step.take().unwrap_or(Step {
+            start: at,
+            at,
+            ..Step::default()
+        });
+        s.usage = Some(usage);
+        if s.items.is_empty() {
+            s.end_line = line;
+        }
+        if s.calls.is_empty() {
+            self.held = Some(s);
+        } else {
+            self.write_step(s, false)?;
+        }
+        Ok(())
+    }
+
+    /// The configured context window, from a 0.169 line's
+    /// `model_context_window` (95 % of it).
+    fn context_window(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
+        let recorded = strict::count(p, "model_context_window")
+            .map_err(|e| self.err(format!("payload: {e}")))?;
+        match recorded {
+            Some(w) => self.b.set_file_context(at, configured_window(w)),
+            None => Ok(()),
+        }
+    }
+
     fn turn_aborted(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
         // Only a step the abort cut short gets the error; an abort
         // before the model answered leaves nothing to mark.
@@ -330,6 +426,11 @@ impl<'a> Importer<'a> {
         self.close_step(false)?;
         let text = p.get("message").and_then(Value::as_str).unwrap_or("");
         let source = Some(format!("line:{}", self.line));
+        let tail = if self.since_0_169 {
+            self.replacement_history(p, text, at)?
+        } else {
+            None
+        };
         self.b
             .imported_compaction(
                 at,
@@ -337,10 +438,62 @@ impl<'a> Importer<'a> {
                 source.clone(),
                 source,
                 text,
-                None,
+                tail,
                 None,
             )
             .map(|_| ())
+    }
+
+    /// Records the messages of `compacted.replacement_history` but its last
+    /// one when that is the summary (`summary`), as synthetic user
+    /// messages; the first of them.
+    fn replacement_history(
+        &mut self,
+        p: &Value,
+        summary: &str,
+        at: u64,
+    ) -> Result<Option<MessageId>, ImportError> {
+        let Some(items) = p.get("replacement_history").and_then(Value::as_array) else {
+            return Ok(None);
+        };
+        let texts_of = |item: &Value| -> Vec<String> {
+            item.get("content")
+                .and_then(Value::as_array)
+                .map(|c| {
+                    c.iter()
+                        .filter_map(|b| b.get("text").and_then(Value::as_str))
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let mut kept: Vec<&Value> = items
+            .iter()
+            .filter(|i| i.get("type").and_then(Value::as_str) == Some("message"))
+            .collect();
+        if kept
+            .last()
+            .is_some_and(|last| texts_of(last).concat() == summary)
+        {
+            kept.pop();
+        }
+        let mut first = None;
+        for (i, item) in kept.into_iter().enumerate() {
+            let message = self.b.message(
+                at,
+                Role::User,
+                NewMessage {
+                    source: Some(format!("line:{}#{i}", self.line)),
+                    synthetic: true,
+                    ..NewMessage::default()
+                },
+            )?;
+            for t in texts_of(item) {
+                self.b.text(at, message, t, true)?;
+            }
+            first.get_or_insert(message);
+        }
+        Ok(first)
     }
 
     /// A user-side message; `injected` marks runtime instructions
@@ -562,6 +715,8 @@ pub fn import<R: BufRead>(
         line: 0,
         last_total: None,
         call_lines: BTreeMap::new(),
+        since_0_169: false,
+        held: None,
     };
     let unfinished = each_line(reader, file, options.max_line_bytes, |n, v| {
         im.line = n;
@@ -573,7 +728,23 @@ pub fn import<R: BufRead>(
         Some(why) => im.b.step_waits(&why),
         None => {
             im.close_step(false)?;
+            if let Some(held) = im.held.take() {
+                im.write_step(held, false)?;
+            }
         }
     }
     im.b.finish()
+}
+
+/// Whether Codex version `v` (`0.169.0`) is at least `(major, minor)`.
+fn at_least(v: &str, (major, minor): (u64, u64)) -> bool {
+    let mut parts = v.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (a, b) >= (major, minor)
+}
+
+/// The configured context window of a 0.169 rollout's recorded one (Codex
+/// records 95 % of it), rounded to the nearest token.
+fn configured_window(recorded: u64) -> u64 {
+    ((u128::from(recorded) * 100 + 47) / 95) as u64
 }

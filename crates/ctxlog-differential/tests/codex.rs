@@ -1,0 +1,419 @@
+//! Differential test against the real Codex CLI (`@openai/codex`, pinned
+//! in [`ctxlog_differential::codex::VERSION`]).
+//!
+//! Each scenario drives Codex offline (`codex exec`, then `exec resume`)
+//! against the scripted Responses API server, imports the rollout it wrote,
+//! and checks:
+//! - the import labels the session `codex-0.169` and recovers the
+//!   configured context window from the 95 % Codex records;
+//! - (a) each response's usage is on its own step (Codex writes it after
+//!   the items it reports on), and a refused request is no step;
+//! - (b) ctxlog's window before each agent-loop request, rendered as
+//!   Responses API input, equals the `input` Codex sent: after a compaction
+//!   exactly its replacement history and the summary as a user message.
+//!   Documented differences: Codex's instructions (its first input item,
+//!   not in the rollout) and the `developer` role of its injected context
+//!   (ctxlog keeps a synthetic user message);
+//! - (c) ctxlog's overflow decision after every step equals Codex's, and
+//!   `simulate` under the preset (its threshold the configured limit's
+//!   share of the window) compacts after the same responses;
+//! - (d) the compaction's own answer is the summary, not a message.
+//!
+//! The npm install is cached outside git; when the registry cannot be
+//! reached the tests skip with a message.
+
+mod common;
+
+use ctxlog_core::{window, Envelope, Event, Policy, Role, SessionState, TokenUsage};
+use ctxlog_differential::codex::{install, ModelConfig, Sandbox};
+use ctxlog_differential::drive::DriveError;
+use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
+use ctxlog_engine::responses::responses_input;
+use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
+use ctxlog_engine::summarize::RecordedSummarizer;
+use ctxlog_import::{Format, ImportOptions};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// One scenario at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn codex() -> Option<PathBuf> {
+    match install() {
+        Ok(js) => Some(js),
+        Err(DriveError::Unreachable(why)) => {
+            eprintln!("SKIPPED: the Codex differential tests need the npm registry: {why}");
+            None
+        }
+        Err(e) => panic!("installing Codex failed: {e}"),
+    }
+}
+
+struct Run {
+    _serial: std::sync::MutexGuard<'static, ()>,
+    dir: PathBuf,
+    requests: Vec<Request>,
+    rollout: PathBuf,
+    model: ModelConfig,
+}
+
+fn run(name: &str, model: ModelConfig, script: Script, prompts: &[&str]) -> Option<Run> {
+    let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let js = codex()?;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("codex-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    let server = ModelServer::start_api(Api::OpenAiResponses, script).expect("model server");
+    let sandbox = Sandbox::new(js, dir.clone(), &server.base_url(), model).expect("sandbox");
+    let mut thread: Option<String> = None;
+    for p in prompts {
+        let t = sandbox
+            .exec(p, thread.as_deref())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        thread.get_or_insert(t);
+    }
+    let thread = thread.expect("a thread");
+    let rollout = sandbox.rollout(&thread).expect("the rollout");
+    let requests = server.requests();
+    for r in &requests {
+        let file = dir.join(format!("request-{:02}-{:?}.json", r.n, r.kind));
+        std::fs::write(file, serde_json::to_vec_pretty(&r.body).unwrap()).unwrap();
+    }
+    let unscripted: Vec<String> = requests
+        .iter()
+        .filter(|r| r.reply.is_none())
+        .map(|r| format!("n={} {:?}", r.n, r.kind))
+        .collect();
+    assert!(
+        unscripted.is_empty(),
+        "{name}: Codex made model calls the script did not expect: {unscripted:?}"
+    );
+    assert_eq!(
+        server.unused(),
+        (0, 0),
+        "{name}: Codex made fewer calls than scripted"
+    );
+    Some(Run {
+        _serial: serial,
+        dir,
+        requests,
+        rollout,
+        model,
+    })
+}
+
+/// The rollout imported whole, and at every line end as it grew.
+fn import(run: &Run) -> Vec<Envelope> {
+    assert!(common::check_every_prefix(&run.rollout, Format::Codex) > 0);
+    let file = std::fs::File::open(&run.rollout).unwrap();
+    let imported = ctxlog_import::import(
+        std::io::BufReader::new(file),
+        &run.rollout.display().to_string(),
+        Format::Codex,
+        &ImportOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("ctxlog cannot import the rollout: {e}"));
+    imported.events.to_vec().unwrap()
+}
+
+/// Agent requests that were answered (a refused one makes no step).
+fn answered(run: &Run) -> Vec<&Request> {
+    run.requests
+        .iter()
+        .filter(|r| r.kind == Kind::Agent && !matches!(r.reply, Some(Reply::Error { .. })))
+        .collect()
+}
+
+fn assistant_messages(events: &[Envelope]) -> Vec<(u64, ctxlog_core::MessageId)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::MessageAppended {
+                message,
+                role: Role::Assistant,
+                ..
+            } => Some((e.seq, *message)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The usage a scripted response reports, as ctxlog stores Codex's.
+fn stored(u: &Usage) -> TokenUsage {
+    TokenUsage {
+        total: Some(u.total.unwrap_or(u.prompt + u.completion)),
+        input: u.prompt - u.cached,
+        output: u.completion - u.reasoning,
+        reasoning: u.reasoning,
+        cache_read: u.cached,
+        cache_write: 0,
+    }
+}
+
+/// (a) and (d): one assistant message per answered agent request (none for
+/// the compaction's answer), with its own response's usage; the window
+/// recovered.
+fn check_usage(run: &Run, events: &[Envelope]) {
+    let agent = answered(run);
+    let messages = assistant_messages(events);
+    assert_eq!(
+        agent.len(),
+        messages.len(),
+        "one assistant message per answered agent request, none for a compaction's answer"
+    );
+    let state = SessionState::replay(events).unwrap();
+    for (request, (_, id)) in agent.iter().zip(&messages) {
+        let usage = match request.reply.as_ref().unwrap() {
+            Reply::Text { usage, .. } | Reply::ToolCalls { usage, .. } => usage,
+            Reply::Error { .. } => unreachable!(),
+        };
+        assert_eq!(
+            state.message(*id).unwrap().tokens.as_deref(),
+            Some(&stored(usage)),
+            "request n={}: the step's usage",
+            request.n
+        );
+    }
+    assert_eq!(
+        state.limits.context, run.model.context,
+        "the configured window, recovered from the 95 % Codex records"
+    );
+    assert_eq!(state.policy.name, "codex-0.169");
+}
+
+/// What Codex sent, less what the window does not hold: its first input
+/// item (its instructions), item ids, statuses and metadata; `developer`
+/// read as `user`; tool arguments parsed.
+fn comparable(input: &Value, skip_instructions: bool) -> Value {
+    let items = input.as_array().cloned().unwrap_or_default();
+    let items = items.into_iter().skip(usize::from(skip_instructions));
+    Value::Array(
+        items
+            .map(|mut item| {
+                if let Some(o) = item.as_object_mut() {
+                    for k in ["id", "status", "internal_chat_message_metadata_passthrough"] {
+                        o.remove(k);
+                    }
+                    if o.get("role") == Some(&json!("developer")) {
+                        o.insert("role".into(), json!("user"));
+                    }
+                    if let Some(Value::String(a)) = o.get("arguments").cloned() {
+                        let parsed = serde_json::from_str(&a).unwrap_or(Value::String(a));
+                        o.insert("arguments".into(), parsed);
+                    }
+                    if let Some(Value::Array(content)) = o.get_mut("content") {
+                        for c in content {
+                            if let Some(c) = c.as_object_mut() {
+                                c.remove("annotations");
+                            }
+                        }
+                    }
+                }
+                item
+            })
+            .collect(),
+    )
+}
+
+/// (b) ctxlog's window before each answered agent request equals the input
+/// Codex sent. Returns how many were compared.
+fn check_windows(run: &Run, events: &[Envelope]) -> usize {
+    let agent = answered(run);
+    let messages = assistant_messages(events);
+    for (request, (seq, _)) in agent.iter().zip(&messages) {
+        let state = SessionState::replay(events.iter().take(*seq as usize - 1)).unwrap();
+        let ours = comparable(&Value::Array(responses_input(&window(&state))), false);
+        let theirs = comparable(&request.body["input"], true);
+        if ours != theirs {
+            let file = run.dir.join(format!("window-{:02}.json", request.n));
+            std::fs::write(&file, serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
+            let sent = run.dir.join(format!("sent-{:02}.json", request.n));
+            std::fs::write(&sent, serde_json::to_vec_pretty(&theirs).unwrap()).unwrap();
+            panic!(
+                "request n={} (before seq {seq}): ctxlog's window differs from what Codex sent; ours in {}, theirs in {}",
+                request.n,
+                file.display(),
+                sent.display()
+            );
+        }
+    }
+    agent.len()
+}
+
+/// (c) ctxlog's decision after every step, under the preset with the
+/// configured limit's share of the window, equals Codex's; `simulate`
+/// compacts after the same responses. Returns how many compactions.
+fn check_decisions(run: &Run, events: &[Envelope]) -> usize {
+    let policy = Policy {
+        threshold_percent: run
+            .model
+            .auto_compact_limit
+            .map_or(90, |l| (l * 100 / run.model.context).min(90)),
+        ..Policy::codex_0_169()
+    };
+    let mut state = SessionState::new();
+    for (i, e) in events.iter().enumerate() {
+        state.evolve(e).unwrap();
+        let Event::StepFinished { tokens, .. } = &e.event else {
+            continue;
+        };
+        let theirs = events[i + 1..]
+            .iter()
+            .find_map(|n| match &n.event {
+                Event::MessageAppended {
+                    role: Role::Assistant,
+                    ..
+                } => Some(false),
+                Event::CompactionRequested { auto, .. } => Some(*auto),
+                _ => None,
+            })
+            .unwrap_or(false);
+        let ours = policy.check_overflow(&state.limits, tokens).overflow;
+        assert_eq!(
+            ours, theirs,
+            "step at seq {} ({tokens:?}): ctxlog says compact = {ours}, Codex compacted = {theirs}",
+            e.seq
+        );
+    }
+    let config = SimulateConfig {
+        summarizer: Arc::new(RecordedSummarizer::from_log(events)),
+        ..SimulateConfig::new(policy)
+    };
+    let report = simulate_recording(events, config, |_| {}).expect("simulate");
+    let mut last_assistant = String::new();
+    let mut recorded = Vec::new();
+    for e in events {
+        match &e.event {
+            Event::MessageAppended {
+                role: Role::Assistant,
+                source_id: Some(s),
+                ..
+            } => last_assistant = s.clone(),
+            Event::CompactionRequested { auto: true, .. } => recorded.push(last_assistant.clone()),
+            _ => {}
+        }
+    }
+    let simulated: Vec<String> = report
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Compaction { after, .. } => Some(after.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        simulated, recorded,
+        "simulate compacts after the responses Codex compacted after: {:?}",
+        report.decisions
+    );
+    recorded.len()
+}
+
+fn text(t: &str, usage: Usage) -> Reply {
+    Reply::Text {
+        text: t.into(),
+        usage,
+    }
+}
+
+fn exec(id: &str, command: &str, usage: Usage) -> Reply {
+    Reply::ToolCalls {
+        calls: vec![(id.into(), "exec_command".into(), json!({"cmd": command}))],
+        usage,
+    }
+}
+
+fn summaries(n: usize) -> VecDeque<Reply> {
+    (1..=n)
+        .map(|i| text(&format!("SUMMARY {i}: scripted"), Usage::new(500, 50)))
+        .collect()
+}
+
+/// A configured limit of 80,000 of 100,000: 79,999 does not compact, a
+/// turn ending at exactly 80,000 compacts before the next turn's prompt,
+/// and that request sends the replacement history and the summary.
+#[test]
+fn pre_turn_compaction_at_the_configured_limit() {
+    let model = ModelConfig {
+        context: 100_000,
+        auto_compact_limit: Some(80_000),
+    };
+    let script = Script {
+        agent: VecDeque::from(vec![
+            exec("call_1", "echo hi", Usage::new(1_000, 10)),
+            text("Done (reply-1).", Usage::new(79_000, 999)),
+            text("Done (reply-2).", Usage::new(79_000, 1_000)),
+            text("Done (reply-3).", Usage::new(3_000, 5)),
+        ]),
+        summary: summaries(1),
+    };
+    let Some(run) = run(
+        "pre-turn",
+        model,
+        script,
+        &["turn one: run it", "turn two", "turn three"],
+    ) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 4);
+    assert_eq!(check_decisions(&run, &events), 1);
+}
+
+/// No limit configured (90 % of 100,000): a tool step at 91,000 compacts
+/// in the middle of the turn, and the loop goes on on the replacement
+/// history.
+#[test]
+fn mid_turn_compaction() {
+    let model = ModelConfig {
+        context: 100_000,
+        auto_compact_limit: None,
+    };
+    let script = Script {
+        agent: VecDeque::from(vec![
+            text("Done (reply-1).", Usage::new(20_000, 100)),
+            exec("call_1", "echo hi", Usage::new(90_000, 1_000)),
+            text("Done (reply-2).", Usage::new(5_000, 100)),
+        ]),
+        summary: summaries(1),
+    };
+    let Some(run) = run("mid-turn", model, script, &["turn one", "turn two: run it"]) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 3);
+    assert_eq!(check_decisions(&run, &events), 1);
+}
+
+/// The provider refuses a request as too long: Codex fails the turn, does
+/// not compact, and sends the refused prompt again with the next one.
+#[test]
+fn a_refused_request_fails_the_turn() {
+    let model = ModelConfig {
+        context: 100_000,
+        auto_compact_limit: None,
+    };
+    let script = Script {
+        agent: VecDeque::from(vec![
+            text("Done (reply-1).", Usage::new(20_000, 100)),
+            Reply::context_window_exceeded(),
+            text("Done (reply-3).", Usage::new(21_000, 100)),
+        ]),
+        summary: VecDeque::new(),
+    };
+    let Some(run) = run(
+        "refused",
+        model,
+        script,
+        &["turn one", "turn two: too long", "turn three"],
+    ) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 2);
+    assert_eq!(check_decisions(&run, &events), 0);
+}
