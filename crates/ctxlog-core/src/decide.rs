@@ -31,7 +31,7 @@
 
 use crate::error::{RefusedCommand, Violation};
 use crate::event::{CompactionTrigger, Event, FinishReason, MessageError, ModelRef, PartBody};
-use crate::event::{PromptRecord, PrunedPart, Role};
+use crate::event::{PromptRecord, PrunedPart, Role, ToolState};
 use crate::guard::LoopGuard;
 use crate::ids::{EventId, IdSource, MessageId, PartId, TimestampMs};
 use crate::policy::{ContinueMessage, OverflowCheckAt, ProviderOverflow};
@@ -302,6 +302,12 @@ pub enum Command {
     ChangePolicy(Policy),
     /// The model's limits change from now on.
     ChangeLimits(ModelLimits),
+    /// The agent is about to send its next model request: under a policy
+    /// that checks then ([`OverflowCheckAt::BeforeRequest`]), queue an
+    /// automatic compaction when the last answer's count plus the estimate
+    /// of what came after it reaches the threshold. Nothing under the
+    /// other policies (they check after each step).
+    BeforeRequest,
     /// Reaction after a finished step: queue an automatic compaction on overflow.
     CheckOverflow {
         /// The step's message.
@@ -407,6 +413,7 @@ impl Command {
             Command::ChangePolicy(_) => "change_policy",
             Command::ChangeLimits(_) => "change_limits",
             Command::CheckOverflow { .. } => "check_overflow",
+            Command::BeforeRequest => "before_request",
             Command::CheckGuard { .. } => "check_guard",
         }
     }
@@ -530,6 +537,27 @@ fn decide_inner(
         Command::Restore { parts, reason } => d.push(Event::PartsRestored { parts, reason }),
         Command::ChangePolicy(policy) => d.push(Event::PolicyChanged { policy }),
         Command::ChangeLimits(limits) => d.push(Event::LimitsChanged { limits }),
+        Command::BeforeRequest => {
+            let OverflowCheckAt::BeforeRequest { prompts } = state.policy.check_at else {
+                return Ok(d.out);
+            };
+            let Some(last) = state.last_finished.as_ref().filter(|l| !l.summary) else {
+                return Ok(d.out);
+            };
+            let step = last.message;
+            let count = state
+                .policy
+                .count(&last.tokens)
+                .saturating_add(pending_tokens(state, step, prompts));
+            let check = state.policy.check_count(&state.limits, count);
+            d.out.overflow = Some(check);
+            if check.overflow
+                && state.auto_paused.is_none()
+                && state.pending_jobs().next().is_none()
+            {
+                d.marker(true, false, CompactionTrigger::Overflow { step, check });
+            }
+        }
         Command::CheckOverflow { step } => {
             if !checks_after(state, step) {
                 return Ok(d.out);
@@ -557,10 +585,43 @@ fn decide_inner(
 fn checks_after(state: &SessionState, step: MessageId) -> bool {
     match state.policy.check_at {
         OverflowCheckAt::EveryStep => true,
+        OverflowCheckAt::BeforeRequest { .. } => false,
         OverflowCheckAt::RunEnd => !state
             .message(step)
             .is_some_and(|m| m.finish.as_ref() == Some(&FinishReason::ToolCalls)),
     }
+}
+
+/// Estimated tokens of what the window holds after the answer of `step`
+/// (for [`Command::BeforeRequest`]): the results of its tool calls, and
+/// every later message sent (user messages only when `prompts`).
+fn pending_tokens(state: &SessionState, step: MessageId, prompts: bool) -> u64 {
+    let (_, order) = crate::window::sent_order(state);
+    let Some(at) = order
+        .iter()
+        .position(|&i| state.messages.get(i).is_some_and(|m| m.id == step))
+    else {
+        return 0;
+    };
+    let e = &state.policy.estimator;
+    let results: u64 = state.messages[order[at]]
+        .parts
+        .iter()
+        .filter_map(|p| match p.content()? {
+            PartBody::Tool { state: tool, .. } => Some(match tool {
+                ToolState::Completed { output, .. } => e.estimate(output),
+                ToolState::Error { error, .. } => e.estimate(error),
+                ToolState::Pending { .. } | ToolState::Running { .. } => 0,
+            }),
+            _ => None,
+        })
+        .sum();
+    let later: u64 = order[at + 1..]
+        .iter()
+        .filter(|&&i| prompts || state.messages[i].role != Role::User)
+        .map(|&i| state.message_tokens(i))
+        .sum();
+    results.saturating_add(later)
 }
 
 /// The continue message after an automatic compaction under `policy`

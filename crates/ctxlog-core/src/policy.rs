@@ -246,6 +246,17 @@ pub enum OverflowCheckAt {
     /// for tool calls (pi 0.73 checks at `agent_end`, never between the
     /// steps of a run).
     RunEnd,
+    /// Before each model request, never after a step
+    /// ([`crate::Command::BeforeRequest`], which an agent or `simulate`
+    /// sends): the count is the last answer's plus the estimate of what
+    /// the window holds after it, its tool results and, when `prompts`,
+    /// the user messages too (Claude Code 2.1 counts the new prompt; Codex
+    /// 0.169 checks mid-turn with the tool outputs and before a turn's
+    /// prompt is added).
+    BeforeRequest {
+        /// Whether user messages after the last answer count.
+        prompts: bool,
+    },
 }
 
 /// What a provider's "request too large" answer to an agent request does.
@@ -451,9 +462,11 @@ impl Policy {
     }
 
     /// Claude Code 2.1 (`@anthropic-ai/claude-code@2.1.328`, measured by
-    /// `crates/ctxlog-differential/tests/claude_code.rs`): compacts when the
-    /// context reaches the effective window (context less `min(max output,
-    /// 20,000)`) less a 13,000-token buffer (167,000 of 200,000);
+    /// `crates/ctxlog-differential/tests/claude_code.rs`): before each
+    /// request, compacts when the last answer's four counts plus the
+    /// estimate of what followed it (tool results, the new prompt) reach
+    /// the effective window (context less `min(max output, 20,000)`) less a
+    /// 13,000-token buffer (167,000 of 200,000);
     /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` is the threshold percentage. The
     /// summary is sent as one user message (its recorded text is the whole
     /// message), no continue message follows, and the messages Claude Code
@@ -466,6 +479,7 @@ impl Policy {
                 suffix: String::new(),
                 after_tail: false,
             },
+            check_at: OverflowCheckAt::BeforeRequest { prompts: true },
             ..Self::agent(
                 PRESET_CLAUDE_CODE_2_1,
                 Comparison::GreaterOrEqual,
@@ -479,8 +493,10 @@ impl Policy {
     }
 
     /// Codex CLI 0.169 (`@openai/codex@0.169.0`, measured by
-    /// `crates/ctxlog-differential/tests/codex.rs`): compacts when the last
-    /// response's `total_tokens` reaches 90 % of the configured context
+    /// `crates/ctxlog-differential/tests/codex.rs`): before each request
+    /// (mid-turn, and before a turn's prompt is added; never at a turn's
+    /// end), compacts when the last response's `total_tokens` plus the
+    /// estimate of the tool outputs after it reaches 90 % of the configured context
     /// window (a configured `model_auto_compact_token_limit` below it is
     /// the threshold percentage: `--threshold`); a provider's refusal fails
     /// the turn and compacts nothing. After a compaction Codex sends its
@@ -496,6 +512,7 @@ impl Policy {
                 suffix: String::new(),
                 after_tail: true,
             },
+            check_at: OverflowCheckAt::BeforeRequest { prompts: false },
             ..Self::agent(
                 PRESET_CODEX_0_169,
                 Comparison::GreaterOrEqual,
@@ -674,7 +691,13 @@ impl Policy {
 
     /// The overflow predicate for one finished step's usage.
     pub fn check_overflow(&self, limits: &ModelLimits, tokens: &TokenUsage) -> OverflowCheck {
-        let count = self.count(tokens);
+        self.check_count(limits, self.count(tokens))
+    }
+
+    /// The overflow predicate for a count already made (the usage's
+    /// [`Policy::count`], plus what came after it when checked before a
+    /// request).
+    pub fn check_count(&self, limits: &ModelLimits, count: u64) -> OverflowCheck {
         let usable = self.usable(limits);
         let overflow = match self.threshold(limits) {
             Some(u) if self.auto => match self.overflow.comparison {

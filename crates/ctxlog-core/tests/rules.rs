@@ -1436,3 +1436,62 @@ fn no_continue_message_after_an_automatic_compaction_when_the_policy_sends_none(
         );
     }
 }
+
+/// Whether `decide` queues a compaction before the next request.
+fn compacts_before_request(s: &mut S) -> bool {
+    let t = s.tick();
+    s.r.run(t, Command::BeforeRequest, LoopGuard::default())
+        .unwrap()
+        .iter()
+        .flat_map(|d| &d.events)
+        .any(|d| matches!(d.event, Event::CompactionRequested { .. }))
+}
+
+#[test]
+fn before_request_counts_what_came_after_the_last_answer() {
+    // Threshold 100: a policy that checks before requests, never after steps.
+    let limits = ModelLimits {
+        context: 100,
+        input: None,
+        output: None,
+    };
+    let policy = |prompts| Policy {
+        check_at: OverflowCheckAt::BeforeRequest { prompts },
+        ..Policy::codex_0_169()
+    };
+    // 90 + a 40-character prompt (10 tokens): 100 with prompts, 90 without.
+    for (prompts, want) in [(true, true), (false, false)] {
+        let mut s = S::with(
+            Policy {
+                threshold_percent: 100,
+                ..policy(prompts)
+            },
+            limits.clone(),
+        );
+        let u = s.user("go");
+        assert!(decided_step(&mut s, u, FinishReason::Stop, 90).is_empty());
+        s.user(&"p".repeat(40));
+        assert_eq!(compacts_before_request(&mut s), want, "prompts: {prompts}");
+    }
+    // A tool step at 90 whose result estimates to 10 tokens: its result
+    // counts with or without prompts.
+    let mut s = S::with(
+        Policy {
+            threshold_percent: 100,
+            ..policy(false)
+        },
+        limits.clone(),
+    );
+    let u = s.user("go");
+    let a = s.assistant(u);
+    s.tool_tokens(a, "read", 10);
+    let t = s.tick();
+    s.r.finish_step(t, a, FinishReason::ToolCalls, total(90))
+        .unwrap();
+    assert!(compacts_before_request(&mut s));
+    // Under a policy that checks after steps, the command does nothing.
+    let mut every = S::with(Policy::pi_0_73(), limits);
+    let u = every.user("go");
+    decided_step(&mut every, u, FinishReason::Stop, 10);
+    assert!(!compacts_before_request(&mut every));
+}

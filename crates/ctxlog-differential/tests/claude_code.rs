@@ -30,13 +30,11 @@ use ctxlog_differential::claude_code::{install, Sandbox};
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
 use ctxlog_engine::anthropic::claude_code_messages;
-use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
-use ctxlog_engine::summarize::RecordedSummarizer;
 use ctxlog_import::{Format, ImportOptions, LimitOverrides};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// One scenario at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -297,69 +295,17 @@ fn boundaries(run: &Run) -> Vec<(bool, Option<u64>)> {
         .collect()
 }
 
-/// (c) ctxlog's decision after every step equals Claude Code's, and
+/// (c) ctxlog's decision before every request equals Claude Code's, and
 /// `simulate` compacts after the answers Claude Code compacted after.
-fn check_decisions(events: &[Envelope]) {
+fn check_decisions(events: &[Envelope]) -> usize {
     let policy = match &events[0].event {
         Event::SessionStarted { policy, .. } => policy.clone(),
         e => panic!("first event is {}", e.kind()),
     };
     assert_eq!(policy.name, "claude-code-2.1");
-    let mut state = SessionState::new();
-    for (i, e) in events.iter().enumerate() {
-        state.evolve(e).unwrap();
-        let Event::StepFinished { tokens, .. } = &e.event else {
-            continue;
-        };
-        let theirs = events[i + 1..]
-            .iter()
-            .find_map(|n| match &n.event {
-                Event::MessageAppended {
-                    role: Role::Assistant,
-                    ..
-                } => Some(false),
-                Event::CompactionRequested { auto, .. } => Some(*auto),
-                _ => None,
-            })
-            .unwrap_or(false);
-        let ours = policy.check_overflow(&state.limits, tokens).overflow;
-        assert_eq!(
-            ours, theirs,
-            "step at seq {} ({tokens:?}): ctxlog says compact = {ours}, Claude Code compacted = {theirs}",
-            e.seq
-        );
-    }
-    let config = SimulateConfig {
-        summarizer: Arc::new(RecordedSummarizer::from_log(events)),
-        ..SimulateConfig::new(policy)
-    };
-    let report = simulate_recording(events, config, |_| {}).expect("simulate");
-    let mut last_assistant = String::new();
-    let mut recorded = Vec::new();
-    for e in events {
-        match &e.event {
-            Event::MessageAppended {
-                role: Role::Assistant,
-                source_id: Some(s),
-                ..
-            } => last_assistant = s.clone(),
-            Event::CompactionRequested { auto: true, .. } => recorded.push(last_assistant.clone()),
-            _ => {}
-        }
-    }
-    let simulated: Vec<String> = report
-        .decisions
-        .iter()
-        .filter_map(|d| match d {
-            Decision::Compaction { after, .. } => Some(after.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        simulated, recorded,
-        "simulate compacts after the answers Claude Code compacted after: {:?}",
-        report.decisions
-    );
+    let n = common::check_decisions_before_requests(events, &policy);
+    assert_eq!(common::check_simulation(events, &policy), n);
+    n
 }
 
 fn text(t: &str, usage: Usage) -> Reply {
@@ -432,7 +378,7 @@ fn automatic_compaction_at_the_next_prompt() {
     let events = import(&run);
     check_usage(&run, &events);
     assert_eq!(check_windows(&run, &events), 4);
-    check_decisions(&events);
+    assert_eq!(check_decisions(&events), 1);
     let theirs = boundaries(&run);
     assert_eq!(compactions(&events), theirs);
     assert_eq!(theirs.len(), 1);
@@ -490,7 +436,7 @@ fn manual_compact_command() {
     let events = import(&run);
     check_usage(&run, &events);
     assert_eq!(check_windows(&run, &events), 4);
-    check_decisions(&events);
+    assert_eq!(check_decisions(&events), 0);
     let theirs = boundaries(&run);
     assert_eq!(compactions(&events), theirs);
     assert_eq!(theirs.len(), 1);
@@ -523,5 +469,68 @@ fn big_tool_outputs() {
     assert!(
         text.contains("<persisted-output>"),
         "the 40,000-character output is sent as a preview"
+    );
+}
+
+/// The count before a request is the last answer's usage plus what came
+/// after it: an answer at 166,950 and a short prompt stay under 167,000;
+/// an answer at 166,990 and a 40-character prompt cross it (the answer
+/// alone does not), so Claude Code compacts at that prompt. Then a tool
+/// step at 160,100 whose 28,999-character result crosses it compacts in
+/// the middle of the turn, keeping the call and its result.
+#[test]
+fn the_count_before_a_request_and_a_mid_turn_compaction() {
+    let script = Script {
+        agent: VecDeque::from(vec![
+            text("Done (reply-1).", Usage::new(166_000, 950)),
+            text("Done (reply-2).", Usage::new(166_000, 990)),
+            text("Done (reply-3).", Usage::new(5_000, 100)),
+            bash(
+                "toolu_04",
+                28_999,
+                Usage {
+                    cached: 100_000,
+                    ..Usage::new(60_000, 100)
+                },
+            ),
+            text("Done (reply-4).", Usage::new(12_000, 100)),
+            text("Done (reply-5).", Usage::new(13_000, 100)),
+        ]),
+        summary: summaries(3),
+    };
+    let Some(run) = run(
+        "before-request",
+        script,
+        &[
+            "turn one",
+            "turn two",
+            "SMALL turn three after the compaction ok",
+            "turn four: one more large command",
+            "SMALL turn five",
+        ],
+    ) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 6);
+    assert_eq!(check_decisions(&events), 2);
+    let theirs = boundaries(&run);
+    assert_eq!(compactions(&events), theirs);
+    // Mid-turn, the call and its result follow the summary.
+    let after = without_reminders(&agent_requests(&run)[4].body["messages"]);
+    let kinds: Vec<String> = after
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| format!("{}:{}", m["role"], m["content"][0]["type"]))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "\"user\":\"text\"",
+            "\"assistant\":\"tool_use\"",
+            "\"user\":\"tool_result\""
+        ]
     );
 }

@@ -29,13 +29,11 @@ use ctxlog_differential::codex::{install, ModelConfig, Sandbox};
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
 use ctxlog_engine::responses::responses_input;
-use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
-use ctxlog_engine::summarize::RecordedSummarizer;
 use ctxlog_import::{Format, ImportOptions};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// One scenario at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -241,7 +239,7 @@ fn check_windows(run: &Run, events: &[Envelope]) -> usize {
     agent.len()
 }
 
-/// (c) ctxlog's decision after every step, under the preset with the
+/// (c) ctxlog's decision before every request, under the preset with the
 /// configured limit's share of the window, equals Codex's; `simulate`
 /// compacts after the same responses. Returns how many compactions.
 fn check_decisions(run: &Run, events: &[Envelope]) -> usize {
@@ -252,62 +250,9 @@ fn check_decisions(run: &Run, events: &[Envelope]) -> usize {
             .map_or(90, |l| (l * 100 / run.model.context).min(90)),
         ..Policy::codex_0_169()
     };
-    let mut state = SessionState::new();
-    for (i, e) in events.iter().enumerate() {
-        state.evolve(e).unwrap();
-        let Event::StepFinished { tokens, .. } = &e.event else {
-            continue;
-        };
-        let theirs = events[i + 1..]
-            .iter()
-            .find_map(|n| match &n.event {
-                Event::MessageAppended {
-                    role: Role::Assistant,
-                    ..
-                } => Some(false),
-                Event::CompactionRequested { auto, .. } => Some(*auto),
-                _ => None,
-            })
-            .unwrap_or(false);
-        let ours = policy.check_overflow(&state.limits, tokens).overflow;
-        assert_eq!(
-            ours, theirs,
-            "step at seq {} ({tokens:?}): ctxlog says compact = {ours}, Codex compacted = {theirs}",
-            e.seq
-        );
-    }
-    let config = SimulateConfig {
-        summarizer: Arc::new(RecordedSummarizer::from_log(events)),
-        ..SimulateConfig::new(policy)
-    };
-    let report = simulate_recording(events, config, |_| {}).expect("simulate");
-    let mut last_assistant = String::new();
-    let mut recorded = Vec::new();
-    for e in events {
-        match &e.event {
-            Event::MessageAppended {
-                role: Role::Assistant,
-                source_id: Some(s),
-                ..
-            } => last_assistant = s.clone(),
-            Event::CompactionRequested { auto: true, .. } => recorded.push(last_assistant.clone()),
-            _ => {}
-        }
-    }
-    let simulated: Vec<String> = report
-        .decisions
-        .iter()
-        .filter_map(|d| match d {
-            Decision::Compaction { after, .. } => Some(after.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        simulated, recorded,
-        "simulate compacts after the responses Codex compacted after: {:?}",
-        report.decisions
-    );
-    recorded.len()
+    let n = common::check_decisions_before_requests(events, &policy);
+    assert_eq!(common::check_simulation(events, &policy), n);
+    n
 }
 
 fn text(t: &str, usage: Usage) -> Reply {
@@ -416,4 +361,31 @@ fn a_refused_request_fails_the_turn() {
     check_usage(&run, &events);
     assert_eq!(check_windows(&run, &events), 2);
     assert_eq!(check_decisions(&run, &events), 0);
+}
+
+/// Mid-turn the count is the last response's total plus Codex's estimate
+/// of the tool outputs after it: with a limit of 80,000, a tool step at
+/// 79,900 and its output stay under it; one at 79,990 crosses it only
+/// with its output, and Codex compacts before the follow-up request.
+#[test]
+fn the_mid_turn_count_adds_the_tool_outputs() {
+    let model = ModelConfig {
+        context: 100_000,
+        auto_compact_limit: Some(80_000),
+    };
+    let script = Script {
+        agent: VecDeque::from(vec![
+            exec("call_1", "echo hi", Usage::new(79_000, 900)),
+            exec("call_2", "echo hi", Usage::new(79_000, 990)),
+            text("Done (reply-1).", Usage::new(5_000, 100)),
+        ]),
+        summary: summaries(1),
+    };
+    let Some(run) = run("mid-turn-count", model, script, &["turn one: run it twice"]) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 3);
+    assert_eq!(check_decisions(&run, &events), 1);
 }

@@ -3,7 +3,7 @@
 //! needs read back from the decisions.
 
 use crate::error::EngineError;
-use crate::outcome::StepOutcome;
+use crate::outcome::{RequestCheck, StepOutcome};
 use crate::Engine;
 use ctxlog_core::decide::{drafted, first_message, pruned, queued};
 use ctxlog_core::window::{estimate_window, window, Window};
@@ -164,6 +164,19 @@ impl<L: EventLog> Engine<L> {
         let decided = self.command(session, Command::Step(step))?;
         let message = first_message(&decided).expect("a step decides a message");
         Ok(step_outcome(message, &decided))
+    }
+
+    /// The agent is about to send a model request: under a policy that
+    /// checks before requests ([`ctxlog_core::OverflowCheckAt::BeforeRequest`],
+    /// Claude Code's and Codex's presets) this is where automatic
+    /// compaction is queued; under the others it does nothing (they check
+    /// after each step). Call it before every request of the agent loop.
+    pub fn before_request(&self, session: SessionId) -> Result<RequestCheck, EngineError> {
+        let decided = self.command(session, Command::BeforeRequest)?;
+        Ok(RequestCheck {
+            overflow: decided.iter().find_map(|d| d.overflow),
+            queued: queued(&decided),
+        })
     }
 
     /// Appends an assistant message with no parts (for streaming agents that

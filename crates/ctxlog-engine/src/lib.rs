@@ -75,5 +75,5 @@ pub use ctxlog_store::{MemoryLog, SledStore};
 pub use engine::{snapshot_due, Engine, SNAPSHOT_EVERY};
 pub use error::EngineError;
 pub use jobs::{summary_prompts, summary_request};
-pub use outcome::{JobOutcome, Notice, StepOutcome};
+pub use outcome::{JobOutcome, Notice, RequestCheck, StepOutcome};
 pub use session::Session;

@@ -28,6 +28,11 @@
 //!   ([`Engine::refused`]) and the policy decides (compact and replay the
 //!   prompt, or record the error). The recording's own replay of the prompt
 //!   is left out when the simulation replayed it too.
+//! - Under a policy that checks before each request
+//!   ([`OverflowCheckAt::BeforeRequest`]: Claude Code's, Codex's) the check
+//!   runs before each recorded request (an assistant message) and where
+//!   the recording compacted automatically (its agent was about to send
+//!   one), instead of after each step.
 //! - Compaction jobs run at once with the configured summarizer
 //!   (extractive by default: deterministic, no network).
 //!
@@ -43,8 +48,8 @@ use crate::summarize::{ExtractiveSummarizer, Summarizer};
 use crate::{Engine, EngineBuilder, EngineError, JobOutcome, StepOutcome};
 use ctxlog_core::window::is_continue_text;
 use ctxlog_core::{
-    Envelope, Event, MessageId, ModelLimits, PartBody, PartId, Policy, Role, SeededIds, SessionId,
-    TokenUsage,
+    Envelope, Event, MessageId, ModelLimits, OverflowCheckAt, PartBody, PartId, Policy, Role,
+    SeededIds, SessionId, TokenUsage,
 };
 use ctxlog_store::{EventLog, MemoryLog};
 use serde::Serialize;
@@ -229,6 +234,10 @@ pub fn simulate_recording(
         _ => (None, None, ModelLimits::default()),
     };
     let fixed_limits = config.limits.is_some();
+    let checks_before_requests = matches!(
+        config.policy.check_at,
+        OverflowCheckAt::BeforeRequest { .. }
+    );
     let session = engine.start(crate::NewSession {
         title,
         policy: config.policy,
@@ -256,6 +265,8 @@ pub fn simulate_recording(
         held: None,
         overhead: None,
         step_window: 0,
+        checks_before_requests,
+        last_step_source: String::new(),
         steps: 0,
         turns: 0,
     };
@@ -316,6 +327,11 @@ struct Feed<'a> {
     overhead: Option<u64>,
     /// The estimated window when the current step started.
     step_window: u64,
+    /// The policy checks before each request, not after each step
+    /// ([`OverflowCheckAt::BeforeRequest`]).
+    checks_before_requests: bool,
+    /// Source id of the latest finished step.
+    last_step_source: String,
     steps: u64,
     turns: u64,
 }
@@ -339,6 +355,16 @@ impl Feed<'_> {
             } = env.event
             {
                 self.refusal()?;
+            }
+            // The recording compacted where its agent was about to send a
+            // request: a policy that checks then checks here.
+            if let Event::CompactionRequested {
+                auto: true,
+                overflow: false,
+                ..
+            } = env.event
+            {
+                self.request_check()?;
             }
             if let Some(event) = self.keep(&env.event) {
                 self.feed(env, event)?;
@@ -498,6 +524,10 @@ impl Feed<'_> {
                     }
                     self.turns += 1;
                 }
+                if *role == Role::Assistant {
+                    // A new request: checked before it is sent.
+                    self.request_check()?;
+                }
                 self.open_step = (*role == Role::Assistant).then_some(*message);
                 // The window at a step's start is needed only to measure the
                 // overhead (first step) and once usage is estimated.
@@ -531,6 +561,7 @@ impl Feed<'_> {
                     .unwrap_or_else(|| format!("seq:{}", env.seq));
                 let tokens = self.usage(tokens);
                 self.open_step = None;
+                self.last_step_source = after.clone();
                 self.batch.push(Event::StepFinished {
                     message: *message,
                     part: *part,
@@ -585,6 +616,28 @@ impl Feed<'_> {
             auto: true,
             count: check.count,
             usable: check.usable,
+            estimated: self.diverged,
+        });
+        self.run_jobs(after, job)
+    }
+
+    /// Before a request, under a policy that checks then: the check, and
+    /// the job it queued run at once.
+    fn request_check(&mut self) -> Result<(), EngineError> {
+        if !self.checks_before_requests {
+            return Ok(());
+        }
+        self.flush()?;
+        let check = self.engine.before_request(self.session)?;
+        let (Some(job), Some(c)) = (check.queued, check.overflow) else {
+            return Ok(());
+        };
+        let after = self.last_step_source.clone();
+        self.decisions.push(Decision::Compaction {
+            after: after.clone(),
+            auto: true,
+            count: c.count,
+            usable: c.usable,
             estimated: self.diverged,
         });
         self.run_jobs(after, job)

@@ -1,8 +1,15 @@
 //! Checks shared by the differential tests of the JSONL agents.
 
-use ctxlog_core::Envelope;
+#![allow(dead_code)]
+
+use ctxlog_core::{
+    decide, Command, Context, Envelope, Event, LoopGuard, Policy, Role, SeededIds, SessionState,
+};
+use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
+use ctxlog_engine::summarize::RecordedSummarizer;
 use ctxlog_import::{import, Format, ImportOptions};
 use std::path::Path;
+use std::sync::Arc;
 
 /// What happened: the events that do not describe the session.
 fn happened(events: Vec<Envelope>) -> Vec<Envelope> {
@@ -41,4 +48,107 @@ pub fn check_every_prefix(path: &Path, format: Format) -> usize {
         imported += 1;
     }
     imported
+}
+
+/// Whether `decide` queues an automatic compaction before a request on
+/// `state`.
+fn compacts_before_request(state: &SessionState) -> bool {
+    let mut ids = SeededIds::new(7);
+    let mut context = Context {
+        ids: &mut ids,
+        at: 0,
+        guard: LoopGuard::default(),
+    };
+    decide(state, Command::BeforeRequest, &mut context)
+        .expect("before_request")
+        .events
+        .iter()
+        .any(|d| matches!(d.event, Event::CompactionRequested { .. }))
+}
+
+/// Under `policy` (a preset that checks before each request), ctxlog's
+/// decision before every request the agent made (each assistant message,
+/// and each place the agent compacted on its own) equals the agent's: a
+/// compaction exactly where the agent compacted automatically. Returns
+/// how many compactions.
+pub fn check_decisions_before_requests(events: &[Envelope], policy: &Policy) -> usize {
+    let mut state = SessionState::new();
+    let mut compactions = 0;
+    for e in events {
+        let theirs = match &e.event {
+            Event::MessageAppended {
+                role: Role::Assistant,
+                ..
+            } => Some(false),
+            Event::CompactionRequested {
+                auto: true,
+                overflow: false,
+                ..
+            } => Some(true),
+            _ => None,
+        };
+        if let Some(theirs) = theirs {
+            let ours = compacts_before_request(&state);
+            assert_eq!(
+                ours,
+                theirs,
+                "before seq {} ({}): ctxlog compacts = {ours}, the agent compacted = {theirs}",
+                e.seq,
+                e.event.kind()
+            );
+            compactions += usize::from(theirs);
+        }
+        state.evolve(e).unwrap();
+        if e.seq == 1 {
+            state.policy = policy.clone();
+        }
+    }
+    compactions
+}
+
+/// `simulate` under `policy`, with the recorded summaries, compacts after
+/// exactly the steps the agent compacted after (automatically), on the
+/// recorded usage. Returns how many.
+pub fn check_simulation(events: &[Envelope], policy: &Policy) -> usize {
+    let config = SimulateConfig {
+        summarizer: Arc::new(RecordedSummarizer::from_log(events)),
+        ..SimulateConfig::new(policy.clone())
+    };
+    let report = simulate_recording(events, config, |_| {}).expect("simulate");
+    let mut last_assistant = String::new();
+    let mut recorded = Vec::new();
+    for e in events {
+        match &e.event {
+            Event::MessageAppended {
+                role: Role::Assistant,
+                source_id: Some(s),
+                ..
+            } => last_assistant = s.clone(),
+            Event::CompactionRequested { auto: true, .. } => recorded.push(last_assistant.clone()),
+            _ => {}
+        }
+    }
+    let simulated: Vec<String> = report
+        .decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::Compaction {
+                after, estimated, ..
+            } => {
+                assert!(!estimated, "after {after}: the recorded usage was replaced");
+                Some(after.clone())
+            }
+            Decision::Refused {
+                after,
+                compacted: true,
+            } => Some(after.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        simulated, recorded,
+        "simulate compacts after the steps the agent compacted after: {:?}",
+        report.decisions
+    );
+    recorded.len()
 }
