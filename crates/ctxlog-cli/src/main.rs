@@ -257,8 +257,10 @@ enum Command {
         /// Show the window as it was right after this event.
         #[arg(long)]
         at: Option<u64>,
-        /// `ctxlog`: messages and parts; `openai`: the chat-completions
-        /// `messages` array a provider receives from OpenCode (JSON).
+        /// `ctxlog`: messages and parts; as the agent sends it (JSON):
+        /// `openai` the chat-completions `messages` of OpenCode, `anthropic`
+        /// the Messages API `messages` of pi, `claude-code` those of Claude
+        /// Code, `responses` the Responses API `input` of Codex.
         #[arg(long, value_enum, default_value = "ctxlog")]
         format: WindowFormat,
     },
@@ -840,6 +842,13 @@ enum WindowFormat {
     Ctxlog,
     /// The chat-completions `messages` array, as OpenCode sends it.
     Openai,
+    /// The Anthropic Messages API `messages` array, as pi sends it.
+    Anthropic,
+    /// The Anthropic Messages API `messages` array, as Claude Code sends it
+    /// (consecutive user messages joined; its reminders not recorded).
+    ClaudeCode,
+    /// The OpenAI Responses API `input` items, as Codex sends them.
+    Responses,
 }
 
 fn show_window(
@@ -881,16 +890,35 @@ fn print_window(
     format: WindowFormat,
 ) -> Result<(), CliError> {
     let w = window(state);
-    if format == WindowFormat::Openai {
-        println!(
-            "{}",
-            json!({
-                "format": "openai",
-                "messages": ctxlog_engine::chat::chat_messages(&w),
-                "omitted": ["system", "tools"],
-                "note": "ctxlog does not record the system prompt or the tool definitions; a provider receives them before and beside these messages",
-            })
-        );
+    let sent = match format {
+        WindowFormat::Ctxlog => None,
+        WindowFormat::Openai => {
+            Some(("openai", "messages", ctxlog_engine::chat::chat_messages(&w)))
+        }
+        WindowFormat::Anthropic => Some((
+            "anthropic",
+            "messages",
+            ctxlog_engine::anthropic::anthropic_messages(&w),
+        )),
+        WindowFormat::ClaudeCode => Some((
+            "claude-code",
+            "messages",
+            ctxlog_engine::anthropic::claude_code_messages(&w),
+        )),
+        WindowFormat::Responses => Some((
+            "responses",
+            "input",
+            ctxlog_engine::responses::responses_input(&w),
+        )),
+    };
+    if let Some((name, key, items)) = sent {
+        let mut doc = json!({
+            "format": name,
+            "omitted": ["system", "tools"],
+            "note": "ctxlog does not record the system prompt or the tool definitions; a provider receives them before and beside these messages",
+        });
+        doc[key] = serde_json::Value::Array(items);
+        println!("{doc}");
         return Ok(());
     }
     if cli.json {

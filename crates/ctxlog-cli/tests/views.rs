@@ -592,3 +592,43 @@ fn importing_again_keeps_the_stored_policy() {
     let _ = std::fs::remove_dir_all(&db);
     let _ = std::fs::remove_dir_all(&fresh);
 }
+
+/// `window --format` shows a session as its agent sends it: pi's summary
+/// as one user message in the Messages API, Claude Code's joined user
+/// messages, Codex's Responses API input.
+#[test]
+fn window_formats_show_what_each_agent_sends() {
+    let db = store("window-formats");
+    let cases = [
+        ("pi/edge-cases.jsonl", "anthropic", "messages"),
+        ("claude-code/edge-cases.jsonl", "claude-code", "messages"),
+        ("codex/edge-cases.jsonl", "responses", "input"),
+    ];
+    for (file, format, key) in cases {
+        let imported = json(&db, &["import", &fixture(file)]);
+        let session = imported["session"].as_str().unwrap();
+        let w = json(&db, &["window", session, "--format", format]);
+        assert_eq!(w["format"], format, "{file}");
+        let items = w[key].as_array().unwrap_or_else(|| panic!("{file}: {w}"));
+        assert!(!items.is_empty(), "{file}");
+        match format {
+            "anthropic" => {
+                assert_eq!(items[0]["role"], "user");
+                let first = items[0]["content"][0]["text"].as_str().unwrap();
+                assert!(
+                    first.starts_with("The conversation history before this point was compacted")
+                );
+            }
+            "claude-code" => {
+                assert_eq!(items[0]["role"], "user", "the summary is a user message");
+                let roles: Vec<&str> = items.iter().map(|m| m["role"].as_str().unwrap()).collect();
+                assert!(
+                    roles.windows(2).all(|p| p[0] != "user" || p[1] != "user"),
+                    "consecutive user messages are joined: {roles:?}"
+                );
+            }
+            _ => assert!(items.iter().any(|i| i["type"] == "function_call")),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&db);
+}
