@@ -162,6 +162,7 @@ mod legacy {
                 threshold_percent: FULL_THRESHOLD,
                 pivot: PivotForm::Question,
                 check_at: OverflowCheckAt::EveryStep,
+                unchecked_models: Vec::new(),
             }
         }
     }

@@ -545,6 +545,9 @@ fn decide_inner(
                 return Ok(d.out);
             };
             let step = last.message;
+            if !state.policy.checks_model(model_of(state, step)) {
+                return Ok(d.out);
+            }
             let count = state
                 .policy
                 .count(&last.tokens)
@@ -583,6 +586,9 @@ fn decide_inner(
 /// [`OverflowCheckAt`]): under `RunEnd`, not after a step that stopped for
 /// tool calls (the run goes on).
 fn checks_after(state: &SessionState, step: MessageId) -> bool {
+    if !state.policy.checks_model(model_of(state, step)) {
+        return false;
+    }
     match state.policy.check_at {
         OverflowCheckAt::EveryStep => true,
         OverflowCheckAt::BeforeRequest { .. } => false,
@@ -590,6 +596,14 @@ fn checks_after(state: &SessionState, step: MessageId) -> bool {
             .message(step)
             .is_some_and(|m| m.finish.as_ref() == Some(&FinishReason::ToolCalls)),
     }
+}
+
+/// The model id that answered `step`, when recorded.
+fn model_of(state: &SessionState, step: MessageId) -> Option<&str> {
+    state
+        .message(step)
+        .and_then(|m| m.model.as_deref())
+        .map(|m| m.model.as_str())
 }
 
 /// Estimated tokens of what the window holds after the answer of `step`

@@ -320,6 +320,13 @@ pub struct Policy {
     /// records decode with [`OverflowCheckAt::EveryStep`]).
     #[serde(default)]
     pub check_at: OverflowCheckAt,
+    /// Models the threshold never applies to, as prefixes of model ids:
+    /// after an answer of one of them the overflow predicate does not run,
+    /// and only a provider's refusal compacts (Claude Code 2.1.328 resolves
+    /// their auto-compact window to "auto"). Added in event schema 8; older
+    /// records decode with none.
+    #[serde(default)]
+    pub unchecked_models: Vec<String>,
 }
 
 /// The threshold of every policy before the knob existed: the whole usable
@@ -341,6 +348,18 @@ pub const PRESET_OPENCODE_1_18: &str = "opencode-1.18";
 pub const PRESET_CLAUDE_CODE: &str = "claude-code";
 /// Name of the Claude Code 2.1 preset.
 pub const PRESET_CLAUDE_CODE_2_1: &str = "claude-code-2.1";
+/// The models whose auto-compact window Claude Code 2.1.328 resolves to
+/// "auto": it never compacts on the threshold after their answers, only
+/// when the provider refuses a prompt as too long (measured with
+/// `--debug-file`, `claude-code-2.1-observed.md`).
+pub const CLAUDE_CODE_2_1_AUTO_WINDOW_MODELS: &[&str] = &[
+    "claude-sonnet-4-5",
+    "claude-sonnet-4-2025",
+    "claude-haiku-4-5",
+    "claude-opus-4-5",
+    "claude-3-7-sonnet",
+    "claude-3-5-haiku",
+];
 /// Name of the Codex CLI preset: the latest Codex measured
 /// ([`PRESET_CODEX_0_169`]).
 pub const PRESET_CODEX: &str = "codex";
@@ -385,6 +404,7 @@ impl Policy {
             threshold_percent: FULL_THRESHOLD,
             pivot: PivotForm::Question,
             check_at: OverflowCheckAt::EveryStep,
+            unchecked_models: Vec::new(),
         }
     }
 
@@ -480,6 +500,10 @@ impl Policy {
                 after_tail: false,
             },
             check_at: OverflowCheckAt::BeforeRequest { prompts: true },
+            unchecked_models: CLAUDE_CODE_2_1_AUTO_WINDOW_MODELS
+                .iter()
+                .map(|m| (*m).to_owned())
+                .collect(),
             ..Self::agent(
                 PRESET_CLAUDE_CODE_2_1,
                 Comparison::GreaterOrEqual,
@@ -621,6 +645,18 @@ impl Policy {
             (PRESET_CODEX, PRESET_CODEX_0_169),
             (PRESET_PI, PRESET_PI_0_73),
         ]
+    }
+
+    /// Whether the overflow predicate runs after an answer of `model` (see
+    /// [`Policy::unchecked_models`]).
+    pub fn checks_model(&self, model: Option<&str>) -> bool {
+        let Some(model) = model else {
+            return true;
+        };
+        !self
+            .unchecked_models
+            .iter()
+            .any(|prefix| model.starts_with(prefix.as_str()))
     }
 
     /// Whether `tool`'s output is protected from pruning.

@@ -382,6 +382,8 @@ fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let kind = Kind::of(&body);
+    // The provider answers as the model asked for.
+    let model = body["model"].as_str().unwrap_or("scripted").to_owned();
     let (n, reply) = {
         let mut s = shared
             .lock()
@@ -404,7 +406,7 @@ fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
     let reply = reply.unwrap_or_else(|| Reply::text("(unscripted)", 10, 2));
     match api {
         Api::OpenAiChat => respond(&mut stream, &reply),
-        Api::AnthropicMessages => respond_anthropic(&mut stream, n, &reply),
+        Api::AnthropicMessages => respond_anthropic(&mut stream, n, &model, &reply),
         Api::OpenAiResponses => respond_responses(&mut stream, n, &reply),
     }
 }
@@ -475,10 +477,16 @@ fn respond_responses(stream: &mut TcpStream, n: usize, reply: &Reply) -> std::io
     stream.flush()
 }
 
-/// Answers one Messages API request as Anthropic streams it: `message_start`
+/// Answers one Messages API request as Anthropic streams it (as `model`,
+/// the one asked for): `message_start`
 /// (with the input usage), one content block per text or tool call,
 /// `message_delta` (stop reason, output tokens), `message_stop`.
-fn respond_anthropic(stream: &mut TcpStream, n: usize, reply: &Reply) -> std::io::Result<()> {
+fn respond_anthropic(
+    stream: &mut TcpStream,
+    n: usize,
+    model: &str,
+    reply: &Reply,
+) -> std::io::Result<()> {
     let (blocks, stop, usage) = match reply {
         Reply::Error { status, body } => {
             let text = body.to_string();
@@ -519,7 +527,7 @@ fn respond_anthropic(stream: &mut TcpStream, n: usize, reply: &Reply) -> std::io
         "message_start",
         json!({"type": "message_start", "message": {
             "id": format!("msg_scripted_{n:04}"), "type": "message", "role": "assistant",
-            "model": "scripted", "content": [], "stop_reason": null, "stop_sequence": null,
+            "model": model, "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {
                 "input_tokens": usage.prompt,
                 "cache_creation_input_tokens": usage.cache_write,

@@ -25,7 +25,9 @@
 
 mod common;
 
-use ctxlog_core::{window, CompactionTrigger, Envelope, Event, Role, SessionState, TokenUsage};
+use ctxlog_core::{
+    window, CompactionTrigger, Envelope, Event, Policy, Role, SessionState, TokenUsage,
+};
 use ctxlog_differential::claude_code::{install, Sandbox};
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
@@ -39,9 +41,12 @@ use std::sync::Mutex;
 /// One scenario at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The model every scenario runs: a 200,000-token window, 32,000 output
+/// The model the scenarios run: a 200,000-token window, 32,000 output
 /// tokens (what 2.1.328 reports for it), checked on the threshold.
 const MODEL: &str = "claude-sonnet-4-6";
+/// A model whose auto-compact window 2.1.328 resolves to "auto": no
+/// threshold, only a reactive compaction after a refusal.
+const AUTO_WINDOW_MODEL: &str = "claude-sonnet-4-5-20250929";
 
 /// The pinned Claude Code, or `None` (with a message) when npm cannot reach
 /// its registry.
@@ -73,13 +78,17 @@ impl Drop for Run {
 }
 
 fn run(name: &str, script: Script, prompts: &[&str]) -> Option<Run> {
+    run_model(name, MODEL, script, prompts)
+}
+
+fn run_model(name: &str, model: &str, script: Script, prompts: &[&str]) -> Option<Run> {
     let serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let bin = claude()?;
     let dir =
         std::env::temp_dir().join(format!("ctxlog-claude-code-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let server = ModelServer::start_api(Api::AnthropicMessages, script).expect("model server");
-    let sandbox = Sandbox::new(bin, dir.clone(), &server.origin(), MODEL, &[]).expect("sandbox");
+    let sandbox = Sandbox::new(bin, dir.clone(), &server.origin(), model, &[]).expect("sandbox");
     let mut session: Option<String> = None;
     for p in prompts {
         let out = sandbox
@@ -141,10 +150,12 @@ fn import(run: &Run) -> Vec<Envelope> {
     imported.events.to_vec().unwrap()
 }
 
+/// The agent-loop requests that were answered: Claude Code writes nothing
+/// of a request the provider refused.
 fn agent_requests(run: &Run) -> Vec<&Request> {
     run.requests
         .iter()
-        .filter(|r| r.kind == Kind::Agent)
+        .filter(|r| r.kind == Kind::Agent && !matches!(r.reply, Some(Reply::Error { .. })))
         .collect()
 }
 
@@ -533,4 +544,43 @@ fn the_count_before_a_request_and_a_mid_turn_compaction() {
             "\"user\":\"tool_result\""
         ]
     );
+}
+
+/// A model with no threshold in 2.1.328: an answer at 190,000 (over
+/// 167,000) compacts nothing; a prompt the provider refuses as too long
+/// makes Claude Code summarise and send the prompt again. The transcript
+/// keeps only an automatic boundary; ctxlog records it as the overflow
+/// compaction it was.
+#[test]
+fn a_model_without_threshold_compacts_only_when_refused() {
+    let script = Script {
+        agent: VecDeque::from(vec![
+            text("Done (reply-1).", Usage::new(190_000, 100)),
+            Reply::prompt_too_long(),
+            text("Done (reply-2).", Usage::new(20_000, 100)),
+        ]),
+        summary: summaries(2),
+    };
+    let Some(run) = run_model(
+        "reactive",
+        AUTO_WINDOW_MODEL,
+        script,
+        &["turn one", "SMALL PTL turn two"],
+    ) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 2);
+    let policy = Policy::claude_code_2_1();
+    assert_eq!(common::check_decisions_before_requests(&events, &policy), 0);
+    assert_eq!(common::check_simulation(&events, &policy), 0);
+    let kinds: Vec<(bool, bool)> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionRequested { auto, overflow, .. } => Some((*auto, *overflow)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(kinds, [(true, true)], "one reactive (overflow) compaction");
 }

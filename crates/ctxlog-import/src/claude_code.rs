@@ -18,14 +18,19 @@
 //!   `compactMetadata.preservedMessages` names (2.1: the answer before, the
 //!   prompt that triggered it, mid-turn the overflowing call and its
 //!   result) stay in place before the boundary and are kept verbatim after
-//!   the summary: the tail starts at the first of them.
+//!   the summary: the tail starts at the first of them. An automatic
+//!   boundary Claude Code 2.1 could not have decided on its threshold (the
+//!   model has none, or `preTokens` is under it) followed a prompt the
+//!   provider refused as too long: it is recorded as an overflow
+//!   compaction (the refusal itself is not in the transcript).
 //! - Source ids: user lines keep their `uuid`, steps their `message.id`.
 
 use crate::build::{Builder, NewMessage, OpenCall};
 use crate::strict;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
-    CompactionTrigger, Event, FinishReason, Json, MessageId, ModelRef, PartBody, Role, TokenUsage,
+    CompactionTrigger, Event, FinishReason, Json, MessageId, ModelRef, PartBody, Policy, Role,
+    TokenUsage,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -188,6 +193,7 @@ impl<'a> Importer<'a> {
                         != Some("manual");
                     let tokens_before = strict::count_at(v, "/compactMetadata/preTokens")
                         .map_err(|e| self.err(e))?;
+                    let overflow = auto && self.reactive(tokens_before);
                     let message = self.b.message_id(at)?;
                     let part = self.b.part_id(at)?;
                     let agent = self.b.decided_by(None);
@@ -197,7 +203,7 @@ impl<'a> Importer<'a> {
                             message,
                             part,
                             auto,
-                            overflow: false,
+                            overflow,
                             trigger: CompactionTrigger::Recorded {
                                 agent,
                                 tokens_before,
@@ -292,6 +298,21 @@ impl<'a> Importer<'a> {
                 redactions: 0,
             },
         )
+    }
+
+    /// Whether an automatic compaction with `pre_tokens` was Claude Code's
+    /// reaction to a prompt the provider refused as too long (2.1 records
+    /// it as `trigger: "auto"` and leaves the refusal out): the model has
+    /// no threshold in 2.1 (its auto-compact window is "auto"), or the
+    /// count was under the threshold, which Claude Code would not have
+    /// compacted at. Unknown (no count, no window): not reactive.
+    fn reactive(&self, pre_tokens: Option<u64>) -> bool {
+        let policy = Policy::claude_code_2_1();
+        if !policy.checks_model(self.b.model()) {
+            return true;
+        }
+        let threshold = self.b.state().and_then(|s| policy.threshold(&s.limits));
+        matches!((pre_tokens, threshold), (Some(count), Some(t)) if count < t)
     }
 
     /// Notes that the line `uuid` is part of `message`.

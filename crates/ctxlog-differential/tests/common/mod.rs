@@ -107,15 +107,19 @@ pub fn check_decisions_before_requests(events: &[Envelope], policy: &Policy) -> 
 }
 
 /// `simulate` under `policy`, with the recorded summaries, compacts after
-/// exactly the steps the agent compacted after (automatically), on the
-/// recorded usage. Returns how many.
+/// exactly the steps (and recorded refusals) the agent compacted after
+/// automatically, on the recorded usage. Returns how many.
 pub fn check_simulation(events: &[Envelope], policy: &Policy) -> usize {
     let config = SimulateConfig {
         summarizer: Arc::new(RecordedSummarizer::from_log(events)),
         ..SimulateConfig::new(policy.clone())
     };
     let report = simulate_recording(events, config, |_| {}).expect("simulate");
+    // A compaction after a refusal the recording kept (an assistant message
+    // with an error and no step) is one simulate can make; Claude Code
+    // leaves its refusals out, so its reactive compactions are not.
     let mut last_assistant = String::new();
+    let mut refused = false;
     let mut recorded = Vec::new();
     for e in events {
         match &e.event {
@@ -123,8 +127,17 @@ pub fn check_simulation(events: &[Envelope], policy: &Policy) -> usize {
                 role: Role::Assistant,
                 source_id: Some(s),
                 ..
-            } => last_assistant = s.clone(),
-            Event::CompactionRequested { auto: true, .. } => recorded.push(last_assistant.clone()),
+            } => {
+                last_assistant = s.clone();
+                refused = false;
+            }
+            Event::MessageErrored { .. } => refused = true,
+            Event::StepFinished { .. } => refused = false,
+            Event::CompactionRequested {
+                auto: true,
+                overflow,
+                ..
+            } if !overflow || refused => recorded.push(last_assistant.clone()),
             _ => {}
         }
     }
