@@ -795,6 +795,8 @@ impl Drafter<'_, '_> {
             // Only an automatic compaction continues on its own: with the
             // refused prompt again, or with the continue message.
             match replay_of(state, job) {
+                // The agent sends the refused request again as it was.
+                Some(_) if state.policy.provider_overflow == ProviderOverflow::Retry => {}
                 Some(prompt) => self.replay(state, prompt),
                 None if state.policy.continue_message == ContinueMessage::None => {}
                 None => {
@@ -819,8 +821,10 @@ impl Drafter<'_, '_> {
         if m.role != Role::Assistant || m.summary || m.finish.is_some() {
             return Err(Violation::NotARequest(message));
         }
-        let compact = state.policy.provider_overflow == ProviderOverflow::Compact
-            && state.policy.auto
+        let compact = matches!(
+            state.policy.provider_overflow,
+            ProviderOverflow::Compact | ProviderOverflow::Retry
+        ) && state.policy.auto
             && state.auto_paused.is_none()
             && state.pending_jobs().next().is_none();
         if compact {

@@ -269,6 +269,11 @@ pub enum ProviderOverflow {
     /// before the refused prompt and then replays that prompt as a new user
     /// message (OpenCode since 2026-03-02: 1.17, 1.18).
     Compact,
+    /// An automatic compaction flagged `overflow`, after which the agent
+    /// sends the refused request again on the compacted context: the
+    /// prompt stays where it was (in the kept tail), nothing is appended
+    /// (pi 0.73; added in event schema 8).
+    Retry,
 }
 
 /// A complete compaction policy. Every constant is configurable.
@@ -556,7 +561,8 @@ impl Policy {
     /// answer, never between its tool steps; keeps the newest
     /// `keepRecentTokens` (20,000) verbatim; sends the summary as one user
     /// message ([`PI_SUMMARY_PREFIX`] … [`PI_SUMMARY_SUFFIX`]) and no
-    /// continue message; a provider's "too large" compacts.
+    /// continue message; a provider's "too large" compacts, then the same
+    /// request goes again.
     pub fn pi_0_73() -> Self {
         Policy {
             tail: Some(TailRule {
@@ -567,6 +573,7 @@ impl Policy {
                 percent_of_usable: 25,
             }),
             continue_message: ContinueMessage::None,
+            provider_overflow: ProviderOverflow::Retry,
             pivot: PivotForm::UserSummary {
                 prefix: PI_SUMMARY_PREFIX.into(),
                 suffix: PI_SUMMARY_SUFFIX.into(),

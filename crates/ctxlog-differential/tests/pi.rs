@@ -387,6 +387,16 @@ fn check_decisions(events: &[Envelope]) -> usize {
         "simulate compacts after the answers pi compacted after: {:?}",
         report.decisions
     );
+    // After an overflow compaction pi sends the same request again: no
+    // prompt is replayed as a new message, no continue message follows.
+    assert!(
+        !report
+            .decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Replay { .. } | Decision::Continue { .. })),
+        "{:?}",
+        report.decisions
+    );
     recorded.len()
 }
 

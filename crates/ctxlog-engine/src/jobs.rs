@@ -209,10 +209,20 @@ impl<L: EventLog> Engine<L> {
         };
         let decided = self.run(session, state, Command::CompleteJob { job, summary })?;
         let j = state.job(job);
+        // The message that resumes the session, when the policy writes one.
+        let continued = ctxlog_core::decide::drafted(&decided).any(|e| {
+            matches!(
+                e,
+                ctxlog_core::Event::MessageAppended {
+                    role: ctxlog_core::Role::User,
+                    ..
+                }
+            )
+        });
         Ok(JobOutcome::Completed {
             job,
             summary: j.and_then(|j| j.summary).unwrap_or(job),
-            continued: j.is_some_and(|j| j.auto),
+            continued,
             redactions,
             paused: paused(&decided).map(str::to_owned),
         })

@@ -34,7 +34,9 @@ pub enum JobOutcome {
         job: MessageId,
         /// The summary message.
         summary: MessageId,
-        /// Whether a synthetic continue message was appended.
+        /// Whether a message resuming the session was appended (the
+        /// refused prompt again, or the policy's continue message); never
+        /// after a manual compaction, nor under a policy that writes none.
         continued: bool,
         /// Secrets redacted from the summary.
         redactions: u32,
