@@ -102,17 +102,8 @@ impl Sandbox {
     /// `codex exec PROMPT` (`exec resume THREAD PROMPT` when continuing);
     /// the thread id.
     pub fn exec(&self, prompt: &str, resume: Option<&str>) -> Result<String, DriveError> {
-        let mut c = Command::new("node");
-        c.arg(&self.js)
-            .current_dir(self.root.join("project"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.root.join("home"))
-            .env("CODEX_HOME", self.root.join("home/.codex"))
-            .env("TMPDIR", self.root.join("tmp"))
-            .env("TERM", "dumb")
-            .env("SCRIPTED_API_KEY", "scripted-dummy-key")
-            .args(["exec", "--skip-git-repo-check", "--json"]);
+        let mut c = self.command();
+        c.args(["exec", "--skip-git-repo-check", "--json"]);
         if let Some(thread) = resume {
             c.args(["resume", thread]);
         }
@@ -136,6 +127,39 @@ impl Sandbox {
                 format!("{}: no thread started: {text}", out.status),
             )),
         }
+    }
+
+    /// A command for Codex with the sandbox's environment.
+    fn command(&self) -> Command {
+        let mut c = Command::new("node");
+        c.arg(&self.js)
+            .current_dir(self.root.join("project"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.root.join("home"))
+            .env("CODEX_HOME", self.root.join("home/.codex"))
+            .env("TMPDIR", self.root.join("tmp"))
+            .env("TERM", "dumb")
+            .env("SCRIPTED_API_KEY", "scripted-dummy-key");
+        c
+    }
+
+    /// A manual compaction of `thread`, as Codex's app-server runs one
+    /// (`thread/compact/start` over JSON-RPC on stdio), waited for until
+    /// its turn completes.
+    pub fn compact(&self, thread: &str) -> Result<(), DriveError> {
+        let mut child = self
+            .command()
+            .arg("app-server")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(fs::File::create(self.root.join("app-server.stderr"))?)
+            .spawn()?;
+        let result = app_server_compact(&mut child, thread);
+        drop(child.stdin.take());
+        let _ = child.kill();
+        let _ = child.wait();
+        result
     }
 
     /// The rollout of `thread` Codex wrote.
@@ -162,5 +186,82 @@ impl Sandbox {
                 self.root.display()
             ),
         ))
+    }
+}
+
+/// The JSON-RPC exchange of a manual compaction with a running app-server:
+/// `initialize`, `initialized`, `thread/resume`, `thread/compact/start`, then
+/// the messages until `turn/completed` (or an error, or 120 s).
+fn app_server_compact(child: &mut std::process::Child, thread: &str) -> Result<(), DriveError> {
+    use std::io::{BufRead, BufReader, Write};
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| failed("codex app-server", "no stdout"))?;
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                if tx.send(v).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    let stdin = child
+        .stdin
+        .as_mut()
+        .ok_or_else(|| failed("codex app-server", "no stdin"))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let next = |what: &str| -> Result<Value, DriveError> {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        rx.recv_timeout(left)
+            .map_err(|e| failed("codex app-server", format!("waiting for {what}: {e}")))
+    };
+    let call = |stdin: &mut std::process::ChildStdin, id: u64, method: &str, params: Value| {
+        writeln!(
+            stdin,
+            "{}",
+            serde_json::json!({"id": id, "method": method, "params": params})
+        )
+    };
+    let answer = |v: &Value, id: u64| v["id"] == serde_json::json!(id);
+    call(
+        stdin,
+        1,
+        "initialize",
+        serde_json::json!({"clientInfo": {"name": "ctxlog", "version": "0"}}),
+    )?;
+    while !answer(&next("initialize")?, 1) {}
+    writeln!(stdin, "{}", serde_json::json!({"method": "initialized"}))?;
+    call(
+        stdin,
+        2,
+        "thread/resume",
+        serde_json::json!({"threadId": thread}),
+    )?;
+    loop {
+        let v = next("thread/resume")?;
+        if answer(&v, 2) {
+            if v.get("error").is_some() {
+                return Err(failed("codex app-server thread/resume", v));
+            }
+            break;
+        }
+    }
+    call(
+        stdin,
+        3,
+        "thread/compact/start",
+        serde_json::json!({"threadId": thread}),
+    )?;
+    loop {
+        let v = next("the compaction's turn/completed")?;
+        if answer(&v, 3) && v.get("error").is_some() {
+            return Err(failed("codex app-server thread/compact/start", v));
+        }
+        if v["method"] == "turn/completed" {
+            return Ok(());
+        }
     }
 }

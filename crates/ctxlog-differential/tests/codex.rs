@@ -49,6 +49,10 @@ fn codex() -> Option<PathBuf> {
     }
 }
 
+/// In a scenario's prompts: a manual compaction (app-server
+/// `thread/compact/start`) instead of a prompt.
+const COMPACT: &str = "<compact>";
+
 struct Run {
     _serial: std::sync::MutexGuard<'static, ()>,
     dir: PathBuf,
@@ -66,6 +70,11 @@ fn run(name: &str, model: ModelConfig, script: Script, prompts: &[&str]) -> Opti
     let sandbox = Sandbox::new(js, dir.clone(), &server.base_url(), model).expect("sandbox");
     let mut thread: Option<String> = None;
     for p in prompts {
+        if *p == COMPACT {
+            let t = thread.as_deref().expect("a thread to compact");
+            sandbox.compact(t).unwrap_or_else(|e| panic!("{name}: {e}"));
+            continue;
+        }
         let t = sandbox
             .exec(p, thread.as_deref())
             .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -388,4 +397,56 @@ fn the_mid_turn_count_adds_the_tool_outputs() {
     check_usage(&run, &events);
     assert_eq!(check_windows(&run, &events), 3);
     assert_eq!(check_decisions(&run, &events), 1);
+}
+
+/// An automatic compaction, then a manual one (app-server
+/// `thread/compact/start`), a turn of its own: imported as manual, its
+/// answer the summary, and the next turn's request sends the replacement
+/// history (without the first summary) and the second summary.
+#[test]
+fn an_automatic_compaction_then_a_manual_one() {
+    let model = ModelConfig {
+        context: 100_000,
+        auto_compact_limit: None,
+    };
+    let script = Script {
+        agent: VecDeque::from(vec![
+            exec("call_1", "echo hi", Usage::new(10_000, 10)),
+            text("Done (reply-1).", Usage::new(11_000, 100)),
+            text("Done (reply-2).", Usage::new(90_000, 100)),
+            text("Done (reply-3).", Usage::new(4_000, 100)),
+            text("Done (reply-4).", Usage::new(5_000, 100)),
+        ]),
+        summary: summaries(2),
+    };
+    let Some(run) = run(
+        "manual",
+        model,
+        script,
+        &[
+            "turn one: run it",
+            "turn two",
+            "turn three",
+            COMPACT,
+            "turn four",
+        ],
+    ) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 5);
+    assert_eq!(check_decisions(&run, &events), 1);
+    let kinds: Vec<bool> = events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::CompactionRequested { auto, .. } => Some(*auto),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [true, false],
+        "the automatic one, then the manual one"
+    );
 }

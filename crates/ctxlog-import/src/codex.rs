@@ -41,7 +41,9 @@
 //!   messages (the user's recent prompts, the initial context) are
 //!   recorded again, as synthetic user messages, and are the compaction's
 //!   tail; its last item, the summary as a user message, is the summary
-//!   (`compacted.message`), sent after them (preset `codex-0.169`).
+//!   (`compacted.message`), sent after them (preset `codex-0.169`);
+//! - a compaction in a task started with no `turn_attribution` (a turn of
+//!   its own: app-server `thread/compact/start`) is manual.
 
 use crate::build::{as_json, Builder, NewMessage, OpenCall, RecordedKind};
 use crate::strict;
@@ -88,6 +90,10 @@ struct Importer<'a> {
     /// A step of text only its usage record ended, written at the next
     /// line that is not a report (dropped before `compacted`).
     held: Option<Step>,
+    /// The current task was started with no `turn_attribution`: a 0.169
+    /// compaction turn of its own (app-server `thread/compact/start`), so
+    /// its compaction is manual.
+    compaction_turn: bool,
 }
 
 const INJECTED: &[&str] = &[
@@ -291,7 +297,10 @@ impl<'a> Importer<'a> {
         }
         match (ty, pt) {
             ("token_usage_record", _) => self.usage_record(p, at),
-            ("event_msg", Some("task_started")) if self.since_0_169 => self.context_window(p, at),
+            ("event_msg", Some("task_started")) if self.since_0_169 => {
+                self.compaction_turn = p.get("turn_attribution").is_none();
+                self.context_window(p, at)
+            }
             ("event_msg", Some("token_count")) if self.since_0_169 => {
                 match p.get("info").filter(|i| !i.is_null()) {
                     Some(info) => self.context_window(info, at),
@@ -431,16 +440,16 @@ impl<'a> Importer<'a> {
         } else {
             None
         };
+        let kind = if self.compaction_turn {
+            RecordedKind {
+                auto: false,
+                overflow: false,
+            }
+        } else {
+            RecordedKind::AUTO
+        };
         self.b
-            .imported_compaction(
-                at,
-                RecordedKind::AUTO,
-                source.clone(),
-                source,
-                text,
-                tail,
-                None,
-            )
+            .imported_compaction(at, kind, source.clone(), source, text, tail, None)
             .map(|_| ())
     }
 
@@ -717,6 +726,7 @@ pub fn import<R: BufRead>(
         call_lines: BTreeMap::new(),
         since_0_169: false,
         held: None,
+        compaction_turn: false,
     };
     let unfinished = each_line(reader, file, options.max_line_bytes, |n, v| {
         im.line = n;
