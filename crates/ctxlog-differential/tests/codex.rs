@@ -450,3 +450,44 @@ fn an_automatic_compaction_then_a_manual_one() {
         "the automatic one, then the manual one"
     );
 }
+
+/// A 44,000-character output: Codex cuts what it sends to about 10,000
+/// characters (head and tail, with its note) and records the same cut
+/// text, which ctxlog keeps and sends.
+#[test]
+fn big_tool_outputs_are_stored_as_cut() {
+    let model = ModelConfig {
+        context: 100_000,
+        auto_compact_limit: None,
+    };
+    let script = Script {
+        agent: VecDeque::from(vec![
+            exec(
+                "call_1",
+                "yes 0123456789abcdef | tr -d '\\n' | head -c 44000",
+                Usage::new(10_000, 10),
+            ),
+            text("Done (reply-1).", Usage::new(20_000, 100)),
+        ]),
+        summary: VecDeque::new(),
+    };
+    let Some(run) = run("big-outputs", model, script, &["turn one: a big output"]) else {
+        return;
+    };
+    let events = import(&run);
+    check_usage(&run, &events);
+    assert_eq!(check_windows(&run, &events), 2);
+    let output = run.requests[1].body["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call_output")
+        .and_then(|i| i["output"].as_str())
+        .expect("the output sent")
+        .to_owned();
+    assert!(
+        output.len() < 12_000 && output.contains("truncated output"),
+        "Codex cut the 44,000 characters: {} sent",
+        output.len()
+    );
+}
