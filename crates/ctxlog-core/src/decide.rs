@@ -607,22 +607,24 @@ fn model_of(state: &SessionState, step: MessageId) -> Option<&str> {
 }
 
 /// Estimated tokens of what the window holds after the answer of `step`
-/// (for [`Command::BeforeRequest`]): the results of its tool calls, and
-/// every later message sent (user messages only when `prompts`).
+/// (for [`Command::BeforeRequest`]): the results of its tool calls as sent,
+/// and every later message sent (user messages only when `prompts`).
+/// `step` is the last finished step, after the latest pivot, so what
+/// follows it in the log is what follows it in the window: this costs the
+/// messages after it, not the window.
 fn pending_tokens(state: &SessionState, step: MessageId, prompts: bool) -> u64 {
-    let (_, order) = crate::window::sent_order(state);
-    let Some(at) = order
-        .iter()
-        .position(|&i| state.messages.get(i).is_some_and(|m| m.id == step))
-    else {
+    let Some(at) = state.message_index(step) else {
         return 0;
     };
     let e = &state.policy.estimator;
-    let results: u64 = state.messages[order[at]]
+    let results: u64 = state.messages[at]
         .parts
         .iter()
         .filter_map(|p| match p.content()? {
             PartBody::Tool { state: tool, .. } => Some(match tool {
+                ToolState::Completed { .. } if p.pruned.is_some() => {
+                    e.estimate(crate::window::PRUNED_PLACEHOLDER)
+                }
                 ToolState::Completed { output, .. } => e.estimate(output),
                 ToolState::Error { error, .. } => e.estimate(error),
                 ToolState::Pending { .. } | ToolState::Running { .. } => 0,
@@ -630,10 +632,12 @@ fn pending_tokens(state: &SessionState, step: MessageId, prompts: bool) -> u64 {
             _ => None,
         })
         .sum();
-    let later: u64 = order[at + 1..]
-        .iter()
-        .filter(|&&i| prompts || state.messages[i].role != Role::User)
-        .map(|&i| state.message_tokens(i))
+    let later: u64 = (at + 1..state.messages.len())
+        .filter(|&i| {
+            let m = &state.messages[i];
+            crate::window::is_sent(state, m) && (prompts || m.role != Role::User)
+        })
+        .map(|i| state.message_tokens(i))
         .sum();
     results.saturating_add(later)
 }

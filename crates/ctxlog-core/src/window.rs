@@ -223,7 +223,7 @@ impl Window {
 }
 
 /// Whether a stored message is sent at all (before looking at its parts).
-fn is_sent(state: &SessionState, m: &Message) -> bool {
+pub(crate) fn is_sent(state: &SessionState, m: &Message) -> bool {
     if m.withdrawn {
         return false;
     }
@@ -456,13 +456,17 @@ pub fn estimate_window(state: &SessionState) -> u64 {
         .into_iter()
         .filter_map(|i| Some((i, state.messages.get(i)?)))
         .filter(|(_, m)| is_sent(state, m))
-        .map(
-            |(i, m)| match (wrapped && m.summary, render_message(state, m)) {
-                // The wrapped summary is measured as sent (one message).
-                (true, Some(sent)) => sent.parts.iter().map(|p| p.estimate(e)).sum(),
-                _ => state.message_tokens(i),
-            },
-        )
+        .map(|(i, m)| {
+            // The wrapped summary is measured as sent (one message); only
+            // it is rendered.
+            let sent = (wrapped && m.summary)
+                .then(|| render_message(state, m))
+                .flatten();
+            match sent {
+                Some(sent) => sent.parts.iter().map(|p| p.estimate(e)).sum(),
+                None => state.message_tokens(i),
+            }
+        })
         .sum()
 }
 

@@ -370,6 +370,8 @@ impl<'a> Importer<'a> {
     /// previous one, which it ends; a step of text only is held (see
     /// [`Importer::held`]).
     fn usage_record(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
+        // Only 0.169 and later write these, whatever `cli_version` says.
+        self.since_0_169 = true;
         let u = p
             .get("usage")
             .filter(|u| u.is_object())
