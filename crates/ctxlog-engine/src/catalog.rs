@@ -420,8 +420,31 @@ pub const MIN_PREFIX: usize = 4;
 /// either of at least [`MIN_PREFIX`] characters (`0199812e`,
 /// `0199812e@codex`). An exact name wins over a source-id prefix, which
 /// wins over a ctxlog-id prefix. Of the versions of one recording, the
-/// newest.
+/// newest. A kept simulation is found by its preset's alias too
+/// (`…@claude-code` for `…@claude-code-2.1`, its name).
 pub fn resolve_session(log: &impl EventLog, text: &str) -> Result<SessionId, CatalogError> {
+    let not_found = match resolve_named(log, text) {
+        Err(CatalogError::NotFound(_)) => CatalogError::NotFound(text.to_owned()),
+        found => return found,
+    };
+    let (base, policy) = split_policy(text);
+    let preset = policy.and_then(|p| {
+        ctxlog_core::Policy::preset_aliases()
+            .iter()
+            .find(|(alias, _)| *alias == p)
+            .map(|(_, preset)| *preset)
+    });
+    match preset {
+        Some(preset) => match resolve_named(log, &format!("{base}@{preset}")) {
+            Err(CatalogError::NotFound(_)) => Err(not_found),
+            found => found,
+        },
+        None => Err(not_found),
+    }
+}
+
+/// [`resolve_session`] of `text` as it is written.
+fn resolve_named(log: &impl EventLog, text: &str) -> Result<SessionId, CatalogError> {
     if let Ok(u) = uuid::Uuid::parse_str(text) {
         let s = SessionId(u);
         if log.head(s)? > 0 {
