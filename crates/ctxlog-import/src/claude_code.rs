@@ -19,7 +19,7 @@
 //!   prompt that triggered it, mid-turn the overflowing call and its
 //!   result) stay in place before the boundary and are kept verbatim after
 //!   the summary: the tail starts at the first of them. An automatic
-//!   boundary Claude Code 2.1 could not have decided on its threshold (the
+//!   boundary Claude Code 2.1 (or later) could not have decided on its threshold (the
 //!   model has none, or `preTokens` is under it) followed a prompt the
 //!   provider refused as too long: it is recorded as an overflow
 //!   compaction (the refusal itself is not in the transcript).
@@ -61,6 +61,8 @@ struct Importer<'a> {
     by_uuid: BTreeMap<String, MessageId>,
     /// The uuids the pending compaction's boundary keeps verbatim.
     preserved: Vec<String>,
+    /// The newest line's Claude Code version is 2.1 or later.
+    since_2_1: bool,
 }
 
 /// Text the runtime wrote into a user line (local command echoes, interrupt
@@ -165,6 +167,7 @@ impl<'a> Importer<'a> {
         }
         if let Some(version) = v.get("version").and_then(Value::as_str) {
             self.b.about.agent = Some(format!("claude-code-{version}"));
+            self.since_2_1 = crate::version_at_least(version, (2, 1));
         }
         if let Some(uuid) = v.get("uuid").and_then(Value::as_str) {
             self.uuids.push(uuid.to_owned());
@@ -300,13 +303,17 @@ impl<'a> Importer<'a> {
         )
     }
 
-    /// Whether an automatic compaction with `pre_tokens` was Claude Code's
-    /// reaction to a prompt the provider refused as too long (2.1 records
+    /// Whether an automatic compaction with `pre_tokens` was Claude Code
+    /// 2.1's reaction to a prompt the provider refused as too long (2.1 records
     /// it as `trigger: "auto"` and leaves the refusal out): the model has
     /// no threshold in 2.1 (its auto-compact window is "auto"), or the
     /// count was under the threshold, which Claude Code would not have
     /// compacted at. Unknown (no count, no window): not reactive.
     fn reactive(&self, pre_tokens: Option<u64>) -> bool {
+        // Measured on 2.1; before it, the same boundary was a threshold one.
+        if !self.since_2_1 {
+            return false;
+        }
         let policy = Policy::claude_code_2_1();
         if !policy.checks_model(self.b.model()) {
             return true;
@@ -606,6 +613,7 @@ pub fn import<R: BufRead>(
         uuids: Vec::new(),
         by_uuid: BTreeMap::new(),
         preserved: Vec::new(),
+        since_2_1: false,
     };
     let unfinished = each_line(reader, file, options.max_line_bytes, |n, v| {
         im.b.at.line = n;

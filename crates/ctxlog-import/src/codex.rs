@@ -272,7 +272,8 @@ impl<'a> Importer<'a> {
             let at = at.unwrap_or(0);
             let policy = self.b.policy_for(None);
             let text = |k: &str| p.get(k).and_then(Value::as_str).map(str::to_owned);
-            self.since_0_169 = text("cli_version").is_some_and(|v| at_least(&v, (0, 169)));
+            self.since_0_169 =
+                text("cli_version").is_some_and(|v| crate::version_at_least(&v, (0, 169)));
             self.b.about.directory = text("cwd");
             self.b.about.agent = Some(match text("cli_version") {
                 Some(v) => format!("codex-{v}"),
@@ -746,13 +747,6 @@ pub fn import<R: BufRead>(
         }
     }
     im.b.finish()
-}
-
-/// Whether Codex version `v` (`0.169.0`) is at least `(major, minor)`.
-fn at_least(v: &str, (major, minor): (u64, u64)) -> bool {
-    let mut parts = v.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
-    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-    (a, b) >= (major, minor)
 }
 
 /// The configured context window of a 0.169 rollout's recorded one (Codex

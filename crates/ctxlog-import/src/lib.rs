@@ -361,3 +361,11 @@ impl<R: std::io::Read> std::io::Read for Bounded<R> {
         Ok(n)
     }
 }
+
+/// Whether an agent's version `v` (`2.1.328`, `0.169.0`) is at least
+/// `(major, minor)`; a part that is not a number counts as 0.
+pub(crate) fn version_at_least(v: &str, (major, minor): (u64, u64)) -> bool {
+    let mut parts = v.split('.').map(|p| p.trim().parse::<u64>().unwrap_or(0));
+    let (a, b) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (a, b) >= (major, minor)
+}

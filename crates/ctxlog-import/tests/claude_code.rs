@@ -256,3 +256,41 @@ fn preserved_messages_are_kept_after_the_summary() {
         ]
     );
 }
+
+/// An automatic boundary of a model without a threshold in Claude Code 2.1
+/// (its auto-compact window is "auto") followed a refused prompt: from 2.1
+/// on it is an overflow compaction; before 2.1 the same boundary was a
+/// threshold one and stays so.
+#[test]
+fn a_reactive_boundary_is_an_overflow_from_claude_code_2_1_on() {
+    let transcript = |version: &str| {
+        [
+            format!(r#"{{"type":"user","sessionId":"s4","uuid":"u1","version":"{version}","timestamp":"2025-10-21T03:00:00Z","message":{{"role":"user","content":"first"}}}}"#),
+            format!(r#"{{"type":"assistant","sessionId":"s4","uuid":"a1","version":"{version}","timestamp":"2025-10-21T03:00:01Z","message":{{"id":"msg_1","model":"claude-sonnet-4-5-20250929","role":"assistant","content":[{{"type":"text","text":"reply-1"}}],"usage":{{"input_tokens":190000,"output_tokens":2}}}}}}"#),
+            format!(r#"{{"type":"user","sessionId":"s4","uuid":"u2","version":"{version}","timestamp":"2025-10-21T03:00:02Z","message":{{"role":"user","content":"second"}}}}"#),
+            format!(r#"{{"type":"system","subtype":"compact_boundary","sessionId":"s4","uuid":"c1","version":"{version}","timestamp":"2025-10-21T03:00:03Z","compactMetadata":{{"trigger":"auto","preTokens":190010}}}}"#),
+            format!(r#"{{"type":"user","isCompactSummary":true,"sessionId":"s4","uuid":"s1","version":"{version}","timestamp":"2025-10-21T03:00:04Z","message":{{"role":"user","content":"Summary."}}}}"#),
+        ]
+        .join("\n")
+    };
+    let overflow = |version: &str| {
+        let text = transcript(version);
+        let a = claude_code::import(
+            BufReader::new(text.as_bytes()),
+            "r.jsonl",
+            &ImportOptions::default(),
+        )
+        .unwrap();
+        a.events
+            .to_vec()
+            .unwrap()
+            .iter()
+            .find_map(|e| match &e.event {
+                Event::CompactionRequested { overflow, .. } => Some(*overflow),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert!(overflow("2.1.328"));
+    assert!(!overflow("2.0.29"));
+}
