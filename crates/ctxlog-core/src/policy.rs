@@ -491,11 +491,14 @@ impl Policy {
     /// request, compacts when the last answer's four counts plus the
     /// estimate of what followed it (tool results, the new prompt) reach
     /// the effective window (context less `min(max output, 20,000)`) less a
-    /// 13,000-token buffer (167,000 of 200,000);
-    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` is the threshold percentage. The
-    /// summary is sent as one user message (its recorded text is the whole
-    /// message), no continue message follows, and the messages Claude Code
-    /// keeps verbatim are a recorded tail (this preset selects none).
+    /// 13,000-token buffer (167,000 of 200,000), except after answers of the
+    /// models whose auto-compact window it resolves to "auto"
+    /// ([`CLAUDE_CODE_2_1_AUTO_WINDOW_MODELS`]: only a refusal compacts).
+    /// `CLAUDE_AUTOCOMPACT_PCT_OVERRIDE` is a share of the effective window,
+    /// which `threshold_percent` (of the usable budget) only approximates.
+    /// The summary is sent as one user message (its recorded text is the
+    /// whole message), no continue message follows, and the messages Claude
+    /// Code keeps verbatim are a recorded tail (this preset selects none).
     pub fn claude_code_2_1() -> Self {
         Policy {
             continue_message: ContinueMessage::None,
@@ -525,8 +528,8 @@ impl Policy {
     /// `crates/ctxlog-differential/tests/codex.rs`): before each request
     /// (mid-turn, and before a turn's prompt is added; never at a turn's
     /// end), compacts when the last response's `total_tokens` plus the
-    /// estimate of the tool outputs after it reaches 90 % of the configured context
-    /// window (a configured `model_auto_compact_token_limit` below it is
+    /// estimate of the tool outputs after it reaches 90 % of the configured
+    /// context window (a configured `model_auto_compact_token_limit` below it is
     /// the threshold percentage: `--threshold`); a provider's refusal fails
     /// the turn and compacts nothing. After a compaction Codex sends its
     /// replacement history (recorded as the compaction's tail), then the
