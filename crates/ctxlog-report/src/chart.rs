@@ -17,6 +17,9 @@ const RIGHT: f64 = 16.0;
 const TOP: f64 = 16.0;
 const BOTTOM: f64 = 36.0;
 
+/// The vertical distance between the marker knobs of two curves.
+const KNOB_ROW: f64 = 14.0;
+
 /// The colours of the curves, in order (then repeated).
 pub const COLORS: &[&str] = &["#2563eb", "#d97706", "#059669", "#9333ea", "#dc2626"];
 
@@ -126,13 +129,16 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
                 };
                 let _ = write!(
                     svg,
-                    r#"<g class="marker {kind}" data-curve="{c}" data-step="{i}" data-seq="{}" tabindex="0"><line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{}" stroke="{color}"/><circle cx="{px:.1}" cy="{}" r="6" fill="{color}"/><title>{}: {} (seq {})</title></g>"#,
+                    r#"<g class="marker {kind}" data-curve="{c}" data-step="{i}" data-seq="{}" tabindex="0"><line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{}" stroke="{color}" pointer-events="none"/><circle cx="{px:.1}" cy="{}" r="6" fill="{color}"/><title>{}: {} (seq {})</title></g>"#,
                     e.seq,
                     HEIGHT - BOTTOM,
+                    // Each curve's knob a row of its own, and the lines let
+                    // clicks through: two curves that compact at the same
+                    // step keep both knobs clickable.
                     if kind == "prune" {
-                        HEIGHT - BOTTOM - 6.0
+                        HEIGHT - BOTTOM - 6.0 - KNOB_ROW * c as f64
                     } else {
-                        TOP + 6.0
+                        TOP + 6.0 + KNOB_ROW * c as f64
                     },
                     escape(label),
                     escape(&e.what),
