@@ -35,8 +35,9 @@
 //! - the recorded `model_context_window` (in `task_started` and
 //!   `token_count`) is 95 % of the configured window: the configured one
 //!   is recovered (`window × 100 / 95`);
-//! - a step of text only waits until the next line that is not a report:
-//!   before `compacted` it is the compaction's own answer, no message;
+//! - a step of text only waits until the next line that is not a report
+//!   (or its task's `task_complete`): before `compacted` it is the
+//!   compaction's own answer, no message;
 //! - `compacted.replacement_history` is what Codex sends from then on: its
 //!   messages (the user's recent prompts, the initial context) are
 //!   recorded again, as synthetic user messages, and are the compaction's
@@ -288,7 +289,10 @@ impl<'a> Importer<'a> {
         }
         let at = self.b.time(at);
         let pt = p.get("type").and_then(Value::as_str);
-        if !matches!(ty, "event_msg" | "token_usage_record") {
+        // A compaction's `compacted` comes before its task completes: at a
+        // task's end, a held step is an answer.
+        let task_ends = ty == "event_msg" && pt == Some("task_complete");
+        if task_ends || !matches!(ty, "event_msg" | "token_usage_record") {
             if let Some(held) = self.held.take() {
                 // Before `compacted`, the compaction's own answer.
                 if ty != "compacted" {

@@ -234,6 +234,31 @@ fn a_0_169_rollout_has_its_usage_on_its_steps_and_its_replacement_history_as_the
     }
 }
 
+/// Imported while Codex is idle after a turn (the file ends with its
+/// `task_complete`), the turn's answer is stored: only a compaction's
+/// answer waits, and its `compacted` comes before its task completes.
+#[test]
+fn a_live_import_after_a_turn_stores_its_answer() {
+    let text: String = rollout()
+        .lines()
+        .take(14)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let live = ImportOptions {
+        live: true,
+        ..ImportOptions::default()
+    };
+    let a = import(text.as_bytes(), "r", Format::Codex, &live).unwrap();
+    let s = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
+    assert!(
+        s.messages
+            .iter()
+            .any(|m| m.source_id.as_deref() == Some("line:11") && m.finish.is_some()),
+        "the answer of line 11 is a finished step"
+    );
+    assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+}
+
 /// A compaction in a task of its own (no `turn_attribution`: the
 /// app-server's `thread/compact/start`) is manual.
 #[test]
