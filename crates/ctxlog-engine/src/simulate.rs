@@ -513,6 +513,12 @@ impl Feed<'_> {
                 let label = source_id
                     .clone()
                     .unwrap_or_else(|| format!("seq:{}", env.seq));
+                if *role == Role::Assistant {
+                    // A new request: checked before it is sent (a compaction
+                    // here is one the recording did not make: its own comes
+                    // before this message).
+                    self.request_check()?;
+                }
                 if self.unmatched.take().is_some() {
                     // The simulation compacted; the recording went on without.
                     self.diverged = true;
@@ -523,10 +529,6 @@ impl Feed<'_> {
                         self.end_turn()?;
                     }
                     self.turns += 1;
-                }
-                if *role == Role::Assistant {
-                    // A new request: checked before it is sent.
-                    self.request_check()?;
                 }
                 self.open_step = (*role == Role::Assistant).then_some(*message);
                 // The window at a step's start is needed only to measure the
