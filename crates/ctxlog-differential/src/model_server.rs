@@ -418,14 +418,7 @@ fn serve(mut stream: TcpStream, shared: &Mutex<Shared>) -> std::io::Result<()> {
 /// plus output).
 fn respond_responses(stream: &mut TcpStream, n: usize, reply: &Reply) -> std::io::Result<()> {
     let (items, usage) = match reply {
-        Reply::Error { status, body } => {
-            let text = body.to_string();
-            return write!(
-                stream,
-                "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
-            );
-        }
+        Reply::Error { status, body } => return respond_error(stream, *status, body),
         Reply::Text { text, usage } => (
             vec![json!({
                 "type": "message", "id": format!("msg_scripted_{n:04}"), "role": "assistant",
@@ -477,6 +470,16 @@ fn respond_responses(stream: &mut TcpStream, n: usize, reply: &Reply) -> std::io
     stream.flush()
 }
 
+/// Answers an HTTP error with a JSON body (no stream), as every API does.
+fn respond_error(stream: &mut TcpStream, status: u16, body: &Value) -> std::io::Result<()> {
+    let text = body.to_string();
+    write!(
+        stream,
+        "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    )
+}
+
 /// Answers one Messages API request as Anthropic streams it (as `model`,
 /// the one asked for): `message_start`
 /// (with the input usage), one content block per text or tool call,
@@ -488,14 +491,7 @@ fn respond_anthropic(
     reply: &Reply,
 ) -> std::io::Result<()> {
     let (blocks, stop, usage) = match reply {
-        Reply::Error { status, body } => {
-            let text = body.to_string();
-            return write!(
-                stream,
-                "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
-            );
-        }
+        Reply::Error { status, body } => return respond_error(stream, *status, body),
         Reply::Text { text, usage } => (
             vec![(
                 json!({"type": "text", "text": ""}),
@@ -562,14 +558,7 @@ fn respond_anthropic(
 
 fn respond(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
     let (deltas, finish, usage) = match reply {
-        Reply::Error { status, body } => {
-            let text = body.to_string();
-            return write!(
-                stream,
-                "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
-            );
-        }
+        Reply::Error { status, body } => return respond_error(stream, *status, body),
         Reply::Text { text, usage } => (
             vec![
                 json!({"role": "assistant", "content": ""}),

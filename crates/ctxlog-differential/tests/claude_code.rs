@@ -25,9 +25,7 @@
 
 mod common;
 
-use ctxlog_core::{
-    window, CompactionTrigger, Envelope, Event, Policy, Role, SessionState, TokenUsage,
-};
+use ctxlog_core::{window, CompactionTrigger, Envelope, Event, Policy, SessionState, TokenUsage};
 use ctxlog_differential::claude_code::{install, Sandbox};
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
@@ -100,26 +98,7 @@ fn run_model(name: &str, model: &str, script: Script, prompts: &[&str]) -> Optio
     }
     let session = session.expect("a session id");
     let transcript = sandbox.transcript(&session).expect("the transcript");
-    let requests = server.requests();
-    for r in &requests {
-        let file = dir.join(format!("request-{:02}-{:?}.json", r.n, r.kind));
-        std::fs::write(file, serde_json::to_vec_pretty(&r.body).unwrap()).unwrap();
-    }
-    let unscripted: Vec<String> = requests
-        .iter()
-        .filter(|r| r.reply.is_none())
-        .map(|r| format!("n={} {:?}", r.n, r.kind))
-        .collect();
-    assert!(
-        unscripted.is_empty(),
-        "{name}: Claude Code made model calls the script did not expect: {unscripted:?} (requests in {})",
-        dir.display()
-    );
-    assert_eq!(
-        server.unused().0,
-        0,
-        "{name}: Claude Code made fewer agent-loop calls than scripted"
-    );
+    let requests = common::scripted_requests("Claude Code", name, &dir, &server, false);
     Some(Run {
         _serial: serial,
         dir,
@@ -159,25 +138,10 @@ fn agent_requests(run: &Run) -> Vec<&Request> {
         .collect()
 }
 
-/// The assistant messages of the import, in order: (seq, id).
-fn assistant_messages(events: &[Envelope]) -> Vec<(u64, ctxlog_core::MessageId)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::MessageAppended {
-                message,
-                role: Role::Assistant,
-                ..
-            } => Some((e.seq, *message)),
-            _ => None,
-        })
-        .collect()
-}
-
 /// (a) Every answer is one step with the usage the server reported.
 fn check_usage(run: &Run, events: &[Envelope]) {
     let agent = agent_requests(run);
-    let messages = assistant_messages(events);
+    let messages = common::assistant_messages(events);
     assert_eq!(
         agent.len(),
         messages.len(),
@@ -252,7 +216,7 @@ fn without_reminders(messages: &Value) -> Value {
 /// sent, its reminders aside. Returns how many were compared.
 fn check_windows(run: &Run, events: &[Envelope]) -> usize {
     let agent = agent_requests(run);
-    let messages = assistant_messages(events);
+    let messages = common::assistant_messages(events);
     for (request, (seq, _)) in agent.iter().zip(&messages) {
         let state = SessionState::replay(events.iter().take(*seq as usize - 1)).unwrap();
         let ours = Value::Array(claude_code_messages(&window(&state)));

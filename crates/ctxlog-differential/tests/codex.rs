@@ -24,7 +24,7 @@
 
 mod common;
 
-use ctxlog_core::{window, Envelope, Event, Policy, Role, SessionState, TokenUsage};
+use ctxlog_core::{window, Envelope, Event, Policy, SessionState, TokenUsage};
 use ctxlog_differential::codex::{install, ModelConfig, Sandbox};
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
@@ -82,25 +82,7 @@ fn run(name: &str, model: ModelConfig, script: Script, prompts: &[&str]) -> Opti
     }
     let thread = thread.expect("a thread");
     let rollout = sandbox.rollout(&thread).expect("the rollout");
-    let requests = server.requests();
-    for r in &requests {
-        let file = dir.join(format!("request-{:02}-{:?}.json", r.n, r.kind));
-        std::fs::write(file, serde_json::to_vec_pretty(&r.body).unwrap()).unwrap();
-    }
-    let unscripted: Vec<String> = requests
-        .iter()
-        .filter(|r| r.reply.is_none())
-        .map(|r| format!("n={} {:?}", r.n, r.kind))
-        .collect();
-    assert!(
-        unscripted.is_empty(),
-        "{name}: Codex made model calls the script did not expect: {unscripted:?}"
-    );
-    assert_eq!(
-        server.unused(),
-        (0, 0),
-        "{name}: Codex made fewer calls than scripted"
-    );
+    let requests = common::scripted_requests("Codex", name, &dir, &server, true);
     Some(Run {
         _serial: serial,
         dir,
@@ -132,20 +114,6 @@ fn answered(run: &Run) -> Vec<&Request> {
         .collect()
 }
 
-fn assistant_messages(events: &[Envelope]) -> Vec<(u64, ctxlog_core::MessageId)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::MessageAppended {
-                message,
-                role: Role::Assistant,
-                ..
-            } => Some((e.seq, *message)),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The usage a scripted response reports, as ctxlog stores Codex's.
 fn stored(u: &Usage) -> TokenUsage {
     TokenUsage {
@@ -163,7 +131,7 @@ fn stored(u: &Usage) -> TokenUsage {
 /// recovered.
 fn check_usage(run: &Run, events: &[Envelope]) {
     let agent = answered(run);
-    let messages = assistant_messages(events);
+    let messages = common::assistant_messages(events);
     assert_eq!(
         agent.len(),
         messages.len(),
@@ -227,7 +195,7 @@ fn comparable(input: &Value, skip_instructions: bool) -> Value {
 /// Codex sent. Returns how many were compared.
 fn check_windows(run: &Run, events: &[Envelope]) -> usize {
     let agent = answered(run);
-    let messages = assistant_messages(events);
+    let messages = common::assistant_messages(events);
     for (request, (seq, _)) in agent.iter().zip(&messages) {
         let state = SessionState::replay(events.iter().take(*seq as usize - 1)).unwrap();
         let ours = comparable(&Value::Array(responses_input(&window(&state))), false);

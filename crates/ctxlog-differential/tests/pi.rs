@@ -23,18 +23,16 @@
 
 mod common;
 
-use ctxlog_core::{window, CompactionTrigger, Envelope, Event, Role, SessionState, TokenUsage};
+use ctxlog_core::{window, CompactionTrigger, Envelope, Event, SessionState, TokenUsage};
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
 use ctxlog_differential::pi::{install, ModelConfig, Rpc, Sandbox};
 use ctxlog_engine::anthropic::anthropic_messages;
-use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
-use ctxlog_engine::summarize::RecordedSummarizer;
 use ctxlog_import::{Format, ImportOptions, LimitOverrides};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// One scenario at a time: each runs pi (Node) on 2 cores.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -104,27 +102,9 @@ fn run(name: &str, script: Script, actions: &[Action]) -> Option<Run> {
     let session = rpc.session_file().expect("pi's session file");
     let lines = std::mem::take(&mut rpc.log);
     drop(rpc);
-    let requests = server.requests();
-    for r in &requests {
-        let file = dir.join(format!("request-{:02}-{:?}.json", r.n, r.kind));
-        std::fs::write(file, serde_json::to_vec_pretty(&r.body).unwrap()).unwrap();
-    }
+    let requests = common::scripted_requests("pi", name, &dir, &server, false);
     let rpc_log: String = lines.iter().map(|v| format!("{v}\n")).collect();
     std::fs::write(dir.join("rpc.jsonl"), rpc_log).unwrap();
-    assert_eq!(
-        server.unused().0,
-        0,
-        "{name}: pi made fewer agent-loop calls than scripted"
-    );
-    let unscripted: Vec<String> = requests
-        .iter()
-        .filter(|r| r.reply.is_none())
-        .map(|r| format!("n={} {:?}", r.n, r.kind))
-        .collect();
-    assert!(
-        unscripted.is_empty(),
-        "{name}: pi made model calls the script did not expect: {unscripted:?}"
-    );
     assert!(
         session.starts_with(&dir),
         "{name}: pi wrote its session outside the sandbox: {}",
@@ -163,22 +143,6 @@ fn import(run: &Run) -> Vec<Envelope> {
     imported.events.to_vec().unwrap()
 }
 
-/// The assistant messages of the import, in order: (seq of their
-/// `MessageAppended`, id).
-fn assistant_messages(events: &[Envelope]) -> Vec<(u64, ctxlog_core::MessageId)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::MessageAppended {
-                message,
-                role: Role::Assistant,
-                ..
-            } => Some((e.seq, *message)),
-            _ => None,
-        })
-        .collect()
-}
-
 fn agent_requests(run: &Run) -> Vec<&Request> {
     run.requests
         .iter()
@@ -203,7 +167,7 @@ fn reported(usage: &Usage) -> TokenUsage {
 /// message has no step and an overflow error.
 fn check_usage(run: &Run, events: &[Envelope]) {
     let agent = agent_requests(run);
-    let messages = assistant_messages(events);
+    let messages = common::assistant_messages(events);
     assert_eq!(
         agent.len(),
         messages.len(),
@@ -252,7 +216,7 @@ fn without_cache_control(v: &Value) -> Value {
 /// Returns how many requests were compared.
 fn check_windows(run: &Run, events: &[Envelope]) -> usize {
     let agent = agent_requests(run);
-    let messages = assistant_messages(events);
+    let messages = common::assistant_messages(events);
     for (request, (seq, _)) in agent.iter().zip(&messages) {
         let state = SessionState::replay(events.iter().take(*seq as usize - 1)).unwrap();
         let ours = Value::Array(anthropic_messages(&window(&state)));
@@ -352,52 +316,7 @@ fn check_decisions(events: &[Envelope]) -> usize {
             e.seq
         );
     }
-    let config = SimulateConfig {
-        summarizer: Arc::new(RecordedSummarizer::from_log(events)),
-        ..SimulateConfig::new(policy)
-    };
-    let report = simulate_recording(events, config, |_| {}).expect("simulate");
-    let mut last_assistant = String::new();
-    let mut recorded = Vec::new();
-    for e in events {
-        match &e.event {
-            Event::MessageAppended {
-                role: Role::Assistant,
-                source_id: Some(s),
-                ..
-            } => last_assistant = s.clone(),
-            Event::CompactionRequested { auto: true, .. } => recorded.push(last_assistant.clone()),
-            _ => {}
-        }
-    }
-    let simulated: Vec<String> = report
-        .decisions
-        .iter()
-        .filter_map(|d| match d {
-            Decision::Compaction { after, .. } => Some(after.clone()),
-            Decision::Refused {
-                after,
-                compacted: true,
-            } => Some(after.clone()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        simulated, recorded,
-        "simulate compacts after the answers pi compacted after: {:?}",
-        report.decisions
-    );
-    // After an overflow compaction pi sends the same request again: no
-    // prompt is replayed as a new message, no continue message follows.
-    assert!(
-        !report
-            .decisions
-            .iter()
-            .any(|d| matches!(d, Decision::Replay { .. } | Decision::Continue { .. })),
-        "{:?}",
-        report.decisions
-    );
-    recorded.len()
+    common::check_simulation(events, &policy)
 }
 
 fn check_all(run: &Run) -> (usize, Vec<String>) {

@@ -3,8 +3,10 @@
 #![allow(dead_code)]
 
 use ctxlog_core::{
-    decide, Command, Context, Envelope, Event, LoopGuard, Policy, Role, SeededIds, SessionState,
+    decide, Command, Context, Envelope, Event, LoopGuard, MessageId, Policy, Role, SeededIds,
+    SessionState,
 };
+use ctxlog_differential::model_server::{ModelServer, Request};
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_engine::summarize::RecordedSummarizer;
 use ctxlog_import::{import, Format, ImportOptions};
@@ -108,7 +110,8 @@ pub fn check_decisions_before_requests(events: &[Envelope], policy: &Policy) -> 
 
 /// `simulate` under `policy`, with the recorded summaries, compacts after
 /// exactly the steps (and recorded refusals) the agent compacted after
-/// automatically, on the recorded usage. Returns how many.
+/// automatically, on the recorded usage, and resumes with nothing (as
+/// Claude Code, Codex and pi). Returns how many.
 pub fn check_simulation(events: &[Envelope], policy: &Policy) -> usize {
     let config = SimulateConfig {
         summarizer: Arc::new(RecordedSummarizer::from_log(events)),
@@ -163,5 +166,71 @@ pub fn check_simulation(events: &[Envelope], policy: &Policy) -> usize {
         "simulate compacts after the steps the agent compacted after: {:?}",
         report.decisions
     );
+    // None of these agents writes anything to resume after a compaction:
+    // no continue message, and a refused prompt is not appended again.
+    assert!(
+        !report
+            .decisions
+            .iter()
+            .any(|d| matches!(d, Decision::Replay { .. } | Decision::Continue { .. })),
+        "{:?}",
+        report.decisions
+    );
     recorded.len()
+}
+
+/// Every request `server` received, each saved as `request-NN-Kind.json`
+/// in `dir`; the run of `agent` (scenario `name`) used every scripted
+/// agent-loop answer (and every summary when `all_summaries`) and made no
+/// call the script did not expect.
+pub fn scripted_requests(
+    agent: &str,
+    name: &str,
+    dir: &Path,
+    server: &ModelServer,
+    all_summaries: bool,
+) -> Vec<Request> {
+    let requests = server.requests();
+    for r in &requests {
+        let file = dir.join(format!("request-{:02}-{:?}.json", r.n, r.kind));
+        std::fs::write(file, serde_json::to_vec_pretty(&r.body).unwrap()).unwrap();
+    }
+    let unscripted: Vec<String> = requests
+        .iter()
+        .filter(|r| r.reply.is_none())
+        .map(|r| format!("n={} {:?}", r.n, r.kind))
+        .collect();
+    assert!(
+        unscripted.is_empty(),
+        "{name}: {agent} made model calls the script did not expect: {unscripted:?} (requests in {})",
+        dir.display()
+    );
+    let (agent_left, summaries_left) = server.unused();
+    assert_eq!(
+        agent_left, 0,
+        "{name}: {agent} made fewer agent-loop calls than scripted"
+    );
+    if all_summaries {
+        assert_eq!(
+            summaries_left, 0,
+            "{name}: {agent} made fewer summary calls than scripted"
+        );
+    }
+    requests
+}
+
+/// The assistant messages of an import, in order: (seq of their
+/// `MessageAppended`, id).
+pub fn assistant_messages(events: &[Envelope]) -> Vec<(u64, MessageId)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::MessageAppended {
+                message,
+                role: Role::Assistant,
+                ..
+            } => Some((e.seq, *message)),
+            _ => None,
+        })
+        .collect()
 }
