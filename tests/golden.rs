@@ -5,7 +5,7 @@
 //!
 //! Regenerate only for an intended, compatible change:
 //! `CTXLOG_BLESS=1 cargo test --test golden`. The bytes of every older schema
-//! stay checked in (`events-schema1.txt` … `events-schema7.txt`) and must keep
+//! stay checked in (`events-schema1.txt` … `events-schema8.txt`) and must keep
 //! decoding.
 
 use ctxlog::core::{
@@ -202,4 +202,10 @@ fn schema_6_records_still_decode() {
 #[test]
 fn schema_7_records_still_decode() {
     older_schema_still_decodes(7, "events-schema7.txt", true, |_| {});
+}
+
+/// Schema 8: before `import_started`; every record is as it was.
+#[test]
+fn schema_8_records_still_decode() {
+    older_schema_still_decodes(8, "events-schema8.txt", false, |_| {});
 }

@@ -302,6 +302,33 @@ fn scenario() -> Vec<Envelope> {
         },
     )
     .unwrap();
+    // An import in more than one append says where it ends (kept in the
+    // description stream since schema 9; a description, as here, to any
+    // fold).
+    r.record(
+        tick(),
+        Event::ImportStarted {
+            head: 60,
+            descriptions: 2,
+        },
+    )
+    .unwrap();
+    // A recording shows a step's usage before its end (Claude Code's lines).
+    r.record(
+        tick(),
+        Event::UsageReported {
+            message: a1,
+            tokens: TokenUsage {
+                total: None,
+                input: 2_400,
+                output: 12,
+                reasoning: 0,
+                cache_read: 0,
+                cache_write: 0,
+            },
+        },
+    )
+    .unwrap();
     // An agent takes back a prompt it just added (the Agents SDK's
     // `pop_item`).
     let taken_back = r.user_text(tick(), "Never mind.", false).unwrap();

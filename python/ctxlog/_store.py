@@ -84,6 +84,9 @@ class Step:
     window_estimate: int
     events: list[dict[str, Any]] = field(default_factory=list)
     """What the lifecycle did after this step."""
+    open: bool = False
+    """Its end is not recorded yet (the last step only): its tokens are
+    what the model reported so far, and no overflow check ran on it."""
 
 
 @dataclass(frozen=True)

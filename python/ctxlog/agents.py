@@ -215,7 +215,7 @@ class CtxlogSession:
     """
 
     session_id: str
-    session_settings: SessionSettings | None
+    session_settings: SessionSettings
 
     def __init__(
         self,
@@ -232,8 +232,11 @@ class CtxlogSession:
         self.session_id = session_id
         if isinstance(session_settings, Mapping):
             session_settings = dict(session_settings)
+        # As the SDK's own sessions: no settings are the default settings.
         self.session_settings = (
-            None if session_settings is None else coerce_session_settings(session_settings)
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
         )
         self._path = os.fspath(db_path)
         self._store: Store | None = Store(db_path)
@@ -276,7 +279,7 @@ class CtxlogSession:
         """The items the model should see, oldest first; the latest `limit`
         (else `session_settings.limit`) when given (none for 0, all for a
         negative limit)."""
-        if limit is None and self.session_settings is not None:
+        if limit is None:
             limit = self.session_settings.limit
         if limit is not None and limit < 0:
             limit = None  # as SQLiteSession: a negative limit is no limit

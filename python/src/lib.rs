@@ -9,7 +9,7 @@
 
 use ctxlog_agents::{AgentError, AgentStore, ItemKind, ItemView, NewItem, Settings};
 use ctxlog_core::{timeline, FinishReason, ModelLimits, Policy, SessionId, TokenUsage};
-use ctxlog_engine::catalog::{resolve_session, CatalogError};
+use ctxlog_engine::catalog::{self, resolve_session, CatalogError};
 use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
 use ctxlog_engine::summarize::{
     ExtractiveSummarizer, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
@@ -218,7 +218,14 @@ impl NativeStore {
     fn report(&self, py: Python<'_>, session: &str, out: PathBuf) -> PyResult<usize> {
         py.detach(|| {
             on_store!(self.backend, s => {
-                let events = events_of(s.engine(), &self.path, session)?;
+                let mut events = events_of(s.engine(), &self.path, session)?;
+                if let Some(first) = events.first() {
+                    let (id, head) = (first.session, events.len() as u64);
+                    events.extend(
+                        catalog::descriptions_after(s.engine().store(), id, head)
+                            .map_err(py_err)?,
+                    );
+                }
                 let curves = [ctxlog_report::Curve {
                     label: label_of(&events),
                     events: &events,
@@ -478,10 +485,12 @@ fn write_file(out: &Path, text: &str) -> PyResult<()> {
 /// Every session's summary row.
 fn sessions_json<L: EventLog>(engine: &Engine<L>) -> PyResult<String> {
     let mut rows = Vec::new();
-    for (id, head) in engine.store().sessions().map_err(py_err)? {
+    for (id, head) in catalog::sessions(engine.store()).map_err(py_err)? {
         // From the newest snapshot, not through the engine's cache: a
         // listing holds one session's state at a time.
-        let s = &engine.store().load_state(id).map_err(py_err)?.state;
+        let s = &catalog::load_described(engine.store(), id)
+            .map_err(py_err)?
+            .state;
         let about = s.about.clone().unwrap_or_default();
         let row = json!({
             "id": id.to_string(),

@@ -62,7 +62,10 @@ def test_it_is_a_session(make):
     s = make()
     assert isinstance(s, Session)
     assert s.session_id == "s"
-    assert s.session_settings is None
+    # The SDK's own tests (test_session_settings_default) expect the
+    # default settings, not None.
+    assert s.session_settings == SessionSettings()
+    assert s.session_settings.limit is None
 
 
 def test_items_round_trip_equal_and_in_order(make, tmp_path):

@@ -22,13 +22,12 @@ use std::time::{Duration, SystemTime};
 type Stamp = Vec<Option<(u64, SystemTime)>>;
 
 /// `import --follow`: never returns but with an error that ends it.
-pub(crate) fn follow(json: bool, db: &Path, a: &ImportArgs, mut how: How) -> Result<(), CliError> {
+pub(crate) fn follow(json: bool, db: &Path, a: &ImportArgs, how: How) -> Result<(), CliError> {
     if a.files.iter().any(|f| f.as_os_str() == "-") {
         return Err(CliError::BadInput(
             "--follow reads files as they grow, not standard input".into(),
         ));
     }
-    how.options.live = true;
     let interval = Duration::from_millis(a.interval);
     // Opened at once and held: readers are served while it follows.
     let mut store = Some(open_store(db)?);

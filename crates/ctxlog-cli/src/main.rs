@@ -10,7 +10,7 @@ use ctxlog_core::{
     plan_prune, window, Envelope, JobStatus, ModelLimits, Policy, RefusedEvent, SessionState,
 };
 use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
-use ctxlog_engine::{Engine, EngineError, JobOutcome};
+use ctxlog_engine::{catalog, Engine, EngineError, JobOutcome};
 use ctxlog_store::{EventLog, Reader, SledStore, StoreError};
 use recorded::SimulateArgs;
 use serde_json::json;
@@ -50,7 +50,7 @@ const HELP_TEMPLATE: &str = "\
 {usage-heading} {usage}
 
 Bring sessions in:
-  import         recordings: files, directories, opencode.db, stdin; --discover, --live, --follow
+  import         recordings: files, directories, opencode.db, stdin; --discover, --follow
 
 See a session:
   sessions       the stored sessions: date, agent, model, steps, peak tokens, compactions
@@ -184,12 +184,13 @@ enum Command {
     },
     /// Import a recorded session (OpenCode export, Claude Code, Codex or pi)
     /// into the store; bad input writes nothing, and an import killed
-    /// midway leaves a prefix that importing again completes. Importing the same file again
-    /// writes nothing (the ids derive from the recording's own session id);
-    /// importing it after it grew appends what is new (pass --live while
-    /// the agent is still writing it).
+    /// midway leaves a prefix, marked interrupted, that importing again
+    /// completes. Importing the same file again writes nothing (the ids
+    /// derive from the recording's own session id); importing it after it
+    /// grew appends what is new, at any moment, even while the agent is
+    /// writing it, and ends as one import of the whole file would.
     #[command(
-        after_help = "Example:\n  ctxlog import ~/.codex/sessions/2025/09/25/rollout-….jsonl\n  ctxlog import export.json --format opencode --context 128000\n  ctxlog import --live ~/.claude/projects/my-project/current-session.jsonl"
+        after_help = "Example:\n  ctxlog import ~/.codex/sessions/2025/09/25/rollout-….jsonl\n  ctxlog import export.json --format opencode --context 128000\n  ctxlog import ~/.claude/projects/my-project/current-session.jsonl   (while Claude Code writes it)"
     )]
     Import(recorded::ImportArgs),
     /// List the stored sessions: date, agent, model, steps, peak tokens,
@@ -1021,6 +1022,21 @@ pub(crate) fn read_log(
         .map_err(|e| CliError::Failed(e.to_string()))
 }
 
+/// [`read_log`], then the session's descriptions placed after its events
+/// (`catalog::descriptions_after`): what a report or a transcript reads.
+pub(crate) fn read_described(
+    store: &impl EventLog,
+    session: SessionId,
+) -> Result<Vec<Envelope>, CliError> {
+    let mut events = read_log(store, session)?;
+    let head = events.last().map_or(0, |e| e.seq);
+    events.extend(
+        catalog::descriptions_after(store, session, head)
+            .map_err(|e| CliError::Failed(e.to_string()))?,
+    );
+    Ok(events)
+}
+
 fn show_audit(cli: &Cli, session: &str) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
     let entries = audit(&read_log(&store, session)?);
@@ -1058,7 +1074,27 @@ pub(crate) fn print_audit(entries: &[ctxlog_core::AuditEntry]) {
 }
 
 fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), CliError> {
-    let (store, session) = stored_session_to_write(cli, session)?;
+    let (store, named) = stored_session_to_write(cli, session)?;
+    let catalog_failed = |e: catalog::CatalogError| CliError::Failed(e.to_string());
+    // A session that mirrors a recording stays as the recording made it, so
+    // later imports of the recording still extend it: the compaction is
+    // kept in its copy `<source>@manual`.
+    let (session, copy) = if catalog::mirrors_recording(&store, named).map_err(catalog_failed)? {
+        let (copy, made) = catalog::manual_copy(&store, named).map_err(catalog_failed)?;
+        (
+            copy,
+            Some((made, catalog::source_of(&store, copy).ok().flatten())),
+        )
+    } else {
+        (named, None)
+    };
+    if let (Some((made, name)), false) = (&copy, cli.json) {
+        let name = name.as_deref().unwrap_or("-");
+        eprintln!(
+            "ctxlog: {named} mirrors a recording, which later imports extend: the compaction is kept in {name} ({session}){}; `ctxlog report {named} --with {name}` shows both",
+            if *made { ", a copy made now" } else { "" }
+        );
+    }
     let engine = engine(store, summarizer)?;
     let fail = |e: EngineError| CliError::Failed(e.to_string());
     // A job already pending (queued, or started and cut off by a crash) runs
@@ -1082,6 +1118,9 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
             ..
         }) => json!({
             "ok": true, "session": session.to_string(), "job": job.to_string(),
+            "compacted_session": session.to_string(),
+            "recording_session": copy.is_some().then(|| named.to_string()),
+            "kept_as": copy.as_ref().and_then(|(_, name)| name.clone()),
             "summary": summary.to_string(), "redactions": redactions,
             "window_tokens_before": before,
             "window_tokens_after": engine.window_estimate(session).map_err(fail)?,

@@ -232,7 +232,7 @@ fn read_input(
     bar.finish_and_clear();
     let imported = match imported {
         Ok(imported) => imported,
-        Err(e) if options.live && e.holds_no_session() => return Ok(None),
+        Err(e) if e.holds_no_session() => return Ok(None),
         Err(e) => {
             let e = match &tree {
                 Some(t) => t.locate(e),
@@ -276,11 +276,10 @@ pub struct ImportArgs {
     /// longer input is refused.
     #[arg(long, default_value_t = ctxlog_import::DEFAULT_MAX_LINE_BYTES)]
     pub max_line_bytes: u64,
-    /// The agent is still writing the file: the step open at its end waits
-    /// for the next import (a step whose tool calls have no result yet
-    /// always waits), so importing the grown file again appends only what
-    /// is new.
-    #[arg(long)]
+    /// Accepted and ignored (kept for older scripts): every
+    /// import reads a recording as one that may still be growing, so
+    /// importing the grown file again appends only what is new.
+    #[arg(long, hide = true)]
     pub live: bool,
     /// A recording that changed in the past (an edited or branched file) is
     /// stored as its session's new version, a session of its own; the
@@ -289,8 +288,8 @@ pub struct ImportArgs {
     #[arg(long)]
     pub replace: bool,
     /// After importing, keep importing what the recordings add as they grow
-    /// (and, with --discover or a directory, new ones), until interrupted;
-    /// implies --live. Prints a line (JSON: an object) per change.
+    /// (and, with --discover or a directory, new ones), until interrupted.
+    /// Prints a line (JSON: an object) per change.
     #[arg(long)]
     pub follow: bool,
     /// How often --follow looks at the recordings, in milliseconds.
@@ -307,7 +306,6 @@ pub fn import(json: bool, db: &Path, a: &ImportArgs) -> Result<(), CliError> {
         detect_policy: policy.is_none(),
         limits: a.limits.overrides(),
         max_line_bytes: a.max_line_bytes,
-        live: a.live,
         version: 0,
     };
     let inputs = inputs(a)?;
@@ -359,7 +357,16 @@ fn store_versions(
             .map_err(failed)?
             .is_none()
         {
-            match catalog::store_recording(store, std::mem::take(&mut imported.events)) {
+            // Limits or a policy given on the command line are adopted by
+            // a session stored before with others (recorded as
+            // `LimitsChanged` or `PolicyChanged`); without them, what the
+            // session has in force stays.
+            let adopt = catalog::Adopt {
+                limits: how.options.limits != ctxlog_import::LimitOverrides::default(),
+                policy: !how.options.detect_policy,
+            };
+            let events = std::mem::take(&mut imported.events);
+            match catalog::store_recording_adopting(store, events, adopt) {
                 Ok(stored) => {
                     if let Some(old) = diverged {
                         catalog::mark_replaced(store, old, session).map_err(failed)?;
@@ -414,6 +421,13 @@ pub(crate) fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
         } else if p.is_dir() {
             let files = recordings_in(p)
                 .map_err(|e| CliError::BadInput(format!("{}: cannot list: {e}", p.display())))?;
+            if files.is_empty() {
+                return Err(CliError::BadInput(format!(
+                    "{}: a directory with no recording in it (no .json or .jsonl file in it or below \
+                     it): nothing was imported",
+                    p.display()
+                )));
+            }
             out.extend(files.into_iter().map(Input::File));
         } else if opencode_db::is_database_file(p) {
             out.extend(database_sessions(p).into_iter().map(Input::Found));
@@ -813,11 +827,11 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
     // all of them.
     let mut universe = Vec::new();
     let mut ids = Vec::new();
-    for (s, head) in store.sessions().map_err(fail)? {
+    for (s, head) in catalog::sessions(&store).map_err(fail)? {
         ids.push(s.to_string());
         // A session that does not read (damage, or acknowledged events the
         // store lost) is listed with why, never left out (nor filtered).
-        let loaded = match store.load_state(s) {
+        let loaded = match catalog::load_described(&store, s) {
             Ok(loaded) => loaded,
             Err(e) => {
                 rows.push(
@@ -873,6 +887,7 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
             "model": about.and_then(|a| a.model.clone()),
             "cost_usd": about.and_then(|a| a.cost_usd),
             "replaced_by": st.replaced_by.map(|r| r.to_string()),
+            "interrupted": catalog::interrupted(&store, s).map_err(|e| CliError::Failed(e.to_string()))?,
         }));
     }
     sort_rows(&mut rows, a.sort, a.desc);
@@ -946,9 +961,13 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
             if r["replaced_by"].is_string() {
                 title = format!("(replaced) {title}");
             }
-            if let Some((_, policy)) = r["source_session"].as_str().and_then(|s| s.split_once('@'))
-            {
-                title = format!("(simulated under {policy}) {title}");
+            if r["interrupted"] == true {
+                title = format!("(import interrupted: import it again) {title}");
+            }
+            match r["source_session"].as_str().and_then(|s| s.split_once('@')) {
+                Some((_, catalog::MANUAL)) => title = format!("(ctxlog's work on it) {title}"),
+                Some((_, policy)) => title = format!("(simulated under {policy}) {title}"),
+                None => {}
             }
             vec![
                 id,
@@ -1129,11 +1148,23 @@ pub fn export(json: bool, db: &Path, session: &str, out: Option<&PathBuf>) -> Re
     // from the log: memory holds the state, not the session.
     let contents = ctxlog_store::SessionContents::new(&store, session);
     let write = |out: &mut dyn std::io::Write| {
+        // The descriptions follow the events, as if they were the
+        // session's own (`catalog::descriptions_after`).
+        let head = store
+            .head(session)
+            .map_err(|e| ExportError::Read(e.to_string()))?;
         let events = store
             .read(session, 1)
             .map_err(|e| ExportError::Read(e.to_string()))?
+            .take_while(move |e| e.as_ref().map_or(true, |e| e.seq <= head))
             .map(|e| e.map_err(|e| ExportError::Read(e.to_string())));
-        ctxlog_import::export::opencode_streamed(events, &contents, out)
+        let descriptions = catalog::descriptions_after(&store, session, head)
+            .map_err(|e| ExportError::Read(e.to_string()))?;
+        ctxlog_import::export::opencode_streamed(
+            events.chain(descriptions.into_iter().map(Ok)),
+            &contents,
+            out,
+        )
     };
     let result = match out {
         Some(path) => {
@@ -1276,7 +1307,6 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
         detect_policy: true,
         limits: a.limits.overrides(),
         max_line_bytes: a.max_line_bytes,
-        live: false,
         version: 0,
     };
     let imported = read_recording(json, &a.file, a.format, &options)?

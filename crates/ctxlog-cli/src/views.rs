@@ -93,7 +93,11 @@ pub(crate) fn print_timeline(t: &Timeline) {
                 s.percent.map_or("-".into(), |p| format!("{p:.0}%")),
                 bar(s, peak),
                 ui::tokens(s.window_estimate),
-                what(&s.events),
+                match (s.open, what(&s.events)) {
+                    (true, w) if w.is_empty() => "open (its end is not recorded yet)".into(),
+                    (true, w) => format!("open, {w}"),
+                    (false, w) => w,
+                },
             ]
         })
         .collect();
@@ -181,7 +185,7 @@ pub(crate) fn write_report(
     let mut labels: Vec<String> = Vec::new();
     for text in std::iter::once(session).chain(with.iter().map(String::as_str)) {
         let id = crate::recorded::resolve_session(&store, &cli.db, text)?;
-        let events = crate::read_log(&store, id)?;
+        let events = crate::read_described(&store, id)?;
         let base = label(&events);
         let same = labels.iter().filter(|l| **l == base).count();
         labels.push(base.clone());
@@ -229,13 +233,14 @@ pub(crate) fn label(events: &[Envelope]) -> String {
         _ => None,
     });
     let policy = policy.unwrap_or_else(|| "-".into());
-    let simulated = events.first().is_some_and(|e| {
-        matches!(&e.event, ctxlog_core::Event::SessionStarted { source_id: Some(s), .. } if s.contains('@'))
+    let source = events.first().and_then(|e| match &e.event {
+        ctxlog_core::Event::SessionStarted { source_id, .. } => source_id.as_deref(),
+        _ => None,
     });
-    if simulated {
-        policy
-    } else {
-        format!("recorded ({policy})")
+    match source.and_then(|s| s.split_once('@')) {
+        Some((_, ctxlog_engine::catalog::MANUAL)) => format!("by hand ({policy})"),
+        Some(_) => policy,
+        None => format!("recorded ({policy})"),
     }
 }
 
@@ -246,7 +251,7 @@ pub(crate) fn export_markdown(
     out: Option<&Path>,
 ) -> Result<(), CliError> {
     let (store, id) = stored_session(cli, session)?;
-    let events = crate::read_log(&store, id)?;
+    let events = crate::read_described(&store, id)?;
     let text = ctxlog_report::markdown(&events)
         .map_err(|e| CliError::Failed(format!("session {id}: {e}")))?;
     match out {

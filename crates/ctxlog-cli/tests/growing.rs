@@ -1,107 +1,146 @@
-//! Importing a recording while the agent writes it: each real recording
-//! (`../shared/sessions`, skipped when absent) is imported with `--live` as
-//! it grows, cut at line ends and inside lines, then whole; every import
-//! succeeds and the store ends equal to a fresh import of the whole file:
-//! the same session, window and export. (Its log may hold more versions of
-//! the session's description, appended as they changed on the way.)
+//! Importing recordings while the agents write them, as a user does: the
+//! JSONL fixtures (and the real recordings of `../shared/sessions` when
+//! present) are laid out where the agents keep them under a fake home and
+//! written a chunk at a time, cut anywhere (between steps, inside a step,
+//! inside a line or a UTF-8 character, just before the final newline);
+//! `import --discover`, with no flag, runs after every chunk. Every run
+//! succeeds, and the store ends exactly as one import of the finished files:
+//! the same sessions and events (`sessions --json`, counts included), the
+//! same digests, windows, timelines and exports.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 mod common;
-use common::ctxlog_at as ctxlog;
+use common::Rng;
 
-fn sessions(db: &Path) -> Value {
-    let o = ctxlog(db, &["--json", "sessions"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice::<Value>(&o.stdout).unwrap()["sessions"].clone()
-}
-
-/// `sessions` but the count of events.
-fn sessions_but_events(db: &Path) -> Value {
-    let mut listed = sessions(db);
-    for s in listed.as_array_mut().unwrap() {
-        s.as_object_mut().unwrap().remove("events");
-    }
-    listed
+/// `ctxlog --db DB ARGS` with `home` as the home the agents keep their
+/// sessions in (and nothing else of the environment pointing elsewhere).
+fn ctxlog(home: &Path, db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .env("HOME", home)
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("OPENCODE_DB")
+        .arg("--db")
+        .arg(db)
+        .args(args)
+        .output()
+        .expect("run ctxlog")
 }
 
 /// What `args` prints, which must succeed.
-fn output(db: &Path, args: &[&str]) -> Vec<u8> {
-    let o = ctxlog(db, args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+fn output(home: &Path, db: &Path, args: &[&str]) -> Vec<u8> {
+    let o = ctxlog(home, db, args);
+    assert!(
+        o.status.success(),
+        "`{}`: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&o.stderr)
+    );
     o.stdout
 }
 
-#[test]
-fn a_growing_recording_imported_again_and_again_ends_as_a_fresh_import() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/sessions");
-    let mut files = Vec::new();
-    for dir in ["claude-code", "codex", "pi"] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-            eprintln!("skipped: {} is absent", root.join(dir).display());
-            return;
-        };
-        files.extend(entries.flatten().map(|e| e.path()));
-    }
-    files.sort();
-    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("growing");
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).unwrap();
-    for (k, path) in files.iter().enumerate() {
-        let bytes = std::fs::read(path).unwrap();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let fresh = work.join(format!("fresh-{k}"));
-        let o = ctxlog(&fresh, &["import", path.to_str().unwrap()]);
-        assert!(
-            o.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let expected = sessions_but_events(&fresh);
-        let session = expected[0]["session"].as_str().unwrap().to_owned();
-        // The same file name throughout, as an agent appends to it.
-        let growing = work.join(format!("growing-{k}.jsonl"));
-        let db = work.join(format!("store-{k}"));
-        let line_ends: Vec<usize> = bytes
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| **b == b'\n')
-            .map(|(i, _)| i + 1)
-            .collect();
-        let mut cuts = Vec::new();
-        for step in 1..=8 {
-            let at = bytes.len() * step / 9;
-            cuts.push(at); // inside a line, or inside a UTF-8 character
-            if let Some(end) = line_ends.iter().find(|e| **e >= at) {
-                cuts.push(*end);
+/// The recordings to grow, and where each agent keeps such a file under a
+/// home.
+fn recordings() -> Vec<(PathBuf, PathBuf)> {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for root in [
+        here.join("../../fixtures/sessions"),
+        here.join("../../../shared/sessions"),
+    ] {
+        for (agent, place) in [
+            ("claude-code", ".claude/projects/-work-app"),
+            ("codex", ".codex/sessions/2025/09/25"),
+            ("pi", ".pi/agent/sessions/--work-app--"),
+        ] {
+            let Ok(entries) = std::fs::read_dir(root.join(agent)) else {
+                eprintln!("skipped: {} is absent", root.join(agent).display());
+                continue;
+            };
+            let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            files.sort();
+            for (k, f) in files.into_iter().enumerate() {
+                // Codex names its files rollout-…; the others keep theirs.
+                let name = match agent {
+                    "codex" => format!("rollout-{k}-{}", f.file_name().unwrap().to_string_lossy()),
+                    _ => format!("{k}-{}", f.file_name().unwrap().to_string_lossy()),
+                };
+                out.push((f, PathBuf::from(place).join(name)));
             }
         }
-        cuts.sort_unstable();
-        cuts.dedup();
-        for cut in cuts {
-            std::fs::write(&growing, &bytes[..cut]).unwrap();
-            let o = ctxlog(&db, &["import", "--live", growing.to_str().unwrap()]);
-            assert!(
-                o.status.success(),
-                "{name} cut at byte {cut}: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
+    }
+    out
+}
+
+#[test]
+fn discover_while_the_agents_write_ends_as_one_import_of_the_finished_files() {
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("growing");
+    let _ = std::fs::remove_dir_all(&work);
+    let (home, db) = (work.join("home"), work.join("store"));
+    let files = recordings();
+    let contents: Vec<Vec<u8>> = files
+        .iter()
+        .map(|(f, _)| std::fs::read(f).unwrap())
+        .collect();
+    let mut at = vec![0usize; files.len()];
+    let mut rng = Rng(0x6120_0029);
+    let mut runs = 0;
+    while at.iter().zip(&contents).any(|(a, c)| a < &c.len()) {
+        for (k, c) in contents.iter().enumerate() {
+            // Some rounds stop a file just before its final newline.
+            let next = if rng.below(7) == 0 && at[k] + 1 < c.len() {
+                c.len() - 1
+            } else {
+                (at[k] + 1 + rng.below(c.len() as u64 / 6 + 1) as usize).min(c.len())
+            };
+            let next = next.max(at[k]);
+            let path = home.join(&files[k].1);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &c[..next]).unwrap();
+            at[k] = next;
         }
-        std::fs::write(&growing, &bytes).unwrap();
-        let o = ctxlog(&db, &["import", growing.to_str().unwrap()]);
+        let o = ctxlog(&home, &db, &["--json", "import", "--discover"]);
         assert!(
             o.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&o.stderr)
+            "run {runs}: {}\n{}",
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout)
         );
-        assert_eq!(sessions_but_events(&db), expected, "{name}");
-        for args in [&["--json", "window", &session][..], &["export", &session]] {
+        runs += 1;
+    }
+    // A user who imports once, when the agents are done.
+    let fresh = work.join("fresh");
+    output(&home, &fresh, &["--json", "import", "--discover"]);
+    let listed = output(&home, &db, &["--json", "sessions"]);
+    assert!(
+        listed == output(&home, &fresh, &["--json", "sessions"]),
+        "the sessions differ:\n{}\nvs\n{}",
+        String::from_utf8_lossy(&listed),
+        String::from_utf8_lossy(&output(&home, &fresh, &["--json", "sessions"]))
+    );
+    let listed: Value = serde_json::from_slice(&listed).unwrap();
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), files.len(), "one session per recording");
+    for s in sessions {
+        let id = s["session"].as_str().unwrap();
+        assert_eq!(s["interrupted"], false);
+        for args in [
+            &["--json", "replay", id][..],
+            &["--json", "window", id],
+            &["--json", "timeline", id],
+            &["export", id],
+        ] {
             assert!(
-                output(&db, args) == output(&fresh, args),
-                "{name}: `{}` differs from a fresh import's",
+                output(&home, &db, args) == output(&home, &fresh, args),
+                "{}: `{}` differs from one import's",
+                s["source_session"],
                 args.join(" ")
             );
         }
     }
+    eprintln!("{runs} imports while {} recordings grew", files.len());
 }

@@ -471,3 +471,63 @@ fn long_unfinished_and_unusual_lines() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("longer than 1000 bytes"), "{err}");
 }
+
+/// Input that was once accepted leniently: an OpenCode export without its
+/// `info` (its description was dropped silently), a Claude Code line whose
+/// `uuid` an earlier line used, a directory named with no recording in it.
+/// Each is refused by name (exit 2) and leaves the store as it was.
+#[test]
+fn what_was_accepted_leniently_is_refused_by_name() {
+    let d = dir("lenient");
+    let (db, before) = store(&d);
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/sessions");
+
+    let export: Value = serde_json::from_str(
+        &std::fs::read_to_string(fixtures.join("opencode/compacted-and-pruned.json")).unwrap(),
+    )
+    .unwrap();
+    let no_info = d.join("no-info.json");
+    std::fs::write(
+        &no_info,
+        json!({"messages": export["messages"]}).to_string(),
+    )
+    .unwrap();
+
+    let lines = read_lines(&fixtures.join("claude-code/edge-cases.jsonl"));
+    let first = find(&lines, |v| v["uuid"].is_string());
+    let later = first
+        + 1
+        + lines[first + 1..]
+            .iter()
+            .position(|v| v["uuid"].is_string())
+            .unwrap();
+    let repeated = with(&lines, later, "/uuid", lines[first]["uuid"].clone());
+    let uuid_file = d.join("repeated-uuid.jsonl");
+    write_lines(&uuid_file, &repeated);
+
+    let empty = d.join("no-recordings");
+    std::fs::create_dir_all(empty.join("sub")).unwrap();
+    std::fs::write(empty.join("notes.txt"), "not a recording").unwrap();
+
+    let uuid_at = format!("{}:{}:", uuid_file.display(), later + 1);
+    let uuid_first = format!("line {}", first + 1);
+    for (path, says) in [
+        (
+            &no_info,
+            vec![format!("{}: info", no_info.display()), "missing".into()],
+        ),
+        (&uuid_file, vec![uuid_at, uuid_first, "uuid".into()]),
+        (
+            &empty,
+            vec![empty.display().to_string(), "no recording".into()],
+        ),
+    ] {
+        let o = ctxlog(&db, &["import", path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{}: {err}", path.display());
+        for w in &says {
+            assert!(err.contains(w.as_str()), "does not say {w:?}: {err}");
+        }
+    }
+    assert_eq!(verified(&db), before, "a refused import changed the store");
+}

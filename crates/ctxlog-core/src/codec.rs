@@ -81,7 +81,7 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
 /// bytes in every schema.
 pub fn decode_envelope(bytes: &[u8], schema: u16) -> Result<Envelope, CodecError> {
     // Only the policy's layout ever changed (schemas 2, 3, 6 and 8); schemas
-    // 4, 5 and 7 only added variants.
+    // 4, 5, 7 and 9 only added variants.
     match (schema, legacy::kind_of(bytes)) {
         (0..=1, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV1>>(bytes)?.into()),
         (2, Some(0 | 10)) => Ok(decode::<legacy::EnvelopeOld<legacy::PolicyV2>>(bytes)?.into()),

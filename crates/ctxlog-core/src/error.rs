@@ -145,6 +145,9 @@ pub enum Violation {
     /// The same part twice in one event.
     #[error("part {0:?} listed twice")]
     RepeatedPart(PartId),
+    /// An event other than a description in a description stream.
+    #[error("{0} is not a description: a description stream holds only descriptions")]
+    NotADescription(&'static str),
     /// Source fields that are not a JSON object.
     #[error("source_fields: fields must be a JSON object")]
     SourceFieldsNotAnObject,

@@ -31,7 +31,9 @@ use uuid::Uuid;
 ///   `None`, a new variant); older records decode with
 ///   [`crate::PivotForm::Question`] and [`crate::OverflowCheckAt::EveryStep`],
 ///   what every older policy did.
-pub const EVENT_SCHEMA_VERSION: u16 = 8;
+/// - 9: [`Event::ImportStarted`] and [`Event::UsageReported`] (new
+///   variants, as in 4).
+pub const EVENT_SCHEMA_VERSION: u16 = 9;
 
 /// One recorded event with its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -569,6 +571,31 @@ pub enum Event {
         /// Why, in words (`pop_item`, `clear_session`, ...).
         reason: String,
     },
+    /// An import began storing a recording in more than one append: it is
+    /// complete once the session's head reaches `head` and its description
+    /// stream's ([`crate::description_stream`]) reaches `descriptions`.
+    /// Until then (the import was killed, the machine crashed) the session
+    /// holds a prefix of the recording, and says so. Kept in the
+    /// description stream, before the appends it announces.
+    ImportStarted {
+        /// The session's head once the import is complete.
+        head: Seq,
+        /// The description stream's head once the import is complete.
+        descriptions: Seq,
+    },
+    /// What the model reported of a step whose end is not recorded yet:
+    /// sets the message's usage, as its `StepFinished` will. A recording
+    /// may show a response's usage long before its end, or never show its
+    /// end (Claude Code writes each content block of an answer as a line
+    /// with the answer's usage, and no line says which block is the last),
+    /// so an import records what is known as soon as it is known, and the
+    /// step's end once a later line tells it. No decision is made here.
+    UsageReported {
+        /// The assistant message of the open step.
+        message: MessageId,
+        /// The usage reported so far.
+        tokens: TokenUsage,
+    },
 }
 
 /// Every event kind name, in variant order. A test checks this list against
@@ -594,17 +621,22 @@ pub const EVENT_KINDS: &[&str] = &[
     "session_described",
     "session_replaced",
     "messages_withdrawn",
+    "import_started",
+    "usage_reported",
 ];
 
 impl Event {
     /// Whether the event describes (the session, or one of its messages or
-    /// parts, as the recording has it) rather than records something that
-    /// happened: [`Event::SessionDescribed`] and [`Event::SourceFields`].
-    /// A recording may change a description while it grows (OpenCode adds
-    /// fields to a message after its turn), so an import writes them after
-    /// everything else (ids from [`crate::ids::description_event_id`]), and
-    /// re-importing appends a description when it changed; each supersedes
-    /// the last with the same [`Event::description_key`].
+    /// parts, as the recording has it, or how far its import got) rather
+    /// than records something that happened: [`Event::SessionDescribed`],
+    /// [`Event::SourceFields`] and [`Event::ImportStarted`]. A recording may
+    /// change a description while it grows (OpenCode adds fields to a
+    /// message after its turn, a title is generated), so descriptions are
+    /// stored in the session's description stream
+    /// ([`crate::description_stream`]), never between the events of what
+    /// happened, whose seqs they would shift; each supersedes the last with
+    /// the same [`Event::description_key`]. (Stores written before the
+    /// description stream hold them at the end of each import.)
     pub fn is_description(&self) -> bool {
         self.description_key().is_some()
     }
@@ -613,7 +645,9 @@ impl Event {
     /// for an event that is not a description).
     pub fn description_key(&self) -> Option<(u8, &str, Option<SourceTarget>)> {
         match self {
-            Event::SessionDescribed { .. } => Some((self.kind_index(), "", None)),
+            Event::SessionDescribed { .. } | Event::ImportStarted { .. } => {
+                Some((self.kind_index(), "", None))
+            }
             Event::SourceFields { format, target, .. } => {
                 Some((self.kind_index(), format.as_str(), Some(*target)))
             }
@@ -649,6 +683,8 @@ impl Event {
             Event::SessionDescribed { .. } => 17,
             Event::SessionReplaced { .. } => 18,
             Event::MessagesWithdrawn { .. } => 19,
+            Event::ImportStarted { .. } => 20,
+            Event::UsageReported { .. } => 21,
         }
     }
 }

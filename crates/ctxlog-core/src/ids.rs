@@ -119,6 +119,34 @@ pub fn description_event_id(session: SessionId, seq: Seq) -> EventId {
     EventId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
 }
 
+/// The first bytes of every description stream's id.
+const DESCRIPTION_STREAM_TAG: [u8; 6] = *b"ctxdsc";
+
+/// The stream that holds what describes `session` (its title, directory,
+/// agent, model and cost, the source fields of its objects, how far its
+/// last import got: [`crate::Event::is_description`]), beside the events of
+/// what happened, so that a description that changes while a recording
+/// grows never shifts their seqs. A UUID v8 derived from `session`, whose
+/// first six bytes are `ctxdsc` (as a UUID v7 time, the year 5400), so
+/// [`is_description_stream`] tells one from a session.
+pub fn description_stream(session: SessionId) -> SessionId {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"ctxlog description stream\0");
+    h.update(session.as_bytes());
+    let digest = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes[..6].copy_from_slice(&DESCRIPTION_STREAM_TAG);
+    bytes[6..].copy_from_slice(&digest[..10]);
+    SessionId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+}
+
+/// Whether `id` names a description stream ([`description_stream`]) rather
+/// than a session.
+pub fn is_description_stream(id: SessionId) -> bool {
+    id.as_bytes()[..6] == DESCRIPTION_STREAM_TAG && id.0.get_version_num() == 8
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +169,15 @@ mod tests {
         assert_eq!(sorted.len(), 100);
         let mut c = SeededIds::new(8);
         assert_ne!(c.next_uuid(1_700_000_000_000), xs[0]);
+    }
+
+    #[test]
+    fn a_description_stream_is_told_from_its_session() {
+        let session = SessionId(Uuid::from_u128(0x0199_812e_64f0_7f73_91fc_095d_da01_c36e));
+        let stream = description_stream(session);
+        assert!(is_description_stream(stream));
+        assert!(!is_description_stream(session));
+        assert_eq!(stream, description_stream(session), "derived, not drawn");
+        assert_ne!(stream, description_stream(SessionId(Uuid::nil())));
     }
 }

@@ -463,6 +463,25 @@ impl SessionState {
         Ok(())
     }
 
+    /// Applies a description read from the session's description stream
+    /// ([`crate::description_stream`]): the title and [`SessionState::about`]
+    /// of a [`Event::SessionDescribed`]; source fields and import marks are
+    /// only checked. Nothing else changes (not the head: the description
+    /// stream has seqs of its own), so the digest of what happened is the
+    /// same with or without the descriptions.
+    pub fn describe(&mut self, event: &Event) -> Result<(), Violation> {
+        match event {
+            Event::SessionDescribed { about } => {
+                self.title = about.title.clone();
+                self.about = Some(about.clone());
+                Ok(())
+            }
+            Event::SourceFields { target, fields, .. } => self.check_source_fields(*target, fields),
+            Event::ImportStarted { .. } => Ok(()),
+            other => Err(Violation::NotADescription(other.kind())),
+        }
+    }
+
     fn ensure_new_message(&self, id: MessageId) -> Result<(), Violation> {
         if self.index.messages.contains_key(&id) {
             return Err(Violation::DuplicateMessage(id));
@@ -532,7 +551,8 @@ impl SessionState {
             }
             Event::LimitsChanged { .. }
             | Event::AutoCompactionPaused { .. }
-            | Event::SessionDescribed { .. } => Ok(()),
+            | Event::SessionDescribed { .. }
+            | Event::ImportStarted { .. } => Ok(()),
             Event::SessionReplaced { by } if Some(*by) == self.session => {
                 Err(Violation::ReplacedByItself)
             }
@@ -551,6 +571,7 @@ impl SessionState {
             } => self.check_part_appended(*message, *part, body),
             Event::PartUpdated { part, body } => self.check_part_updated(*part, body),
             Event::StepFinished { message, part, .. } => self.check_step_finished(*message, *part),
+            Event::UsageReported { message, .. } => self.check_usage_reported(*message),
             Event::CompactionRequested {
                 message,
                 part,
@@ -668,6 +689,22 @@ impl SessionState {
         if msg.role != Role::Assistant {
             return Err(Violation::WrongRole {
                 kind: "step-finish",
+                role: "user",
+                message,
+            });
+        }
+        if msg.summary {
+            return Err(Violation::StepOnSummary(message));
+        }
+        Ok(())
+    }
+
+    /// Usage is reported on an agent's assistant message (never a summary).
+    fn check_usage_reported(&self, message: MessageId) -> Result<(), Violation> {
+        let msg = self.existing_message(message)?;
+        if msg.role != Role::Assistant {
+            return Err(Violation::WrongRole {
+                kind: "usage",
                 role: "user",
                 message,
             });
@@ -940,7 +977,9 @@ impl SessionState {
                 }
             }
             Event::LimitsChanged { limits } => self.limits = limits.clone(),
-            Event::CompactionAttempted { .. } | Event::SourceFields { .. } => {}
+            Event::CompactionAttempted { .. }
+            | Event::SourceFields { .. }
+            | Event::ImportStarted { .. } => {}
             Event::SessionDescribed { about } => {
                 self.title = about.title.clone();
                 self.about = Some(about.clone());
@@ -1005,6 +1044,11 @@ impl SessionState {
                     tokens: *tokens,
                     seq: env.seq,
                 });
+            }
+            Event::UsageReported { message, tokens } => {
+                if let Some(m) = self.message_mut(*message) {
+                    m.tokens = Some(Box::new(*tokens));
+                }
             }
             Event::CompactionRequested { .. } => self.apply_compaction_requested(env),
             Event::CompactionStarted { .. } => self.apply_compaction_started(env),

@@ -73,6 +73,11 @@ pub struct StepRow {
     /// What the lifecycle did after this step, up to the next one (entries
     /// before the first step belong to the first step).
     pub events: Vec<StepEvent>,
+    /// The step's end is not recorded yet (the last row only): its usage
+    /// is what the model reported so far ([`Event::UsageReported`]), no
+    /// overflow check has run on it, and `seq` is the report's.
+    #[serde(default)]
+    pub open: bool,
 }
 
 /// A step's tokens, as reported.
@@ -168,31 +173,41 @@ pub fn timeline_and_state(
 ) -> Result<(Timeline, SessionState), RefusedEvent> {
     let mut state = SessionState::new();
     let mut steps: Vec<StepRow> = Vec::new();
+    // The last usage reported of a step not finished yet.
+    let mut open: Option<&Envelope> = None;
     for e in events {
         state.evolve(e)?;
-        let Event::StepFinished {
-            message, tokens, ..
-        } = &e.event
-        else {
-            continue;
+        let (message, tokens) = match &e.event {
+            Event::UsageReported { .. } => {
+                open = Some(e);
+                continue;
+            }
+            Event::StepFinished {
+                message, tokens, ..
+            } => (message, tokens),
+            _ => continue,
         };
-        let check = state.policy.check_overflow(&state.limits, tokens);
-        let reported = StepTokens::of(tokens);
-        let row = StepRow {
-            seq: e.seq,
-            time: e.recorded_at,
-            message: *message,
-            tokens: reported,
-            count: check.count,
-            usable: check.usable,
-            percent: check.usable.map(|u| percent(reported.total, u)),
-            threshold: state.policy.threshold(&state.limits),
-            overflow: check.overflow,
-            window_estimate: estimate_window(&state),
-            events: Vec::new(),
-        };
+        if open.is_some_and(
+            |o| matches!(&o.event, Event::UsageReported { message: m, .. } if m == message),
+        ) {
+            open = None;
+        }
+        let row = step_row(&state, e, *message, tokens, false);
         at_step(&state, &row);
         steps.push(row);
+    }
+    if let Some(
+        e @ Envelope {
+            event: Event::UsageReported { message, tokens },
+            ..
+        },
+    ) = open
+    {
+        if state.message(*message).is_some_and(|m| m.finish.is_none()) {
+            let row = step_row(&state, e, *message, tokens, true);
+            at_step(&state, &row);
+            steps.push(row);
+        }
     }
     attach(&mut steps, &audit(events));
     let timeline = Timeline {
@@ -202,6 +217,34 @@ pub fn timeline_and_state(
         steps,
     };
     Ok((timeline, state))
+}
+
+/// The row of the step of `message` with `tokens`, reported by `e`, in
+/// `state` (the state right after `e`); `open`: its end is not recorded
+/// yet, so no overflow check ran on it.
+fn step_row(
+    state: &SessionState,
+    e: &Envelope,
+    message: MessageId,
+    tokens: &TokenUsage,
+    open: bool,
+) -> StepRow {
+    let check = state.policy.check_overflow(&state.limits, tokens);
+    let reported = StepTokens::of(tokens);
+    StepRow {
+        seq: e.seq,
+        time: e.recorded_at,
+        message,
+        tokens: reported,
+        count: check.count,
+        usable: check.usable,
+        percent: check.usable.map(|u| percent(reported.total, u)),
+        threshold: state.policy.threshold(&state.limits),
+        overflow: check.overflow && !open,
+        window_estimate: estimate_window(state),
+        events: Vec::new(),
+        open,
+    }
 }
 
 /// `count / usable` in percent, rounded half up to 0.01 (integer

@@ -306,16 +306,19 @@ fn the_generator_exercises_the_whole_lifecycle() {
 
 /// The generator drives the whole lifecycle through `decide`, so over a
 /// handful of seeds its logs hold every event kind there is, but the one
-/// only an import writes (`source_fields`, `session_described` and
-/// `session_replaced`, tested with the importers and `import --replace`)
-/// and the one only an agent's undo writes (`messages_withdrawn`, tested
-/// with the Agents SDK session).
+/// only an import writes (`source_fields`, `session_described`,
+/// `session_replaced`, `import_started` and `usage_reported`, tested with
+/// the importers, the catalog and `import --replace`) and the one only an
+/// agent's undo
+/// writes (`messages_withdrawn`, tested with the Agents SDK session).
 #[test]
 fn the_generator_emits_every_event_kind() {
     let mut seen = std::collections::BTreeSet::from([
         "source_fields",
         "session_described",
         "session_replaced",
+        "import_started",
+        "usage_reported",
         "messages_withdrawn",
     ]);
     for cfg in lifecycle_configs() {

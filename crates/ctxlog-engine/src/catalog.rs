@@ -3,9 +3,10 @@
 //! resolving a session by its ctxlog id or its recording's own id.
 
 use ctxlog_core::{
-    codec, description_event_id, Envelope, Event, EventPack, SessionId, SessionState, SourceTarget,
+    codec, description_event_id, description_stream, is_description_stream, Envelope, Event,
+    EventPack, SessionId, SessionState, SourceTarget,
 };
-use ctxlog_store::{EventLog, Expected, NewEvent, StoreError};
+use ctxlog_store::{EventLog, Expected, LoadedState, NewEvent, StoreError};
 use std::collections::BTreeMap;
 use thiserror::Error;
 
@@ -56,9 +57,10 @@ fn list(sessions: &[SessionId]) -> String {
 /// What [`store_recording`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stored {
-    /// The recording's events (stored before or now).
+    /// The session's events from the recording (stored before or now),
+    /// its descriptions aside: its head, when nothing else was appended.
     pub events: usize,
-    /// Events written now.
+    /// Events written now (to the session and its description stream).
     pub new_events: usize,
     /// The session was stored before and the recording grew since.
     pub grew: bool,
@@ -77,19 +79,33 @@ pub const CHUNK_BYTES: u64 = 1024 * 1024;
 /// agent went on) appends only its new events. A stored session that is not
 /// a prefix of the recording is refused, with nothing written.
 ///
+/// What happened goes to the session; its descriptions
+/// ([`Event::is_description`], and the title `SessionStarted` carries in
+/// older stores) to its description stream
+/// ([`ctxlog_core::description_stream`]): those may change while a
+/// recording grows, so they are left out of the prefix check, and each
+/// whose latest stored version differs from the recording's is appended
+/// there (with the id of its place). So the session's events and seqs are
+/// the same however often the recording was imported while it grew.
+///
 /// The new events go in batches of at most [`CHUNK_EVENTS`] events and
 /// about [`CHUNK_BYTES`] bytes, each expecting the head the one before
-/// left, so memory stays bounded on a recording of any size. A crash
-/// between two batches leaves a prefix of the recording stored, which the
-/// next import of it extends (as for a recording that grew).
-///
-/// Descriptions ([`Event::is_description`], and the title `SessionStarted`
-/// carries) may change while a recording grows: they are left out of the
-/// prefix check, and each whose latest stored version differs from the
-/// recording's is appended after the new events (with the id of its
-/// place), so the log keeps every version.
+/// left, so memory stays bounded on a recording of any size. When that
+/// takes more than one append, an [`Event::ImportStarted`] first says where
+/// the import will end: a crash between two batches leaves a prefix of the
+/// recording stored that [`interrupted`] reports, and the next import of it
+/// extends (as for a recording that grew).
 pub fn store_recording(log: &impl EventLog, events: EventPack) -> Result<Stored, CatalogError> {
-    let total = events.len();
+    store_recording_adopting(log, events, Adopt::default())
+}
+
+/// [`store_recording`], adopting the import's limits or policy where
+/// `adopt` says and they differ from the stored session's (see [`Adopt`]).
+pub fn store_recording_adopting(
+    log: &impl EventLog,
+    events: EventPack,
+    adopt: Adopt,
+) -> Result<Stored, CatalogError> {
     let Some(session) = events.session() else {
         return Ok(Stored {
             events: 0,
@@ -97,53 +113,41 @@ pub fn store_recording(log: &impl EventLog, events: EventPack) -> Result<Stored,
             grew: false,
         });
     };
+    let stream = description_stream(session);
     let head = log.head(session)?;
-    if head == 0 {
-        // Each chunk is freed as its events are appended, and the events are
-        // folded on the way: the snapshot needs no second read of the log.
-        let mut state = Some(SessionState::new());
-        let folded = events.into_iter().map(|e| {
-            let e = e.map_err(unreadable)?;
-            if let Some(s) = &mut state {
-                if s.evolve(&e).is_err() {
-                    // Never for a recording an importer checked; the log
-                    // refuses it too.
-                    state = None;
-                }
-            }
-            Ok(NewEvent::from(e))
-        });
-        let new_events = append_chunked(log, session, 0, folded)?;
-        match state {
-            Some(state) if crate::snapshot_due(0, state.head) => save_snapshot(log, &state),
-            Some(_) => {}
-            None => keep_snapshot(log, session, 0),
-        }
-        return Ok(Stored {
-            events: total,
-            new_events,
-            grew: false,
-        });
+    let stream_head = log.head(stream)?;
+    let found = if head == 0 {
+        StoredPrefix::default()
+    } else {
+        stored_prefix(log, session, &events)?
+    };
+    let adopted = adopted(adopt, &found.stored, &found.recorded);
+    let (matched, mut stored_descriptions) = (found.matched, found.descriptions);
+    for e in log.read(stream, 1)? {
+        note_description(&mut stored_descriptions, e?);
     }
-    let (matched, stored_descriptions) = stored_prefix(log, session, &events)?;
-    // One pass over the recording: what follows the stored prefix is
-    // appended, and the latest description of each key is kept.
+    // The first pass: how much is new, in how many batches, and which
+    // descriptions changed.
     let mut recorded_descriptions = Descriptions::new();
-    let mut happened = 0;
-    let unstored = events.into_iter().filter_map(|e| match e {
-        Ok(e) if e.event.is_description() => {
+    let mut happened = 0usize;
+    let mut batches = Batches::default();
+    for event in &adopted {
+        batches.add(codec::encoded_len(event));
+    }
+    let mut latest = 0;
+    for e in events.iter() {
+        let e = e.map_err(unreadable)?;
+        latest = latest.max(e.recorded_at);
+        if e.event.is_description() {
             note_description(&mut recorded_descriptions, e);
-            None
-        }
-        Ok(e) => {
+        } else {
             happened += 1;
-            (happened > matched).then(|| Ok(NewEvent::from(e)))
+            if happened > matched {
+                batches.add(codec::encoded_len(&e.event));
+            }
         }
-        Err(e) => Some(Err(unreadable(e))),
-    });
-    let appended = append_chunked(log, session, head, unstored)?;
-    let first_description = head + appended as u64 + 1;
-    let descriptions = recorded_descriptions
+    }
+    let changed: Vec<Envelope> = recorded_descriptions
         .into_iter()
         .filter(|(key, described)| {
             stored_descriptions
@@ -151,49 +155,235 @@ pub fn store_recording(log: &impl EventLog, events: EventPack) -> Result<Stored,
                 .is_none_or(|stored| stored.event != described.event)
         })
         .map(|(_, described)| described)
-        .enumerate()
-        .map(|(n, described)| {
-            let mut e = NewEvent::from(described);
-            e.id = description_event_id(session, first_description + n as u64);
-            Ok(e)
-        });
-    let new_events = appended + append_chunked(log, session, head + appended as u64, descriptions)?;
-    if new_events == 0 {
+        .collect();
+    drop(stored_descriptions);
+    let new_content = happened - matched + adopted.len();
+    if new_content == 0 && changed.is_empty() {
         return Ok(Stored {
-            events: total,
+            events: happened,
             new_events: 0,
             grew: false,
         });
     }
-    keep_snapshot(log, session, head);
+    let mut stream_head = stream_head;
+    let appends = batches.count + usize::from(!changed.is_empty());
+    if appends > 1 {
+        let mark = Event::ImportStarted {
+            head: head + new_content as u64,
+            descriptions: stream_head + 1 + changed.len() as u64,
+        };
+        stream_head = append_placed(log, stream, stream_head, latest, [mark])?;
+    }
+    // The second pass: what follows the stored prefix is appended; a first
+    // import folds the events on the way, so its snapshot needs no second
+    // read of the log.
+    let mut state = (head == 0).then(SessionState::new);
+    let mut seen = 0usize;
+    let unstored = events.into_iter().filter_map(|e| match e {
+        Ok(e) if e.event.is_description() => None,
+        Ok(e) => {
+            seen += 1;
+            if seen <= matched {
+                return None;
+            }
+            if let Some(s) = &mut state {
+                if s.evolve(&e).is_err() {
+                    // Never for a recording an importer checked; the
+                    // reducer refuses it on every read too.
+                    state = None;
+                }
+            }
+            Some(Ok(NewEvent::from(e)))
+        }
+        Err(e) => Some(Err(unreadable(e))),
+    });
+    let last_stored = last_time(log, session)?;
+    let adopted = adopted.into_iter().enumerate().map(|(n, event)| {
+        Ok(NewEvent {
+            id: description_event_id(session, head + 1 + n as u64),
+            recorded_at: last_stored,
+            causation: None,
+            correlation: None,
+            event,
+        })
+    });
+    let appended = append_chunked(log, session, head, adopted.chain(unstored))?;
+    let described = changed.len();
+    append_placed(
+        log,
+        stream,
+        stream_head,
+        latest,
+        changed.into_iter().map(|e| e.event),
+    )?;
+    match state {
+        Some(state) if crate::snapshot_due(0, state.head) => save_snapshot(log, &state),
+        _ => keep_snapshot(log, session, head),
+    }
     Ok(Stored {
-        events: total,
-        new_events,
-        grew: true,
+        events: happened,
+        new_events: appended + described,
+        grew: head > 0,
     })
 }
 
-/// How many of `session`'s stored events (descriptions aside) match the
-/// recording's first ones (all of them, or the session diverged), and the
-/// stored descriptions. The stored session is compared as it is read.
+/// Counts the batches [`append_chunked`] makes of events of the sizes
+/// added.
+#[derive(Default)]
+struct Batches {
+    count: usize,
+    events: usize,
+    bytes: u64,
+}
+
+impl Batches {
+    fn add(&mut self, bytes: u64) {
+        if self.count == 0
+            || self.events >= CHUNK_EVENTS
+            || self.bytes.saturating_add(bytes) > CHUNK_BYTES
+        {
+            self.count += 1;
+            self.events = 0;
+            self.bytes = 0;
+        }
+        self.events += 1;
+        self.bytes = self.bytes.saturating_add(bytes);
+    }
+}
+
+/// Appends `events` to `stream`, whose head is `head`, with the ids of
+/// their places ([`description_event_id`]) and the time `at` (no earlier
+/// than the stream's last); the new head.
+fn append_placed(
+    log: &impl EventLog,
+    stream: SessionId,
+    head: u64,
+    at: u64,
+    events: impl IntoIterator<Item = Event>,
+) -> Result<u64, CatalogError> {
+    let at = at.max(last_time(log, stream)?);
+    let placed = events.into_iter().enumerate().map(|(n, event)| {
+        Ok(NewEvent {
+            id: description_event_id(stream, head + 1 + n as u64),
+            recorded_at: at,
+            causation: None,
+            correlation: None,
+            event,
+        })
+    });
+    Ok(head + append_chunked(log, stream, head, placed)? as u64)
+}
+
+/// The time of a stream's last event (0 when it has none).
+fn last_time(log: &impl EventLog, stream: SessionId) -> Result<u64, CatalogError> {
+    let head = log.head(stream)?;
+    Ok(match head {
+        0 => 0,
+        _ => log
+            .read(stream, head)?
+            .next()
+            .transpose()?
+            .map_or(0, |e| e.recorded_at),
+    })
+}
+
+/// Whether the last import of `session` did not finish: its
+/// [`Event::ImportStarted`] announced a head the session (or its
+/// description stream) has not reached. The next import that completes
+/// the recording clears it.
+pub fn interrupted(log: &impl EventLog, session: SessionId) -> Result<bool, CatalogError> {
+    let stream = description_stream(session);
+    let mut announced = None;
+    for e in log.read(stream, 1)? {
+        if let Event::ImportStarted { head, descriptions } = e?.event {
+            announced = Some((head, descriptions));
+        }
+    }
+    Ok(match announced {
+        Some((head, descriptions)) => log.head(session)? < head || log.head(stream)? < descriptions,
+        None => false,
+    })
+}
+
+/// `session`'s state with its descriptions applied (the latest title,
+/// directory, agent, model and cost: what a listing, an export or a report
+/// shows), read from its description stream after the session's own
+/// events; the digest and the head are those of the session's events.
+pub fn load_described(
+    log: &impl EventLog,
+    session: SessionId,
+) -> Result<LoadedState, CatalogError> {
+    let mut loaded = log.load_state(session)?;
+    for e in log.read(description_stream(session), 1)? {
+        let e = e?;
+        // A description that no longer fits is only left out: nothing
+        // that happened depends on it.
+        if let Err(v) = loaded.state.describe(&e.event) {
+            tracing::warn!(%session, seq = e.seq, error = %v, "a description was left out");
+        }
+    }
+    Ok(loaded)
+}
+
+/// Every session of the log with its head, in session-id order: the log's
+/// streams but the description streams ([`ctxlog_core::description_stream`]).
+pub fn sessions(log: &impl EventLog) -> Result<Vec<(SessionId, u64)>, StoreError> {
+    let mut all = log.sessions()?;
+    all.retain(|(s, _)| !is_description_stream(*s));
+    Ok(all)
+}
+
+/// `session`'s descriptions, placed after its events as if they were its
+/// own from seq `head + 1` on (`head`: the session's head when its events
+/// were read), as stores before the description stream kept them: what a
+/// fold over the session's events (an export, a report, a transcript)
+/// appends to see the latest title, directory, agent, model, cost and
+/// source fields.
+pub fn descriptions_after(
+    log: &impl EventLog,
+    session: SessionId,
+    head: u64,
+) -> Result<Vec<Envelope>, CatalogError> {
+    log.read(description_stream(session), 1)?
+        .enumerate()
+        .map(|(n, e)| {
+            let mut e = e?;
+            e.session = session;
+            e.seq = head + 1 + n as u64;
+            Ok(e)
+        })
+        .collect()
+}
+
+/// How many of `session`'s stored events (descriptions and events ctxlog
+/// placed aside) match the recording's first ones (all of them, or the
+/// session diverged), the stored descriptions, and the settings in force
+/// at the stored head and after the recording's matched events. The stored
+/// session is compared as it is read.
 fn stored_prefix(
     log: &impl EventLog,
     session: SessionId,
     recording: &EventPack,
-) -> Result<(usize, Descriptions), CatalogError> {
+) -> Result<StoredPrefix, CatalogError> {
     let mut new = recording
         .iter()
         .filter(|e| e.as_ref().map_or(true, |e| !e.event.is_description()));
-    let mut matched = 0;
-    let mut descriptions = Descriptions::new();
+    let mut found = StoredPrefix::default();
     for old in log.read(session, 1)? {
         let old = old?;
+        found.stored.follow(&old.event);
         if old.event.is_description() {
-            note_description(&mut descriptions, old);
+            note_description(&mut found.descriptions, old);
+            continue;
+        }
+        if is_placed(&old) {
             continue;
         }
         let same = match new.next().transpose().map_err(unreadable)? {
-            Some(e) => same_event(&old, &e),
+            Some(e) => {
+                found.recorded.follow(&e.event);
+                same_event(&old, &e)
+            }
             None => false,
         };
         if !same {
@@ -202,9 +392,42 @@ fn stored_prefix(
                 at: old.seq,
             });
         }
-        matched += 1;
+        found.matched += 1;
     }
-    Ok((matched, descriptions))
+    Ok(found)
+}
+
+/// What [`stored_prefix`] found.
+#[derive(Default)]
+struct StoredPrefix {
+    matched: usize,
+    descriptions: Descriptions,
+    /// In force at the stored head.
+    stored: Settings,
+    /// In force after the recording's matched events, as this import
+    /// computed them.
+    recorded: Settings,
+}
+
+/// The events that adopt what `adopt` asks for of `recorded` where it
+/// differs from `stored`.
+fn adopted(adopt: Adopt, stored: &Settings, recorded: &Settings) -> Vec<Event> {
+    let mut out = Vec::new();
+    if let (true, Some(policy)) = (adopt.policy, &recorded.policy) {
+        if stored.policy.as_ref() != Some(policy) {
+            out.push(Event::PolicyChanged {
+                policy: policy.clone(),
+            });
+        }
+    }
+    if let (true, Some(limits)) = (adopt.limits, &recorded.limits) {
+        if stored.limits.as_ref() != Some(limits) {
+            out.push(Event::LimitsChanged {
+                limits: limits.clone(),
+            });
+        }
+    }
+    out
 }
 
 /// An event of an [`EventPack`] that does not decode (never for a pack an
@@ -285,21 +508,16 @@ fn keep_snapshot(log: &impl EventLog, session: SessionId, before: u64) {
 /// `SessionStarted`'s title (a description, see [`store_recording`]) and
 /// policy (a stored session keeps the policy it was stored with: a newer
 /// build may label the same recording with another preset, e.g. its
-/// agent's).
+/// agent's), and the limits of `SessionStarted` and `LimitsChanged`
+/// (overrides such as `--context` change them, never which events a
+/// recording gives: see [`Adopt`]).
 fn same_event(stored: &Envelope, new: &Envelope) -> bool {
     let event_matches = match (&stored.event, &new.event) {
         (
-            Event::SessionStarted {
-                limits: l,
-                source_id: s,
-                ..
-            },
-            Event::SessionStarted {
-                limits: m,
-                source_id: t,
-                ..
-            },
-        ) => l == m && s == t,
+            Event::SessionStarted { source_id: s, .. },
+            Event::SessionStarted { source_id: t, .. },
+        ) => s == t,
+        (Event::LimitsChanged { .. }, Event::LimitsChanged { .. }) => true,
         (a, b) => a == b,
     };
     event_matches
@@ -307,6 +525,50 @@ fn same_event(stored: &Envelope, new: &Envelope) -> bool {
         && stored.recorded_at == new.recorded_at
         && stored.causation == new.causation
         && stored.correlation == new.correlation
+}
+
+/// Whether `e` is an event ctxlog placed in a session itself (a limit or
+/// policy a later import adopted, `SessionReplaced`): its id derives from
+/// its place ([`description_event_id`]), never from the recording.
+fn is_placed(e: &Envelope) -> bool {
+    e.id == description_event_id(e.session, e.seq)
+}
+
+/// The policy and limits in force after some of a session's events.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Settings {
+    policy: Option<ctxlog_core::Policy>,
+    limits: Option<ctxlog_core::ModelLimits>,
+}
+
+impl Settings {
+    /// Follows `event`.
+    fn follow(&mut self, event: &Event) {
+        match event {
+            Event::SessionStarted { policy, limits, .. } => {
+                self.policy = Some(policy.clone());
+                self.limits = Some(limits.clone());
+            }
+            Event::PolicyChanged { policy } => self.policy = Some(policy.clone()),
+            Event::LimitsChanged { limits } => self.limits = Some(limits.clone()),
+            _ => {}
+        }
+    }
+}
+
+/// What a later import of a stored recording adopts from its own options
+/// when they differ from what the session has in force: the limits
+/// (`--context`, `--input-limit`, `--output`, `--model` given) and the
+/// policy (`--policy` given). Each is recorded as `LimitsChanged` or
+/// `PolicyChanged` before the import's new events, with the id of its
+/// place, so the next import still finds the recording's events a prefix
+/// of the session. An import that gives neither keeps what is in force.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Adopt {
+    /// Adopt the recording's limits as this import computed them.
+    pub limits: bool,
+    /// Adopt the policy this import recorded.
+    pub policy: bool,
 }
 
 /// The latest description of each [`Event::description_key`].
@@ -360,6 +622,128 @@ pub fn mark_replaced(
     };
     log.append(old, Expected::Exactly(head), vec![event])?;
     Ok(())
+}
+
+/// What names the session that keeps what a user did by hand in ctxlog to
+/// a session that mirrors a recording: `<source id>@manual`.
+pub const MANUAL: &str = "manual";
+
+/// Whether `session` mirrors something written elsewhere, that later
+/// imports extend: a recording (it has a source id, and is neither a kept
+/// simulation nor a copy named `<source>@<what>`), not a session an agent
+/// writes through ctxlog itself (the Agents SDK's, described as
+/// `openai-agents`). ctxlog appends none of its own decisions to such a
+/// session (see [`manual_copy`]).
+pub fn mirrors_recording(log: &impl EventLog, session: SessionId) -> Result<bool, CatalogError> {
+    let state = load_described(log, session)?.state;
+    let agent = state.about.as_ref().and_then(|a| a.agent.as_deref());
+    Ok(state.source_id.as_deref().is_some_and(|s| !s.contains('@'))
+        && agent != Some("openai-agents"))
+}
+
+/// The session to which a user's own work on `session`, a session that
+/// mirrors a recording ([`mirrors_recording`]), is appended: a copy of its
+/// events up to its head, named `<source id>@manual` ([`MANUAL`]), with its
+/// descriptions. The recording's session stays as the recording made it,
+/// so every later import still extends it. The copy of the same head is
+/// reused; once the recording grew, a copy of the new head is made and the
+/// older copy marked replaced by it (it stays readable by its ctxlog id).
+/// Returns the copy and whether it was made now.
+pub fn manual_copy(
+    log: &impl EventLog,
+    session: SessionId,
+) -> Result<(SessionId, bool), CatalogError> {
+    let head = log.head(session)?;
+    let source =
+        source_of(log, session)?.ok_or_else(|| CatalogError::NotFound(session.to_string()))?;
+    let name = format!("{source}@{MANUAL}");
+    let copy = copy_id(session, head);
+    // A copy cut short (a kill between two of its batches) is completed.
+    let copied_head = log.head(copy)?;
+    if copied_head >= head && log.head(description_stream(copy))? > 0 {
+        return Ok((copy, false));
+    }
+    let earlier = match resolve_named(log, &name) {
+        Ok(s) if s != copy => Some(s),
+        Ok(_) | Err(CatalogError::NotFound(_)) => None,
+        Err(e) => return Err(e),
+    };
+    let to_copy = head.saturating_sub(copied_head) as usize;
+    let copied = log.read(session, copied_head + 1)?.take(to_copy).map(|e| {
+        let e = e?;
+        let event = match e.event {
+            Event::SessionStarted {
+                policy,
+                limits,
+                title,
+                ..
+            } => Event::SessionStarted {
+                policy,
+                limits,
+                title,
+                source_id: Some(name.clone()),
+            },
+            other => other,
+        };
+        Ok(NewEvent {
+            id: copied_event_id(copy, e.id),
+            recorded_at: e.recorded_at,
+            causation: e.causation.map(|c| copied_event_id(copy, c)),
+            correlation: e.correlation,
+            event,
+        })
+    });
+    append_chunked(log, copy, copied_head, copied)?;
+    let described: Vec<Event> = log
+        .read(description_stream(session), 1)?
+        .filter_map(|e| match e {
+            Ok(Envelope {
+                event: Event::ImportStarted { .. },
+                ..
+            }) => None,
+            Ok(e) => Some(Ok(e.event)),
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<Result<_, _>>()?;
+    if log.head(description_stream(copy))? == 0 && !described.is_empty() {
+        let at = last_time(log, copy)?;
+        append_placed(log, description_stream(copy), 0, at, described)?;
+    }
+    keep_snapshot(log, copy, copied_head);
+    if let Some(earlier) = earlier {
+        if replaced_by(log, earlier)?.is_none() {
+            mark_replaced(log, earlier, copy)?;
+        }
+    }
+    Ok((copy, copied_head == 0))
+}
+
+/// The id of the [`manual_copy`] of `session` at `head`: a UUID v8 derived
+/// from both.
+fn copy_id(session: SessionId, head: u64) -> SessionId {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"ctxlog manual copy\0");
+    h.update(session.as_bytes());
+    h.update(head.to_le_bytes());
+    let digest = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    SessionId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+}
+
+/// The id in `copy` of the event `id` of the session it copies: derived,
+/// so the ids of every copy are its own.
+fn copied_event_id(copy: SessionId, id: ctxlog_core::EventId) -> ctxlog_core::EventId {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"ctxlog copied event\0");
+    h.update(copy.as_bytes());
+    h.update(id.as_bytes());
+    let digest = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    ctxlog_core::EventId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
 }
 
 /// The recording's own id, from a session's first event.
@@ -447,13 +831,13 @@ pub fn resolve_session(log: &impl EventLog, text: &str) -> Result<SessionId, Cat
 fn resolve_named(log: &impl EventLog, text: &str) -> Result<SessionId, CatalogError> {
     if let Ok(u) = uuid::Uuid::parse_str(text) {
         let s = SessionId(u);
-        if log.head(s)? > 0 {
+        if !is_description_stream(s) && log.head(s)? > 0 {
             return Ok(s);
         }
     }
     let mut best: Option<Match> = None;
     let mut found: Vec<(SessionId, Option<String>)> = Vec::new();
-    for (s, _) in log.sessions()? {
+    for (s, _) in sessions(log)? {
         let source = source_of(log, s)?;
         let Some(m) = matches(text, &s.to_string(), source.as_deref()) else {
             continue;

@@ -350,7 +350,7 @@ impl<L: EventLog> Engine<L> {
     /// to workers after a restart). Reads every session's state.
     pub fn pending_sessions(&self) -> Result<Vec<SessionId>, EngineError> {
         let mut out = Vec::new();
-        for (session, _) in self.log.sessions()? {
+        for (session, _) in crate::catalog::sessions(&self.log)? {
             if self.has_pending(session)? {
                 out.push(session);
             }

@@ -479,6 +479,8 @@ impl Feed<'_> {
             | Event::SourceFields { .. }
             | Event::SessionStarted { .. } => return None,
             Event::LimitsChanged { .. } if self.fixed_limits => return None,
+            // Usage is estimated once the simulation went its own way.
+            Event::UsageReported { .. } if self.diverged => return None,
             Event::PartAppended { message, part, .. }
                 if self.skipped_messages.contains(message) =>
             {

@@ -2,18 +2,22 @@
 //! when the recording grew.
 
 use ctxlog_core::generate::{generate, GenerateConfig};
-use ctxlog_core::{codec, Envelope, EventPack, Seq, SessionId};
-use ctxlog_engine::catalog::{store_recording, Stored, CHUNK_BYTES, CHUNK_EVENTS};
+use ctxlog_core::{codec, Envelope, Event, EventPack, Seq, SessionId};
+use ctxlog_engine::catalog::{
+    descriptions_after, interrupted, store_recording, Stored, CHUNK_BYTES, CHUNK_EVENTS,
+};
 use ctxlog_engine::SNAPSHOT_EVERY;
 use ctxlog_store::{Appended, EventLog, Expected, MemoryLog, NewEvent, StoreError};
 use std::sync::Mutex;
 
-/// A log that remembers the size of every append it was given.
+/// A log that remembers the size of every append it was given, and fails
+/// every append after the first `fail_after` (a process killed midway).
 #[derive(Default)]
 struct Counted {
     log: MemoryLog,
     /// (events, encoded bytes) of each append.
     appends: Mutex<Vec<(usize, u64)>>,
+    fail_after: Option<usize>,
 }
 
 impl EventLog for Counted {
@@ -24,7 +28,11 @@ impl EventLog for Counted {
         events: Vec<NewEvent>,
     ) -> Result<Appended, StoreError> {
         let bytes = events.iter().map(|e| codec::encoded_len(&e.event)).sum();
-        self.appends.lock().unwrap().push((events.len(), bytes));
+        let mut appends = self.appends.lock().unwrap();
+        if self.fail_after.is_some_and(|n| appends.len() >= n) {
+            return Err(StoreError::Closed);
+        }
+        appends.push((events.len(), bytes));
         self.log.append(session, expected, events)
     }
 
@@ -95,12 +103,51 @@ fn a_large_recording_is_stored_whole_in_bounded_batches() {
         assert!(n <= CHUNK_EVENTS, "a batch of {n} events");
         assert!(n == 1 || bytes <= CHUNK_BYTES, "a batch of {bytes} bytes");
     }
-    assert_eq!(appends.iter().map(|(n, _)| n).sum::<usize>(), events.len());
+    // The events, and first the mark that says where the import ends.
+    assert_eq!(appends[0].0, 1);
+    assert_eq!(
+        appends.iter().map(|(n, _)| n).sum::<usize>(),
+        events.len() + 1
+    );
+    let marks = descriptions_after(&log, session, 0).unwrap();
+    assert!(matches!(
+        marks[..],
+        [Envelope { event: Event::ImportStarted { head, descriptions: 1 }, .. }]
+            if head == events.len() as u64
+    ));
+    assert!(!interrupted(&log, session).unwrap());
 
     // Storing it again writes nothing.
     let again = store_recording(&log, pack(&events)).unwrap();
     assert_eq!(again.new_events, 0);
     assert_eq!(log.appends.lock().unwrap().len(), appends.len());
+}
+
+/// An import killed between two batches leaves a prefix of the recording
+/// that says it is one; the next import completes it and clears the mark.
+#[test]
+fn an_import_cut_short_is_marked_interrupted_until_one_completes_it() {
+    let events = recording(3 * CHUNK_EVENTS as u64);
+    let session = events[0].session;
+    for kept in 1..4 {
+        let cut_short = Counted {
+            fail_after: Some(kept),
+            ..Counted::default()
+        };
+        assert!(store_recording(&cut_short, pack(&events)).is_err());
+        let prefix = stored(&cut_short.log, session);
+        assert!(prefix.len() < events.len());
+        assert_eq!(prefix[..], events[..prefix.len()], "a prefix is stored");
+        assert!(
+            interrupted(&cut_short.log, session).unwrap(),
+            "after {kept} appends the session says it is cut short"
+        );
+        let log = cut_short.log;
+        let completed = store_recording(&log, pack(&events)).unwrap();
+        assert_eq!(completed.new_events, events.len() - prefix.len());
+        assert_eq!(stored(&log, session), events);
+        assert!(!interrupted(&log, session).unwrap(), "completed: no mark");
+    }
 }
 
 #[test]

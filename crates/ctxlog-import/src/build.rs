@@ -4,7 +4,7 @@
 //! keeps times monotonic, tracks the model's limits, counts steps and
 //! distinct tool calls, and names the place in the input in every error.
 
-use crate::limits::{resolve, Resolved};
+use crate::limits::{resolve, LimitOverrides, Resolved};
 use crate::{Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::decide::queued;
 use ctxlog_core::EventPack;
@@ -82,6 +82,9 @@ pub(crate) struct Builder<'a> {
     model: Option<String>,
     file_context: Option<u64>,
     limits: ModelLimits,
+    /// The limits the recording implies without the overrides (see
+    /// [`Builder::refresh_limits`]).
+    own_limits: ModelLimits,
     warnings: Vec<String>,
     /// What the recording says about the session; recorded as
     /// `SessionDescribed` at the end (the model and cost default to the
@@ -115,6 +118,7 @@ impl<'a> Builder<'a> {
             model: None,
             file_context: None,
             limits: ModelLimits::default(),
+            own_limits: ModelLimits::default(),
             warnings: Vec::new(),
             about: SessionAbout::default(),
             step_cost: None,
@@ -153,7 +157,7 @@ impl<'a> Builder<'a> {
     /// Notes the open step left for the next import, and why.
     pub fn step_waits(&mut self, why: &str) {
         self.warnings.push(format!(
-            "{why}: its end is stored when the file grows (import it again then)"
+            "{why}: what follows it is stored once the file has it (by any later import)"
         ));
     }
 
@@ -223,6 +227,7 @@ impl<'a> Builder<'a> {
         let session = SessionId(ids.next_uuid(at));
         let initial = resolve(&self.options.limits, None, None);
         self.limits = initial.limits.clone();
+        self.own_limits = resolve(&LimitOverrides::default(), None, None).limits;
         let r = Recorder::start_from(
             session,
             ids,
@@ -577,7 +582,18 @@ impl<'a> Builder<'a> {
         self.refresh_limits(at)
     }
 
+    /// Records `LimitsChanged` when the recording's own limits (the table's
+    /// for its model, its file's context) change: whether one is recorded
+    /// never depends on the overrides, only the limits it carries do, so
+    /// the same recording gives the same events (and ids) under any
+    /// `--context`, `--output` or `--model`.
     fn refresh_limits(&mut self, at: TimestampMs) -> Result<(), ImportError> {
+        let own = resolve(
+            &LimitOverrides::default(),
+            self.model.as_deref(),
+            self.file_context,
+        )
+        .limits;
         let Resolved { limits, unknown } = resolve(
             &self.options.limits,
             self.model.as_deref(),
@@ -594,7 +610,8 @@ impl<'a> Builder<'a> {
                 self.warnings.push(w);
             }
         }
-        if limits != self.limits {
+        if own != self.own_limits {
+            self.own_limits = own;
             self.limits = limits.clone();
             self.record(at, Event::LimitsChanged { limits })?;
         }

@@ -43,6 +43,8 @@ struct Group {
     has_tool: bool,
     stop: Option<String>,
     at: u64,
+    /// The usage last recorded as `UsageReported`.
+    reported: Option<TokenUsage>,
 }
 
 struct Importer<'a> {
@@ -55,8 +57,9 @@ struct Importer<'a> {
     /// The `summary` lines: the title Claude Code shows for the
     /// conversation ending at `leafUuid`.
     summaries: BTreeMap<String, String>,
-    /// The `uuid` of each message line, in order.
-    uuids: Vec<String>,
+    /// The `uuid` of each message line, with the line it is on: a uuid
+    /// is used once.
+    uuids: BTreeMap<String, u64>,
     /// The message each line's `uuid` is part of.
     by_uuid: BTreeMap<String, MessageId>,
     /// The uuids the pending compaction's boundary keeps verbatim.
@@ -80,10 +83,10 @@ impl<'a> Importer<'a> {
         self.b.err(message)
     }
 
-    /// Why the step still open at the end of the input waits for the next
-    /// import (see [`ImportOptions::live`]), if it does: its end is written
-    /// once a later line closes it.
-    fn open_group_waits(&self) -> Option<String> {
+    /// The call of the step still open at the end of the input that has
+    /// no result yet, if one has none. The open step itself always waits
+    /// for a later line: no line says which is an answer's last.
+    fn open_group_call(&self) -> Option<String> {
         let g = self.group.as_ref()?;
         let state = self.b.state()?;
         let of_group = |call: &OpenCall| {
@@ -91,21 +94,12 @@ impl<'a> Importer<'a> {
                 .part(call.part)
                 .is_some_and(|(m, _)| m.id == g.message)
         };
-        if let Some(call) = self
-            .calls
-            .iter()
-            .find(|(_, c)| of_group(c))
-            .map(|(id, _)| id)
-        {
-            return Some(format!(
-                "the step of {} waits for the result of call {call:?}",
+        self.calls.iter().find(|(_, c)| of_group(c)).map(|(id, _)| {
+            format!(
+                "the step of {} waits for the result of call {id:?}",
                 g.source
-            ));
-        }
-        self.b
-            .options()
-            .live
-            .then(|| format!("the step of {} may still grow (--live)", g.source))
+            )
+        })
     }
 
     fn finish_group(&mut self) -> Result<(), ImportError> {
@@ -170,7 +164,12 @@ impl<'a> Importer<'a> {
             self.since_2_1 = crate::version_at_least(version, (2, 1));
         }
         if let Some(uuid) = v.get("uuid").and_then(Value::as_str) {
-            self.uuids.push(uuid.to_owned());
+            let line = self.b.at.line;
+            if let Some(first) = self.uuids.insert(uuid.to_owned(), line) {
+                return Err(self.err(format!(
+                    "uuid {uuid:?} was already used by line {first}: a line's uuid is used once"
+                )));
+            }
         }
         if v.get("isSidechain").and_then(Value::as_bool) == Some(true) {
             return Ok(()); // an inline sub-agent's turn, not this conversation
@@ -497,6 +496,7 @@ impl<'a> Importer<'a> {
             has_tool: false,
             stop: None,
             at,
+            reported: None,
         });
         Ok(message)
     }
@@ -574,6 +574,7 @@ impl<'a> Importer<'a> {
             return Err(self.err("an assistant line with no step in progress"));
         };
         g.has_tool |= has_tool;
+        let reports_usage = usage.is_some();
         if let Some(u) = usage {
             if let Some(x) = u.input {
                 g.usage.input = x;
@@ -592,6 +593,15 @@ impl<'a> Importer<'a> {
             g.stop = Some(stop.to_owned());
         }
         g.at = at;
+        // What is known of the step is recorded as soon as it is known: its
+        // end comes only with a later line (or never, for the last step of
+        // a file).
+        if reports_usage && g.reported != Some(g.usage) {
+            g.reported = Some(g.usage);
+            let (message, tokens) = (g.message, g.usage);
+            self.b
+                .record(at, Event::UsageReported { message, tokens })?;
+        }
         Ok(())
     }
 }
@@ -610,7 +620,7 @@ pub fn import<R: BufRead>(
         pending_compaction: None,
         last_at: 0,
         summaries: BTreeMap::new(),
-        uuids: Vec::new(),
+        uuids: BTreeMap::new(),
         by_uuid: BTreeMap::new(),
         preserved: Vec::new(),
         since_2_1: false,
@@ -620,17 +630,18 @@ pub fn import<R: BufRead>(
         im.line(&v)
     })?;
     im.b.unfinished_line(unfinished);
-    match im.open_group_waits() {
-        Some(why) => im.b.step_waits(&why),
-        None => im.finish_group()?,
+    // The step open at the end is stored as far as it is known (its
+    // message, parts, the usage reported); its end waits for a later line.
+    if let Some(why) = im.open_group_call() {
+        im.b.step_waits(&why);
     }
     // The title of the latest message that has a summary.
     im.b.about.title = im
-        .uuids
+        .summaries
         .iter()
-        .rev()
-        .find_map(|u| im.summaries.get(u))
-        .cloned();
+        .filter_map(|(leaf, title)| Some((im.uuids.get(leaf)?, title)))
+        .max_by_key(|(line, _)| **line)
+        .map(|(_, title)| title.clone());
     im.b.finish()
 }
 

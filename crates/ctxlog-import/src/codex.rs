@@ -4,10 +4,15 @@
 //! - A step is one model request: it opens at `turn_context` or at a
 //!   `token_count` that follows step items, and takes the `reasoning`,
 //!   assistant `message` and tool-call items after it. It closes at the next
-//!   `turn_context`, user message, `token_count` after items, `turn_aborted`,
-//!   `compacted`, or the end of the file. Steps have no id: the source id is
-//!   `line:N`, the last line the model produced in the step (its usage line
-//!   when it produced none).
+//!   `turn_context`, user message, `token_count` after items, `turn_aborted`
+//!   or `compacted`. Steps have no id: the source id is `line:N`, the first
+//!   line the model produced in the step (its usage line when it produced
+//!   none).
+//! - Online (see the crate doc): a step's message and items are written as
+//!   they are read, its usage (which comes first) with its message as
+//!   `UsageReported`, its finish once a later line closes it; a step still
+//!   open at the end of the file is stored as far as it is known. A tool
+//!   call's output completes its part (`PartUpdated`).
 //! - `token_count.info.last_token_usage` is the step's usage. Codex's
 //!   `input_tokens` already includes `cached_input_tokens` and its
 //!   `output_tokens` includes `reasoning_output_tokens`; they are stored the
@@ -35,9 +40,10 @@
 //! - the recorded `model_context_window` (in `task_started` and
 //!   `token_count`) is 95 % of the configured window: the configured one
 //!   is recovered (`window × 100 / 95`);
-//! - a step of text only waits until the next line that is not a report
-//!   (or its task's `task_complete`): before `compacted` it is the
-//!   compaction's own answer, no message;
+//! - a step of text only is written only once the next line that is not a
+//!   report (or its task's `task_complete`) shows it is no compaction's own
+//!   answer (before `compacted` it is, and it is no message); a step with
+//!   a tool call is written as it is read;
 //! - `compacted.replacement_history` is what Codex sends from then on: its
 //!   messages (the user's recent prompts, the initial context) are
 //!   recorded again, as synthetic user messages, and are the compaction's
@@ -57,28 +63,41 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::BufRead;
 
-/// One item of a step not yet written (the step's source id is known only
-/// when it ends).
+/// One item of a step not written yet.
 struct Item {
     body: PartBody,
     source: Option<String>,
+    at: u64,
 }
 
+/// The step in progress: its message once written, and its items not yet
+/// written (all of them, for a 0.169 step of text only, which may turn out
+/// to be a compaction's own answer).
 #[derive(Default)]
 struct Step {
     usage: Option<TokenUsage>,
+    /// The step's message, once its first item was written.
+    message: Option<MessageId>,
     items: Vec<Item>,
-    /// call id → index in `items`.
-    calls: BTreeMap<String, usize>,
+    /// The step made a tool call.
+    has_tool: bool,
     start: u64,
     at: u64,
-    end_line: u64,
+    /// The line of its first item (of its usage when it has none).
+    first_line: u64,
+}
+
+impl Step {
+    /// Nothing of it read yet.
+    fn is_empty(&self) -> bool {
+        self.message.is_none() && self.items.is_empty() && self.usage.is_none()
+    }
 }
 
 struct Importer<'a> {
     b: Builder<'a>,
     step: Option<Step>,
-    /// Calls of written steps still waiting for their output, by call id.
+    /// Written calls still waiting for their output, by call id.
     written: BTreeMap<String, OpenCall>,
     last_user: Option<MessageId>,
     line: u64,
@@ -133,53 +152,110 @@ impl<'a> Importer<'a> {
         })
     }
 
-    fn push_item(&mut self, at: u64, body: PartBody, source: Option<String>) -> usize {
+    /// Adds an item to the step in progress and writes what may be written
+    /// of it: everything, but for a 0.169 step of text only (see
+    /// [`Importer::held`]), which waits for its usage record.
+    fn push_item(
+        &mut self,
+        at: u64,
+        body: PartBody,
+        source: Option<String>,
+    ) -> Result<(), ImportError> {
         let line = self.line;
+        let tool = matches!(body, PartBody::Tool { .. });
+        let waits_for_usage = self.since_0_169;
         let s = self.step(at);
-        s.items.push(Item { body, source });
+        if s.message.is_none() && s.items.is_empty() {
+            s.first_line = line;
+        }
+        s.items.push(Item { body, source, at });
         s.at = at;
-        s.end_line = line;
-        s.items.len() - 1
+        s.has_tool |= tool;
+        if !waits_for_usage || s.has_tool {
+            let mut s = self.step.take().unwrap_or_default();
+            let written = self.write_items(&mut s);
+            self.step = Some(s);
+            written?;
+        }
+        Ok(())
     }
 
-    /// Why the step still open at the end of the input waits for the next
-    /// import (see [`ImportOptions::live`]), if it does.
-    fn open_step_waits(&self) -> Option<String> {
-        if let Some(h) = &self.held {
-            // It may be a compaction's answer whose `compacted` is not
-            // written yet.
-            return self.b.options().live.then(|| {
-                format!(
-                    "the step of line {} may be a compaction's answer (--live)",
-                    h.end_line.max(1)
-                )
-            });
-        }
+    /// The call of the step in progress that has no output yet, if one
+    /// has none: the step is stored as far as it is known, and its end
+    /// waits for a later line (none says which item is a step's last).
+    fn open_call(&self) -> Option<String> {
         let s = self.step.as_ref()?;
-        if s.items.is_empty() && s.usage.is_none() {
-            return None;
-        }
-        let from = s.end_line.max(1);
-        if let Some(call) = s.items.iter().find_map(|i| match &i.body {
-            PartBody::Tool {
-                call_id,
-                state: ToolState::Pending { .. },
-                ..
-            } => Some(call_id),
-            _ => None,
-        }) {
-            return Some(format!(
-                "the step of line {from} waits for the output of call {call:?}"
-            ));
-        }
-        self.b
-            .options()
-            .live
-            .then(|| format!("the step of line {from} may still grow (--live)"))
+        let message = s.message?;
+        let state = self.b.state()?;
+        self.written
+            .iter()
+            .find(|(_, c)| state.part(c.part).is_some_and(|(m, _)| m.id == message))
+            .map(|(call, _)| {
+                format!(
+                    "the step of line {} waits for the output of call {call:?}",
+                    s.first_line.max(1)
+                )
+            })
     }
 
-    /// Writes the open step: its message, its parts, its finish. Returns
-    /// the message written, if any.
+    /// Writes step `s`'s message, when it has none yet, and its items not
+    /// written yet. A step whose usage is known before its items (before
+    /// 0.169, `token_count` comes first) records it with its message.
+    fn write_items(&mut self, s: &mut Step) -> Result<(), ImportError> {
+        if s.message.is_none() {
+            if s.items.is_empty() && s.usage.is_none() {
+                return Ok(());
+            }
+            let model = self.b.model().map(|m| ModelRef {
+                provider: "openai".into(),
+                model: m.to_owned(),
+            });
+            let message = self.b.message(
+                s.start,
+                Role::Assistant,
+                NewMessage {
+                    parent: self.last_user,
+                    source: Some(format!("line:{}", s.first_line)),
+                    model,
+                    ..NewMessage::default()
+                },
+            )?;
+            s.message = Some(message);
+            if let (Some(tokens), false) = (s.usage, s.items.is_empty()) {
+                self.b
+                    .record(s.start, Event::UsageReported { message, tokens })?;
+            }
+        }
+        let Some(message) = s.message else {
+            return Ok(());
+        };
+        for item in std::mem::take(&mut s.items) {
+            let pending = match &item.body {
+                PartBody::Tool {
+                    call_id,
+                    tool,
+                    state: ToolState::Pending { input, .. },
+                } => Some((call_id.clone(), tool.clone(), input.clone())),
+                _ => None,
+            };
+            let part = self.b.part(item.at, message, item.body, item.source)?;
+            if let Some((call, tool, input)) = pending {
+                self.written.insert(
+                    call,
+                    OpenCall {
+                        part,
+                        tool,
+                        input,
+                        start: item.at,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the step in progress: what is left of it written, and its
+    /// finish. Returns its message, if it has one.
     fn close_step(&mut self, aborted: bool) -> Result<Option<MessageId>, ImportError> {
         let Some(s) = self.step.take() else {
             return Ok(None);
@@ -187,55 +263,15 @@ impl<'a> Importer<'a> {
         self.write_step(s, aborted)
     }
 
-    /// Writes step `s` (see [`Importer::close_step`]).
-    fn write_step(&mut self, s: Step, aborted: bool) -> Result<Option<MessageId>, ImportError> {
-        if s.items.is_empty() && s.usage.is_none() {
+    /// Ends step `s` (see [`Importer::close_step`]).
+    fn write_step(&mut self, mut s: Step, aborted: bool) -> Result<Option<MessageId>, ImportError> {
+        self.write_items(&mut s)?;
+        let Some(message) = s.message else {
             return Ok(None);
-        }
-        let model = self.b.model().map(|m| ModelRef {
-            provider: "openai".into(),
-            model: m.to_owned(),
-        });
-        let message = self.b.message(
-            s.start,
-            Role::Assistant,
-            NewMessage {
-                parent: self.last_user,
-                source: Some(format!("line:{}", s.end_line)),
-                model,
-                ..NewMessage::default()
-            },
-        )?;
-        let mut has_tool = false;
-        let mut ids = Vec::with_capacity(s.items.len());
-        for item in s.items {
-            if let PartBody::Tool {
-                call_id,
-                tool,
-                state,
-            } = &item.body
-            {
-                has_tool = true;
-                ids.push(Some((call_id.clone(), tool.clone(), state.clone())));
-            } else {
-                ids.push(None);
-            }
-            let part = self.b.part(s.at, message, item.body, item.source)?;
-            if let Some(Some((call, tool, ToolState::Pending { input, .. }))) = ids.last() {
-                self.written.insert(
-                    call.clone(),
-                    OpenCall {
-                        part,
-                        tool: tool.clone(),
-                        input: input.clone(),
-                        start: s.at,
-                    },
-                );
-            }
-        }
+        };
         let reason = if aborted {
             FinishReason::Other("aborted".into())
-        } else if has_tool {
+        } else if s.has_tool {
             FinishReason::ToolCalls
         } else {
             FinishReason::Stop
@@ -347,11 +383,7 @@ impl<'a> Importer<'a> {
             return Ok(());
         }
         self.last_total = total;
-        if self
-            .step
-            .as_ref()
-            .is_some_and(|s| s.usage.is_some() || !s.items.is_empty())
-        {
+        if self.step.as_ref().is_some_and(|s| !s.is_empty()) {
             self.close_step(false)?;
         }
         // The window applies from this request on, not to the one closed.
@@ -365,8 +397,8 @@ impl<'a> Importer<'a> {
         let line = self.line;
         let s = self.step(at);
         s.usage = Some(usage);
-        if s.items.is_empty() {
-            s.end_line = line;
+        if s.message.is_none() && s.items.is_empty() {
+            s.first_line = line;
         }
         Ok(())
     }
@@ -392,10 +424,10 @@ impl<'a> Importer<'a> {
             ..Step::default()
         });
         s.usage = Some(usage);
-        if s.items.is_empty() {
-            s.end_line = line;
+        if s.message.is_none() && s.items.is_empty() {
+            s.first_line = line;
         }
-        if s.calls.is_empty() {
+        if !s.has_tool {
             self.held = Some(s);
         } else {
             self.write_step(s, false)?;
@@ -417,7 +449,10 @@ impl<'a> Importer<'a> {
     fn turn_aborted(&mut self, p: &Value, at: u64) -> Result<(), ImportError> {
         // Only a step the abort cut short gets the error; an abort
         // before the model answered leaves nothing to mark.
-        let cut = self.step.as_ref().is_some_and(|s| !s.items.is_empty());
+        let cut = self
+            .step
+            .as_ref()
+            .is_some_and(|s| s.message.is_some() || !s.items.is_empty());
         let written = self.close_step(cut)?;
         if let Some(m) = written.filter(|_| cut) {
             let reason = p
@@ -585,7 +620,7 @@ impl<'a> Importer<'a> {
                                 synthetic: false,
                                 time: None,
                             };
-                            self.push_item(at, body, None);
+                            self.push_item(at, body, None)?;
                         }
                     }
                     Ok(())
@@ -603,8 +638,7 @@ impl<'a> Importer<'a> {
                             .join("\n")
                     })
                     .unwrap_or_default();
-                self.push_item(at, PartBody::Reasoning { text, time: None }, None);
-                Ok(())
+                self.push_item(at, PartBody::Reasoning { text, time: None }, None)
             }
             "function_call" | "custom_tool_call" | "local_shell_call" => {
                 let call_id = p
@@ -646,9 +680,7 @@ impl<'a> Importer<'a> {
                     tool,
                     state: ToolState::Pending { input, raw },
                 };
-                let i = self.push_item(at, body, Some(call_id.clone()));
-                self.step(at).calls.insert(call_id, i);
-                Ok(())
+                self.push_item(at, body, Some(call_id))
             }
             "function_call_output" | "custom_tool_call_output" | "local_shell_call_output" => {
                 self.output(p, at)
@@ -685,28 +717,9 @@ impl<'a> Importer<'a> {
             Some(Value::Null) | None => (String::new(), Json::Null),
             Some(_) => return Err(self.err("field `payload.output` is not a string")),
         };
-        // The call is still in the open step: complete it in place.
-        if let Some(s) = self.step.as_mut() {
-            if let Some(&i) = s.calls.get(&call_id) {
-                let start = s.start;
-                if let Some(PartBody::Tool { state, .. }) =
-                    s.items.get_mut(i).map(|item| &mut item.body)
-                {
-                    if matches!(state, ToolState::Pending { .. }) {
-                        *state = ToolState::Completed {
-                            input: state.input().clone(),
-                            output: text,
-                            title: None,
-                            metadata,
-                            start,
-                            end: at,
-                            attachments: Vec::new(),
-                        };
-                        return Ok(());
-                    }
-                }
-                return Err(self.err(format!("a second output for call {call_id:?}")));
-            }
+        // Every call is written as it is read: its output completes it.
+        if !self.written.contains_key(&call_id) && self.call_lines.contains_key(&call_id) {
+            return Err(self.err(format!("a second output for call {call_id:?}")));
         }
         let call = self
             .written
@@ -741,14 +754,11 @@ pub fn import<R: BufRead>(
         im.line(&v)
     })?;
     im.b.unfinished_line(unfinished);
-    match im.open_step_waits() {
-        Some(why) => im.b.step_waits(&why),
-        None => {
-            im.close_step(false)?;
-            if let Some(held) = im.held.take() {
-                im.write_step(held, false)?;
-            }
-        }
+    // The step in progress is stored as far as it is known (a 0.169 step
+    // of text only waits: it may be a compaction's answer); its end waits
+    // for a later line.
+    if let Some(why) = im.open_call() {
+        im.b.step_waits(&why);
     }
     im.b.finish()
 }

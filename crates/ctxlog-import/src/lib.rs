@@ -20,6 +20,16 @@
 //!   compaction marker and not wholly synthetic; turns count real prompts.
 //! - Times are clamped to never go backwards (recordings are not always
 //!   monotonic; the log is).
+//! - **Import is online**: the events a line (an OpenCode message) gives
+//!   depend only on it and the lines before it, so importing any prefix of
+//!   a recording gives a prefix of what the whole file gives, and a later
+//!   import of the grown file only appends. What a later line may still
+//!   change waits for it: a step's end (Claude Code writes each content
+//!   block of an answer as a line of its own, and no line says which is the
+//!   last), a step whose tool calls have no result yet, a last line without
+//!   its newline that does not parse. What describes the session (title,
+//!   cost, source fields) comes last, apart from what happened
+//!   ([`ctxlog_core::Event::is_description`]).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -113,7 +123,9 @@ impl Format {
     }
 
     fn detect_object(o: &serde_json::Map<String, serde_json::Value>) -> Option<Format> {
-        if o.contains_key("info") && o.contains_key("messages") {
+        // An export without its `info` is one still: the importer names
+        // what is missing.
+        if o.contains_key("messages") && (o.contains_key("info") || o["messages"].is_array()) {
             return Some(Format::OpenCode);
         }
         let ty = o.get("type")?.as_str()?;
@@ -155,12 +167,6 @@ pub struct ImportOptions {
     /// The longest JSONL line, or OpenCode export message, read; longer
     /// input is refused, so memory stays bounded on any input.
     pub max_line_bytes: u64,
-    /// The recording may still be growing (the agent is writing it): the
-    /// step still open at its end waits for the next import, since more of
-    /// its parts, its tool results or its end may follow. A step whose tool
-    /// calls have no result yet waits in any case. Either way, importing
-    /// the grown file later appends only what is new.
-    pub live: bool,
     /// Which version of the recording this is: 0 for the first; each
     /// `import --replace` of a recording that changed in the past stores it
     /// as the next version, a session with ids of its own.
@@ -178,7 +184,6 @@ impl Default for ImportOptions {
             detect_policy: true,
             limits: LimitOverrides::default(),
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
-            live: false,
             version: 0,
         }
     }
@@ -227,8 +232,7 @@ pub(crate) const NO_SESSION: &str = "no session found: nothing to import";
 
 impl ImportError {
     /// The input holds no session yet: for a recording still being written
-    /// ([`ImportOptions::live`]) there is nothing to import yet, which is no
-    /// failure.
+    /// there is nothing to import yet, which is no failure.
     pub fn holds_no_session(&self) -> bool {
         self.message == NO_SESSION
     }

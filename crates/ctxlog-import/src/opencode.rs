@@ -248,13 +248,12 @@ impl<'a> Importer<'a> {
             None => None,
         }
         .unwrap_or(at);
-        let title = info
-            .as_ref()
-            .and_then(|i| str_at(i, "title"))
-            .map(str::to_owned);
+        // The title is a description (OpenCode generates it after the first
+        // prompt): it is recorded with the others, never in `SessionStarted`,
+        // whose bytes must not change as the session grows.
         let version = info.as_ref().and_then(|i| str_at(i, "version"));
         let policy = self.b.policy_for(version);
-        self.b.start(&id, created, title, policy)
+        self.b.start(&id, created, None, policy)
     }
 
     /// Keeps the fields of `source` that ctxlog does not model besides
@@ -928,10 +927,8 @@ impl<'de> Visitor<'de> for Messages<'_, '_> {
         }
         if let Some((n, m)) = held {
             match still_written(&m) {
-                Some(why) if self.0.b.options().live => {
-                    self.0.b.step_waits(&format!("messages[{n}] {why}"))
-                }
-                _ => self.0.message_or_fail(n, m)?,
+                Some(why) => self.0.b.step_waits(&format!("messages[{n}] {why}")),
+                None => self.0.message_or_fail(n, m)?,
             }
         }
         self.0.b.at.path = None;
@@ -1010,6 +1007,13 @@ pub fn import<R: BufRead>(
         return Err(im.err(
             "messages".into(),
             "missing: an OpenCode export has a `messages` array (an empty session has `[]`)",
+        ));
+    }
+    if im.info.is_none() {
+        return Err(im.err(
+            "info".into(),
+            "missing: an OpenCode export has an `info` object (the session's id, title, \
+             directory and version); nothing was imported",
         ));
     }
     if !im.b.started() {

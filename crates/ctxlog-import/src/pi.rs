@@ -547,14 +547,8 @@ pub fn import<R: BufRead>(
         im.line(&v)
     })?;
     im.b.unfinished_line(unfinished);
-    // A session line alone: the session exists, unless the agent may still
-    // be writing its first entry.
-    if let Some(header) = im.header.take() {
-        if !options.live {
-            im.b.at.line = 1;
-            im.begin(&header, None)?;
-        }
-    }
+    // A session line alone holds no session yet: the agent may still be
+    // writing its first entry (which may name the model).
     im.b.finish()
 }
 

@@ -131,6 +131,12 @@ fn rollout() -> String {
             "event_msg",
             token_count(usage(83_500, 1_065), usage(3_000, 5)),
         ),
+        // The turn's end: its answer is no compaction's.
+        line(
+            26,
+            "event_msg",
+            json!({"type": "task_complete", "last_agent_message": "Done (reply-2)."}),
+        ),
     ];
     lines.join("\n") + "\n"
 }
@@ -213,10 +219,7 @@ fn a_0_169_rollout_has_its_usage_on_its_steps_and_its_replacement_history_as_the
         .into_iter()
         .filter(|e| !e.event.is_description())
         .collect();
-    let live = ImportOptions {
-        live: true,
-        ..ImportOptions::default()
-    };
+    let live = ImportOptions::default();
     for (cut, _) in text.char_indices().filter(|(_, c)| *c == '\n') {
         let part: Vec<Envelope> = match import(&text.as_bytes()[..=cut], "r", Format::Codex, &live)
         {
@@ -244,10 +247,7 @@ fn a_live_import_after_a_turn_stores_its_answer() {
         .take(14)
         .map(|l| format!("{l}\n"))
         .collect();
-    let live = ImportOptions {
-        live: true,
-        ..ImportOptions::default()
-    };
+    let live = ImportOptions::default();
     let a = import(text.as_bytes(), "r", Format::Codex, &live).unwrap();
     let s = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
     assert!(

@@ -2,10 +2,12 @@
 //! gives a prefix of what happened in the whole file (its events but those
 //! that describe the session, which may change as it grows), so a later
 //! import only appends; storing the prefixes one after another, as a user
-//! re-importing a growing file does, ends with what a fresh import stores.
+//! re-importing a growing file does, ends with exactly what a fresh import
+//! stores: the same events at the same seqs, the same digest, description
+//! and export.
 
-use ctxlog_core::{Envelope, EventPack, SessionState};
-use ctxlog_engine::catalog::store_recording;
+use ctxlog_core::{Envelope, EventPack, SessionId};
+use ctxlog_engine::catalog::{descriptions_after, load_described, store_recording};
 use ctxlog_import::{import, Format, ImportOptions};
 use ctxlog_store::{EventLog, MemoryLog};
 use std::path::PathBuf;
@@ -18,21 +20,46 @@ fn happened(events: &[Envelope]) -> Vec<&Envelope> {
         .collect()
 }
 
-fn recordings() -> Vec<(PathBuf, Format)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/sessions");
+/// A session's events as stored.
+fn read(log: &MemoryLog, session: SessionId) -> Vec<Envelope> {
+    log.read(session, 1)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// A session's OpenCode export, its descriptions included.
+fn export(log: &MemoryLog, session: SessionId) -> String {
+    let mut events = read(log, session);
+    let head = events.len() as u64;
+    events.extend(descriptions_after(log, session, head).unwrap());
     let mut out = Vec::new();
-    for (dir, format) in [
-        ("claude-code", Format::ClaudeCode),
-        ("codex", Format::Codex),
-        ("pi", Format::Pi),
+    ctxlog_import::export::opencode(&events, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// The JSONL recordings: the checked-in fixtures, and the real ones in
+/// `../shared/sessions` when it is there.
+fn recordings() -> Vec<(PathBuf, Format)> {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for root in [
+        here.join("../../fixtures/sessions"),
+        here.join("../../../shared/sessions"),
     ] {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-            eprintln!("skipped: {} is absent", root.join(dir).display());
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        files.sort();
-        out.extend(files.into_iter().map(|f| (f, format)));
+        for (dir, format) in [
+            ("claude-code", Format::ClaudeCode),
+            ("codex", Format::Codex),
+            ("pi", Format::Pi),
+        ] {
+            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+                eprintln!("skipped: {} is absent", root.join(dir).display());
+                continue;
+            };
+            let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+            files.sort();
+            out.extend(files.into_iter().map(|f| (f, format)));
+        }
     }
     out
 }
@@ -58,8 +85,7 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
             .filter(|(_, b)| **b == b'\n')
             .map(|(i, _)| i + 1)
             .collect();
-        let lines = cuts.len();
-        // and inside lines
+        // and inside lines (inside UTF-8 characters too),
         let mut x = 0x9E37_79B9_7F4A_7C15u64 ^ bytes.len() as u64;
         for _ in 0..cuts.len().min(60) {
             x ^= x << 13;
@@ -67,12 +93,13 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
             x ^= x << 17;
             cuts.push((x % bytes.len() as u64) as usize);
         }
-        for (i, cut) in cuts.into_iter().enumerate() {
+        // and just before the final newline; all in order, as a file grows.
+        cuts.push(bytes.len().saturating_sub(1));
+        cuts.sort_unstable();
+        cuts.dedup();
+        for cut in cuts {
             tried += 1;
-            let live = ImportOptions {
-                live: true,
-                ..ImportOptions::default()
-            };
+            let live = ImportOptions::default();
             match import(&bytes[..cut], &name, format, &live) {
                 // Nothing of the session is written yet.
                 Err(e) if e.holds_no_session() => {}
@@ -94,10 +121,8 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
                             whole_happened.get(at).map(|e| e.event.kind())
                         ));
                     }
-                    if i < lines {
-                        if let Err(e) = store_recording(&log, a.events.clone()) {
-                            failures.push(format!("{name} @{cut}: re-import refused: {e}"));
-                        }
+                    if let Err(e) = store_recording(&log, a.events.clone()) {
+                        failures.push(format!("{name} @{cut}: re-import refused: {e}"));
                     }
                 }
             }
@@ -108,32 +133,40 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
             continue;
         }
         let session = whole[0].session;
-        let stored: Vec<Envelope> = log
-            .read(session, 1)
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
-        let (grown, fresh) = (
-            SessionState::replay(&stored).unwrap(),
-            SessionState::replay(&whole).unwrap(),
-        );
-        // Seqs aside: the descriptions stored on the way stand between.
-        let what = |events: Vec<&Envelope>| {
-            events
-                .into_iter()
-                .map(|e| (e.id, e.recorded_at, e.event.clone()))
-                .collect::<Vec<_>>()
-        };
-        if stored
+        let fresh = MemoryLog::new();
+        store_recording(&fresh, EventPack::try_from(&whole[..]).unwrap()).unwrap();
+        let (grown_events, fresh_events) = (read(&log, session), read(&fresh, session));
+        // The same events at the same seqs: what happened, byte for byte.
+        if grown_events != fresh_events {
+            let at = grown_events
+                .iter()
+                .zip(&fresh_events)
+                .position(|(g, f)| g != f)
+                .unwrap_or(grown_events.len().min(fresh_events.len()));
+            failures.push(format!(
+                "{name}: the grown store differs from a fresh import from seq {} on ({} vs {} events)",
+                at + 1,
+                grown_events.len(),
+                fresh_events.len()
+            ));
+        }
+        let digest = |l: &MemoryLog| l.replay(session).unwrap().digest();
+        if digest(&log) != digest(&fresh) {
+            failures.push(format!("{name}: the digests differ"));
+        }
+        // What a user sees of it: its description and its export.
+        let about = |l: &MemoryLog| load_described(l, session).unwrap().state.about;
+        if about(&log) != about(&fresh) {
+            failures.push(format!("{name}: the descriptions differ"));
+        }
+        if export(&log, session) != export(&fresh, session) {
+            failures.push(format!("{name}: the exports differ"));
+        }
+        if grown_events
             .windows(2)
             .any(|w| w[1].recorded_at < w[0].recorded_at)
         {
             failures.push(format!("{name}: the grown store's times go backwards"));
-        }
-        if what(happened(&stored)) != what(whole_happened.clone()) || grown.about != fresh.about {
-            failures.push(format!(
-                "{name}: the grown store differs from a fresh import"
-            ));
         }
     }
     for f in failures.iter().take(60) {

@@ -90,18 +90,23 @@ fn every_shared_recording_imports_counts_and_replays_deterministically() {
         seen.insert(format.name());
         let a = import(text.as_bytes(), &name, format, &ImportOptions::default())
             .unwrap_or_else(|e| panic!("{e}"));
-        // A recording cut while a tool ran: its last step's end waits for
-        // the result, and the import says so.
-        let waits = a.warnings.iter().any(|w| w.contains("waits for the"));
+        let s1 = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
+        let s2 = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
+        assert_eq!(s1.digest(), s2.digest(), "{name}");
+        // The last step's end waits for a later line (no line says which of
+        // its items is the last): it is stored as far as it is known, open.
+        let open = s1
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant && !m.summary && m.finish.is_none())
+            .count() as u64;
+        assert!(open <= 1, "{name}: at most the last step is open");
         assert_eq!(
-            (a.steps + u64::from(waits), a.tool_calls),
+            (a.steps + open, a.tool_calls),
             independent_counts(format, &text),
             "{name}: (steps, tool calls); {:?}",
             a.warnings
         );
-        let s1 = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
-        let s2 = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
-        assert_eq!(s1.digest(), s2.digest(), "{name}");
         assert_eq!(s1.messages.len() as u64, a.messages, "{name}");
         assert!(a.source_session.is_some(), "{name}");
         assert!(
@@ -109,14 +114,15 @@ fn every_shared_recording_imports_counts_and_replays_deterministically() {
             "{name}: {:?}",
             a.warnings
         );
-        // the steps carry the usage; the window is not empty
+        // every step carries its usage, the open one too; the window is not
+        // empty
         let stepped = s1
             .messages
             .iter()
             .filter(|m| m.role == Role::Assistant && !m.summary)
             .filter(|m| m.tokens.is_some())
             .count() as u64;
-        assert_eq!(stepped, a.steps, "{name}: every step has usage");
+        assert_eq!(stepped, a.steps + open, "{name}: every step has usage");
         assert!(!window(&s1).messages.is_empty(), "{name}");
         // a second import gives the same events: the store deduplicates it
         let b = import(text.as_bytes(), &name, format, &ImportOptions::default()).unwrap();

@@ -31,10 +31,7 @@ pub fn check_every_prefix(path: &Path, format: Format) -> usize {
     let whole = import(&bytes[..], &name, format, &ImportOptions::default())
         .unwrap_or_else(|e| panic!("{e}"));
     let whole = happened(whole.events.to_vec().unwrap());
-    let live = ImportOptions {
-        live: true,
-        ..ImportOptions::default()
-    };
+    let live = ImportOptions::default();
     let mut imported = 0;
     for (cut, _) in bytes.iter().enumerate().filter(|(_, b)| **b == b'\n') {
         let part = match import(&bytes[..=cut], &name, format, &live) {
