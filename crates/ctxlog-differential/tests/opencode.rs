@@ -22,7 +22,7 @@
 //!   through OpenCode and back into ctxlog unchanged;
 //! - OpenCode's SQLite database, read by ctxlog, gives exactly OpenCode's
 //!   export of each session, and reading it while OpenCode works never
-//!   stops OpenCode; the snapshots read meanwhile, imported (`live`) and
+//!   stops OpenCode; the snapshots read meanwhile, imported and
 //!   stored one after another, grow into the finished session.
 //!
 //! The npm install is cached outside git; when the registry cannot be

@@ -19,10 +19,10 @@ pub enum CatalogError {
     /// The stored session is not a prefix of the recording.
     #[error(
         "session {session} is already stored with different events (from event {at} on: \
-         a different file with the same session id, an edited or branched file, other \
-         import options, or an earlier import of the file while its agent was still \
-         writing it without --live); nothing was written. To store this file as the \
-         session's new version, keeping the stored one readable, import it with --replace"
+         a different file with the same session id, an edited or branched file, or a \
+         store an older ctxlog wrote while the agent was still writing the file); nothing \
+         was written. To store this file as the session's new version, keeping the stored \
+         one readable, import it with --replace"
     )]
     Diverged {
         /// The session.

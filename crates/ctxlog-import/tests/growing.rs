@@ -178,3 +178,62 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
         failures.len()
     );
 }
+
+/// A store written before the description stream kept an import's
+/// descriptions at the end of the session's events: a later import of the
+/// grown file still extends it (its descriptions are passed over), and the
+/// latest description is what is read.
+#[test]
+fn a_session_stored_with_its_descriptions_inline_is_extended() {
+    use ctxlog_store::{Expected, NewEvent};
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/sessions/claude-code/edge-cases.jsonl");
+    let bytes = std::fs::read(&path).unwrap();
+    let half = bytes[..bytes.len() / 2]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .unwrap()
+        + 1;
+    let options = ImportOptions::default();
+    let old = import(&bytes[..half], "c", Format::ClaudeCode, &options).unwrap();
+    let old = old.events.to_vec().unwrap();
+    assert!(old.last().unwrap().event.is_description());
+    let session = old[0].session;
+    // As the older build stored it: everything in one stream.
+    let log = MemoryLog::new();
+    log.append(
+        session,
+        Expected::NoStream,
+        old.iter().cloned().map(NewEvent::from).collect(),
+    )
+    .unwrap();
+    let whole = import(&bytes[..], "c", Format::ClaudeCode, &options).unwrap();
+    let stored = store_recording(&log, whole.events.clone()).unwrap();
+    assert!(stored.grew && stored.new_events > 0);
+    let events = read(&log, session);
+    assert_eq!(events[..old.len()], old[..], "the old events stay");
+    let happened = |e: &[Envelope]| -> Vec<Envelope> {
+        e.iter()
+            .filter(|e| !e.event.is_description())
+            .cloned()
+            .map(|mut e| {
+                e.seq = 0;
+                e
+            })
+            .collect()
+    };
+    assert_eq!(
+        happened(&events),
+        happened(&whole.events.to_vec().unwrap()),
+        "what happened, all of it, once"
+    );
+    let fresh = MemoryLog::new();
+    store_recording(&fresh, whole.events).unwrap();
+    assert_eq!(
+        load_described(&log, session).unwrap().state.about,
+        load_described(&fresh, session).unwrap().state.about
+    );
+    // Importing again writes nothing.
+    let again = import(&bytes[..], "c", Format::ClaudeCode, &options).unwrap();
+    assert_eq!(store_recording(&log, again.events).unwrap().new_events, 0);
+}

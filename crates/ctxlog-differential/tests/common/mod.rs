@@ -21,7 +21,7 @@ fn happened(events: Vec<Envelope>) -> Vec<Envelope> {
         .collect()
 }
 
-/// The recording the agent wrote, imported `live` at every line end while
+/// The recording the agent wrote, imported at every line end while
 /// it grew, gives a prefix of what the whole file gives: an import made
 /// while the agent is still writing never stores what a later one
 /// contradicts. Returns how many prefixes were imported.
