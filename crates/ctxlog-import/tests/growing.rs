@@ -93,6 +93,16 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
             x ^= x << 17;
             cuts.push((x % bytes.len() as u64) as usize);
         }
+        // inside multi-byte UTF-8 characters (after a lead byte),
+        cuts.extend(
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b >= 0xC0)
+                .map(|(i, _)| i + 1)
+                .step_by(7)
+                .take(40),
+        );
         // and just before the final newline; all in order, as a file grows.
         cuts.push(bytes.len().saturating_sub(1));
         cuts.sort_unstable();
