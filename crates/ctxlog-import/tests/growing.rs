@@ -182,6 +182,7 @@ fn every_prefix_of_a_recording_imports_to_a_prefix_of_its_events() {
     for f in failures.iter().take(60) {
         eprintln!("{f}");
     }
+    eprintln!("{tried} prefixes imported and stored in turn");
     assert!(
         failures.is_empty(),
         "{} of {tried} prefixes",
