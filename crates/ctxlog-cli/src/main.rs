@@ -1075,7 +1075,10 @@ pub(crate) fn print_audit(entries: &[ctxlog_core::AuditEntry]) {
 
 fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), CliError> {
     let (store, named) = stored_session_to_write(cli, session)?;
-    let catalog_failed = |e: catalog::CatalogError| CliError::Failed(e.to_string());
+    let catalog_failed = |e: catalog::CatalogError| match e {
+        e @ catalog::CatalogError::Replaced { .. } => CliError::BadInput(e.to_string()),
+        e => CliError::Failed(e.to_string()),
+    };
     // A session that mirrors a recording stays as the recording made it, so
     // later imports of the recording still extend it: the compaction is
     // kept in its copy `<source>@manual`.

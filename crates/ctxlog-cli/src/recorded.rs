@@ -3,7 +3,7 @@
 
 use crate::ui::{self, Counting};
 use crate::{open_store, CliError};
-use ctxlog_core::{Envelope, EventPack, Policy, SessionId, SessionState};
+use ctxlog_core::{Envelope, EventPack, Policy, Role, SessionId, SessionState};
 use ctxlog_engine::catalog::{self, CatalogError, Stored};
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_import::discover::{database_sessions, discover, recordings_in, Found, Layout, Places};
@@ -774,6 +774,12 @@ fn steps_and_peak(st: &SessionState) -> (u64, u64) {
                 steps += 1;
                 peak = peak.max(ctxlog_core::StepTokens::of(tokens).total);
             }
+        }
+        // A step whose end is not recorded yet, with the usage it reported
+        // (the timeline's open row).
+        if let (Role::Assistant, None, Some(tokens)) = (m.role, &m.finish, &m.tokens) {
+            steps += 1;
+            peak = peak.max(ctxlog_core::StepTokens::of(tokens).total);
         }
     }
     (steps, peak)

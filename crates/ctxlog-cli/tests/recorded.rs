@@ -63,9 +63,10 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
             "claude-code/edge-cases.jsonl",
             "claude-code",
             "7f1c2d3e-4b5a-4c6d-8e9f-0a1b2c3d4e5f",
-            // its last step's call has no result: that step's end waits;
-            // its isMeta line is a message (Claude Code sends it)
-            (12, 4, 3),
+            // its last step's call has no result: that step is stored,
+            // open, its end waiting; its isMeta line is a message (Claude
+            // Code sends it)
+            (12, 4, 4),
         ),
         (
             "codex/edge-cases.jsonl",
@@ -73,7 +74,7 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
             "01997e76-d124-7592-9cac-2ec05abbca08",
             // its last step (a call and its output) is open: stored, with
             // its usage, its end waiting for a later line
-            (11, 5, 4),
+            (11, 5, 5),
         ),
         (
             "pi/edge-cases.jsonl",

@@ -42,13 +42,15 @@ impl Timeline {
     }
 }
 
-/// One model step (a `StepFinished` on an agent's assistant message; the
+/// One model step (a `StepFinished` on an agent's assistant message, or
+/// the last step of a session whose end is not recorded yet, `open`; the
 /// summarizer's calls are events of the step they follow).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRow {
-    /// The `StepFinished` event's seq.
+    /// The `StepFinished` event's seq (of an open step: the session's head).
     pub seq: Seq,
-    /// When it finished, ms since the epoch.
+    /// When it finished, ms since the epoch (of an open step: the session's
+    /// last event's time).
     pub time: TimestampMs,
     /// The assistant message.
     pub message: MessageId,
@@ -75,7 +77,8 @@ pub struct StepRow {
     pub events: Vec<StepEvent>,
     /// The step's end is not recorded yet (the last row only): its usage
     /// is what the model reported so far ([`Event::UsageReported`]), no
-    /// overflow check has run on it, and `seq` is the report's.
+    /// overflow check has run on it, and the row is the session as it
+    /// ends.
     #[serde(default)]
     pub open: bool,
 }
@@ -196,15 +199,18 @@ pub fn timeline_and_state(
         at_step(&state, &row);
         steps.push(row);
     }
-    if let Some(
-        e @ Envelope {
+    // A step still open at the end: a row of the session as it ends, with
+    // the usage reported so far.
+    if let (
+        Some(Envelope {
             event: Event::UsageReported { message, tokens },
             ..
-        },
-    ) = open
+        }),
+        Some(last),
+    ) = (open, events.last())
     {
         if state.message(*message).is_some_and(|m| m.finish.is_none()) {
-            let row = step_row(&state, e, *message, tokens, true);
+            let row = step_row(&state, last, *message, tokens, true);
             at_step(&state, &row);
             steps.push(row);
         }
@@ -219,9 +225,10 @@ pub fn timeline_and_state(
     Ok((timeline, state))
 }
 
-/// The row of the step of `message` with `tokens`, reported by `e`, in
-/// `state` (the state right after `e`); `open`: its end is not recorded
-/// yet, so no overflow check ran on it.
+/// The row of the step of `message` with `tokens` at `e`, in `state` (the
+/// state right after `e`): `e` finished the step, or, `open`, is the last
+/// event of a session whose last step's end is not recorded yet (no
+/// overflow check ran on it).
 fn step_row(
     state: &SessionState,
     e: &Envelope,

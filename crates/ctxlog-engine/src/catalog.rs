@@ -36,6 +36,18 @@ pub enum CatalogError {
     /// Neither a ctxlog id nor a recording's id of a stored session.
     #[error("no session {0:?} (neither a ctxlog id nor a source session id)")]
     NotFound(String),
+    /// A version of a recording that a newer one replaced: work on it goes
+    /// to the newer one.
+    #[error(
+        "session {session} is an older version of its recording, replaced by {by}: \
+         work on {by} (the recording's own id names it)"
+    )]
+    Replaced {
+        /// The older version.
+        session: SessionId,
+        /// The version that replaced it.
+        by: SessionId,
+    },
     /// A recording's id (or a prefix) that names several stored sessions.
     #[error("{text:?} names {} sessions ({}); use a longer prefix or a ctxlog id", sessions.len(), list(sessions))]
     Ambiguous {
@@ -80,12 +92,12 @@ pub const CHUNK_BYTES: u64 = 1024 * 1024;
 /// a prefix of the recording is refused, with nothing written.
 ///
 /// What happened goes to the session; its descriptions
-/// ([`Event::is_description`], and the title `SessionStarted` carries in
-/// older stores) to its description stream
+/// ([`Event::is_description`]) to its description stream
 /// ([`ctxlog_core::description_stream`]): those may change while a
-/// recording grows, so they are left out of the prefix check, and each
-/// whose latest stored version differs from the recording's is appended
-/// there (with the id of its place). So the session's events and seqs are
+/// recording grows, so they are left out of the prefix check (as is the
+/// title `SessionStarted` carries in older stores), and each whose latest
+/// stored version differs from the recording's is appended there (with
+/// the id of its place). So the session's events and seqs are
 /// the same however often the recording was imported while it grew.
 ///
 /// The new events go in batches of at most [`CHUNK_EVENTS`] events and
@@ -166,7 +178,11 @@ pub fn store_recording_adopting(
         });
     }
     let mut stream_head = stream_head;
-    let appends = batches.count + usize::from(!changed.is_empty());
+    let mut description_batches = Batches::default();
+    for d in &changed {
+        description_batches.add(codec::encoded_len(&d.event));
+    }
+    let appends = batches.count + description_batches.count;
     if appends > 1 {
         let mark = Event::ImportStarted {
             head: head + new_content as u64,
@@ -653,6 +669,9 @@ pub fn manual_copy(
     log: &impl EventLog,
     session: SessionId,
 ) -> Result<(SessionId, bool), CatalogError> {
+    if let Some(by) = replaced_by(log, session)? {
+        return Err(CatalogError::Replaced { session, by });
+    }
     let head = log.head(session)?;
     let source =
         source_of(log, session)?.ok_or_else(|| CatalogError::NotFound(session.to_string()))?;

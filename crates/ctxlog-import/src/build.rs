@@ -680,6 +680,14 @@ impl<'a> Builder<'a> {
             });
         };
         let (session, messages) = (r.session(), r.state().messages.len() as u64);
+        // A step whose end is not recorded yet counts too: it is a model
+        // call, with the usage it reported (the timeline's open row).
+        let open = r
+            .state()
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::Assistant && m.finish.is_none() && m.tokens.is_some())
+            .count() as u64;
         debug_assert!(r.events().is_empty(), "every event was packed");
         let events = self.pack;
         Ok(Imported {
@@ -688,7 +696,7 @@ impl<'a> Builder<'a> {
             source_session: self.source_session,
             messages,
             tool_calls: self.tool_ids.len() as u64,
-            steps: self.steps,
+            steps: self.steps + open,
             warnings: self.warnings,
             events,
         })

@@ -15,7 +15,8 @@
 //! - Ids derive from the recording's own session id, so a second import of
 //!   the same file yields the same events (the store deduplicates them).
 //! - Source ids (message ids, call ids) ride on the events; a step with no
-//!   id of its own gets `line:N`, the 1-based line that ends it.
+//!   id of its own gets `line:N`, a 1-based line of its own (for Codex the
+//!   first the model produced in it: online, its last is not known yet).
 //! - A *real user prompt* is a user message that is not a tool result, not a
 //!   compaction marker and not wholly synthetic; turns count real prompts.
 //! - Times are clamped to never go backwards (recordings are not always
@@ -123,9 +124,17 @@ impl Format {
     }
 
     fn detect_object(o: &serde_json::Map<String, serde_json::Value>) -> Option<Format> {
-        // An export without its `info` is one still: the importer names
-        // what is missing.
-        if o.contains_key("messages") && (o.contains_key("info") || o["messages"].is_array()) {
+        // An export without its `info` is one still (its messages are
+        // `{info, parts}`): the importer names what is missing.
+        let opencode_message = |m: &serde_json::Value| {
+            m.get("info").is_some_and(serde_json::Value::is_object) && m.get("parts").is_some()
+        };
+        let messages = o.get("messages").and_then(serde_json::Value::as_array);
+        if o.contains_key("info") && o.contains_key("messages")
+            || messages
+                .and_then(|m| m.first())
+                .is_some_and(opencode_message)
+        {
             return Some(Format::OpenCode);
         }
         let ty = o.get("type")?.as_str()?;
@@ -206,7 +215,8 @@ pub struct Imported {
     pub messages: u64,
     /// Distinct tool invocations.
     pub tool_calls: u64,
-    /// Model calls (steps).
+    /// Model calls (steps), a last one whose end is not recorded yet
+    /// included.
     pub steps: u64,
     /// Things the user should know (e.g. a model assumed to have default
     /// limits).

@@ -286,9 +286,10 @@ fn every_format_round_trips_through_an_opencode_export() {
 #[test]
 fn claude_code_edge_cases() {
     let (a, s) = load("claude-code/edge-cases.jsonl", Format::ClaudeCode);
-    // The last step's call has no result: its end waits for the file to
-    // grow (an earlier unanswered call does not hold anything back).
-    assert_eq!((a.steps, a.tool_calls), (3, 4));
+    // The last step's call has no result: the step is stored, open, and
+    // its end waits for the file to grow (an earlier unanswered call does
+    // not hold anything back).
+    assert_eq!((a.steps, a.tool_calls), (4, 4));
     assert!(
         a.warnings
             .iter()
@@ -327,7 +328,7 @@ fn codex_edge_cases() {
     let (a, s) = load("codex/edge-cases.jsonl", Format::Codex);
     // The last step (a call and its output) is stored as far as it is
     // known, with its usage: its end waits for a later line.
-    assert_eq!((a.steps, a.tool_calls), (4, 5));
+    assert_eq!((a.steps, a.tool_calls), (5, 5));
     let last = s
         .messages
         .iter()

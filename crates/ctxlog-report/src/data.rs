@@ -63,6 +63,7 @@ pub fn session_data(label: &str, events: &[Envelope]) -> Result<SessionData, Rep
                 "threshold": row.threshold,
                 "percent": row.percent,
                 "window_estimate": row.window_estimate,
+                "open": row.open,
                 "events": row.events,
                 "pivot": pivot,
                 "window": window,

@@ -343,7 +343,7 @@ function show(c,i){
   var st=s.steps[step];
   document.getElementById('where').textContent='step '+(step+1)+' of '+s.steps.length+' · seq '+st.seq;
   var info=document.getElementById('step-info');info.textContent='';
-  info.appendChild(el('div','', when(st.time)+' · total '+fmt(st.total)+' tokens (input '+fmt(st.tokens.input)+', output '+fmt(st.tokens.output)+', cache read '+fmt(st.tokens.cache_read)+', cache write '+fmt(st.tokens.cache_write)+(st.tokens.total_reported?'':', total computed')+') · usable '+fmt(st.usable)+(st.percent===null?'':' ('+st.percent+'% used)')+' · threshold '+fmt(st.threshold)+' · window estimate '+fmt(st.window_estimate)));
+  info.appendChild(el('div','', when(st.time)+' · total '+fmt(st.total)+' tokens (input '+fmt(st.tokens.input)+', output '+fmt(st.tokens.output)+', cache read '+fmt(st.tokens.cache_read)+', cache write '+fmt(st.tokens.cache_write)+(st.tokens.total_reported?'':', total computed')+') · usable '+fmt(st.usable)+(st.percent===null?'':' ('+st.percent+'% used)')+' · threshold '+fmt(st.threshold)+' · window estimate '+fmt(st.window_estimate)+(st.open?' · open: its end is not recorded yet, the usage is what the model reported so far':'')));
   var evs=document.getElementById('step-events');evs.textContent='';
   st.events.forEach(function(e){var d=el('div','ev');d.appendChild(el('b','',e.kind));d.appendChild(document.createTextNode(' seq '+e.seq+': '+e.what));evs.appendChild(d);});
   var rem=document.getElementById('step-removed');rem.textContent='';

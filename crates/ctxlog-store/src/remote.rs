@@ -116,7 +116,7 @@ impl RemoteLog {
 
     fn ask_verify(&self) -> Result<VerifyReport, Asked> {
         let mut reply = self.request(&Request::Verify)?;
-        match self.next(&mut reply)? {
+        match self.first_reply(&mut reply)? {
             Reply::Verify(report) => Ok(report.into()),
             other => Err(Asked::Failed(self.unexpected(other))),
         }
@@ -124,7 +124,7 @@ impl RemoteLog {
 
     fn ask_head(&self, session: SessionId) -> Result<Seq, Asked> {
         let mut reply = self.request(&Request::Head(session))?;
-        match self.next(&mut reply)? {
+        match self.first_reply(&mut reply)? {
             Reply::Head(seq) => Ok(seq),
             other => Err(Asked::Failed(self.unexpected(other))),
         }
@@ -132,7 +132,7 @@ impl RemoteLog {
 
     fn ask_sessions(&self) -> Result<Vec<(SessionId, Seq)>, Asked> {
         let mut reply = self.request(&Request::Sessions)?;
-        match self.next(&mut reply)? {
+        match self.first_reply(&mut reply)? {
             Reply::Sessions(sessions) => Ok(sessions),
             other => Err(Asked::Failed(self.unexpected(other))),
         }
@@ -142,7 +142,7 @@ impl RemoteLog {
         let mut reply = self.request(&Request::Read(session, from))?;
         // The first reply tells whether the holder still answers; events
         // that follow arrive as they are read.
-        let first = self.next(&mut reply)?;
+        let first = self.first_reply(&mut reply)?;
         Ok(RemoteRead {
             log: self,
             reply,
@@ -163,6 +163,20 @@ impl RemoteLog {
     /// The next reply that is not `Working`; `Failed` is the owner's error,
     /// `Closing` a holder that is letting go of the store.
     fn next(&self, reply: &mut BufReader<UnixStream>) -> Result<Reply, Asked> {
+        self.reply(reply, false)
+    }
+
+    /// The first reply to a request, as [`RemoteLog::next`], but a
+    /// connection the holder dropped before it answered anything (it
+    /// ended between accepting the request and serving it) is
+    /// [`Asked::Gone`]: nothing was read, so whoever asked may read the
+    /// store itself instead.
+    fn first_reply(&self, reply: &mut BufReader<UnixStream>) -> Result<Reply, Asked> {
+        self.reply(reply, true)
+    }
+
+    /// [`RemoteLog::next`]; `first`: see [`RemoteLog::first_reply`].
+    fn reply(&self, reply: &mut BufReader<UnixStream>, first: bool) -> Result<Reply, Asked> {
         loop {
             match read_frame::<Reply>(reply) {
                 Ok(Reply::Working) => continue,
@@ -171,6 +185,7 @@ impl RemoteLog {
                 }
                 Ok(Reply::Closing) => return Err(Asked::Gone("it is closing the store".into())),
                 Ok(other) => return Ok(other),
+                Err(e) if first && dropped(&e) => return Err(Asked::Gone(e.to_string())),
                 Err(e) => return Err(Asked::Failed(self.gone(&e))),
             }
         }
@@ -208,6 +223,18 @@ enum Asked {
     Gone(String),
     /// The request failed (the holder's error, or it stopped mid-answer).
     Failed(StoreError),
+}
+
+/// Whether `e` is a connection the other side dropped (rather than one
+/// that timed out or carried a bad frame).
+fn dropped(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::UnexpectedEof
+    )
 }
 
 /// A connection to the socket of the store at `store`.
