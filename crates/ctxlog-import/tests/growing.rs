@@ -248,3 +248,64 @@ fn a_session_stored_with_its_descriptions_inline_is_extended() {
     let again = import(&bytes[..], "c", Format::ClaudeCode, &options).unwrap();
     assert_eq!(store_recording(&log, again.events).unwrap().new_events, 0);
 }
+
+/// Imports `bytes` cut at each of `cuts` in turn (as a file grows), then
+/// whole, into one log; whether it ends as a fresh import (events at their
+/// seqs, digest, description, export), or why not.
+fn converges(bytes: &[u8], name: &str, format: Format, cuts: &[usize]) -> Result<(), String> {
+    let options = ImportOptions::default();
+    let log = MemoryLog::new();
+    for &cut in cuts {
+        match import(&bytes[..cut], name, format, &options) {
+            Err(e) if e.holds_no_session() => {}
+            Err(e) => return Err(format!("@{cut}: refused: {e}")),
+            Ok(a) => {
+                store_recording(&log, a.events).map_err(|e| format!("@{cut}: {e}"))?;
+            }
+        }
+    }
+    let whole = import(bytes, name, format, &options).map_err(|e| e.to_string())?;
+    let session = whole.session;
+    store_recording(&log, whole.events.clone()).map_err(|e| format!("whole: {e}"))?;
+    let fresh = MemoryLog::new();
+    store_recording(&fresh, whole.events).map_err(|e| e.to_string())?;
+    if read(&log, session) != read(&fresh, session) {
+        return Err("the events differ".into());
+    }
+    if log.replay(session).unwrap().digest() != fresh.replay(session).unwrap().digest() {
+        return Err("the digests differ".into());
+    }
+    let about = |l: &MemoryLog| load_described(l, session).unwrap().state.about;
+    if about(&log) != about(&fresh) || export(&log, session) != export(&fresh, session) {
+        return Err("the description or the export differs".into());
+    }
+    Ok(())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    /// Any growth of any recording, cut anywhere any number of times,
+    /// converges (a failing set of cuts shrinks to the fewest that fail).
+    #[test]
+    fn any_growth_of_any_recording_converges(
+        which in 0usize..64,
+        mut fractions in proptest::collection::vec(0u32..1_000_000, 0..8),
+    ) {
+        let files = recordings();
+        let (path, format) = &files[which % files.len()];
+        let bytes = std::fs::read(path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        fractions.sort_unstable();
+        let cuts: Vec<usize> = fractions
+            .iter()
+            .map(|f| (bytes.len() as u64 * u64::from(*f) / 1_000_000) as usize)
+            .collect();
+        let result = converges(&bytes, &name, *format, &cuts);
+        proptest::prop_assert!(result.is_ok(), "{name} cut at {cuts:?}: {:?}", result);
+    }
+}
