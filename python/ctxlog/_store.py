@@ -39,6 +39,9 @@ class SessionInfo:
     """The estimated tokens of what the model sees now."""
     started_at: int
     """When the session started, ms since the epoch."""
+    interrupted: bool = False
+    """Its last import was cut short (killed midway): importing the
+    recording again completes it."""
 
 
 @dataclass(frozen=True)

@@ -507,6 +507,7 @@ fn sessions_json<L: EventLog>(engine: &Engine<L>) -> PyResult<String> {
             "pruned_parts": s.pruned_parts().count(),
             "window_tokens": ctxlog_core::window::estimate_window(s),
             "started_at": s.started_at,
+            "interrupted": catalog::interrupted(engine.store(), id).map_err(py_err)?,
         });
         rows.push(row);
     }
