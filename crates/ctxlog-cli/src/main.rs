@@ -1121,7 +1121,6 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
             ..
         }) => json!({
             "ok": true, "session": session.to_string(), "job": job.to_string(),
-            "compacted_session": session.to_string(),
             "recording_session": copy.is_some().then(|| named.to_string()),
             "kept_as": copy.as_ref().and_then(|(_, name)| name.clone()),
             "summary": summary.to_string(), "redactions": redactions,

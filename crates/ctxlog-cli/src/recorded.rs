@@ -837,8 +837,10 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
         ids.push(s.to_string());
         // A session that does not read (damage, or acknowledged events the
         // store lost) is listed with why, never left out (nor filtered).
-        let loaded = match catalog::load_described(&store, s) {
-            Ok(loaded) => loaded,
+        let read = catalog::load_described(&store, s)
+            .and_then(|loaded| Ok((loaded, catalog::interrupted(&store, s)?)));
+        let (loaded, interrupted) = match read {
+            Ok(read) => read,
             Err(e) => {
                 rows.push(
                     json!({"session": s.to_string(), "events": head, "error": e.to_string()}),
@@ -893,7 +895,7 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
             "model": about.and_then(|a| a.model.clone()),
             "cost_usd": about.and_then(|a| a.cost_usd),
             "replaced_by": st.replaced_by.map(|r| r.to_string()),
-            "interrupted": catalog::interrupted(&store, s).map_err(|e| CliError::Failed(e.to_string()))?,
+            "interrupted": interrupted,
         }));
     }
     sort_rows(&mut rows, a.sort, a.desc);

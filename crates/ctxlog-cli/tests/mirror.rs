@@ -61,7 +61,7 @@ fn a_manual_compaction_is_kept_beside_the_recording_which_still_grows() {
     assert_eq!(compacted["recording_session"], mirror.as_str());
     let name = format!("{source}@manual");
     assert_eq!(compacted["kept_as"], name.as_str());
-    let copy = compacted["compacted_session"].as_str().unwrap().to_owned();
+    let copy = compacted["session"].as_str().unwrap().to_owned();
     assert_ne!(copy, mirror);
 
     // The unchanged file imports again (nothing new), then the grown one.
@@ -102,7 +102,7 @@ fn a_manual_compaction_is_kept_beside_the_recording_which_still_grows() {
     // Once the recording grew, compacting again makes a new copy of it and
     // the older copy is marked replaced.
     let again = json(&db, &["--json", "compact", &mirror]);
-    let newer = again["compacted_session"].as_str().unwrap().to_owned();
+    let newer = again["session"].as_str().unwrap().to_owned();
     assert_ne!(newer, copy);
     let listed = json(&db, &["--json", "sessions"]);
     let old = listed["sessions"]

@@ -137,6 +137,10 @@ fn open_db(path: &Path, in_use_wait: Duration, cache_bytes: u64) -> Result<sled:
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
+            // A store whose creation was cut short: sled wrote its `conf`
+            // and was killed before its log (`db`) existed, so nothing was
+            // ever written to it; without that `conf` it is created again.
+            Err(sled::Error::Corruption { at: None, .. }) if set_aside_unborn(path) => {}
             Err(e @ sled::Error::Corruption { at: None, .. }) if recovered < 2 => {
                 // Open again without the derived file sled could not read:
                 // its snapshots first, then its config file.
@@ -194,6 +198,23 @@ fn recover_snapshots(path: &Path) -> bool {
         }
         changed
     })
+}
+
+/// Moves the `conf` of a store that has no log (`db`) yet into
+/// [`SET_ASIDE`]: sled wrote it first when it created the store, and a
+/// process killed right after leaves a store sled refuses to open, though
+/// it never held anything. Whether it was moved.
+fn set_aside_unborn(path: &Path) -> bool {
+    if path.join("db").exists() || !path.join("conf").exists() {
+        return false;
+    }
+    let aside = path.join(SET_ASIDE);
+    let moved = std::fs::create_dir_all(&aside).is_ok()
+        && std::fs::rename(path.join("conf"), aside.join("conf-without-a-log")).is_ok();
+    if moved {
+        tracing::warn!(store = %path.display(), "a store whose creation was cut short (a config file, no log): created again");
+    }
+    moved
 }
 
 /// sled's `conf` file holds the configuration ctxlog always opens with

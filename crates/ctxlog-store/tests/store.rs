@@ -901,6 +901,31 @@ fn a_witness_cut_at_creation_is_restarted_from_the_heads() {
     );
 }
 
+/// A store whose creation was cut short (sled wrote its `conf` and was
+/// killed before its log existed, as `kill_import.rs` saw twice) held
+/// nothing: it opens, and is created again.
+#[test]
+fn a_store_killed_before_its_log_existed_opens() {
+    let dir = tempdir();
+    std::fs::create_dir_all(dir.0.join("blobs")).unwrap();
+    std::fs::write(
+        dir.0.join("conf"),
+        "segment_size: 524288\nuse_compression: false\nversion: 0.34\n",
+    )
+    .unwrap();
+    let store = SledStore::open(&dir.0).unwrap();
+    let (a, ev_a) = session_events(47, 6);
+    store.append(a, Expected::NoStream, ev_a).unwrap();
+    assert!(store.verify().unwrap().ok());
+    drop(store);
+    assert!(dir
+        .0
+        .join("unreadable-sled-snapshots/conf-without-a-log")
+        .is_file());
+    let store = SledStore::open(&dir.0).unwrap();
+    assert_eq!(store.replay(a).unwrap().head, 6);
+}
+
 /// What the holder of a store serves over its socket equals what it reads
 /// itself (sessions, heads, events, verification), in buffered mode only
 /// up to what is flushed; appends through it are refused; a closed store
