@@ -108,15 +108,27 @@ impl IdSource for SeededIds {
 /// sequence (a growing recording's next import draws those for its new
 /// events), and the same place always gets the same id. A UUID v8.
 pub fn description_event_id(session: SessionId, seq: Seq) -> EventId {
+    EventId(derived_uuid(
+        b"ctxlog session description",
+        &[session.as_bytes(), &seq.to_le_bytes()],
+    ))
+}
+
+/// A UUID v8 derived from `parts` under `tag` (SHA-256 of the tag, a NUL
+/// and the parts): the same inputs always give the same id, and ids
+/// derived under different tags never meet.
+pub fn derived_uuid(tag: &[u8], parts: &[&[u8]]) -> Uuid {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    h.update(b"ctxlog session description\0");
-    h.update(session.as_bytes());
-    h.update(seq.to_le_bytes());
+    h.update(tag);
+    h.update([0u8]);
+    for part in parts {
+        h.update(part);
+    }
     let digest = h.finalize();
     let mut bytes = [0u8; 16];
     bytes.copy_from_slice(&digest[..16]);
-    EventId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
 }
 
 /// The first bytes of every description stream's id.
@@ -130,14 +142,9 @@ const DESCRIPTION_STREAM_TAG: [u8; 6] = *b"ctxdsc";
 /// first six bytes are `ctxdsc` (as a UUID v7 time, the year 5400), so
 /// [`is_description_stream`] tells one from a session.
 pub fn description_stream(session: SessionId) -> SessionId {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(b"ctxlog description stream\0");
-    h.update(session.as_bytes());
-    let digest = h.finalize();
-    let mut bytes = [0u8; 16];
+    let derived = derived_uuid(b"ctxlog description stream", &[session.as_bytes()]);
+    let mut bytes = *derived.as_bytes();
     bytes[..6].copy_from_slice(&DESCRIPTION_STREAM_TAG);
-    bytes[6..].copy_from_slice(&digest[..10]);
     SessionId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
 }
 

@@ -48,8 +48,8 @@ pub use event::{
 };
 pub use guard::LoopGuard;
 pub use ids::{
-    description_event_id, description_stream, is_description_stream, EventId, IdSource, MessageId,
-    PartId, SeededIds, Seq, SessionId, TimestampMs,
+    derived_uuid, description_event_id, description_stream, is_description_stream, EventId,
+    IdSource, MessageId, PartId, SeededIds, Seq, SessionId, TimestampMs,
 };
 pub use json::{Json, JsonNumber};
 pub use pack::EventPack;

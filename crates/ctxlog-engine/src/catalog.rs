@@ -3,8 +3,8 @@
 //! resolving a session by its ctxlog id or its recording's own id.
 
 use ctxlog_core::{
-    codec, description_event_id, description_stream, is_description_stream, Envelope, Event,
-    EventPack, SessionId, SessionState, SourceTarget,
+    codec, derived_uuid, description_event_id, description_stream, is_description_stream, Envelope,
+    Event, EventPack, SessionId, SessionState, SourceTarget,
 };
 use ctxlog_store::{EventLog, Expected, LoadedState, NewEvent, StoreError};
 use std::collections::BTreeMap;
@@ -740,29 +740,19 @@ pub fn manual_copy(
 /// The id of the [`manual_copy`] of `session` at `head`: a UUID v8 derived
 /// from both.
 fn copy_id(session: SessionId, head: u64) -> SessionId {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(b"ctxlog manual copy\0");
-    h.update(session.as_bytes());
-    h.update(head.to_le_bytes());
-    let digest = h.finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    SessionId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+    SessionId(derived_uuid(
+        b"ctxlog manual copy",
+        &[session.as_bytes(), &head.to_le_bytes()],
+    ))
 }
 
 /// The id in `copy` of the event `id` of the session it copies: derived,
 /// so the ids of every copy are its own.
 fn copied_event_id(copy: SessionId, id: ctxlog_core::EventId) -> ctxlog_core::EventId {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(b"ctxlog copied event\0");
-    h.update(copy.as_bytes());
-    h.update(id.as_bytes());
-    let digest = h.finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    ctxlog_core::EventId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+    ctxlog_core::EventId(derived_uuid(
+        b"ctxlog copied event",
+        &[copy.as_bytes(), id.as_bytes()],
+    ))
 }
 
 /// The recording's own id, from a session's first event.
