@@ -488,9 +488,8 @@ fn sessions_json<L: EventLog>(engine: &Engine<L>) -> PyResult<String> {
     for (id, head) in catalog::sessions(engine.store()).map_err(py_err)? {
         // From the newest snapshot, not through the engine's cache: a
         // listing holds one session's state at a time.
-        let s = &catalog::load_described(engine.store(), id)
-            .map_err(py_err)?
-            .state;
+        let (loaded, interrupted) = catalog::load_listed(engine.store(), id).map_err(py_err)?;
+        let s = &loaded.state;
         let about = s.about.clone().unwrap_or_default();
         let row = json!({
             "id": id.to_string(),
@@ -507,7 +506,7 @@ fn sessions_json<L: EventLog>(engine: &Engine<L>) -> PyResult<String> {
             "pruned_parts": s.pruned_parts().count(),
             "window_tokens": ctxlog_core::window::estimate_window(s),
             "started_at": s.started_at,
-            "interrupted": catalog::interrupted(engine.store(), id).map_err(py_err)?,
+            "interrupted": interrupted,
         });
         rows.push(row);
     }

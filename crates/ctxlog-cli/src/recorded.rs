@@ -837,9 +837,7 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
         ids.push(s.to_string());
         // A session that does not read (damage, or acknowledged events the
         // store lost) is listed with why, never left out (nor filtered).
-        let read = catalog::load_described(&store, s)
-            .and_then(|loaded| Ok((loaded, catalog::interrupted(&store, s)?)));
-        let (loaded, interrupted) = match read {
+        let (loaded, interrupted) = match catalog::load_listed(&store, s) {
             Ok(read) => read,
             Err(e) => {
                 rows.push(

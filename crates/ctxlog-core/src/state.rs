@@ -571,7 +571,7 @@ impl SessionState {
             } => self.check_part_appended(*message, *part, body),
             Event::PartUpdated { part, body } => self.check_part_updated(*part, body),
             Event::StepFinished { message, part, .. } => self.check_step_finished(*message, *part),
-            Event::UsageReported { message, .. } => self.check_usage_reported(*message),
+            Event::UsageReported { message, .. } => self.check_agent_step(*message, "usage"),
             Event::CompactionRequested {
                 message,
                 part,
@@ -684,27 +684,18 @@ impl SessionState {
     }
 
     fn check_step_finished(&self, message: MessageId, part: PartId) -> Result<(), Violation> {
-        let msg = self.existing_message(message)?;
+        self.existing_message(message)?;
         self.ensure_new_part(part)?;
-        if msg.role != Role::Assistant {
-            return Err(Violation::WrongRole {
-                kind: "step-finish",
-                role: "user",
-                message,
-            });
-        }
-        if msg.summary {
-            return Err(Violation::StepOnSummary(message));
-        }
-        Ok(())
+        self.check_agent_step(message, "step-finish")
     }
 
-    /// Usage is reported on an agent's assistant message (never a summary).
-    fn check_usage_reported(&self, message: MessageId) -> Result<(), Violation> {
+    /// A step (`kind`: its finish, or the usage it reported) is an agent's
+    /// assistant message, never a summary.
+    fn check_agent_step(&self, message: MessageId, kind: &'static str) -> Result<(), Violation> {
         let msg = self.existing_message(message)?;
         if msg.role != Role::Assistant {
             return Err(Violation::WrongRole {
-                kind: "usage",
+                kind,
                 role: "user",
                 message,
             });

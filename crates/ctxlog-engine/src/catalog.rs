@@ -308,15 +308,26 @@ fn last_time(log: &impl EventLog, stream: SessionId) -> Result<u64, CatalogError
 /// description stream) has not reached. The next import that completes
 /// the recording clears it.
 pub fn interrupted(log: &impl EventLog, session: SessionId) -> Result<bool, CatalogError> {
-    let stream = description_stream(session);
     let mut announced = None;
-    for e in log.read(stream, 1)? {
+    for e in log.read(description_stream(session), 1)? {
         if let Event::ImportStarted { head, descriptions } = e?.event {
             announced = Some((head, descriptions));
         }
     }
+    reached(log, session, announced)
+}
+
+/// Whether an import announced as (`head`, `descriptions`) did not reach
+/// them (see [`interrupted`]).
+fn reached(
+    log: &impl EventLog,
+    session: SessionId,
+    announced: Option<(u64, u64)>,
+) -> Result<bool, CatalogError> {
     Ok(match announced {
-        Some((head, descriptions)) => log.head(session)? < head || log.head(stream)? < descriptions,
+        Some((head, descriptions)) => {
+            log.head(session)? < head || log.head(description_stream(session))? < descriptions
+        }
         None => false,
     })
 }
@@ -329,16 +340,30 @@ pub fn load_described(
     log: &impl EventLog,
     session: SessionId,
 ) -> Result<LoadedState, CatalogError> {
+    load_listed(log, session).map(|(loaded, _)| loaded)
+}
+
+/// [`load_described`] and [`interrupted`] from one read of the
+/// description stream: what a listing shows of a session.
+pub fn load_listed(
+    log: &impl EventLog,
+    session: SessionId,
+) -> Result<(LoadedState, bool), CatalogError> {
     let mut loaded = log.load_state(session)?;
+    let mut announced = None;
     for e in log.read(description_stream(session), 1)? {
         let e = e?;
+        if let Event::ImportStarted { head, descriptions } = e.event {
+            announced = Some((head, descriptions));
+        }
         // A description that no longer fits is only left out: nothing
         // that happened depends on it.
         if let Err(v) = loaded.state.describe(&e.event) {
             tracing::warn!(%session, seq = e.seq, error = %v, "a description was left out");
         }
     }
-    Ok(loaded)
+    let interrupted = reached(log, session, announced)?;
+    Ok((loaded, interrupted))
 }
 
 /// Every session of the log with its head, in session-id order: the log's
