@@ -6,7 +6,7 @@ use crate::log::EventLog;
 use crate::subscribe::Subscription;
 use ctxlog_core::{Envelope, Seq, SessionId};
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A log that can be followed: besides reading, it says which heads are
 /// durable and wakes subscribers when they advance.
@@ -62,6 +62,21 @@ impl Follower {
     /// The next durable events, waiting up to `timeout` for new ones. Events
     /// of one session come in seq order, each exactly once.
     pub fn poll(&mut self, timeout: Duration) -> Result<Vec<Envelope>, StoreError> {
+        // A notification may announce a head already delivered (one that
+        // became durable between subscribing and catching up): it yields
+        // nothing, so wait on for the rest of the timeout.
+        let deadline = Instant::now() + timeout;
+        loop {
+            let out = self.poll_once(deadline.saturating_duration_since(Instant::now()))?;
+            if !out.is_empty() || Instant::now() >= deadline {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// One round of [`Follower::poll`]: the events up to the heads known now
+    /// (first poll) or announced by the next notification.
+    fn poll_once(&mut self, timeout: Duration) -> Result<Vec<Envelope>, StoreError> {
         let targets = self.targets(timeout)?;
         // Checkpoints advance only with events actually returned: a failed
         // read returns nothing and changes nothing, so the next poll retries.
