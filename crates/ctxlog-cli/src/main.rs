@@ -19,6 +19,14 @@ use std::sync::Arc;
 /// `println!` that never panics on output: a closed stdout (`ctxlog sessions
 /// | head -1`) ends the program quietly with exit 0, any other write error
 /// with a message and exit 1. Every module of the binary uses this one.
+/// `eprintln!` through [`write_stderr`]: recorded text in a warning or an
+/// error cannot act on the terminal either.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {
+        $crate::write_stderr(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 macro_rules! println {
     () => {
         $crate::write_stdout(format_args!("\n"))
@@ -41,6 +49,7 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// `ctxlog --help`: the commands grouped by task (a test checks that every
 /// command is listed).
@@ -223,6 +232,10 @@ enum Command {
         /// Write to this file instead of stdout.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Redact secrets (keys, tokens, passwords) from the whole transcript
+        /// (Markdown only; the log is not changed).
+        #[arg(long)]
+        redact: bool,
     },
     /// Run a recording through the engine in memory under a
     /// policy, as if the agent had run under it, and print the decisions
@@ -298,6 +311,10 @@ enum Command {
         /// The HTML file to write.
         #[arg(long)]
         out: PathBuf,
+        /// Redact secrets (keys, tokens, passwords) from everything the page
+        /// shows (the log is not changed).
+        #[arg(long)]
+        redact: bool,
     },
     /// Every prune, compaction request, start, attempt, summary, failure,
     /// pause and continue of a stored session.
@@ -370,10 +387,53 @@ impl CliError {
 }
 
 /// Writes to stdout; see the `println!` above.
+/// Recorded text is made inert on the way out ([`inert`]).
 pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
-    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+    let text = std::fmt::format(args);
+    write_stdout_raw(&inert(&text, JSON_OUTPUT.load(Ordering::Relaxed)));
+}
+
+/// Writes `text` to stdout as it is: only for what ctxlog itself styles
+/// (a bold table header), never recorded text.
+pub(crate) fn write_stdout_raw(text: &str) {
+    if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
         stdout_failed(&e);
     }
+}
+
+/// Writes to stderr, recorded text made inert; a closed stderr is ignored.
+pub(crate) fn write_stderr(args: std::fmt::Arguments<'_>) {
+    let text = std::fmt::format(args);
+    let _ = std::io::stderr()
+        .lock()
+        .write_all(inert(&text, false).as_bytes());
+}
+
+/// Whether stdout carries JSON (`--json`), set once at start.
+static JSON_OUTPUT: AtomicBool = AtomicBool::new(false);
+
+/// `text` with nothing that can act on a terminal: in text output, control
+/// characters and bidirectional overrides become visible symbols
+/// ([`ctxlog_core::printable::lines`]); in JSON (whose strings already
+/// escape C0) the C1 and bidirectional characters left are written as
+/// `\uXXXX` escapes, the same value.
+fn inert(text: &str, json: bool) -> std::borrow::Cow<'_, str> {
+    if !json {
+        return ctxlog_core::printable::lines(text);
+    }
+    let active = |c: char| matches!(c, '\u{80}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{7f}');
+    if !text.chars().any(active) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if active(c) {
+            let _ = std::fmt::Write::write_fmt(&mut out, format_args!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Ends the program after a failed write to stdout: quietly (exit 0) when
@@ -397,6 +457,7 @@ fn main() -> ExitCode {
         }
     }));
     let cli = Cli::parse();
+    JSON_OUTPUT.store(cli.json, Ordering::Relaxed);
     let result = run(&cli);
     // A reader this process serves is not cut off by its exit.
     ctxlog_store::wait_for_readers(std::time::Duration::from_secs(30));
@@ -460,15 +521,25 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Sessions(args) => recorded::sessions(cli.json, &cli.db, args),
         Command::Replay { session } => recorded::replay(cli.json, &cli.db, session),
         Command::Export {
+            format: ExportFormat::Opencode,
+            redact: true,
+            ..
+        } => Err(CliError::BadInput(
+            "--redact applies to --format markdown: an OpenCode export is the session as recorded"
+                .into(),
+        )),
+        Command::Export {
             session,
             format: ExportFormat::Opencode,
             out,
+            redact: false,
         } => recorded::export(cli.json, &cli.db, session, out.as_ref()),
         Command::Export {
             session,
             format: ExportFormat::Markdown,
             out,
-        } => views::export_markdown(cli, session, out.as_deref()),
+            redact,
+        } => views::export_markdown(cli, session, out.as_deref(), *redact),
         Command::Simulate(args) => recorded::simulate(cli.json, &cli.db, args),
         Command::Bench { quick } => bench::run(cli.json, *quick),
         Command::BenchReplayRss { session } => bench::replay_rss_child(cli.json, &cli.db, session),
@@ -479,7 +550,12 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         } => show_window(cli, session, *at, *format),
         Command::Audit { session } => show_audit(cli, session),
         Command::Timeline { session } => views::show_timeline(cli, session),
-        Command::Report { session, with, out } => views::write_report(cli, session, with, out),
+        Command::Report {
+            session,
+            with,
+            out,
+            redact,
+        } => views::write_report(cli, session, with, out, *redact),
         Command::Compact {
             session,
             summarizer,

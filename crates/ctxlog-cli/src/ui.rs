@@ -112,6 +112,17 @@ pub fn cut(text: &str, max: usize) -> String {
 }
 
 fn print_table(header: &[&str], rows: &[Vec<String>], max: usize, cuttable: &[usize]) {
+    // A cell is one line: a newline or tab in a recorded title would break
+    // the columns, an escape would act on the terminal.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|c| ctxlog_core::printable::one_line(c).into_owned())
+                .collect()
+        })
+        .collect();
+    let rows = &rows[..];
     let cols = header.len();
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for r in rows {
@@ -191,7 +202,8 @@ fn print_table(header: &[&str], rows: &[Vec<String>], max: usize, cuttable: &[us
     };
     let head = line(header);
     if color() {
-        println!("\x1b[1m{head}\x1b[0m");
+        // The header's words are ctxlog's own; only they are styled.
+        crate::write_stdout_raw(&format!("\x1b[1m{head}\x1b[0m\n"));
     } else {
         println!("{head}");
     }

@@ -2,8 +2,9 @@
 //! `report` (the HTML page).
 
 use crate::{stored_session, ui, Cli, CliError};
-use ctxlog_core::{timeline, Envelope, StepEvent, StepRow, Timeline};
+use ctxlog_core::{timeline, Envelope, SessionId, StepEvent, StepRow, Timeline};
 use ctxlog_import::time::format_rfc3339_ms;
+use ctxlog_report::redacted::RedactionCounts;
 use ctxlog_report::Curve;
 use serde_json::json;
 use std::path::Path;
@@ -179,13 +180,18 @@ pub(crate) fn write_report(
     session: &str,
     with: &[String],
     out: &Path,
+    redact: bool,
 ) -> Result<(), CliError> {
     let store = crate::open_existing(&cli.db)?;
     let mut logs = Vec::new();
     let mut labels: Vec<String> = Vec::new();
+    let mut redacted = RedactionCounts::new();
     for text in std::iter::once(session).chain(with.iter().map(String::as_str)) {
         let id = crate::recorded::resolve_session(&store, &cli.db, text)?;
-        let events = crate::read_described(&store, id)?;
+        let mut events = crate::read_described(&store, id)?;
+        if redact {
+            events = redacted_copy(id, &events, &mut redacted)?;
+        }
         let base = label(&events);
         let same = labels.iter().filter(|l| **l == base).count();
         labels.push(base.clone());
@@ -208,9 +214,12 @@ pub(crate) fn write_report(
     if cli.json {
         println!(
             "{}",
-            json!({"out": out.display().to_string(), "bytes": html.len(), "sessions": logs.iter().map(|(l, id, e)| json!({"session": id.to_string(), "label": l, "events": e.len()})).collect::<Vec<_>>()})
+            json!({"out": out.display().to_string(), "bytes": html.len(), "sessions": logs.iter().map(|(l, id, e)| json!({"session": id.to_string(), "label": l, "events": e.len()})).collect::<Vec<_>>(), "redacted": redact.then(|| redaction_json(&redacted))})
         );
     } else {
+        if redact {
+            eprintln!("{}", redaction_line(&redacted));
+        }
         println!(
             "wrote {} ({} bytes): {}",
             out.display(),
@@ -249,9 +258,17 @@ pub(crate) fn export_markdown(
     cli: &Cli,
     session: &str,
     out: Option<&Path>,
+    redact: bool,
 ) -> Result<(), CliError> {
     let (store, id) = stored_session(cli, session)?;
-    let events = crate::read_described(&store, id)?;
+    let mut events = crate::read_described(&store, id)?;
+    let mut redacted = RedactionCounts::new();
+    if redact {
+        events = redacted_copy(id, &events, &mut redacted)?;
+        if !cli.json || out.is_none() {
+            eprintln!("{}", redaction_line(&redacted));
+        }
+    }
     let text = ctxlog_report::markdown(&events)
         .map_err(|e| CliError::Failed(format!("session {id}: {e}")))?;
     match out {
@@ -260,7 +277,7 @@ pub(crate) fn export_markdown(
             if cli.json {
                 println!(
                     "{}",
-                    json!({"session": id.to_string(), "format": "markdown", "out": path.display().to_string(), "events": events.len(), "bytes": text.len()})
+                    json!({"session": id.to_string(), "format": "markdown", "out": path.display().to_string(), "events": events.len(), "bytes": text.len(), "redacted": redact.then(|| redaction_json(&redacted))})
                 );
             } else {
                 println!(
@@ -274,6 +291,44 @@ pub(crate) fn export_markdown(
         None => crate::write_stdout(format_args!("{text}")),
     }
     Ok(())
+}
+
+/// A copy of a session's events with their secrets redacted, the counts
+/// added to `counts`.
+fn redacted_copy(
+    id: SessionId,
+    events: &[Envelope],
+    counts: &mut RedactionCounts,
+) -> Result<Vec<Envelope>, CliError> {
+    let (events, found) = ctxlog_report::redacted::redacted_events(events)
+        .map_err(|e| CliError::Failed(format!("session {id}: {e}")))?;
+    for (kind, n) in found {
+        *counts.entry(kind).or_insert(0) += n;
+    }
+    Ok(events)
+}
+
+/// `redacted 3 secrets (2 github-token, 1 private-key)`.
+fn redaction_line(counts: &RedactionCounts) -> String {
+    let total: u32 = counts.values().sum();
+    let kinds: Vec<String> = counts
+        .iter()
+        .map(|(kind, n)| format!("{n} {}", kind.name()))
+        .collect();
+    match total {
+        0 => "redacted no secrets: none of the known shapes was found".into(),
+        1 => format!("redacted 1 secret ({})", kinds.join(", ")),
+        _ => format!("redacted {total} secrets ({})", kinds.join(", ")),
+    }
+}
+
+/// `{"github-token": 2, ...}`.
+fn redaction_json(counts: &RedactionCounts) -> serde_json::Value {
+    counts
+        .iter()
+        .map(|(kind, n)| (kind.name().to_owned(), json!(n)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 /// `1 output`, `3 outputs`.

@@ -39,9 +39,18 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
     let mut continue_messages = BTreeSet::new();
     let mut completed_tools = BTreeSet::new();
     let mut sources = BTreeMap::new();
+    // The last text appended: a summary's, when a summary completes.
+    let mut last_text = "";
     let mut out = Vec::new();
     for e in events {
         note_source(&e.event, &mut sources);
+        if let Event::PartAppended {
+            body: PartBody::Text { text, .. },
+            ..
+        } = &e.event
+        {
+            last_text = text;
+        }
         let line = match &e.event {
             Event::SessionStarted { policy: p, .. } => {
                 policy = p.name.clone();
@@ -83,7 +92,7 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
                 part,
                 body: PartBody::Tool { state, .. },
             } => output_taken_back(*part, state, &mut completed_tools),
-            event => describe(event),
+            event => describe(event, last_text),
         };
         let decided_by = match &e.event {
             Event::CompactionRequested {
@@ -181,7 +190,8 @@ struct Line {
 }
 
 /// The line of a compaction or pruning event; `None` for other events.
-fn describe(event: &Event) -> Option<Line> {
+/// `last_text` is the last text appended (a summary's, when it completes).
+fn describe(event: &Event, last_text: &str) -> Option<Line> {
     let line = |kind, ids, tokens, what| {
         Some(Line {
             kind,
@@ -239,8 +249,9 @@ fn describe(event: &Event) -> Option<Line> {
             vec![job.to_string()],
             Some(tokens.output),
             format!(
-                "summary completed ({} output tokens, {redactions} secrets redacted): the window pivots here",
-                tokens.output
+                "summary completed ({} output tokens, {}): the window pivots here",
+                tokens.output,
+                redactions_by_kind(*redactions, last_text)
             ),
         ),
         Event::CompactionFailed { job, error } => line(
@@ -326,5 +337,23 @@ fn compaction_requested(message: MessageId, auto: bool, trigger: &CompactionTrig
         ids: vec![message.to_string()],
         tokens,
         what: format!("{mode} compaction queued: {why}"),
+    }
+}
+
+/// `n secrets redacted`, with the count of each kind whose marker the
+/// summary text holds (`3 secrets redacted: 2 github-token, 1 private-key`).
+fn redactions_by_kind(total: u32, summary: &str) -> String {
+    let noun = if total == 1 { "secret" } else { "secrets" };
+    if total == 0 {
+        return format!("0 {noun} redacted");
+    }
+    let kinds: Vec<String> = crate::redact::count_markers(summary)
+        .into_iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect();
+    if kinds.is_empty() {
+        format!("{total} {noun} redacted")
+    } else {
+        format!("{total} {noun} redacted: {}", kinds.join(", "))
     }
 }

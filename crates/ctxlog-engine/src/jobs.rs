@@ -108,7 +108,7 @@ impl<L: EventLog> Engine<L> {
             Ok(out) => self.complete(session, state, job, out),
             Err(error) => {
                 // Provider error bodies can echo what they were sent.
-                let error = redact::redact(&error).0;
+                let error = redact::redact(&error).text;
                 let decided = self.run(
                     session,
                     state,
@@ -199,10 +199,10 @@ impl<L: EventLog> Engine<L> {
         job: MessageId,
         out: SummaryOutput,
     ) -> Result<JobOutcome, EngineError> {
-        let (text, found) = redact::redact(&out.text);
-        let redactions = found + out.redacted;
+        let redacted = redact::redact(&out.text);
+        let redactions = redacted.total() + out.redacted;
         let summary = SummaryText {
-            text,
+            text: redacted.text,
             finish: out.finish,
             tokens: out.tokens,
             redactions,

@@ -53,7 +53,7 @@ mod outcome;
 mod session;
 
 pub mod openai;
-pub mod redact;
+pub use ctxlog_core::redact;
 pub mod responses;
 pub mod simulate;
 pub mod summarize;

@@ -666,7 +666,7 @@ fn secrets_are_redacted_from_the_summary_and_counted() {
     ));
     assert_eq!(
         texts(&e.window(s).unwrap())[1],
-        "Use OPENAI_API_KEY=[REDACTED] to call it."
+        "Use OPENAI_API_KEY=[REDACTED openai-key] to call it."
     );
     assert_eq!(e.state(s).unwrap().job(job).unwrap().redactions, 1);
     let log: Vec<Envelope> = e.store().read(s, 1).unwrap().map(Result::unwrap).collect();

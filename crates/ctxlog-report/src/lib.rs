@@ -12,8 +12,10 @@
 #![warn(missing_docs)]
 
 pub mod chart;
+pub mod commonmark;
 pub mod data;
 pub mod markdown;
+pub mod redacted;
 
 use ctxlog_core::{ContentError, Envelope, RefusedEvent, Timeline};
 use data::{session_data, SessionData};
@@ -44,6 +46,15 @@ pub enum ReportError {
     /// Nothing to show.
     #[error("a report needs at least one session")]
     Empty,
+    /// An event could not be copied for redaction (it does not round-trip
+    /// through JSON).
+    #[error("event at seq {seq} could not be redacted: {error}")]
+    Redaction {
+        /// The event's seq.
+        seq: ctxlog_core::Seq,
+        /// What failed.
+        error: String,
+    },
 }
 
 impl ReportError {
@@ -52,6 +63,14 @@ impl ReportError {
         ReportError::Refused {
             label: label.to_owned(),
             refused: Box::new(refused),
+        }
+    }
+
+    /// The error of redacting the event at `seq`.
+    pub(crate) fn redaction(seq: ctxlog_core::Seq, error: &serde_json::Error) -> ReportError {
+        ReportError::Redaction {
+            seq,
+            error: error.to_string(),
         }
     }
 

@@ -3,6 +3,7 @@
 //! apart, pruned tool outputs marked as the model saw them (the original
 //! folded below), the message the window starts at now pointed out.
 
+use crate::commonmark::{code_span, fenced, inline, literal};
 use crate::ReportError;
 use ctxlog_core::window::{window_order, PRUNED_PLACEHOLDER};
 use ctxlog_core::{
@@ -25,21 +26,21 @@ pub fn markdown(events: &[Envelope]) -> Result<String, ReportError> {
         .or_else(|| state.title.clone())
         .or_else(|| state.source_id.clone())
         .unwrap_or_else(|| "session".into());
-    let _ = writeln!(out, "# {}\n", one_line(&title));
+    let _ = writeln!(out, "# {}\n", inline(&title));
     let mut facts = vec![format!(
-        "session `{}`",
-        state.session.map_or("-".into(), |s| s.to_string())
+        "session {}",
+        code_span(&state.session.map_or("-".into(), |s| s.to_string()))
     )];
     if let Some(s) = &state.source_id {
-        facts.push(format!("recorded as `{s}`"));
+        facts.push(format!("recorded as {}", code_span(s)));
     }
     if let Some(a) = about.and_then(|a| a.agent.as_deref()) {
-        facts.push(format!("agent {a}"));
+        facts.push(format!("agent {}", inline(a)));
     }
     if let Some(m) = about.and_then(|a| a.model.as_deref()) {
-        facts.push(format!("model {m}"));
+        facts.push(format!("model {}", inline(m)));
     }
-    facts.push(format!("policy {}", state.policy.name));
+    facts.push(format!("policy {}", inline(&state.policy.name)));
     if state.limits.context > 0 {
         facts.push(format!("context {} tokens", state.limits.context));
     }
@@ -88,7 +89,7 @@ fn message(
             m.created_seq
         );
         if let Some(JobStatus::Failed { error }) = job.map(|j| &j.status) {
-            let _ = writeln!(out, "Failed: {}\n", one_line(error));
+            let _ = writeln!(out, "Failed: {}\n", inline(error));
         }
         return Ok(());
     }
@@ -98,9 +99,7 @@ fn message(
             "**Summary** (the model reads this instead of the history above):\n"
         );
         for text in m.texts_in(events)? {
-            for line in text.lines() {
-                let _ = writeln!(out, "> {line}");
-            }
+            out.push_str(&literal(&text, "> "));
             out.push('\n');
         }
         out.push_str("---\n\n");
@@ -121,14 +120,14 @@ fn message(
         },
         m.error
             .as_ref()
-            .map(|e| format!(" _(error: {})_", one_line(&e.name)))
+            .map(|e| format!(" _(error: {})_", inline(&e.name)))
             .unwrap_or_default()
     );
     out.push('\n');
     for p in &m.parts {
         match &*p.body_in(events)? {
             PartBody::Text { text, .. } => {
-                let _ = writeln!(out, "{}\n", no_html(text.trim_end()));
+                let _ = writeln!(out, "{}", literal(text, ""));
             }
             PartBody::Reasoning { text, .. } => {
                 let _ = writeln!(
@@ -141,7 +140,7 @@ fn message(
                 let _ = writeln!(
                     out,
                     "_(file: {})_\n",
-                    one_line(a.filename.as_deref().unwrap_or(&a.mime))
+                    inline(a.filename.as_deref().unwrap_or(&a.mime))
                 );
             }
             PartBody::Tool {
@@ -152,9 +151,9 @@ fn message(
                 let input = tool_state.input().to_json_string();
                 let _ = writeln!(
                     out,
-                    "Tool `{}` (call `{}`): {}",
-                    one_line(tool),
-                    one_line(call_id),
+                    "Tool {} (call {}): {}",
+                    code_span(tool),
+                    code_span(call_id),
                     code_span(&cut(&input, 200))
                 );
                 out.push('\n');
@@ -165,7 +164,7 @@ fn message(
                                 out,
                                 "Output cleared by a prune at seq {} ({}, ~{} tokens); the model sees {}.\n\n<details><summary>the original output, kept in the log</summary>\n\n{}\n</details>\n",
                                 mark.seq,
-                                mark.policy,
+                                inline(&mark.policy),
                                 mark.tokens,
                                 code_span(PRUNED_PLACEHOLDER),
                                 fenced(&cut(output, MAX_OUTPUT_CHARS))
@@ -193,66 +192,6 @@ fn message(
     Ok(())
 }
 
-/// Markdown text with its HTML tags made text (`<` as `&lt;` outside code
-/// spans and fenced blocks), so a pasted transcript cannot open or close
-/// an element (a `</details>` in a message would end the fold around it).
-fn no_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut fence: Option<usize> = None;
-    for (i, line) in text.split('\n').enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        let ticks = line.trim_start().chars().take_while(|c| *c == '`').count();
-        match fence {
-            Some(open) if ticks >= open => {
-                fence = None;
-                out.push_str(line);
-                continue;
-            }
-            Some(_) => {
-                out.push_str(line);
-                continue;
-            }
-            None if ticks >= 3 => {
-                fence = Some(ticks);
-                out.push_str(line);
-                continue;
-            }
-            None => {}
-        }
-        // Outside a fence: code spans (a run of backticks to the same run)
-        // stay as they are.
-        let mut span: Option<usize> = None;
-        let mut chars = line.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '`' {
-                let mut run = 1;
-                while chars.peek() == Some(&'`') {
-                    chars.next();
-                    run += 1;
-                }
-                span = match span {
-                    Some(open) if open == run => None,
-                    None => Some(run),
-                    other => other,
-                };
-                out.push_str(&"`".repeat(run));
-            } else if c == '<' && span.is_none() {
-                out.push_str("&lt;");
-            } else {
-                out.push(c);
-            }
-        }
-    }
-    out
-}
-
-/// `text` on one line (newlines as spaces).
-fn one_line(text: &str) -> String {
-    text.replace(['\n', '\r'], " ")
-}
-
 /// At most `max` characters, the rest said.
 fn cut(text: &str, max: usize) -> String {
     match crate::data::cut_at(text, max) {
@@ -264,40 +203,12 @@ fn cut(text: &str, max: usize) -> String {
     }
 }
 
-/// A fenced block that no backtick run inside can close.
-fn fenced(text: &str) -> String {
-    let fence = "`".repeat(longest_run(text, '`').max(2) + 1);
-    format!("{fence}\n{}\n{fence}\n", text.trim_end_matches('\n'))
-}
-
-/// An inline code span that no backtick run inside can close.
-fn code_span(text: &str) -> String {
-    let text = one_line(text);
-    let ticks = "`".repeat(longest_run(&text, '`') + 1);
-    format!("{ticks} {text} {ticks}")
-}
-
-fn longest_run(text: &str, c: char) -> usize {
-    let (mut best, mut run) = (0, 0);
-    for ch in text.chars() {
-        run = if ch == c { run + 1 } else { 0 };
-        best = best.max(run);
-    }
-    best
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn fences_and_spans_outlast_the_backticks_inside() {
-        assert_eq!(fenced("a"), "```\na\n```\n");
-        assert_eq!(fenced("x ```` y"), "`````\nx ```` y\n`````\n");
-        assert_eq!(code_span("a`b"), "`` a`b ``");
+    fn long_text_is_cut_with_its_size_said() {
         assert_eq!(cut("abcdef", 3), "abc… (3 more characters)");
-        assert_eq!(no_html("a </details> b"), "a &lt;/details> b");
-        assert_eq!(no_html("`<b>` and <i>"), "`<b>` and &lt;i>");
-        assert_eq!(no_html("```\n<x>\n```\n<y>"), "```\n<x>\n```\n&lt;y>");
     }
 }
