@@ -6,29 +6,14 @@
 use ctxlog_core::printable;
 use std::fmt::Write;
 
-/// ASCII punctuation that can open or close markup anywhere in a line
-/// (CommonMark lets a backslash escape any ASCII punctuation).
+/// ASCII punctuation that can open or close markup within a line: code,
+/// emphasis, links and images (`!` and `(` mean nothing without `[`), raw
+/// HTML and autolinks, entities, strikethrough, table cells, a heading's
+/// closing `#`s. CommonMark lets a backslash escape any of them.
 fn needs_escape(c: char) -> bool {
     matches!(
         c,
-        '\\' | '`'
-            | '*'
-            | '_'
-            | '['
-            | ']'
-            | '<'
-            | '>'
-            | '&'
-            | '~'
-            | '|'
-            | '!'
-            | '#'
-            | '('
-            | ')'
-            | '{'
-            | '}'
-            | '"'
-            | '\''
+        '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '&' | '~' | '|' | '#'
     )
 }
 
@@ -86,7 +71,7 @@ pub fn literal(text: &str, prefix: &str) -> String {
             }
         }
         let digits = body.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 && body[digits..].starts_with('.') {
+        if digits > 0 && body[digits..].starts_with(['.', ')']) {
             out.push_str(&body[..digits]);
             out.push('\\');
             escape_into(&mut out, &body[digits..]);
