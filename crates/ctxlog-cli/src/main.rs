@@ -46,7 +46,7 @@ mod ui;
 mod views;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,9 +103,10 @@ pub(crate) struct Cli {
     /// Print one JSON document on stdout instead of human output.
     #[arg(long, global = true)]
     json: bool,
-    /// The store directory (a sled database), before or after the command;
-    /// default `ctxlog-data` in the current directory, or `$CTXLOG_DB`.
-    #[arg(long, global = true, env = "CTXLOG_DB", default_value = "ctxlog-data")]
+    /// The store directory (a sled database, private to its owner), before
+    /// or after the command; default `$CTXLOG_DB`, else
+    /// `$XDG_DATA_HOME/ctxlog`, else `~/.local/share/ctxlog`.
+    #[arg(long, global = true, env = "CTXLOG_DB", default_value_os_t = default_store())]
     db: PathBuf,
     #[command(subcommand)]
     command: Command,
@@ -359,6 +360,22 @@ enum SummarizerKind {
     /// An OpenAI-compatible endpoint: `OPENAI_BASE_URL`, `OPENAI_API_KEY`,
     /// `CTXLOG_COMPACTION_MODEL`.
     Openai,
+}
+
+/// The store when neither `--db` nor `$CTXLOG_DB` names one: the user's
+/// data directory (`$XDG_DATA_HOME/ctxlog`, else `~/.local/share/ctxlog`,
+/// as the XDG base directory specification has it), the same from any
+/// directory; `./ctxlog-data` only when there is no home.
+fn default_store() -> PathBuf {
+    let var = |k: &str| std::env::var_os(k).map(PathBuf::from);
+    var("XDG_DATA_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            var("HOME")
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".local/share"))
+        })
+        .map_or_else(|| PathBuf::from("ctxlog-data"), |d| d.join("ctxlog"))
 }
 
 /// A failure, with the exit code it maps to.
@@ -628,6 +645,7 @@ pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
     match std::fs::OpenOptions::new().append(true).open(db.join("db")) {
         Ok(_) => {
             let reader = Reader::open(db).map_err(cannot_open)?;
+            tell_widened(db, reader.widened());
             if let Some(pid) = reader.served_by() {
                 eprintln!(
                     "ctxlog: {} is held by process {pid}: reading what it has made durable, through it",
@@ -642,6 +660,10 @@ pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
         {
             let copy = std::env::temp_dir().join(format!("ctxlog-read-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&copy);
+            // The copy holds what the store holds: private before a byte
+            // of it is written.
+            ctxlog_store::private::create_dir(&copy)
+                .map_err(|e| CliError::Failed(format!("{}: {e}", copy.display())))?;
             READ_COPIES
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -665,8 +687,20 @@ pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
     }
 }
 
-/// Bad input (exit 2) unless `db` is a store.
+/// Bad input (exit 2) unless `db` is a store; a store this user may not
+/// read says so.
 pub(crate) fn require_store(db: &Path) -> Result<(), CliError> {
+    if let Err(e) = std::fs::read_dir(db) {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            return Err(CliError::Failed(
+                StoreError::Io {
+                    path: db.to_owned(),
+                    error: e,
+                }
+                .to_string(),
+            ));
+        }
+    }
     if db.join("db").is_file() {
         Ok(())
     } else {
@@ -680,7 +714,7 @@ pub(crate) fn require_store(db: &Path) -> Result<(), CliError> {
 /// Copies the files of a store (the witness first: it never claims more
 /// than the log copied after it holds), writable.
 fn copy_store(from: &Path, to: &Path, witness_first: bool) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
+    ctxlog_store::private::create_dir(to)?;
     let mut entries: Vec<_> = std::fs::read_dir(from)?.flatten().collect();
     entries.sort_by_key(|e| {
         (
@@ -699,10 +733,11 @@ fn copy_store(from: &Path, to: &Path, witness_first: bool) -> std::io::Result<()
             copy_store(&src, &dst, false)?;
         } else {
             std::fs::copy(&src, &dst)?;
-            let mut perms = std::fs::metadata(&dst)?.permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perms.set_readonly(false);
-            std::fs::set_permissions(&dst, perms)?;
+            // Writable (sled opens for writing) and private.
+            std::fs::set_permissions(
+                &dst,
+                std::fs::Permissions::from_mode(ctxlog_store::private::FILE_MODE),
+            )?;
         }
     }
     Ok(())
@@ -720,8 +755,22 @@ fn remove_read_copies() {
 }
 
 pub(crate) fn open_store(db: &Path) -> Result<SledStore, CliError> {
-    SledStore::open(db)
-        .map_err(|e| CliError::Failed(format!("cannot open the store at {}: {e}", db.display())))
+    let store = SledStore::open(db)
+        .map_err(|e| CliError::Failed(format!("cannot open the store at {}: {e}", db.display())))?;
+    tell_widened(db, store.widened());
+    Ok(store)
+}
+
+/// Says which files of the store at `db` other users could read before
+/// opening made them private.
+fn tell_widened(db: &Path, widened: &[String]) {
+    if let Some(first) = widened.first() {
+        eprintln!(
+            "ctxlog: {} could be read by other users: made private to its owner (0700/0600; {} files and directories, such as {first})",
+            db.display(),
+            widened.len()
+        );
+    }
 }
 
 fn verify(cli: &Cli) -> Result<(), CliError> {

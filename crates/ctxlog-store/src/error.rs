@@ -138,6 +138,23 @@ pub enum StoreError {
     /// An error from sled.
     #[error("sled: {}", describe_sled(.0))]
     Sled(#[from] sled::Error),
+    /// A file operation on the store's directory failed.
+    #[error("{}: {error}{}", .path.display(), io_advice(.error))]
+    Io {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// What failed.
+        error: std::io::Error,
+    },
+}
+
+/// What to do about an I/O error on a store.
+fn io_advice(e: &std::io::Error) -> &'static str {
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        " (a store is private to the user who made it: only its owner and root can open it)"
+    } else {
+        ""
+    }
 }
 
 /// Where in the store's files sled found corrupted data: the file (relative

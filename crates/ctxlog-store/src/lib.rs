@@ -38,7 +38,8 @@
 //! readers talk to the holder), `serve` (answers other processes),
 //! `sled_store` (the handle), `remote` (asks the holder), `salvage`.
 
-#![forbid(unsafe_code)]
+// Unsafe code only in `peer.rs` (one `getsockopt`), which allows it.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod config;
@@ -47,6 +48,8 @@ mod follower;
 mod guard;
 mod log;
 mod memory;
+mod peer;
+pub mod private;
 pub mod record;
 mod remote;
 mod salvage;

@@ -369,6 +369,15 @@ impl Reader {
         }
     }
 
+    /// What opening the store found readable by other users and made
+    /// private ([`SledStore::widened`]); empty when it was served.
+    pub fn widened(&self) -> &[String] {
+        match &self.source {
+            Source::Opened(s) => s.widened(),
+            Source::Served { .. } => &[],
+        }
+    }
+
     /// The process that served the store when it was opened, when it is
     /// not this one.
     pub fn served_by(&self) -> Option<u32> {

@@ -12,18 +12,20 @@
 use crate::error::StoreError;
 use crate::log::EventLog;
 use crate::verify::VerifyReport;
-use crate::wire::{read_frame, write_frame, Reply, Request, SocketPath, WireReport, VERSION};
+use crate::wire::{read_request, write_frame, Reply, Request, SocketPath, WireReport, VERSION};
+use crate::{peer, private};
 use crossbeam_channel::{bounded, RecvTimeoutError};
 use ctxlog_core::{Seq, SessionId, EVENT_SCHEMA_VERSION};
 use std::collections::BTreeMap;
+use std::fs::Permissions;
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// What the server needs of the store it answers for (the sled store's
 /// handle; a trait so that this module does not depend on it).
@@ -42,7 +44,11 @@ type Open<S> = Arc<dyn Fn() -> Option<S> + Send + Sync>;
 /// Most requests a process answers at once; more are told it is busy.
 const MAX_CONNECTIONS: usize = 64;
 
-/// How long a connection may take to send its request.
+/// Most requests answered at once for one process: a client that opens
+/// many connections (or stalls them) cannot take every slot.
+const MAX_PER_PEER: usize = 8;
+
+/// How long a connection may take to send its whole request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// How long a reader may leave a reply unread before the owner gives up on
@@ -74,11 +80,14 @@ impl Server {
             std::fs::remove_file(&addr.path)?;
         }
         let listener = UnixListener::bind(&addr.path)?;
+        // Private whatever the umask; only the owner and root are answered.
+        std::fs::set_permissions(&addr.path, Permissions::from_mode(private::FILE_MODE))?;
+        let owner = private::owner(store)?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let acceptor = std::thread::Builder::new()
             .name("ctxlog-serve".into())
-            .spawn(move || accept(&listener, &stopping, &open))?;
+            .spawn(move || accept(&listener, &stopping, owner, &open))?;
         Ok(Server {
             addr,
             stop,
@@ -103,11 +112,45 @@ impl Drop for Server {
 /// Requests being answered by the stores of this process.
 static ANSWERING: AtomicUsize = AtomicUsize::new(0);
 
-/// Counts a request being answered while it lives.
-struct Answering;
+/// Requests being answered per peer process.
+static PER_PEER: Mutex<BTreeMap<u32, usize>> = Mutex::new(BTreeMap::new());
+
+/// Holds a slot (one of [`MAX_CONNECTIONS`], one of its peer's
+/// [`MAX_PER_PEER`]) while a request is answered.
+struct Answering {
+    pid: u32,
+}
+
+impl Answering {
+    /// A slot for a request from process `pid`, or why there is none.
+    fn take(pid: u32) -> Result<Answering, String> {
+        let mut per_peer = PER_PEER.lock().unwrap_or_else(PoisonError::into_inner);
+        let mine = per_peer.get(&pid).copied().unwrap_or(0);
+        if mine >= MAX_PER_PEER {
+            return Err(format!(
+                "process {pid} already has {MAX_PER_PEER} requests being answered: try again"
+            ));
+        }
+        if ANSWERING.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            ANSWERING.fetch_sub(1, Ordering::SeqCst);
+            return Err(format!(
+                "{MAX_CONNECTIONS} readers are being served: try again"
+            ));
+        }
+        per_peer.insert(pid, mine + 1);
+        Ok(Answering { pid })
+    }
+}
 
 impl Drop for Answering {
     fn drop(&mut self) {
+        let mut per_peer = PER_PEER.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = per_peer.get_mut(&self.pid) {
+            *n -= 1;
+            if *n == 0 {
+                per_peer.remove(&self.pid);
+            }
+        }
         ANSWERING.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -128,7 +171,7 @@ pub fn wait_for_readers(timeout: Duration) -> bool {
     true
 }
 
-fn accept<S: Holder>(listener: &UnixListener, stop: &AtomicBool, open: &Open<S>) {
+fn accept<S: Holder>(listener: &UnixListener, stop: &AtomicBool, owner: u32, open: &Open<S>) {
     for conn in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
             return;
@@ -137,18 +180,36 @@ fn accept<S: Holder>(listener: &UnixListener, stop: &AtomicBool, open: &Open<S>)
             std::thread::sleep(Duration::from_millis(10));
             continue;
         };
-        if ANSWERING.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-            ANSWERING.fetch_sub(1, Ordering::SeqCst);
-            let busy = format!("{MAX_CONNECTIONS} readers are being served: try again");
-            let _ = write_frame(&mut stream, &Reply::Failed(busy));
-            continue;
-        }
-        let counted = Answering;
+        // Only the store's owner and root are answered: a store holds
+        // people's prompts and secrets.
+        let peer = match peer::peer(&stream) {
+            Ok(p) if private::may_read(p.uid, owner) => p,
+            Ok(p) => {
+                tracing::warn!(
+                    uid = p.uid,
+                    pid = p.pid,
+                    "refused a reader that is not the store's owner"
+                );
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!("refused a reader whose credentials cannot be read: {e}");
+                continue;
+            }
+        };
+        let slot = match Answering::take(peer.pid) {
+            Ok(slot) => slot,
+            Err(busy) => {
+                let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
+                let _ = write_frame(&mut stream, &Reply::Failed(busy));
+                continue;
+            }
+        };
         let open = open.clone();
         let spawned = std::thread::Builder::new()
             .name("ctxlog-serve-reader".into())
             .spawn(move || {
-                let _counted = counted;
+                let _slot = slot;
                 answer(&stream, &open);
             });
         if let Err(e) = spawned {
@@ -159,9 +220,8 @@ fn accept<S: Holder>(listener: &UnixListener, stop: &AtomicBool, open: &Open<S>)
 
 /// Reads one request from `stream` and answers it.
 fn answer<S: Holder>(stream: &UnixStream, open: &Open<S>) {
-    let _ = stream.set_read_timeout(Some(REQUEST_TIMEOUT));
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-    let Ok(request) = read_frame::<Request>(&mut &*stream) else {
+    let Ok(request) = read_request(stream, Instant::now() + REQUEST_TIMEOUT) else {
         return;
     };
     let mut out = BufWriter::new(stream);

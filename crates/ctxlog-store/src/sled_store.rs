@@ -7,6 +7,7 @@ use crate::error::{Expected, StoreError};
 use crate::follower::Followable;
 use crate::guard::guarded;
 use crate::log::{evolve_to_head, Appended, EventLog, LoadedState, NewEvent};
+use crate::private;
 use crate::record::{self, RecordProblem};
 use crate::serve::{Holder, Server};
 use crate::snapshot;
@@ -36,6 +37,8 @@ struct Inner {
     /// Answers other processes' reads while the store is open.
     server: Mutex<Option<Server>>,
     path: PathBuf,
+    /// What opening found readable by others and made private.
+    widened: Vec<String>,
 }
 
 impl Drop for Inner {
@@ -87,6 +90,11 @@ impl SledStore {
     }
 
     fn open_unguarded(config: StoreConfig) -> Result<Self, StoreError> {
+        // A new store is created private (0700) before sled writes in it.
+        private::create_dir(&config.path).map_err(|e| StoreError::Io {
+            path: config.path.clone(),
+            error: e,
+        })?;
         let trees = Trees::open(&config.path, config.in_use_wait, config.cache_bytes)?;
         let (file, losses) = witness::check(&trees, &config.path)?;
         let mut lost = BTreeMap::new();
@@ -102,6 +110,15 @@ impl SledStore {
             }
         }
         let witness = witness::open_for_writer(&trees, &config.path, &file, &losses)?;
+        // sled and the witness made their files under the umask; an older
+        // store may be wider still.
+        let widened = private::tighten(&config.path).map_err(|e| StoreError::Io {
+            path: config.path.clone(),
+            error: e,
+        })?;
+        if !widened.is_empty() {
+            tracing::warn!(store = %config.path.display(), "made private to its owner: {}", widened.join(", "));
+        }
         let durable: BTreeMap<SessionId, Seq> = trees.heads()?.into_iter().collect();
         let shared = Arc::new(Shared::new(durable, lost));
         let (tx, rx) = bounded(config.queue);
@@ -124,6 +141,7 @@ impl SledStore {
                 writer: Mutex::new(Some(handle)),
                 server: Mutex::new(None),
                 path: config.path,
+                widened,
             }),
         };
         if config.serve_readers {
@@ -149,6 +167,13 @@ impl SledStore {
     /// The database directory.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// The files and directories of the store that opening found readable
+    /// by other users and made private (`path (old mode)`); empty for a
+    /// store that was private.
+    pub fn widened(&self) -> &[String] {
+        &self.inner.widened
     }
 
     /// The last seq of `session` known to be on disk.

@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// The socket's file name inside the store directory.
 pub(crate) const SOCKET: &str = "owner.sock";
@@ -150,18 +152,53 @@ pub(crate) fn write_frame<T: Serialize>(w: &mut impl Write, value: &T) -> io::Re
 
 /// Reads one frame; a frame longer than the limit is an error.
 pub(crate) fn read_frame<T: DeserializeOwned>(r: &mut impl Read) -> io::Result<T> {
+    read_frame_upto(r, MAX_FRAME)
+}
+
+/// Reads one frame of at most `max` bytes. Its buffer grows with what
+/// arrives, never with what the length announces.
+fn read_frame_upto<T: DeserializeOwned>(r: &mut impl Read, max: u64) -> io::Result<T> {
     let mut len = [0u8; 4];
     r.read_exact(&mut len)?;
-    let len = u32::from_le_bytes(len);
-    if u64::from(len) > MAX_FRAME {
+    let len = u64::from(u32::from_le_bytes(len));
+    if len > max {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("a frame of {len} bytes (at most {MAX_FRAME})"),
+            format!("a frame of {len} bytes (at most {max})"),
         ));
     }
-    let mut bytes = vec![0u8; len as usize];
-    r.read_exact(&mut bytes)?;
+    let mut bytes = Vec::new();
+    r.take(len).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 != len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
     codec::decode(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Longest request a server reads (a request is a few dozen bytes).
+pub(crate) const MAX_REQUEST: u64 = 4096;
+
+/// Reads a request from `stream`, all of it by `deadline` however slowly
+/// its bytes come (a deadline for the request, not for each read).
+pub(crate) fn read_request(stream: &UnixStream, deadline: Instant) -> io::Result<Request> {
+    read_frame_upto(&mut DeadlineReader { stream, deadline }, MAX_REQUEST)
+}
+
+/// Reads from a stream until a deadline.
+struct DeadlineReader<'a> {
+    stream: &'a UnixStream,
+    deadline: Instant,
+}
+
+impl Read for DeadlineReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        (&mut &*self.stream).read(buf)
+    }
 }
 
 /// The address of a store's socket. A Unix socket path is limited to 107
