@@ -8,7 +8,8 @@
 //! `simulate` at two sizes per preset, the peak memory of the commands a
 //! user runs on a 1,000,000-event session (each in a child process), and what a user would pick instead: OpenCode's storage
 //! shape (JSON rows in SQLite, re-read at every step) and an append-only
-//! JSONL file with `fdatasync` ([`bench_baselines`]). Each figure is measured in the same run as its baseline
+//! JSONL file with `fdatasync` ([`bench_baselines`]), and the rate of
+//! durable appends while other processes read the store ([`bench_readers`]). Each figure is measured in the same run as its baseline
 //! and reported as a ratio: absolute speeds drift on a shared machine;
 //! ratios measured side by side do not.
 //!
@@ -29,6 +30,7 @@ mod import;
 mod measure;
 mod memory;
 mod raw;
+mod readers;
 mod replay;
 mod report;
 mod simulate;
@@ -42,6 +44,7 @@ pub use import::bench_import;
 pub use measure::{measure, median, Scratch};
 pub use memory::{bench_memory, ChildRun, RunCtxlog};
 pub use raw::{encoded, raw_db, raw_scan_rate, Record};
+pub use readers::{bench_readers, SpawnCtxlog};
 pub use replay::{bench_replay, replay_for_rss, RssReport};
 pub use report::{machine, Goal, Report, GOALS};
 pub use simulate::bench_simulate;
@@ -65,7 +68,7 @@ pub(crate) fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BenchErro
 }
 
 /// The number of times [`run`] calls `progress`.
-pub const STAGES: u64 = 9;
+pub const STAGES: u64 = 10;
 
 /// Runs the benchmark at [`Sizes::QUICK`] or [`Sizes::FULL`]; `progress`
 /// is called [`STAGES`] times as it goes.
@@ -73,6 +76,7 @@ pub fn run(
     quick: bool,
     progress: &mut dyn FnMut(),
     run_ctxlog: RunCtxlog<'_>,
+    spawn_ctxlog: SpawnCtxlog<'_>,
 ) -> Result<Report, BenchError> {
     let z = Sizes::of(quick);
     let started = Instant::now();
@@ -100,6 +104,8 @@ pub fn run(
     progress();
     bench_simulate(&z, &mut r)?;
     bench_memory(&z, &mut r, run_ctxlog)?;
+    progress();
+    bench_readers(&z, &mut r, spawn_ctxlog)?;
     progress();
     r.set_figure("bench_seconds", json!(started.elapsed().as_secs_f64()));
     Ok(r)

@@ -84,6 +84,8 @@ pub const GOALS: &[Goal] = &[
     goal("incremental_vs_refold", 100.0, true),
     goal("import_vs_parse", 0.3, true),
     goal("import_rss_vs_file", 3.0, false),
+    goal("acks_one_reader_vs_none", 0.7, true),
+    goal("acks_20_readers_vs_none", 0.4, true),
 ];
 
 /// The machine the bench ran on: cores, cpu, memory, kernel, os, arch and

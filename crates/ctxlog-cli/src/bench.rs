@@ -77,6 +77,19 @@ fn run_ctxlog(args: &[OsString]) -> Result<ChildRun, BenchError> {
     })
 }
 
+/// Starts this binary with `args` as a child process, its output discarded
+/// (the readers of `bench_readers`).
+fn spawn_ctxlog(args: &[OsString]) -> Result<std::process::Child, BenchError> {
+    let exe = std::env::current_exe().map_err(|e| failed("current exe")(&e))?;
+    std::process::Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| failed("child")(&e))
+}
+
 /// The hidden child of the RSS figure: open, replay, report `VmHWM`.
 pub fn replay_rss_child(json_out: bool, db: &Path, session: &str) -> Result<(), CliError> {
     let session = uuid::Uuid::parse_str(session)
@@ -182,6 +195,7 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
             bar.inc(1)
         },
         &run_ctxlog,
+        &spawn_ctxlog,
     )?;
     drop(watchdog);
     bar.finish_and_clear();

@@ -647,6 +647,9 @@ pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
             let reader = Reader::open(db).map_err(cannot_open)?;
             tell_widened(db, reader.widened());
             if let Some(pid) = reader.served_by() {
+                // A process writes this store: what this one does with what
+                // it reads must not take the cores from it.
+                ctxlog_store::yield_to_writer();
                 eprintln!(
                     "ctxlog: {} is held by process {pid}: reading what it has made durable, through it",
                     db.display()

@@ -38,7 +38,7 @@
 //! readers talk to the holder), `serve` (answers other processes),
 //! `sled_store` (the handle), `remote` (asks the holder), `salvage`.
 
-// Unsafe code only in `peer.rs` (one `getsockopt`), which allows it.
+// Unsafe code only in `os.rs` (one `getsockopt`), which allows it.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -48,7 +48,8 @@ mod follower;
 mod guard;
 mod log;
 mod memory;
-mod peer;
+mod os;
+mod pace;
 pub mod private;
 pub mod record;
 mod remote;
@@ -71,7 +72,7 @@ pub use log::{Appended, EventLog, LoadedState, NewEvent, SessionContents};
 pub use memory::MemoryLog;
 pub use remote::{Reader, RemoteLog};
 pub use salvage::{salvage, SalvageReport, Unsaved};
-pub use serve::wait_for_readers;
+pub use serve::{wait_for_readers, yield_to_writer};
 pub use sled_store::SledStore;
 pub use subscribe::{Notification, Subscription};
 pub use verify::{VerifyError, VerifyReport};

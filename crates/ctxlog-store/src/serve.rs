@@ -11,9 +11,10 @@
 
 use crate::error::StoreError;
 use crate::log::EventLog;
+use crate::pace::{self, Pace};
 use crate::verify::VerifyReport;
 use crate::wire::{read_request, write_frame, Reply, Request, SocketPath, WireReport, VERSION};
-use crate::{peer, private};
+use crate::{os, private};
 use crossbeam_channel::{bounded, RecvTimeoutError};
 use ctxlog_core::{Seq, SessionId, EVENT_SCHEMA_VERSION};
 use std::collections::BTreeMap;
@@ -34,8 +35,10 @@ pub(crate) trait Holder: EventLog + 'static {
     fn durable_head(&self, session: SessionId) -> Seq;
     /// Every session with its durable head.
     fn durable_heads(&self) -> BTreeMap<SessionId, Seq>;
-    /// A store-wide verification.
-    fn verify(&self) -> Result<VerifyReport, StoreError>;
+    /// A store-wide verification whose scan calls `pace` between chunks.
+    fn verify_paced(&self, pace: &mut dyn FnMut()) -> Result<VerifyReport, StoreError>;
+    /// Events the writer has committed so far.
+    fn writer_progress(&self) -> u64;
 }
 
 /// Gives the store a request is answered from, or `None` once it is closing.
@@ -47,6 +50,11 @@ const MAX_CONNECTIONS: usize = 64;
 /// Most requests answered at once for one process: a client that opens
 /// many connections (or stalls them) cannot take every slot.
 const MAX_PER_PEER: usize = 8;
+
+/// The nice value of the threads that answer readers (the writer keeps 0):
+/// under contention for the cores the scheduler weighs the writer about
+/// 28 times a reader (CFS weights 1024 and 36).
+pub(crate) const READER_NICE: i32 = 15;
 
 /// How long a connection may take to send its whole request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
@@ -155,6 +163,17 @@ impl Drop for Answering {
     }
 }
 
+/// Lowers the CPU priority of the calling thread to that of the threads
+/// that answer readers: for a process that reads a store another process
+/// writes (through [`Reader`](crate::Reader) when it is served), so that its
+/// work on what it reads never takes the cores from the writer. Best
+/// effort: a failure is only logged.
+pub fn yield_to_writer() {
+    if let Err(e) = os::lower_thread_priority(READER_NICE) {
+        tracing::debug!("cannot lower this thread's priority: {e}");
+    }
+}
+
 /// Waits until the stores of this process answer no other process's
 /// request, for at most `timeout`; whether they do not. A short-lived
 /// process that opened a store (a read command) calls it before it exits,
@@ -182,7 +201,7 @@ fn accept<S: Holder>(listener: &UnixListener, stop: &AtomicBool, owner: u32, ope
         };
         // Only the store's owner and root are answered: a store holds
         // people's prompts and secrets.
-        let peer = match peer::peer(&stream) {
+        let peer = match os::peer(&stream) {
             Ok(p) if private::may_read(p.uid, owner) => p,
             Ok(p) => {
                 tracing::warn!(
@@ -210,6 +229,10 @@ fn accept<S: Holder>(listener: &UnixListener, stop: &AtomicBool, owner: u32, ope
             .name("ctxlog-serve-reader".into())
             .spawn(move || {
                 let _slot = slot;
+                // A reader never takes the cores from the writer.
+                if let Err(e) = os::lower_thread_priority(READER_NICE) {
+                    tracing::debug!("cannot lower a reader thread's priority: {e}");
+                }
                 answer(&stream, &open);
             });
         if let Err(e) = spawned {
@@ -276,7 +299,8 @@ fn durable_sessions(store: &impl Holder) -> Result<Vec<(SessionId, Seq)>, StoreE
 }
 
 /// Streams a session's events up to its durable head, then `End`; an error
-/// ends the stream.
+/// ends the stream. Events are read a chunk per turn ([`Pace`]); frames
+/// are written between turns.
 fn read(
     store: &impl Holder,
     session: SessionId,
@@ -284,18 +308,29 @@ fn read(
     out: &mut impl Write,
 ) -> io::Result<()> {
     let last = store.durable_head(session);
-    let events = match store.read(session, from) {
+    let progress = || store.writer_progress();
+    let mut pace = Pace::new(&progress);
+    let mut events = match store.read(session, from) {
         Ok(events) => events,
         Err(e) => return write_frame(out, &Reply::Failed(e.to_string())),
     };
-    for item in events {
-        match item {
-            Ok(e) if e.seq > last => break,
-            Ok(e) => write_frame(out, &Reply::Event(Box::new(e)))?,
-            Err(e) => return write_frame(out, &Reply::Failed(e.to_string())),
+    let mut chunk = Vec::with_capacity(pace::CHUNK);
+    loop {
+        chunk.extend(events.by_ref().take(pace::CHUNK));
+        pace.pause();
+        let done = chunk.len() < pace::CHUNK;
+        for item in chunk.drain(..) {
+            match item {
+                Ok(e) if e.seq > last => return write_frame(out, &Reply::End),
+                Ok(e) => write_frame(out, &Reply::Event(Box::new(e)))?,
+                Err(e) => return write_frame(out, &Reply::Failed(e.to_string())),
+            }
         }
+        if done {
+            return write_frame(out, &Reply::End);
+        }
+        pace.next_turn();
     }
-    write_frame(out, &Reply::End)
 }
 
 /// Verifies on the writer thread, telling the reader every
@@ -304,7 +339,11 @@ fn verify(store: &impl Holder, out: &mut impl Write) -> io::Result<()> {
     let (tx, rx) = bounded(1);
     std::thread::scope(|scope| {
         scope.spawn(move || {
-            let _ = tx.send(store.verify());
+            let progress = || store.writer_progress();
+            let mut pace = Pace::new(&progress);
+            let report = store.verify_paced(&mut || pace.next_turn());
+            pace.pause();
+            let _ = tx.send(report);
         });
         loop {
             match rx.recv_timeout(WORKING_EVERY) {

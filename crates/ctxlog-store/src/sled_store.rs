@@ -262,12 +262,27 @@ impl SledStore {
     /// Checks every record (CRC, header, decode, key, chain, contiguity) and
     /// every head, and reports every problem in key order.
     ///
-    /// It runs on the writer thread between append groups, so appends in
-    /// flight never make it report a false error.
+    /// The records are scanned on the calling thread while appends go on,
+    /// up to the heads durable when it starts; the heads and what was
+    /// appended meanwhile are checked on the writer thread between append
+    /// groups, so appends in flight never make it report a false error and
+    /// the writer is held only for that last part.
     pub fn verify(&self) -> Result<VerifyReport, StoreError> {
+        self.verify_with(&mut || {})
+    }
+
+    /// [`SledStore::verify`], calling `pace` between chunks of the scan.
+    fn verify_with(&self, pace: &mut dyn FnMut()) -> Result<VerifyReport, StoreError> {
         self.inner.shared.check()?;
+        let bound = self.inner.shared.durable_heads();
+        let scan = guarded(self.path(), "verifying the store", || {
+            crate::verify::scan(&self.inner.trees, &bound, pace)
+        })?;
         let (reply, rx) = bounded(1);
-        self.send(Request::Verify { reply })?;
+        self.send(Request::Verify {
+            scan: Box::new(scan),
+            reply,
+        })?;
         rx.recv().map_err(|_| self.no_reply())?
     }
 }
@@ -362,8 +377,12 @@ impl Holder for SledStore {
         SledStore::durable_heads(self)
     }
 
-    fn verify(&self) -> Result<VerifyReport, StoreError> {
-        SledStore::verify(self)
+    fn verify_paced(&self, pace: &mut dyn FnMut()) -> Result<VerifyReport, StoreError> {
+        SledStore::verify_with(self, pace)
+    }
+
+    fn writer_progress(&self) -> u64 {
+        self.inner.shared.stats().events
     }
 }
 

@@ -1,6 +1,10 @@
 //! Store-wide verification: every record (CRC, header, decode, key, chain,
 //! contiguity, id index) and every head, each problem named by (session,
-//! seq). It runs on the writer thread (see `writer.rs`), between groups.
+//! seq). The records are scanned beside the writer, up to the heads that
+//! were durable when the scan began ([`scan`]); the heads and what was
+//! appended meanwhile are checked on the writer thread between groups
+//! ([`finish`]), so appends in flight never cause a false error and a
+//! verification does not stop the writer for the length of the log.
 
 use crate::error::{sled_location, StoreError};
 use crate::record::{self, Chain, RecordProblem};
@@ -125,27 +129,82 @@ impl VerifyReport {
     }
 }
 
-/// Checks the whole store; see [`SledStore::verify`](crate::SledStore::verify).
-pub(crate) fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
+/// The part of a verification that runs beside the writer: every record
+/// up to the durable head each session had when it started (records that
+/// were flushed before it began, so no append in flight is half seen).
+pub(crate) struct Scan {
+    report: VerifyReport,
+    walked: BTreeMap<SessionId, Walk>,
+    cut: BTreeSet<SessionId>,
+}
+
+/// Scans the records of the store up to `bound` (the durable heads when the
+/// scan starts); see [`finish`] for the rest. Appends go on meanwhile.
+/// `pace` is called between chunks of records (a served verification
+/// takes turns with other readers and rests while the writer is busy).
+pub(crate) fn scan(
+    t: &Trees,
+    bound: &BTreeMap<SessionId, Seq>,
+    pace: &mut dyn FnMut(),
+) -> Result<Scan, StoreError> {
     let mut report = VerifyReport::default();
-    let heads = read_heads(t, &mut report)?;
     let mut walked = BTreeMap::new();
     let mut cut = BTreeSet::new();
-    if let Some(broken) = walk_records(t, &mut report, &mut walked)? {
+    if let Some(broken) = walk_records(t, &mut report, bound, &mut walked, pace)? {
         // sled could not read past one place of its log: each session from
         // there on is walked on its own, from its own first key, so that
         // only what is unreadable is reported so.
         if let Some(s) = broken {
             cut.insert(s);
         }
-        for s in heads.keys().filter(|s| broken.is_none_or(|b| **s > b)) {
+        for s in bound.keys().filter(|s| broken.is_none_or(|b| **s > b)) {
             walked.remove(s);
-            if !walk_session(t, &mut report, *s, &mut walked)? {
+            let mut walk = Walk::start(*s);
+            let upto = bound.get(s).copied().unwrap_or(0);
+            if !walk_session(t, &mut report, *s, upto, &mut walk)? {
                 cut.insert(*s);
+            }
+            if walk.last > 0 {
+                walked.insert(*s, walk);
             }
         }
     }
-    compare_heads(&heads, &walked, &cut, &mut report);
+    Ok(Scan {
+        report,
+        walked,
+        cut,
+    })
+}
+
+/// Ends a verification on the writer thread, between append groups, so
+/// that heads and records are read as one state: reads every head, walks
+/// each session's records the scan left (those appended since it started,
+/// and every session it did not bound), and compares. Costs the writer
+/// the heads and what was appended during the scan, not the whole log.
+pub(crate) fn finish(t: &Trees, scan: Scan) -> Result<VerifyReport, StoreError> {
+    let Scan {
+        mut report,
+        mut walked,
+        cut,
+    } = scan;
+    let heads = read_heads(t, &mut report)?;
+    let mut sessions: BTreeSet<SessionId> = heads.keys().copied().collect();
+    sessions.extend(walked.keys().copied());
+    sessions.extend(unbounded_sessions(t, &walked, &mut report));
+    let mut cut_now = cut;
+    for s in sessions {
+        if cut_now.contains(&s) {
+            continue;
+        }
+        let mut walk = walked.remove(&s).unwrap_or_else(|| Walk::start(s));
+        if !walk_session(t, &mut report, s, Seq::MAX, &mut walk)? {
+            cut_now.insert(s);
+        }
+        if walk.last > 0 {
+            walked.insert(s, walk);
+        }
+    }
+    compare_heads(&heads, &walked, &cut_now, &mut report);
     for (s, walk) in &walked {
         if !heads.contains_key(s) {
             report.at(
@@ -165,6 +224,42 @@ pub(crate) fn verify(t: &Trees) -> Result<VerifyReport, StoreError> {
         .len() as u64;
     report.errors.sort_by_key(|e| (e.session, e.seq));
     Ok(report)
+}
+
+/// The sessions with records that the scan did not walk at all (new since
+/// it started, or records without a head): their first keys, found by
+/// seeking past each walked session.
+fn unbounded_sessions(
+    t: &Trees,
+    walked: &BTreeMap<SessionId, Walk>,
+    report: &mut VerifyReport,
+) -> Vec<SessionId> {
+    let mut out = Vec::new();
+    let mut from = record::key(SessionId(uuid::Uuid::nil()), 0).to_vec();
+    loop {
+        let next = match t.events.range(from.as_slice()..).next() {
+            None => break,
+            Some(Ok((k, _))) => k,
+            Some(Err(e)) => {
+                report.sled(&e, "events", None);
+                break;
+            }
+        };
+        let Some((session, _)) = record::parse_key(&next) else {
+            // A key of another length (reported by the scan): step past it.
+            from = next.to_vec();
+            from.push(0);
+            continue;
+        };
+        if !walked.contains_key(&session) {
+            out.push(session);
+        }
+        match session.0.as_u128().checked_add(1) {
+            Some(n) => from = record::key(SessionId(uuid::Uuid::from_u128(n)), 0).to_vec(),
+            None => break,
+        }
+    }
+    out
 }
 
 /// Every head that decodes; the others are reported.
@@ -264,7 +359,9 @@ impl Walk {
 fn walk_records(
     t: &Trees,
     report: &mut VerifyReport,
+    bound: &BTreeMap<SessionId, Seq>,
     finished: &mut BTreeMap<SessionId, Walk>,
+    pace: &mut dyn FnMut(),
 ) -> Result<Option<Option<SessionId>>, StoreError> {
     let mut cur: Option<(SessionId, Walk)> = None;
     let mut broken = None;
@@ -278,11 +375,18 @@ fn walk_records(
                 break;
             }
         };
-        report.events += 1;
         let Some((session, seq)) = record::parse_key(&k) else {
+            report.events += 1;
             report.unplaced("record", format!("record key of {} bytes", k.len()));
             continue;
         };
+        if seq > bound.get(&session).copied().unwrap_or(0) {
+            continue; // left to `finish`
+        }
+        report.events += 1;
+        if report.events.is_multiple_of(crate::pace::CHUNK as u64) {
+            pace();
+        }
         let mut walk = match cur.take() {
             Some((s, walk)) if s == session => walk,
             other => {
@@ -301,26 +405,30 @@ fn walk_records(
     Ok(broken)
 }
 
-/// Walks the records of one session into `finished`; false when sled could
-/// not read all of them (reported).
+/// Walks the records of `session` after `walk.last`, up to seq `upto`;
+/// false when sled could not read all of them (reported).
 fn walk_session(
     t: &Trees,
     report: &mut VerifyReport,
     session: SessionId,
-    finished: &mut BTreeMap<SessionId, Walk>,
+    upto: Seq,
+    walk: &mut Walk,
 ) -> Result<bool, StoreError> {
-    let mut walk = Walk::start(session);
-    let mut whole = true;
+    let Some(from) = walk.last.checked_add(1) else {
+        return Ok(true);
+    };
+    if from > upto {
+        return Ok(true);
+    }
     for kv in t
         .events
-        .range(record::key(session, 1)..=record::key(session, Seq::MAX))
+        .range(record::key(session, from)..=record::key(session, upto))
     {
         let (k, v) = match kv {
             Ok(kv) => kv,
             Err(e) => {
                 report.sled(&e, "events", Some((session, walk.last)));
-                whole = false;
-                break;
+                return Ok(false);
             }
         };
         report.events += 1;
@@ -328,10 +436,7 @@ fn walk_session(
             walk.check(t, report, (s, seq), &k, &v)?;
         }
     }
-    if walk.last > 0 {
-        finished.insert(session, walk);
-    }
-    Ok(whole)
+    Ok(true)
 }
 
 /// Each head against the last record of its session (but for the sessions

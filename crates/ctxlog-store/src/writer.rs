@@ -15,7 +15,7 @@ use crate::log::{check_expected, repeated_id, retried_position, Appended, NewEve
 use crate::record::{self, Chain};
 use crate::subscribe::Hub;
 use crate::trees::{decode_head, encode_head, Trees};
-use crate::verify::{verify, VerifyReport};
+use crate::verify::{finish, Scan, VerifyReport};
 use crate::witness::{self, Witness};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use ctxlog_core::{EventId, Seq, SessionId};
@@ -171,7 +171,9 @@ pub(crate) enum Request {
     Flush {
         reply: Sender<Result<(), StoreError>>,
     },
+    /// Ends a verification whose records were scanned beside the writer.
     Verify {
+        scan: Box<Scan>,
         reply: Sender<Result<VerifyReport, StoreError>>,
     },
 }
@@ -189,8 +191,11 @@ struct AppendRequest {
 struct Group {
     appends: Vec<AppendRequest>,
     flushes: Vec<Sender<Result<(), StoreError>>>,
-    verifies: Vec<Sender<Result<VerifyReport, StoreError>>>,
+    verifies: Vec<(Box<Scan>, VerifyReply)>,
 }
+
+/// Where a verification's report goes.
+type VerifyReply = Sender<Result<VerifyReport, StoreError>>;
 
 impl Group {
     fn sort(requests: Vec<Request>) -> Group {
@@ -209,7 +214,7 @@ impl Group {
                     reply,
                 }),
                 Request::Flush { reply } => group.flushes.push(reply),
-                Request::Verify { reply } => group.verifies.push(reply),
+                Request::Verify { scan, reply } => group.verifies.push((scan, reply)),
             }
         }
         group
@@ -337,8 +342,8 @@ impl Writer {
         } else {
             self.flush(unflushed, pending, force);
         }
-        for reply in group.verifies {
-            let _ = reply.send(self.shared.check().and_then(|()| self.verify()));
+        for (scan, reply) in group.verifies {
+            let _ = reply.send(self.shared.check().and_then(|()| self.verify(*scan)));
         }
     }
 
@@ -373,9 +378,10 @@ impl Writer {
     /// Flushes (when anything was committed, or when `force`d), then answers
     /// `pending` (errors if the flush failed) and notifies subscribers of what
     /// became durable.
-    /// Every record and head, and the log against the witness.
-    fn verify(&self) -> Result<VerifyReport, StoreError> {
-        let mut report = verify(&self.trees)?;
+    /// Ends a verification: the heads, what was appended since the scan
+    /// began, and the log against the witness.
+    fn verify(&self, scan: Scan) -> Result<VerifyReport, StoreError> {
+        let mut report = finish(&self.trees, scan)?;
         match witness::check(&self.trees, &self.config.path) {
             Ok((_, losses)) => {
                 for l in &losses {

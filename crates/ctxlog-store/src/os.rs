@@ -1,6 +1,7 @@
-//! The uid of the process at the other end of a Unix socket
-//! (`SO_PEERCRED`). The one place the store calls the C library: std's
-//! `UnixStream::peer_cred` is not stable yet.
+//! The store's calls into the C library, the only unsafe code of the crate:
+//! the credentials of the process at the other end of a Unix socket
+//! (`SO_PEERCRED`; std's `UnixStream::peer_cred` is not stable yet), and a
+//! lower CPU priority for the threads that answer other processes' reads.
 
 #![allow(unsafe_code)]
 
@@ -46,6 +47,23 @@ pub(crate) fn peer(stream: &UnixStream) -> io::Result<Peer> {
         pid: u32::try_from(cred.pid).unwrap_or(0),
         uid: cred.uid,
     })
+}
+
+/// Lowers the CPU priority of the calling thread to `nice` (Linux keeps a
+/// nice value per thread), so that a thread answering a reader yields the
+/// cores to the writer when both want them. Best effort: a failure is
+/// returned for the caller to ignore or log.
+pub(crate) fn lower_thread_priority(nice: i32) -> io::Result<()> {
+    // SAFETY: `gettid` has no preconditions; `setpriority` only reads its
+    // integer arguments.
+    let rc = unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice)
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
