@@ -514,7 +514,8 @@ fn help_has_an_example_for_every_command() {
         assert!(text.contains("Example"), "{cmd} --help: {text}");
     }
     let out = ok(ctxlog(&["--help"]));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("ctxlog-data"));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("$XDG_DATA_HOME/ctxlog") && help.contains("CTXLOG_DB"), "{help}");
 }
 
 /// Runs ctxlog with its stdout already closed by the reader (what
