@@ -37,6 +37,7 @@ macro_rules! println {
 }
 
 mod bench;
+mod damaged;
 mod demo;
 mod follow;
 mod memory;
@@ -640,7 +641,7 @@ pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
         e @ (StoreError::InUse { .. } | StoreError::Unanswered { .. }) => {
             CliError::Failed(e.to_string())
         }
-        e => CliError::Failed(format!("cannot open the store at {}: {e}", db.display())),
+        e => CliError::Failed(damaged::unopened(db, &e)),
     };
     match std::fs::OpenOptions::new().append(true).open(db.join("db")) {
         Ok(_) => {
@@ -704,6 +705,9 @@ pub(crate) fn require_store(db: &Path) -> Result<(), CliError> {
             ));
         }
     }
+    if let Some(gone) = damaged::log_gone(db) {
+        return Err(gone);
+    }
     if db.join("db").is_file() {
         Ok(())
     } else {
@@ -758,8 +762,11 @@ fn remove_read_copies() {
 }
 
 pub(crate) fn open_store(db: &Path) -> Result<SledStore, CliError> {
-    let store = SledStore::open(db)
-        .map_err(|e| CliError::Failed(format!("cannot open the store at {}: {e}", db.display())))?;
+    // A store whose log is gone is never quietly replaced by an empty one.
+    if let Some(gone) = damaged::log_gone(db) {
+        return Err(gone);
+    }
+    let store = SledStore::open(db).map_err(|e| CliError::Failed(damaged::unopened(db, &e)))?;
     tell_widened(db, store.widened());
     Ok(store)
 }

@@ -684,7 +684,10 @@ fn a_stalled_bench_names_its_stage_and_ends() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
-    assert!(err.contains("stage 1 of 10 made no progress in 0s"), "{err}");
+    assert!(
+        err.contains("stage 1 of 10 made no progress in 0s"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&tmp);
 }
 

@@ -192,8 +192,16 @@ fn trial(db: &Path, want: &BTreeMap<String, String>) -> (Vec<String>, Ending) {
     match serde_json::from_slice::<Value>(&verify.stdout) {
         Ok(v) if v.get("errors").is_some() => {
             for e in v["errors"].as_array().into_iter().flatten() {
-                let placed =
-                    (e["session"].is_string() && e["seq"].is_u64()) || e["file"].is_string();
+                // A place: a session and seq, a file and offset, or a file
+                // that is missing.
+                let file_placed = e["file"].as_str().is_some_and(|f| {
+                    e["offset"].is_u64()
+                        || !db.join(f).exists()
+                        || e["detail"]
+                            .as_str()
+                            .is_some_and(|d| d.contains("file was missing"))
+                });
+                let placed = (e["session"].is_string() && e["seq"].is_u64()) || file_placed;
                 if !placed {
                     wrong.push(format!("verify: an error without a location: {e}"));
                 }
@@ -208,9 +216,15 @@ fn trial(db: &Path, want: &BTreeMap<String, String>) -> (Vec<String>, Ending) {
         }
         _ => {
             ending = Ending::Unopened;
-            // The store did not open: the error must name a file of it.
+            // The store did not open: the error must name a file of it and
+            // say, from the witness, what was acknowledged there.
             let err = String::from_utf8_lossy(&verify.stderr);
-            if verified_ok || !err.contains(&db.display().to_string()) {
+            let names_a_file = ["db", "conf", "blobs", "witness", "snap."]
+                .iter()
+                .any(|f| err.contains(&db.join(f).display().to_string()));
+            let says_what_was_acknowledged =
+                err.contains("acknowledged") || err.contains("witness") && err.contains("byte");
+            if verified_ok || !names_a_file || !says_what_was_acknowledged {
                 wrong.push(format!("verify: an unlocated failure: {err}"));
             }
         }
@@ -352,4 +366,43 @@ fn damage_is_never_silent_never_a_panic_and_always_located() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// A store whose log file is gone, its witness intact: every command says
+/// the log is missing, names it, lists what was acknowledged, and creates
+/// nothing (an import does not start a new, empty log in its place).
+#[test]
+fn a_store_whose_log_is_gone_says_what_was_acknowledged() {
+    let db = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("log-gone");
+    let _ = std::fs::remove_dir_all(&db);
+    let fixture = root().join("fixtures/sessions/opencode/compacted-and-pruned.json");
+    let out = ctxlog(&db, &["import", fixture.to_str().unwrap()]);
+    assert!(out.status.success());
+    let session = serde_json::from_slice::<Value>(&out.stdout).unwrap()["session"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::remove_file(db.join("db")).unwrap();
+    for args in [
+        vec!["verify"],
+        vec!["sessions"],
+        vec!["import", fixture.to_str().unwrap()],
+    ] {
+        let out = ctxlog(&db, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}: the store's log is missing",
+                db.join("db").display()
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains(&format!("session {session} seqs 1–")),
+            "{args:?}: {err}"
+        );
+        assert!(!db.join("db").exists(), "{args:?} created a log");
+    }
+    let _ = std::fs::remove_dir_all(&db);
 }

@@ -515,7 +515,10 @@ fn help_has_an_example_for_every_command() {
     }
     let out = ok(ctxlog(&["--help"]));
     let help = String::from_utf8_lossy(&out.stdout);
-    assert!(help.contains("$XDG_DATA_HOME/ctxlog") && help.contains("CTXLOG_DB"), "{help}");
+    assert!(
+        help.contains("$XDG_DATA_HOME/ctxlog") && help.contains("CTXLOG_DB"),
+        "{help}"
+    );
 }
 
 /// Runs ctxlog with its stdout already closed by the reader (what

@@ -61,7 +61,7 @@ mod subscribe;
 mod trees;
 mod verify;
 mod wire;
-mod witness;
+pub mod witness;
 mod writer;
 
 pub use config::{Durability, StoreConfig, DEFAULT_CACHE_BYTES};

@@ -76,6 +76,9 @@ const WITNESSED: &[u8] = b"witnessed";
 /// The `meta` key that records why the witness was rebuilt (kept for good:
 /// what it could have vouched for before is unknown).
 const REBUILT: &[u8] = b"witness-rebuilt";
+/// The `meta` key that records where the damage that caused the rebuild
+/// was in the old witness (a big-endian `u64` offset).
+const REBUILT_AT: &[u8] = b"witness-rebuilt-at";
 
 /// A problem the witness shows: acknowledged events missing from the log
 /// or changed (`lost`), or the witness itself damaged or missing
@@ -128,8 +131,15 @@ pub(crate) fn check(trees: &Trees, dir: &Path) -> Result<(WitnessFile, Vec<Loss>
     let file = read(dir).map_err(|e| io_error(dir, e))?;
     let mut losses = Vec::new();
     if let Some(why) = trees.meta.get(REBUILT)? {
+        // Where the damage that caused the rebuild was (older stores did
+        // not keep it; a missing witness has none: the detail says so).
+        let at = trees
+            .meta
+            .get(REBUILT_AT)?
+            .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
+            .map(u64::from_be_bytes);
         losses.push(Loss::of_witness(
-            None,
+            at,
             format!(
                 "the witness was rebuilt ({}): losses of events acknowledged before then cannot be detected; {SALVAGE}",
                 String::from_utf8_lossy(&why)
@@ -227,10 +237,16 @@ pub(crate) fn open_for_writer(
         let heads: Vec<_> = heads.into_iter().map(|(s, (q, c))| (s, q, c)).collect();
         w.compact(&heads).map_err(|e| io_error(dir, e))?;
         if missing || damaged {
-            let why = if missing {
-                "it was missing"
-            } else {
-                "it was damaged"
+            let first_damage = losses
+                .iter()
+                .filter(|l| l.kind == "witness")
+                .find_map(|l| l.offset.map(|o| (o, l.detail.as_str())));
+            let why = match (missing, first_damage) {
+                (true, _) | (false, None) => "the file was missing".to_owned(),
+                (false, Some((offset, detail))) => {
+                    trees.meta.insert(REBUILT_AT, &offset.to_be_bytes()[..])?;
+                    format!("it was damaged at byte {offset}: {detail}")
+                }
             };
             trees.meta.insert(REBUILT, why.as_bytes())?;
         }
