@@ -726,8 +726,14 @@ fn authorization(text: &str, spans: &mut Vec<Span>) {
                 base64_byte(b) || matches!(b, b'.' | b'~')
             });
             let value = &text[value_start..value_end];
-            let line_start = lower[..at].rfind('\n').map_or(0, |n| n + 1);
-            let in_header = lower[line_start..at].contains("authorization");
+            // An `Authorization` header name earlier on the same line, at
+            // most 256 bytes back (bytes: no char boundary to respect).
+            let back = &lower.as_bytes()[at.saturating_sub(256)..at];
+            let line = back
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(back, |n| &back[n + 1..]);
+            let in_header = line.windows(13).any(|w| w == b"authorization");
             let looks_like_token = scheme == "bearer "
                 && value.len() >= 16
                 && value.bytes().any(|b| b.is_ascii_digit());
