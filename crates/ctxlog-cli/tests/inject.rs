@@ -366,3 +366,78 @@ fn text_output_carries_no_terminal_control() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `export --format markdown --redact` and `report --redact` show no secret
+/// the redactor knows and count what they took by kind; without the switch
+/// the transcript keeps the text as recorded; the log is not changed.
+#[test]
+fn redact_takes_the_secrets_out_of_the_transcript_and_the_page() {
+    let dir = std::env::temp_dir().join(format!("ctxlog-redact-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = root().join("fixtures/sessions/pi/edge-cases.jsonl");
+    let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB\n";
+    let text = std::fs::read_to_string(&src).unwrap().replacen(
+        "Read the theme docs and port the selector.",
+        &format!(
+            "Use {token} and this key {} then port the selector.",
+            key.escape_default()
+        ),
+        1,
+    );
+    assert!(
+        text.contains(token),
+        "the fixture's first prompt is where the secrets go"
+    );
+    let file = dir.join("pi.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let db = dir.join("store");
+    let out = run(&db, &["--json", "import", file.to_str().unwrap()]);
+    let id = serde_json::from_slice::<Value>(&out).unwrap()["session"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The transcript escapes `_`: compare without the backslashes.
+    let shown = |args: &[&str]| String::from_utf8(run(&db, args)).unwrap().replace('\\', "");
+    let plain = shown(&["export", &id, "--format", "markdown"]);
+    assert!(
+        plain.contains(token),
+        "without --redact the transcript is as recorded"
+    );
+    let md = String::from_utf8(run(
+        &db,
+        &["export", &id, "--format", "markdown", "--redact"],
+    ))
+    .unwrap();
+    let unescaped = md.replace('\\', "");
+    assert!(
+        !unescaped.contains(token)
+            && !unescaped.contains("b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ")
+    );
+    assert!(md.contains("\\[REDACTED github-token\\]"), "{md}");
+    assert!(
+        md.contains("then port the selector"),
+        "what follows the key is kept"
+    );
+    let page = dir.join("r.html");
+    let out = run(
+        &db,
+        &[
+            "--json",
+            "report",
+            &id,
+            "--out",
+            page.to_str().unwrap(),
+            "--redact",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["redacted"]["github-token"], 1, "{v}");
+    assert_eq!(v["redacted"]["private-key"], 1, "{v}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains(token));
+    // The log keeps what was recorded.
+    assert!(shown(&["export", &id, "--format", "markdown"]).contains(token));
+    let _ = std::fs::remove_dir_all(&dir);
+}
