@@ -1,28 +1,14 @@
 //! Readers served through the owner while it appends (each test file is a
 //! process of its own: the owner's slots are counted per process).
 
-use ctxlog_core::generate::{generate, GenerateConfig};
-use ctxlog_core::*;
+mod common;
+
+use common::{assert_all_stored, spawn_writer};
 use ctxlog_store::*;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn events(seed: u64, n: usize) -> (SessionId, Vec<NewEvent>) {
-    let cfg = GenerateConfig {
-        seed,
-        turns: (n / 12 + 2) as u32,
-        max_output_chars: 2_000,
-        ..GenerateConfig::default()
-    };
-    let events = generate(&cfg).unwrap();
-    let session = events[0].session;
-    (
-        session,
-        events.into_iter().take(n).map(NewEvent::from).collect(),
-    )
-}
 
 /// Readers served while the writer appends: verifications report no false
 /// error for appends in flight (the scan runs beside the writer, the heads
@@ -34,31 +20,7 @@ fn readers_beside_a_writer_see_a_consistent_store() {
     let _ = std::fs::remove_dir_all(&dir);
     let store = SledStore::open(&dir).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let store = store.clone();
-        let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut acked: Vec<(SessionId, Vec<EventId>)> = Vec::new();
-            for n in 0..40 {
-                let (session, evs) = events(100 + n, 300);
-                let mut ids = Vec::new();
-                for (i, e) in evs.into_iter().enumerate() {
-                    let expected = if i == 0 {
-                        Expected::NoStream
-                    } else {
-                        Expected::Exactly(i as u64)
-                    };
-                    ids.push(e.id);
-                    store.append(session, expected, vec![e]).unwrap();
-                }
-                acked.push((session, ids));
-                if stop.load(Ordering::SeqCst) {
-                    break;
-                }
-            }
-            acked
-        })
-    };
+    let writer = spawn_writer(&store, 100, 40, 300, &stop);
     let readers: Vec<_> = (0..4)
         .map(|r| {
             let dir = dir.clone();
@@ -95,14 +57,7 @@ fn readers_beside_a_writer_see_a_consistent_store() {
     let acked = writer.join().unwrap();
     let verifies: u32 = readers.into_iter().map(|r| r.join().unwrap()).sum();
     assert!(verifies > 0, "verifications ran");
-    for (session, ids) in &acked {
-        let stored: Vec<EventId> = store
-            .read(*session, 1)
-            .unwrap()
-            .map(|e| e.unwrap().id)
-            .collect();
-        assert_eq!(&stored, ids);
-    }
+    assert_all_stored(&store, &acked);
     let report = store.verify().unwrap();
     assert!(report.ok(), "{:?}", report.errors);
     drop(store);
