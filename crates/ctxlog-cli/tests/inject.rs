@@ -16,10 +16,10 @@ mod common;
 
 use browser::Browser;
 use common::ctxlog_at;
+use ctxlog_differential::npm;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// The CommonMark reference implementation, pinned.
 const COMMONMARK: (&str, &str) = ("commonmark", "0.31.2");
@@ -169,51 +169,23 @@ fn hostile_recording(fixture: &str, dir: &Path) -> PathBuf {
 /// the agents use; `None` (skip) when npm or the registry is not there and
 /// the browser is not required.
 fn commonmark_bundle() -> Option<PathBuf> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    let cache = var("CTXLOG_OPENCODE_CACHE")
-        .map(PathBuf::from)
-        .or_else(|| var("XDG_CACHE_HOME").map(|c| PathBuf::from(c).join("ctxlog")))
-        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache/ctxlog")))
-        .unwrap_or_else(|| std::env::temp_dir().join("ctxlog-cache"));
-    let dir = cache.join(format!("{}-{}", COMMONMARK.0, COMMONMARK.1));
-    let bundle = dir.join("node_modules/commonmark/dist/commonmark.js");
-    if bundle.exists() {
-        return Some(bundle);
+    let (package, version) = COMMONMARK;
+    let bundle = |dir: &Path| dir.join("node_modules/commonmark/dist/commonmark.js");
+    let cached = bundle(&npm::install_dir(package, version));
+    if cached.exists() {
+        return Some(cached);
     }
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = Command::new("npm")
-        .args([
-            "install",
-            "--no-save",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-            "--prefix",
-        ])
-        .arg(&dir)
-        .arg(format!("{}@{}", COMMONMARK.0, COMMONMARK.1))
-        .stdin(Stdio::null())
-        .output();
-    match out {
-        Ok(o) if o.status.success() && bundle.exists() => Some(bundle),
-        other => {
-            let why = match other {
-                Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
-                Err(e) => e.to_string(),
-            };
-            assert!(
-                std::env::var_os("CTXLOG_REQUIRE_BROWSER").is_none(),
-                "cannot install {}@{}: {why}",
-                COMMONMARK.0,
-                COMMONMARK.1
-            );
-            eprintln!(
-                "SKIPPED: cannot install {}@{} from npm: {why}",
-                COMMONMARK.0, COMMONMARK.1
-            );
-            None
-        }
-    }
+    let why = match npm::install(package, version) {
+        Ok(dir) if bundle(&dir).exists() => return Some(bundle(&dir)),
+        Ok(dir) => format!("no browser bundle in {}", dir.display()),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        std::env::var_os("CTXLOG_REQUIRE_BROWSER").is_none(),
+        "cannot install {package}@{version}: {why}"
+    );
+    eprintln!("SKIPPED: cannot install {package}@{version} from npm: {why}");
+    None
 }
 
 /// Renders `markdown` with commonmark.js (raw HTML on) into the page and

@@ -1,4 +1,5 @@
-//! Pinned agents from the npm registry, installed once into a cache
+//! Pinned npm packages (the agents, and commonmark.js for the CLI's
+//! injection test), installed once into a cache
 //! outside git: `$CTXLOG_OPENCODE_CACHE`, else `$XDG_CACHE_HOME/ctxlog`,
 //! else `~/.cache/ctxlog` (the variable's name is older than the other
 //! agents; it holds them all), one folder per package and version.
