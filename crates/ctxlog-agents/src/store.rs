@@ -26,6 +26,8 @@ pub enum AgentError {
     Store(#[from] StoreError),
 }
 
+ctxlog_store::log_errors_into!(AgentError, AgentError::Store);
+
 /// What a session is opened with: `None` keeps what the session has (a
 /// new session starts with ctxlog's defaults: the `opencode-seed` preset,
 /// no context limit, so no automatic compaction).

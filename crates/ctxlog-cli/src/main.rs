@@ -11,7 +11,7 @@ use ctxlog_core::{
 };
 use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
 use ctxlog_engine::{catalog, Engine, EngineError, JobOutcome};
-use ctxlog_store::{EventLog, Reader, SledStore, StoreError};
+use ctxlog_store::{EventLog, OpenError, Reader, SledStore};
 use recorded::SimulateArgs;
 use serde_json::json;
 use std::sync::Arc;
@@ -636,9 +636,9 @@ static READ_COPIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::
 /// temp directory, since sled opens its files for writing.
 pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
     require_store(db)?;
-    let cannot_open = |e: StoreError| match e {
+    let cannot_open = |e: OpenError| match e {
         // These name the store and its holder already.
-        e @ (StoreError::InUse { .. } | StoreError::Unanswered { .. }) => {
+        e @ (OpenError::InUse { .. } | OpenError::Unanswered { .. }) => {
             CliError::Failed(e.to_string())
         }
         e => CliError::Failed(damaged::unopened(db, &e)),
@@ -697,7 +697,7 @@ pub(crate) fn require_store(db: &Path) -> Result<(), CliError> {
     if let Err(e) = std::fs::read_dir(db) {
         if e.kind() == std::io::ErrorKind::PermissionDenied {
             return Err(CliError::Failed(
-                StoreError::Io {
+                OpenError::Io {
                     path: db.to_owned(),
                     error: e,
                 }

@@ -826,7 +826,7 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
         .map(|t| parse_day(t, true, "until"))
         .transpose()?;
     let store = crate::open_existing(db)?;
-    let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
+    let fail = |e: ctxlog_store::ReadError| CliError::Failed(e.to_string());
     let mut rows = Vec::new();
     let mut unreadable = Vec::new();
     // Every session's name, filtered or not: the short ids are unique among
@@ -1058,7 +1058,7 @@ fn sort_rows(rows: &mut [serde_json::Value], by: SortBy, desc: bool) {
 pub fn replay(json: bool, db: &Path, session: &str) -> Result<(), CliError> {
     let store = crate::open_existing(db)?;
     let session = resolve_session(&store, db, session)?;
-    let fail = |e: ctxlog_store::StoreError| CliError::Failed(e.to_string());
+    let fail = |e: ctxlog_store::ReadError| CliError::Failed(e.to_string());
     let head = store.head(session).map_err(fail)?;
     let bar = ui::progress(json, head, ui::PROGRESS_MIN_EVENTS, "replay", false);
     let mut state = SessionState::new();

@@ -6,9 +6,11 @@ use ctxlog_core::{
     codec, derived_uuid, description_event_id, description_stream, is_description_stream, Envelope,
     Event, EventPack, SessionId, SessionState, SourceTarget,
 };
-use ctxlog_store::{EventLog, Expected, LoadedState, NewEvent, StoreError};
+use ctxlog_store::{EventLog, Expected, LoadedState, NewEvent, ReadError, StoreError};
 use std::collections::BTreeMap;
 use thiserror::Error;
+
+ctxlog_store::log_errors_into!(CatalogError, CatalogError::Store);
 
 /// Why a catalog operation failed.
 #[derive(Debug, Error)]
@@ -368,7 +370,7 @@ pub fn load_listed(
 
 /// Every session of the log with its head, in session-id order: the log's
 /// streams but the description streams ([`ctxlog_core::description_stream`]).
-pub fn sessions(log: &impl EventLog) -> Result<Vec<(SessionId, u64)>, StoreError> {
+pub fn sessions(log: &impl EventLog) -> Result<Vec<(SessionId, u64)>, ReadError> {
     let mut all = log.sessions()?;
     all.retain(|(s, _)| !is_description_stream(*s));
     Ok(all)
@@ -533,13 +535,14 @@ fn save_snapshot(log: &impl EventLog, state: &SessionState) {
 /// when [`crate::snapshot_due`] says so, so that listing and every view
 /// load it without folding it whole. A cache: a failure is only logged.
 fn keep_snapshot(log: &impl EventLog, session: SessionId, before: u64) {
-    let kept = log.head(session).and_then(|head| {
-        if !crate::snapshot_due(before, head) {
-            return Ok(());
+    let kept = (|| -> Result<(), StoreError> {
+        let head = log.head(session)?;
+        if crate::snapshot_due(before, head) {
+            let loaded = log.load_state(session)?;
+            log.save_snapshot(&loaded.state)?;
         }
-        log.load_state(session)
-            .and_then(|loaded| log.save_snapshot(&loaded.state))
-    });
+        Ok(())
+    })();
     if let Err(e) = kept {
         tracing::warn!(%session, error = %e, "snapshot not saved; later reads fold the session whole");
     }
@@ -781,7 +784,7 @@ fn copied_event_id(copy: SessionId, id: ctxlog_core::EventId) -> ctxlog_core::Ev
 }
 
 /// The recording's own id, from a session's first event.
-pub fn source_of(log: &impl EventLog, session: SessionId) -> Result<Option<String>, StoreError> {
+pub fn source_of(log: &impl EventLog, session: SessionId) -> Result<Option<String>, ReadError> {
     let first = log.read(session, 1)?.next().transpose()?;
     Ok(match first.map(|e| e.event) {
         Some(Event::SessionStarted { source_id, .. }) => source_id,

@@ -34,6 +34,8 @@ pub enum EngineError {
     InvalidConfig(String),
 }
 
+ctxlog_store::log_errors_into!(EngineError, EngineError::Store);
+
 impl From<ctxlog_core::Refused> for EngineError {
     fn from(r: ctxlog_core::Refused) -> Self {
         match r {

@@ -7,7 +7,7 @@ use ctxlog_engine::catalog::{
     descriptions_after, interrupted, store_recording, Stored, CHUNK_BYTES, CHUNK_EVENTS,
 };
 use ctxlog_engine::SNAPSHOT_EVERY;
-use ctxlog_store::{Appended, EventLog, Expected, MemoryLog, NewEvent, StoreError};
+use ctxlog_store::{AppendError, Appended, EventLog, Expected, MemoryLog, NewEvent, ReadError};
 use std::sync::Mutex;
 
 /// A log that remembers the size of every append it was given, and fails
@@ -26,11 +26,11 @@ impl EventLog for Counted {
         session: SessionId,
         expected: Expected,
         events: Vec<NewEvent>,
-    ) -> Result<Appended, StoreError> {
+    ) -> Result<Appended, AppendError> {
         let bytes = events.iter().map(|e| codec::encoded_len(&e.event)).sum();
         let mut appends = self.appends.lock().unwrap();
         if self.fail_after.is_some_and(|n| appends.len() >= n) {
-            return Err(StoreError::Closed);
+            return Err(AppendError::Closed);
         }
         appends.push((events.len(), bytes));
         self.log.append(session, expected, events)
@@ -40,15 +40,15 @@ impl EventLog for Counted {
         &self,
         session: SessionId,
         from: Seq,
-    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError> {
+    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, ReadError>> + '_>, ReadError> {
         self.log.read(session, from)
     }
 
-    fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
+    fn head(&self, session: SessionId) -> Result<Seq, ReadError> {
         self.log.head(session)
     }
 
-    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
+    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, ReadError> {
         self.log.sessions()
     }
 }

@@ -1,7 +1,14 @@
-//! Store errors.
+//! What a log call can fail with, one type per operation: opening a log
+//! ([`OpenError`]), appending to it ([`AppendError`]) and reading it
+//! ([`ReadError`]); [`StoreError`] is any of the three, for callers that do
+//! several. A backend's own error (sled's, PostgreSQL's) is a
+//! [`BackendError`]: its words and where in its files, never its type, so
+//! no backend type crosses the [`EventLog`](crate::EventLog) boundary.
 
 use crate::record::RecordProblem;
 use ctxlog_core::{codec::CodecError, EventId, RefusedEvent, Seq, SessionId};
+use std::error::Error as StdError;
+use std::fmt;
 use thiserror::Error;
 
 /// What an append expects the session's head to be.
@@ -15,8 +22,8 @@ pub enum Expected {
     Any,
 }
 
-impl std::fmt::Display for Expected {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for Expected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expected::NoStream => f.write_str("no stream"),
             Expected::Exactly(n) => write!(f, "head {n}"),
@@ -25,9 +32,108 @@ impl std::fmt::Display for Expected {
     }
 }
 
-/// Everything a store call can fail with.
+/// A backend's own error, opaque: what it said (in words a user can act
+/// on), where in its files when it can tell, and its error as the source.
+#[derive(Debug)]
+pub struct BackendError {
+    message: String,
+    location: Option<(String, u64)>,
+    source: Option<Box<dyn StdError + Send + Sync>>,
+}
+
+impl BackendError {
+    /// An error the backend describes as `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        BackendError {
+            message: message.into(),
+            location: None,
+            source: None,
+        }
+    }
+
+    /// [`new`](Self::new), with the backend's own error as the source.
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl StdError + Send + Sync + 'static,
+    ) -> Self {
+        BackendError {
+            source: Some(Box::new(source)),
+            ..BackendError::new(message)
+        }
+    }
+
+    /// The same error, located at byte `offset` of `file` (relative to the
+    /// store).
+    pub fn located(mut self, file: impl Into<String>, offset: u64) -> Self {
+        self.location = Some((file.into(), offset));
+        self
+    }
+
+    /// The file (relative to the store) and byte offset the backend named.
+    pub fn location(&self) -> Option<(&str, u64)> {
+        self.location.as_ref().map(|(f, o)| (f.as_str(), *o))
+    }
+}
+
+impl fmt::Display for BackendError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl StdError for BackendError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn StdError + 'static))
+    }
+}
+
+/// Why a log could not be opened.
 #[derive(Debug, Error)]
-pub enum StoreError {
+pub enum OpenError {
+    /// Another process holds the store and lets one process open it.
+    #[error("{path}: the store is in use by {}; sled lets one process open a store at a time: run this when it has finished", .holder.as_deref().unwrap_or("another process"))]
+    InUse {
+        /// The store.
+        path: String,
+        /// The process holding it, when it can be told.
+        holder: Option<String>,
+    },
+    /// Another process holds the store and did not serve a reader: it did
+    /// not answer in time, stopped answering, or speaks another protocol.
+    #[error("{path}: the store is held by {}, which did not serve this reader ({why}); run this again, or when it has finished", .holder.as_deref().unwrap_or("another process"))]
+    Unanswered {
+        /// The store.
+        path: String,
+        /// The process holding it, when it can be told.
+        holder: Option<String>,
+        /// What went wrong.
+        why: String,
+    },
+    /// A configuration that cannot work (e.g. a zero queue).
+    #[error("invalid store configuration: {0}")]
+    InvalidConfig(String),
+    /// A file operation on the store's directory failed.
+    #[error("{}: {error}{}", .path.display(), io_advice(.error))]
+    Io {
+        /// The file or directory.
+        path: std::path::PathBuf,
+        /// What failed.
+        error: std::io::Error,
+    },
+    /// Opening read the store and found it damaged.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The backend failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// Why an append was refused or failed; nothing of the batch is stored
+/// unless the error says the outcome is unknown (a failed flush).
+#[derive(Debug, Error)]
+pub enum AppendError {
     /// The session's head is not what the append expected.
     #[error("wrong expected version for session {session}: expected {expected}, head is {actual}")]
     WrongExpectedVersion {
@@ -57,6 +163,41 @@ pub enum StoreError {
     /// An empty batch.
     #[error("empty append")]
     EmptyAppend,
+    /// An event could not be encoded (e.g. larger than the record limit).
+    #[error("event {id} cannot be encoded: {source}")]
+    Encode {
+        /// The event.
+        id: EventId,
+        /// Why.
+        source: CodecError,
+    },
+    /// A write or flush failed (now or earlier); the log refuses all calls.
+    #[error("store poisoned by an earlier failure: {0}")]
+    Poisoned(String),
+    /// The log is shut down.
+    #[error("store is closed")]
+    Closed,
+    /// The log is read through another process that holds it: it cannot
+    /// be written from here.
+    #[error("{path}: the store is in use by {}; only it can write: run this when it has finished", .holder.as_deref().unwrap_or("another process"))]
+    InUse {
+        /// The store.
+        path: String,
+        /// The process holding it, when it can be told.
+        holder: Option<String>,
+    },
+    /// What the append had to read (the head, a stored event of a retried
+    /// batch) could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The backend failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// Why a read failed.
+#[derive(Debug, Error)]
+pub enum ReadError {
     /// A stored record is damaged or unreadable.
     #[error("record session {session} seq {seq}: {problem}")]
     Corrupt {
@@ -68,7 +209,7 @@ pub enum StoreError {
         problem: RecordProblem,
     },
     /// Acknowledged events of the session are missing from the log or
-    /// changed: the witness vouches for them (see `witness.rs`).
+    /// changed (the witness vouches for them).
     #[error("session {session}: {detail}")]
     Lost {
         /// The session.
@@ -79,73 +220,71 @@ pub enum StoreError {
     /// A stored value that is not a ctxlog record at all (bad key, bad head).
     #[error("store damaged: {0}")]
     Damaged(String),
-    /// An event could not be encoded (e.g. larger than the record limit).
-    #[error("event {id} cannot be encoded: {source}")]
-    Encode {
-        /// The event.
-        id: EventId,
-        /// Why.
-        source: CodecError,
-    },
     /// A stored event was refused by the reducer during a replay.
     #[error(transparent)]
     Refused(#[from] RefusedEvent),
-    /// A write or flush failed (now or earlier); the store refuses all calls.
+    /// A write or flush failed earlier; the log refuses all calls.
     #[error("store poisoned by an earlier failure: {0}")]
     Poisoned(String),
-    /// The store is shut down.
+    /// The log is shut down.
     #[error("store is closed")]
     Closed,
-    /// A [`StoreConfig`](crate::StoreConfig) that cannot work (e.g. a zero queue).
-    #[error("invalid store configuration: {0}")]
-    InvalidConfig(String),
-    /// Another process holds the store (sled lets one process open it).
-    #[error("{path}: the store is in use by {}; sled lets one process open a store at a time: run this when it has finished", .holder.as_deref().unwrap_or("another process"))]
-    InUse {
-        /// The store directory.
-        path: String,
-        /// The process holding it, when it can be told.
-        holder: Option<String>,
-    },
-    /// Another process holds the store and did not serve a reader: it did
-    /// not answer in time, stopped answering, or speaks another protocol.
+    /// The process holding the store stopped serving this read.
     #[error("{path}: the store is held by {}, which did not serve this reader ({why}); run this again, or when it has finished", .holder.as_deref().unwrap_or("another process"))]
     Unanswered {
-        /// The store directory.
+        /// The store.
         path: String,
         /// The process holding it, when it can be told.
         holder: Option<String>,
         /// What went wrong.
         why: String,
     },
-    /// An error the process holding the store reported while serving a
+    /// An error the process holding the store reported while serving the
     /// read (its message, as it would have printed it).
     #[error("{0}")]
     Served(String),
-    /// sled panicked on the store's files (damage it does not survive).
-    #[error(
-        "{path}: sled failed while {what} ({message}): its files are damaged; {}",
-        panic_advice(what)
-    )]
-    SledPanicked {
-        /// The store directory.
-        path: String,
-        /// What the store was doing.
-        what: &'static str,
-        /// sled's panic message.
-        message: String,
-    },
-    /// An error from sled.
-    #[error("sled: {}", describe_sled(.0))]
-    Sled(#[from] sled::Error),
-    /// A file operation on the store's directory failed.
-    #[error("{}: {error}{}", .path.display(), io_advice(.error))]
-    Io {
-        /// The file or directory.
-        path: std::path::PathBuf,
-        /// What failed.
-        error: std::io::Error,
-    },
+    /// The backend failed.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+}
+
+/// Any log error: for callers that open, append and read.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// Opening failed.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// An append failed.
+    #[error(transparent)]
+    Append(#[from] AppendError),
+    /// A read failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+}
+
+impl From<BackendError> for StoreError {
+    fn from(e: BackendError) -> Self {
+        StoreError::Read(ReadError::Backend(e))
+    }
+}
+
+impl From<RefusedEvent> for StoreError {
+    fn from(e: RefusedEvent) -> Self {
+        StoreError::Read(ReadError::Refused(e))
+    }
+}
+
+impl StoreError {
+    /// The read error this is, wherever it was met (opening and appending
+    /// read too).
+    pub fn as_read(&self) -> Option<&ReadError> {
+        match self {
+            StoreError::Read(e)
+            | StoreError::Open(OpenError::Read(e))
+            | StoreError::Append(AppendError::Read(e)) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// What to do about an I/O error on a store.
@@ -157,67 +296,23 @@ fn io_advice(e: &std::io::Error) -> &'static str {
     }
 }
 
-/// Where in the store's files sled found corrupted data: the file (relative
-/// to the store) and the offset.
-pub fn sled_location(e: &sled::Error) -> Option<(String, u64)> {
-    match e {
-        sled::Error::Corruption {
-            at: Some(sled::DiskPtr::Inline(offset)),
-            ..
-        } => Some(("db".into(), *offset)),
-        sled::Error::Corruption {
-            at: Some(sled::DiskPtr::Blob(offset, blob)),
-            ..
-        } => Some((format!("blobs/{blob}, referenced from db"), *offset)),
-        _ => None,
-    }
-}
-
-/// What to do after sled panicked while doing `what`.
-fn panic_advice(what: &str) -> &'static str {
-    if what.starts_with("opening") {
-        "sled cannot open them, so nothing can be read through it: restore the store from a copy"
-    } else {
-        "`ctxlog verify` and `ctxlog salvage` read what they still can"
-    }
-}
-
-/// A sled error in words, with the file and offset when sled names them.
-fn describe_sled(e: &sled::Error) -> String {
-    match (e, sled_location(e)) {
-        (_, Some((file, offset))) => {
-            format!("corrupted data in its file `{file}` at byte {offset}")
+/// Implements `From` each of [`OpenError`], [`AppendError`], [`ReadError`]
+/// and [`BackendError`] for an error type `$owner` with a variant that
+/// holds a [`StoreError`], so `?` works on any log call:
+/// `ctxlog_store::log_errors_into!(EngineError, EngineError::Store);`.
+#[macro_export]
+macro_rules! log_errors_into {
+    ($owner:ty, $variant:path) => {
+        $crate::log_errors_into!(@one $owner, $variant, $crate::OpenError);
+        $crate::log_errors_into!(@one $owner, $variant, $crate::AppendError);
+        $crate::log_errors_into!(@one $owner, $variant, $crate::ReadError);
+        $crate::log_errors_into!(@one $owner, $variant, $crate::BackendError);
+    };
+    (@one $owner:ty, $variant:path, $from:ty) => {
+        impl ::core::convert::From<$from> for $owner {
+            fn from(e: $from) -> Self {
+                $variant($crate::StoreError::from(e))
+            }
         }
-        (sled::Error::Corruption { .. }, None) => "corrupted data in its files".into(),
-        (other, None) => other.to_string(),
-    }
-}
-
-impl StoreError {
-    /// The same error again, for handing one outcome to several callers
-    /// (errors that carry a source become `Damaged` with its text).
-    pub(crate) fn clone_kind(&self) -> StoreError {
-        match self {
-            StoreError::WrongExpectedVersion {
-                session,
-                expected,
-                actual,
-            } => StoreError::WrongExpectedVersion {
-                session: *session,
-                expected: *expected,
-                actual: *actual,
-            },
-            StoreError::IdConflict { id, session, seq } => StoreError::IdConflict {
-                id: *id,
-                session: *session,
-                seq: *seq,
-            },
-            StoreError::PartialDuplicate { id } => StoreError::PartialDuplicate { id: *id },
-            StoreError::EmptyAppend => StoreError::EmptyAppend,
-            StoreError::Poisoned(why) => StoreError::Poisoned(why.clone()),
-            StoreError::Closed => StoreError::Closed,
-            StoreError::InvalidConfig(why) => StoreError::InvalidConfig(why.clone()),
-            other => StoreError::Damaged(other.to_string()),
-        }
-    }
+    };
 }

@@ -1,7 +1,7 @@
 //! [`Follower`]: catch-up from checkpoints, then live, over any log that
 //! announces its durable heads ([`Followable`]).
 
-use crate::error::StoreError;
+use crate::error::ReadError;
 use crate::log::EventLog;
 use crate::subscribe::Subscription;
 use ctxlog_core::{Envelope, Seq, SessionId};
@@ -15,7 +15,7 @@ pub trait Followable: EventLog {
     fn subscribe(&self) -> Subscription;
 
     /// Every session with its durable head.
-    fn durable_heads(&self) -> Result<BTreeMap<SessionId, Seq>, StoreError>;
+    fn durable_heads(&self) -> Result<BTreeMap<SessionId, Seq>, ReadError>;
 }
 
 /// Follows every session of a log from a checkpoint per session: first the
@@ -61,7 +61,7 @@ impl Follower {
 
     /// The next durable events, waiting up to `timeout` for new ones. Events
     /// of one session come in seq order, each exactly once.
-    pub fn poll(&mut self, timeout: Duration) -> Result<Vec<Envelope>, StoreError> {
+    pub fn poll(&mut self, timeout: Duration) -> Result<Vec<Envelope>, ReadError> {
         // A notification may announce a head already delivered (one that
         // became durable between subscribing and catching up): it yields
         // nothing, so wait on for the rest of the timeout.
@@ -76,7 +76,7 @@ impl Follower {
 
     /// One round of [`Follower::poll`]: the events up to the heads known now
     /// (first poll) or announced by the next notification.
-    fn poll_once(&mut self, timeout: Duration) -> Result<Vec<Envelope>, StoreError> {
+    fn poll_once(&mut self, timeout: Duration) -> Result<Vec<Envelope>, ReadError> {
         let targets = self.targets(timeout)?;
         // Checkpoints advance only with events actually returned: a failed
         // read returns nothing and changes nothing, so the next poll retries.
@@ -109,12 +109,12 @@ impl Follower {
 
     /// The durable head to read up to, per session: every durable head on
     /// the first poll, then what the subscription announces.
-    fn targets(&self, timeout: Duration) -> Result<Vec<(SessionId, Seq)>, StoreError> {
+    fn targets(&self, timeout: Duration) -> Result<Vec<(SessionId, Seq)>, ReadError> {
         if !self.caught_up {
             return Ok(self.log.durable_heads()?.into_iter().collect());
         }
         match self.sub.recv_timeout(timeout) {
-            None => Err(StoreError::Closed),
+            None => Err(ReadError::Closed),
             Some(n) => Ok(n.into_iter().map(|n| (n.session, n.seq)).collect()),
         }
     }

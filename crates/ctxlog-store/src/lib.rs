@@ -15,14 +15,15 @@
 //!   a kill of the process. Power loss is **not** promised: sled 0.34 does not
 //!   guarantee it. [`Durability::Buffered`] acknowledges before the flush.
 //! - **Poisoning**: after a failed flush every call fails with
-//!   [`StoreError::Poisoned`]; nothing carries on as if it were durable.
+//!   [`AppendError::Poisoned`] or [`ReadError::Poisoned`]; nothing carries on as if it were durable.
 //! - **Integrity**: every record carries a CRC32C and a digest chained from
 //!   the previous record of its session; reads check the CRC, [`SledStore::verify`]
 //!   checks everything and locates every problem.
 //! - **No silent loss**: a witness file beside sled's records the durable
 //!   heads after every flush; a head sled lost is reported as
-//!   [`StoreError::Lost`] (see `witness.rs`). sled's panics become
-//!   [`StoreError::SledPanicked`]; [`salvage`] copies what is intact.
+//!   [`ReadError::Lost`] (see `sled/witness.rs`). sled's errors and panics
+//!   become a [`BackendError`] naming the file and offset; [`salvage`]
+//!   copies what is intact.
 //! - **Readers while a writer runs**: sled lets one process open a store,
 //!   so an open store serves other processes' reads over a socket beside
 //!   it, up to each session's durable head; [`Reader`] reads through the
@@ -30,50 +31,42 @@
 //! - **Subscriptions** wake subscribers only after events are durable; a
 //!   [`Follower`] follows any [`Followable`] log.
 //!
-//! Modules, each depending only on those above it: `record` (record layout),
-//! `error`, `subscribe` (the doorbell), `log` (the trait), `follower`,
-//! `memory`, `config`, `guard` (sled's panics as errors), `trees` (the sled
-//! trees and heads), `snapshot`, `verify`, `witness` (what was
-//! acknowledged, beside sled), `writer` (the writer thread), `wire` (how
-//! readers talk to the holder), `serve` (answers other processes),
-//! `sled_store` (the handle), `remote` (asks the holder), `salvage`.
+//! Errors are split by operation: [`OpenError`], [`AppendError`],
+//! [`ReadError`] ([`StoreError`] is any of them); a backend's own error is
+//! an opaque [`BackendError`], so no sled type appears in a public
+//! signature.
+//!
+//! Modules, each depending only on those above it: `record` (record
+//! layout, shared by every durable log), `error`, `subscribe` (the
+//! doorbell), `log` (the trait and the rules every log applies),
+//! `follower`, `memory`, and `sled` (the sled log, see its module doc).
 
-// Unsafe code only in `os.rs` (one `getsockopt`), which allows it.
+// Unsafe code only in `sled/os.rs` (one `getsockopt`, one `setpriority`),
+// which allows it.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-mod config;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod error;
 mod follower;
-mod guard;
 mod log;
 mod memory;
-mod os;
-mod pace;
-pub mod private;
 pub mod record;
-mod remote;
-mod salvage;
-mod serve;
-mod sled_store;
-mod snapshot;
+mod sled;
 mod subscribe;
-mod trees;
-mod verify;
-mod wire;
-pub mod witness;
-mod writer;
 
-pub use config::{Durability, StoreConfig, DEFAULT_CACHE_BYTES};
-pub use error::{Expected, StoreError};
+pub use error::{AppendError, BackendError, Expected, OpenError, ReadError, StoreError};
 pub use follower::{Followable, Follower};
-pub use guard::in_guarded_call;
 pub use log::{Appended, EventLog, LoadedState, NewEvent, SessionContents};
 pub use memory::MemoryLog;
-pub use remote::{Reader, RemoteLog};
-pub use salvage::{salvage, SalvageReport, Unsaved};
-pub use serve::{wait_for_readers, yield_to_writer};
-pub use sled_store::SledStore;
+pub use sled::config::{Durability, StoreConfig, DEFAULT_CACHE_BYTES};
+pub use sled::guard::in_guarded_call;
+pub use sled::remote::{Reader, RemoteLog};
+pub use sled::salvage::{salvage, SalvageReport, Unsaved};
+pub use sled::serve::{wait_for_readers, yield_to_writer};
+pub use sled::store::SledStore;
+pub use sled::verify::{VerifyError, VerifyReport};
+pub use sled::writer::StoreStats;
+pub use sled::{private, witness};
 pub use subscribe::{Notification, Subscription};
-pub use verify::{VerifyError, VerifyReport};
-pub use writer::StoreStats;

@@ -4,7 +4,7 @@
 //! the durable implementation, [`MemoryLog`](crate::MemoryLog) the in-memory
 //! one.
 
-use crate::error::{Expected, StoreError};
+use crate::error::{AppendError, Expected, ReadError};
 use ctxlog_core::{
     ContentError, Contents, Envelope, Event, EventId, Seq, SessionId, SessionState, TimestampMs,
 };
@@ -96,14 +96,14 @@ pub struct LoadedState {
 /// keeps the same promises:
 ///
 /// - an append is atomic and checked against [`Expected`] (a head of 0 means
-///   no stream); an empty batch is [`StoreError::EmptyAppend`];
+///   no stream); an empty batch is [`AppendError::EmptyAppend`];
 /// - seqs are contiguous from 1 per session;
 /// - appending event ids that are already stored, with the same content, at
 ///   the same contiguous positions of the same session, returns the original
 ///   position with `duplicate: true` (whatever `expected` says); the same ids
-///   with other content or elsewhere are [`StoreError::IdConflict`]; a batch
+///   with other content or elsewhere are [`AppendError::IdConflict`]; a batch
 ///   mixing stored and new ids, or repeating an id, is
-///   [`StoreError::PartialDuplicate`];
+///   [`AppendError::PartialDuplicate`];
 /// - an acknowledged event is readable at once.
 pub trait EventLog: Send + Sync {
     /// Appends `events` to `session` if its head is `expected`; see [`Expected`].
@@ -112,7 +112,7 @@ pub trait EventLog: Send + Sync {
         session: SessionId,
         expected: Expected,
         events: Vec<NewEvent>,
-    ) -> Result<Appended, StoreError>;
+    ) -> Result<Appended, AppendError>;
 
     /// The session's events from seq `from` on, in order (`from` 0 reads
     /// from 1; past the head, nothing).
@@ -120,17 +120,17 @@ pub trait EventLog: Send + Sync {
         &self,
         session: SessionId,
         from: Seq,
-    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError>;
+    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, ReadError>> + '_>, ReadError>;
 
     /// The session's head (0 = no stream).
-    fn head(&self, session: SessionId) -> Result<Seq, StoreError>;
+    fn head(&self, session: SessionId) -> Result<Seq, ReadError>;
 
     /// Every session with its head, in session-id order.
-    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError>;
+    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, ReadError>;
 
     /// The state at the head; a log may start from a snapshot (default: full
     /// replay).
-    fn load_state(&self, session: SessionId) -> Result<LoadedState, StoreError> {
+    fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
         let mut state = SessionState::new();
         let replayed = evolve_to_head(self, session, &mut state)?;
         Ok(LoadedState {
@@ -141,21 +141,21 @@ pub trait EventLog: Send + Sync {
     }
 
     /// Replays a session into its state.
-    fn replay(&self, session: SessionId) -> Result<SessionState, StoreError> {
+    fn replay(&self, session: SessionId) -> Result<SessionState, ReadError> {
         let mut state = SessionState::new();
         evolve_to_head(self, session, &mut state)?;
         Ok(state)
     }
 
     /// Makes everything appended so far durable (default: nothing to do).
-    fn flush(&self) -> Result<(), StoreError> {
+    fn flush(&self) -> Result<(), AppendError> {
         Ok(())
     }
 
     /// Keeps `state` (a session's state at its head) so that a later
     /// [`EventLog::load_state`] folds only what came after it; a cache a
     /// log may ignore (default: nothing kept).
-    fn save_snapshot(&self, state: &SessionState) -> Result<(), StoreError> {
+    fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
         let _ = state;
         Ok(())
     }
@@ -167,7 +167,7 @@ pub(crate) fn evolve_to_head<L: EventLog + ?Sized>(
     log: &L,
     session: SessionId,
     state: &mut SessionState,
-) -> Result<u64, StoreError> {
+) -> Result<u64, ReadError> {
     let Some(from) = state.head.checked_add(1) else {
         return Ok(0);
     };
@@ -190,18 +190,18 @@ pub(crate) fn retried_position<E>(
     session: SessionId,
     events: &[NewEvent],
     stored: &[(&NewEvent, SessionId, Seq)],
-    abort: impl Fn(StoreError) -> E,
+    abort: impl Fn(AppendError) -> E,
     mut same: impl FnMut(&NewEvent, SessionId, Seq) -> Result<bool, E>,
 ) -> Result<Option<Appended>, E> {
     let Some((first, _, _)) = stored.first() else {
         return Ok(None);
     };
     if stored.len() != events.len() {
-        return Err(abort(StoreError::PartialDuplicate { id: first.id }));
+        return Err(abort(AppendError::PartialDuplicate { id: first.id }));
     }
     let mut range: Option<(Seq, Seq)> = None;
     for &(e, s, seq) in stored {
-        let conflict = || StoreError::IdConflict {
+        let conflict = || AppendError::IdConflict {
             id: e.id,
             session: s,
             seq,
@@ -234,7 +234,7 @@ pub(crate) fn check_expected(
     session: SessionId,
     expected: Expected,
     head: Seq,
-) -> Result<(), StoreError> {
+) -> Result<(), AppendError> {
     let ok = match expected {
         Expected::Any => true,
         Expected::NoStream => head == 0,
@@ -243,7 +243,7 @@ pub(crate) fn check_expected(
     if ok {
         Ok(())
     } else {
-        Err(StoreError::WrongExpectedVersion {
+        Err(AppendError::WrongExpectedVersion {
             session,
             expected,
             actual: head,
@@ -268,7 +268,7 @@ impl<'a, L: EventLog + ?Sized> SessionContents<'a, L> {
 
 impl<L: EventLog + ?Sized> Contents for SessionContents<'_, L> {
     fn event_at(&self, seq: Seq) -> Result<Cow<'_, Envelope>, ContentError> {
-        let read = |e: StoreError| ContentError::Read {
+        let read = |e: ReadError| ContentError::Read {
             seq,
             detail: e.to_string(),
         };

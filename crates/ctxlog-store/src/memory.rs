@@ -2,7 +2,7 @@
 //! what-if runs, with the same promises as [`SledStore`](crate::SledStore)
 //! (nothing is durable beyond the process; every append is "durable" at once).
 
-use crate::error::{Expected, StoreError};
+use crate::error::{AppendError, Expected, ReadError};
 use crate::follower::Followable;
 use crate::log::{check_expected, repeated_id, retried_position, Appended, EventLog, NewEvent};
 use crate::subscribe::{Hub, Subscription};
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 ///
 /// Appends cost O(batch); a read copies the requested range. Events are
 /// encoded once on append (and the bytes dropped) so that an event the
-/// durable store would refuse ([`StoreError::Encode`]) is refused here too.
+/// durable store would refuse ([`AppendError::Encode`]) is refused here too.
 #[derive(Clone, Default)]
 pub struct MemoryLog {
     inner: Arc<Inner>,
@@ -85,7 +85,7 @@ impl Logs {
         &self,
         session: SessionId,
         events: &[NewEvent],
-    ) -> Result<Option<Appended>, StoreError> {
+    ) -> Result<Option<Appended>, AppendError> {
         let stored: Vec<(&NewEvent, SessionId, Seq)> = events
             .iter()
             .filter_map(|e| self.ids.get(&e.id).map(|&(s, seq)| (e, s, seq)))
@@ -97,10 +97,10 @@ impl Logs {
             |e| e,
             |e, s, seq| {
                 let env = self.get(s, seq).ok_or_else(|| {
-                    StoreError::Damaged(format!(
+                    AppendError::Read(ReadError::Damaged(format!(
                         "event {} indexed at session {s} seq {seq} but not stored",
                         e.id
-                    ))
+                    )))
                 })?;
                 Ok(e.is_stored_as(env))
             },
@@ -113,7 +113,7 @@ impl Logs {
         session: SessionId,
         expected: Expected,
         events: Vec<NewEvent>,
-    ) -> Result<Appended, StoreError> {
+    ) -> Result<Appended, AppendError> {
         let head = self.head(session);
         check_expected(session, expected, head)?;
         // Everything is checked before anything is stored.
@@ -121,7 +121,7 @@ impl Logs {
         for (seq, e) in (head + 1..).zip(events) {
             let env = e.into_at(session, seq);
             if let Err(source) = codec::encode(&env) {
-                return Err(StoreError::Encode { id: env.id, source });
+                return Err(AppendError::Encode { id: env.id, source });
             }
             batch.push(env);
         }
@@ -145,13 +145,13 @@ impl EventLog for MemoryLog {
         session: SessionId,
         expected: Expected,
         events: Vec<NewEvent>,
-    ) -> Result<Appended, StoreError> {
+    ) -> Result<Appended, AppendError> {
         if events.is_empty() {
-            return Err(StoreError::EmptyAppend);
+            return Err(AppendError::EmptyAppend);
         }
         // Repeated ids inside a batch can never be stored.
         if let Some(id) = repeated_id(&events) {
-            return Err(StoreError::PartialDuplicate { id });
+            return Err(AppendError::PartialDuplicate { id });
         }
         let appended = {
             let mut logs = self.lock();
@@ -171,7 +171,7 @@ impl EventLog for MemoryLog {
         &self,
         session: SessionId,
         from: Seq,
-    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError> {
+    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, ReadError>> + '_>, ReadError> {
         let skip = usize::try_from(from.saturating_sub(1)).unwrap_or(usize::MAX);
         let events: Vec<Envelope> = self
             .lock()
@@ -183,11 +183,11 @@ impl EventLog for MemoryLog {
         Ok(Box::new(events.into_iter().map(Ok)))
     }
 
-    fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
+    fn head(&self, session: SessionId) -> Result<Seq, ReadError> {
         Ok(self.lock().head(session))
     }
 
-    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
+    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, ReadError> {
         Ok(self
             .lock()
             .sessions
@@ -202,7 +202,7 @@ impl Followable for MemoryLog {
         self.inner.hub.subscribe()
     }
 
-    fn durable_heads(&self) -> Result<BTreeMap<SessionId, Seq>, StoreError> {
+    fn durable_heads(&self) -> Result<BTreeMap<SessionId, Seq>, ReadError> {
         Ok(self.sessions()?.into_iter().collect())
     }
 }

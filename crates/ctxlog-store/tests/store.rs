@@ -59,7 +59,7 @@ fn expected_version_cases() {
         .append(s, Expected::NoStream, ev[3..4].to_vec())
         .unwrap_err()
     {
-        StoreError::WrongExpectedVersion {
+        AppendError::WrongExpectedVersion {
             expected: Expected::NoStream,
             actual: 3,
             ..
@@ -70,7 +70,7 @@ fn expected_version_cases() {
         .append(s, Expected::Exactly(2), ev[3..4].to_vec())
         .unwrap_err()
     {
-        e @ StoreError::WrongExpectedVersion {
+        e @ AppendError::WrongExpectedVersion {
             expected: Expected::Exactly(2),
             actual: 3,
             ..
@@ -100,7 +100,7 @@ fn expected_version_cases() {
     assert_eq!(store.append(t, Expected::Exactly(0), tev).unwrap().last, 2);
     assert!(matches!(
         store.append(s, Expected::Any, vec![]),
-        Err(StoreError::EmptyAppend)
+        Err(AppendError::EmptyAppend)
     ));
     assert_eq!(store.head(s).unwrap(), 6);
     assert_eq!(store.head(sid(9)).unwrap(), 0);
@@ -141,21 +141,21 @@ fn idempotent_retry_and_conflicts() {
     changed.recorded_at += 1;
     assert!(matches!(
         store.append(s, Expected::Any, vec![changed]),
-        Err(StoreError::IdConflict { seq: 2, .. })
+        Err(AppendError::IdConflict { seq: 2, .. })
     ));
     // same id to another session
     assert!(matches!(
         store.append(sid(7), Expected::Any, vec![ev[0].clone()]),
-        Err(StoreError::IdConflict { .. })
+        Err(AppendError::IdConflict { .. })
     ));
     // a batch mixing stored and new events, or repeating an id
     assert!(matches!(
         store.append(s, Expected::Any, ev[5..8].to_vec()),
-        Err(StoreError::PartialDuplicate { .. })
+        Err(AppendError::PartialDuplicate { .. })
     ));
     assert!(matches!(
         store.append(s, Expected::Any, vec![ev[6].clone(), ev[6].clone()]),
-        Err(StoreError::PartialDuplicate { .. })
+        Err(AppendError::PartialDuplicate { .. })
     ));
     // nothing of the failed appends was written
     assert_eq!(store.head(s).unwrap(), 6);
@@ -198,7 +198,7 @@ fn concurrent_appenders_to_one_session_never_fork_it() {
                             let head = store.head(s).unwrap();
                             match store.append(s, Expected::Exactly(head), vec![ev.clone()]) {
                                 Ok(_) => break,
-                                Err(StoreError::WrongExpectedVersion { .. }) => continue,
+                                Err(AppendError::WrongExpectedVersion { .. }) => continue,
                                 Err(e) => panic!("{e}"),
                             }
                         }
@@ -339,14 +339,14 @@ fn flipped_deleted_and_swapped_records_are_named() {
         }
     }
     assert_eq!(seen, 6);
-    assert!(matches!(err, Some(StoreError::Corrupt { seq: 7, .. })));
+    assert!(matches!(err, Some(ReadError::Corrupt { seq: 7, .. })));
     let gap = store.read(b, 10).unwrap().nth(2).unwrap().unwrap_err();
-    assert!(matches!(gap, StoreError::Corrupt { seq: 12, .. }), "{gap}");
+    assert!(matches!(gap, ReadError::Corrupt { seq: 12, .. }), "{gap}");
     // a read never ends quietly below the head
     let tail = store.read(d, 18).unwrap().collect::<Vec<_>>();
     assert_eq!(tail.len(), 3);
     assert!(
-        matches!(tail[2], Err(StoreError::Corrupt { seq: 20, .. })),
+        matches!(tail[2], Err(ReadError::Corrupt { seq: 20, .. })),
         "{:?}",
         tail[2]
     );
@@ -354,7 +354,7 @@ fn flipped_deleted_and_swapped_records_are_named() {
     // a retry over a damaged record names the damage
     let (_, ev_a_again) = session_events(5, 20);
     match store.append(a, Expected::Any, ev_a_again[6..7].to_vec()) {
-        Err(StoreError::Corrupt { seq: 7, .. }) => {}
+        Err(AppendError::Read(ReadError::Corrupt { seq: 7, .. })) => {}
         other => panic!("{other:?}"),
     }
     // a damaged session fails loudly; new sessions still append and replay
@@ -704,11 +704,11 @@ fn fill_until_poisoned(path: PathBuf) {
         assert!(acked < 1000, "the tmpfs never filled up");
     };
     assert!(
-        matches!(err, StoreError::Poisoned(_) | StoreError::Sled(_)),
+        matches!(err, AppendError::Poisoned(_) | AppendError::Backend(_)),
         "{err}"
     );
-    assert!(matches!(store.head(s), Err(StoreError::Poisoned(_))));
-    assert!(matches!(store.verify(), Err(StoreError::Poisoned(_))));
+    assert!(matches!(store.head(s), Err(ReadError::Poisoned(_))));
+    assert!(matches!(store.verify(), Err(ReadError::Poisoned(_))));
     let e = NewEvent {
         id: EventId(ids.next_uuid(2)),
         recorded_at: 2,
@@ -720,7 +720,7 @@ fn fill_until_poisoned(path: PathBuf) {
     };
     assert!(matches!(
         store.append(sid(4), Expected::Any, vec![e]),
-        Err(StoreError::Poisoned(_))
+        Err(AppendError::Poisoned(_))
     ));
     eprintln!("poisoned after {acked} acknowledged appends: {err}");
 }
@@ -740,7 +740,7 @@ fn a_refused_append_leaves_no_trace_even_when_its_first_events_encode() {
     };
     let batch = vec![ev[0].clone(), ev[1].clone(), ev[2].clone(), huge];
     match store.append(s, Expected::NoStream, batch).unwrap_err() {
-        StoreError::Encode { .. } => {}
+        AppendError::Encode { .. } => {}
         other => panic!("{other}"),
     }
     assert_eq!(store.head(s).unwrap(), 0);
@@ -799,7 +799,7 @@ fn acknowledged_events_that_sled_lost_are_named_never_silent() {
         let got: Vec<_> = store.read(a, 1).unwrap().collect();
         assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 18);
         match got.last() {
-            Some(Err(StoreError::Lost { session, detail })) => {
+            Some(Err(ReadError::Lost { session, detail })) => {
                 assert_eq!(*session, a);
                 assert!(detail.contains("events 19 to 30"), "{detail}");
                 assert!(detail.contains("ctxlog salvage"), "{detail}");
@@ -809,7 +809,7 @@ fn acknowledged_events_that_sled_lost_are_named_never_silent() {
         assert!(store.replay(a).is_err());
         assert!(matches!(
             store.append(a, Expected::Any, session_events(23, 1).1),
-            Err(StoreError::Lost { .. })
+            Err(AppendError::Read(ReadError::Lost { .. }))
         ));
         assert_eq!(store.replay(b).unwrap().head, 10);
         let report = store.verify().unwrap();
@@ -895,7 +895,7 @@ fn a_witness_cut_at_creation_is_restarted_from_the_heads() {
     let store = SledStore::open(&dir.0).unwrap();
     let got: Vec<_> = store.read(a, 1).unwrap().collect();
     assert!(
-        matches!(got.last(), Some(Err(StoreError::Lost { .. }))),
+        matches!(got.last(), Some(Err(ReadError::Lost { .. }))),
         "{:?}",
         got.last()
     );
@@ -967,7 +967,7 @@ fn the_holder_serves_what_is_durable_and_nothing_more() {
     assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [29, 30]);
     assert_eq!(remote.replay(b).unwrap(), store.replay(b).unwrap());
     match remote.append(b, Expected::Exactly(30), ev_a[..1].to_vec()) {
-        Err(StoreError::InUse { .. }) => {}
+        Err(AppendError::InUse { .. }) => {}
         other => panic!("{other:?}"),
     }
     store.flush().unwrap();
@@ -982,7 +982,7 @@ fn the_holder_serves_what_is_durable_and_nothing_more() {
     assert!(!socket.exists(), "a closed store removes its socket");
     assert!(RemoteLog::connect(&dir.0).unwrap().is_none());
     match remote.sessions() {
-        Err(StoreError::Unanswered { why, .. }) => assert!(why.contains("stopped"), "{why}"),
+        Err(ReadError::Unanswered { why, .. }) => assert!(why.contains("stopped"), "{why}"),
         other => panic!("{other:?}"),
     }
 

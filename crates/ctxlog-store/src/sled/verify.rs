@@ -6,9 +6,9 @@
 //! ([`finish`]), so appends in flight never cause a false error and a
 //! verification does not stop the writer for the length of the log.
 
-use crate::error::{sled_location, StoreError};
 use crate::record::{self, Chain, RecordProblem};
-use crate::trees::{decode_head, session_of, Trees};
+use crate::sled::failure::{sled_location, Failure};
+use crate::sled::trees::{decode_head, session_of, Trees};
 use ctxlog_core::{Seq, SessionId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -118,7 +118,7 @@ impl VerifyReport {
             offset,
             detail: format!(
                 "sled cannot read its {tree} tree {from} ({}): what is stored there is unreadable; `ctxlog salvage` copies what can be read",
-                StoreError::Sled(e.clone())
+                Failure::Sled(e.clone())
             ),
         });
     }
@@ -146,7 +146,7 @@ pub(crate) fn scan(
     t: &Trees,
     bound: &BTreeMap<SessionId, Seq>,
     pace: &mut dyn FnMut(),
-) -> Result<Scan, StoreError> {
+) -> Result<Scan, Failure> {
     let mut report = VerifyReport::default();
     let mut walked = BTreeMap::new();
     let mut cut = BTreeSet::new();
@@ -181,7 +181,7 @@ pub(crate) fn scan(
 /// each session's records the scan left (those appended since it started,
 /// and every session it did not bound), and compares. Costs the writer
 /// the heads and what was appended during the scan, not the whole log.
-pub(crate) fn finish(t: &Trees, scan: Scan) -> Result<VerifyReport, StoreError> {
+pub(crate) fn finish(t: &Trees, scan: Scan) -> Result<VerifyReport, Failure> {
     let Scan {
         mut report,
         mut walked,
@@ -266,7 +266,7 @@ fn unbounded_sessions(
 fn read_heads(
     t: &Trees,
     report: &mut VerifyReport,
-) -> Result<BTreeMap<SessionId, (Seq, Chain)>, StoreError> {
+) -> Result<BTreeMap<SessionId, (Seq, Chain)>, Failure> {
     let mut heads = BTreeMap::new();
     for kv in t.heads.iter() {
         let (k, v) = match kv {
@@ -314,7 +314,7 @@ impl Walk {
         (session, seq): (SessionId, Seq),
         k: &[u8],
         v: &[u8],
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), Failure> {
         if seq > self.last.saturating_add(1) {
             // seq ≥ last + 2 here, so neither bound overflows.
             let missing = if seq - self.last == 2 {
@@ -362,7 +362,7 @@ fn walk_records(
     bound: &BTreeMap<SessionId, Seq>,
     finished: &mut BTreeMap<SessionId, Walk>,
     pace: &mut dyn FnMut(),
-) -> Result<Option<Option<SessionId>>, StoreError> {
+) -> Result<Option<Option<SessionId>>, Failure> {
     let mut cur: Option<(SessionId, Walk)> = None;
     let mut broken = None;
     for kv in t.events.iter() {
@@ -384,7 +384,10 @@ fn walk_records(
             continue; // left to `finish`
         }
         report.events += 1;
-        if report.events.is_multiple_of(crate::pace::CHUNK as u64) {
+        if report
+            .events
+            .is_multiple_of(crate::sled::pace::CHUNK as u64)
+        {
             pace();
         }
         let mut walk = match cur.take() {
@@ -413,7 +416,7 @@ fn walk_session(
     session: SessionId,
     upto: Seq,
     walk: &mut Walk,
-) -> Result<bool, StoreError> {
+) -> Result<bool, Failure> {
     let Some(from) = walk.last.checked_add(1) else {
         return Ok(true);
     };

@@ -8,15 +8,16 @@
 //! then announced to subscribers. Verification also runs here, between
 //! groups, so it sees no half-applied append.
 
-use crate::config::{Durability, StoreConfig};
-use crate::error::{Expected, StoreError};
-use crate::guard::guarded;
+use crate::error::Expected;
 use crate::log::{check_expected, repeated_id, retried_position, Appended, NewEvent};
 use crate::record::{self, Chain};
+use crate::sled::config::{Durability, StoreConfig};
+use crate::sled::failure::Failure;
+use crate::sled::guard::guarded;
+use crate::sled::trees::{decode_head, encode_head, Trees};
+use crate::sled::verify::{finish, Scan, VerifyReport};
+use crate::sled::witness::{self, Witness};
 use crate::subscribe::Hub;
-use crate::trees::{decode_head, encode_head, Trees};
-use crate::verify::{finish, Scan, VerifyReport};
-use crate::witness::{self, Witness};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use ctxlog_core::{EventId, Seq, SessionId};
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
@@ -75,7 +76,7 @@ impl Shared {
     }
 
     /// Fails for a session whose acknowledged events are lost.
-    pub(crate) fn check_session(&self, session: SessionId) -> Result<(), StoreError> {
+    pub(crate) fn check_session(&self, session: SessionId) -> Result<(), Failure> {
         match self.lost.get(&session) {
             Some(l) => Err(l.error(session)),
             None => Ok(()),
@@ -93,10 +94,10 @@ impl Shared {
     }
 
     /// Fails once the store is poisoned.
-    pub(crate) fn check(&self) -> Result<(), StoreError> {
+    pub(crate) fn check(&self) -> Result<(), Failure> {
         // An `Option<String>` is valid whatever a panicking holder did.
         match &*self.poison.lock().unwrap_or_else(PoisonError::into_inner) {
-            Some(why) => Err(StoreError::Poisoned(why.clone())),
+            Some(why) => Err(Failure::Poisoned(why.clone())),
             None => Ok(()),
         }
     }
@@ -152,8 +153,8 @@ pub(crate) struct LostHead {
 
 impl LostHead {
     /// The error of reading or appending past the loss.
-    pub(crate) fn error(&self, session: SessionId) -> StoreError {
-        StoreError::Lost {
+    pub(crate) fn error(&self, session: SessionId) -> Failure {
+        Failure::Lost {
             session,
             detail: self.detail.clone(),
         }
@@ -166,15 +167,15 @@ pub(crate) enum Request {
         session: SessionId,
         expected: Expected,
         events: Vec<NewEvent>,
-        reply: Sender<Result<Appended, StoreError>>,
+        reply: Sender<Result<Appended, Failure>>,
     },
     Flush {
-        reply: Sender<Result<(), StoreError>>,
+        reply: Sender<Result<(), Failure>>,
     },
     /// Ends a verification whose records were scanned beside the writer.
     Verify {
         scan: Box<Scan>,
-        reply: Sender<Result<VerifyReport, StoreError>>,
+        reply: Sender<Result<VerifyReport, Failure>>,
     },
 }
 
@@ -183,19 +184,19 @@ struct AppendRequest {
     session: SessionId,
     expected: Expected,
     events: Vec<NewEvent>,
-    reply: Sender<Result<Appended, StoreError>>,
+    reply: Sender<Result<Appended, Failure>>,
 }
 
 /// The requests of one group, sorted by kind.
 #[derive(Default)]
 struct Group {
     appends: Vec<AppendRequest>,
-    flushes: Vec<Sender<Result<(), StoreError>>>,
+    flushes: Vec<Sender<Result<(), Failure>>>,
     verifies: Vec<(Box<Scan>, VerifyReply)>,
 }
 
 /// Where a verification's report goes.
-type VerifyReply = Sender<Result<VerifyReport, StoreError>>;
+type VerifyReply = Sender<Result<VerifyReport, Failure>>;
 
 impl Group {
     fn sort(requests: Vec<Request>) -> Group {
@@ -223,11 +224,8 @@ impl Group {
 
 /// A reply waiting for the group's flush.
 enum Pending {
-    Append(
-        Sender<Result<Appended, StoreError>>,
-        Result<Appended, StoreError>,
-    ),
-    Flush(Sender<Result<(), StoreError>>),
+    Append(Sender<Result<Appended, Failure>>, Result<Appended, Failure>),
+    Flush(Sender<Result<(), Failure>>),
 }
 
 /// What the writer carries from one group to the next.
@@ -250,7 +248,7 @@ pub(crate) struct Writer {
 
 /// The result of a step inside the append transaction: `Abort` refuses the
 /// append, any other error fails the transaction.
-type TxResult<T> = Result<T, ConflictableTransactionError<StoreError>>;
+type TxResult<T> = Result<T, ConflictableTransactionError<Failure>>;
 
 /// The three trees an append writes, inside the group's transaction.
 struct Tx<'a> {
@@ -380,7 +378,7 @@ impl Writer {
     /// became durable.
     /// Ends a verification: the heads, what was appended since the scan
     /// began, and the log against the witness.
-    fn verify(&self, scan: Scan) -> Result<VerifyReport, StoreError> {
+    fn verify(&self, scan: Scan) -> Result<VerifyReport, Failure> {
         let mut report = finish(&self.trees, scan)?;
         match witness::check(&self.trees, &self.config.path) {
             Ok((_, losses)) => {
@@ -388,7 +386,7 @@ impl Writer {
                     report.push(l.as_error());
                 }
             }
-            Err(StoreError::Sled(e)) => report.sled(&e, "heads", None),
+            Err(Failure::Sled(e)) => report.sled(&e, "heads", None),
             Err(e) => return Err(e),
         }
         report.errors.sort_by_key(|e| (e.session, e.seq));
@@ -432,7 +430,7 @@ impl Writer {
                 self.trees.db.flush().map(|_| ()).map_err(|e| {
                     let why = format!("flush failed: {e}");
                     self.shared.poison(why.clone());
-                    StoreError::Poisoned(why)
+                    Failure::Poisoned(why)
                 })
             }
         };
@@ -440,7 +438,7 @@ impl Writer {
         let flushed = match flushed {
             Ok(()) if !committed.is_empty() => self.witness_heads(&committed).map_err(|why| {
                 self.shared.poison(why.clone());
-                StoreError::Poisoned(why)
+                Failure::Poisoned(why)
             }),
             other => other,
         };
@@ -461,7 +459,7 @@ impl Writer {
     }
 
     /// Applies a group of appends in one transaction; one outcome each, in order.
-    fn apply_group(&self, appends: &[AppendRequest]) -> Vec<Result<Appended, StoreError>> {
+    fn apply_group(&self, appends: &[AppendRequest]) -> Vec<Result<Appended, Failure>> {
         // Repeated ids inside a batch can never be stored.
         let precheck: Vec<Option<EventId>> =
             appends.iter().map(|a| repeated_id(&a.events)).collect();
@@ -472,11 +470,11 @@ impl Writer {
             let mut outcomes = Vec::with_capacity(appends.len());
             for (a, repeated) in appends.iter().zip(&precheck) {
                 outcomes.push(match repeated {
-                    Some(id) => Err(StoreError::PartialDuplicate { id: *id }),
+                    Some(id) => Err(Failure::PartialDuplicate { id: *id }),
                     None => tx.apply_one(a.session, a.expected, &a.events)?,
                 });
             }
-            Ok::<_, ConflictableTransactionError<StoreError>>(outcomes)
+            Ok::<_, ConflictableTransactionError<Failure>>(outcomes)
         });
         match result {
             Ok(outcomes) => outcomes,
@@ -488,7 +486,7 @@ impl Writer {
                 self.shared.poison(why.clone());
                 appends
                     .iter()
-                    .map(|_| Err(StoreError::Poisoned(why.clone())))
+                    .map(|_| Err(Failure::Poisoned(why.clone())))
                     .collect()
             }
         }
@@ -496,10 +494,10 @@ impl Writer {
 }
 
 /// Answers the replies of a group once its flush is done (or failed).
-fn answer(pending: Vec<Pending>, flushed: &Result<(), StoreError>) {
-    let failed = |e: &StoreError| match e {
-        StoreError::Poisoned(why) => StoreError::Poisoned(why.clone()),
-        _ => StoreError::Closed,
+fn answer(pending: Vec<Pending>, flushed: &Result<(), Failure>) {
+    let failed = |e: &Failure| match e {
+        Failure::Poisoned(why) => Failure::Poisoned(why.clone()),
+        _ => Failure::Closed,
     };
     for p in pending {
         match p {
@@ -518,8 +516,8 @@ fn answer(pending: Vec<Pending>, flushed: &Result<(), StoreError>) {
     }
 }
 
-fn abort(e: StoreError) -> ConflictableTransactionError<StoreError> {
-    ConflictableTransactionError::Abort(e)
+fn abort(e: impl Into<Failure>) -> ConflictableTransactionError<Failure> {
+    ConflictableTransactionError::Abort(e.into())
 }
 
 impl Tx<'_> {
@@ -531,7 +529,7 @@ impl Tx<'_> {
         session: SessionId,
         expected: Expected,
         events: &[NewEvent],
-    ) -> TxResult<Result<Appended, StoreError>> {
+    ) -> TxResult<Result<Appended, Failure>> {
         match self.append(session, expected, events) {
             Ok(a) => Ok(Ok(a)),
             Err(ConflictableTransactionError::Abort(e)) => Ok(Err(e)),
@@ -587,7 +585,7 @@ impl Tx<'_> {
         for e in events {
             if let Some(pos) = self.ids.get(e.id.as_bytes())? {
                 let (s, seq) = record::parse_key(&pos).ok_or_else(|| {
-                    abort(StoreError::Damaged(format!(
+                    abort(Failure::Damaged(format!(
                         "id index entry of event {}",
                         e.id
                     )))
@@ -597,13 +595,13 @@ impl Tx<'_> {
         }
         retried_position(session, events, &stored, abort, |e, s, seq| {
             let bytes = self.events.get(record::key(s, seq))?.ok_or_else(|| {
-                abort(StoreError::Damaged(format!(
+                abort(Failure::Damaged(format!(
                     "event {} indexed at session {s} seq {seq} but not stored",
                     e.id
                 )))
             })?;
             let stored = record::decode(&bytes, s, seq).map_err(|problem| {
-                abort(StoreError::Corrupt {
+                abort(Failure::Corrupt {
                     session: s,
                     seq,
                     problem,
@@ -628,12 +626,12 @@ fn encode_batch(
     let mut records = Vec::with_capacity(events.len());
     for e in events {
         seq = seq.checked_add(1).ok_or_else(|| {
-            abort(StoreError::Damaged(format!(
+            abort(Failure::Damaged(format!(
                 "head of session {session} is {head}: no seq left"
             )))
         })?;
         let (bytes, next) = record::encode(&e.at(session, seq), &chain)
-            .map_err(|source| abort(StoreError::Encode { id: e.id, source }))?;
+            .map_err(|source| abort(Failure::Encode { id: e.id, source }))?;
         chain = next;
         records.push((e.id, seq, bytes));
     }

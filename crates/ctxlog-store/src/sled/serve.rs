@@ -9,12 +9,14 @@
 //! handle while a reader streams a session closes the store when that
 //! stream ends.
 
-use crate::error::StoreError;
 use crate::log::EventLog;
-use crate::pace::{self, Pace};
-use crate::verify::VerifyReport;
-use crate::wire::{read_request, write_frame, Reply, Request, SocketPath, WireReport, VERSION};
-use crate::{os, private};
+use crate::sled::failure::Failure;
+use crate::sled::pace::{self, Pace};
+use crate::sled::verify::VerifyReport;
+use crate::sled::wire::{
+    read_request, write_frame, Reply, Request, SocketPath, WireReport, VERSION,
+};
+use crate::sled::{os, private};
 use crossbeam_channel::{bounded, RecvTimeoutError};
 use ctxlog_core::{Seq, SessionId, EVENT_SCHEMA_VERSION};
 use std::collections::BTreeMap;
@@ -36,7 +38,7 @@ pub(crate) trait Holder: EventLog + 'static {
     /// Every session with its durable head.
     fn durable_heads(&self) -> BTreeMap<SessionId, Seq>;
     /// A store-wide verification whose scan calls `pace` between chunks.
-    fn verify_paced(&self, pace: &mut dyn FnMut()) -> Result<VerifyReport, StoreError>;
+    fn verify_paced(&self, pace: &mut dyn FnMut()) -> Result<VerifyReport, Failure>;
     /// Events the writer has committed so far.
     fn writer_progress(&self) -> u64;
 }
@@ -258,8 +260,7 @@ fn answer<S: Holder>(stream: &UnixStream, open: &Open<S>) {
 }
 
 fn reply(store: &impl Holder, request: Request, out: &mut impl Write) -> io::Result<()> {
-    let or_failed =
-        |r: Result<Reply, StoreError>| r.unwrap_or_else(|e| Reply::Failed(e.to_string()));
+    let or_failed = |r: Result<Reply, Failure>| r.unwrap_or_else(|e| Reply::Failed(e.to_string()));
     match request {
         Request::Hello => write_frame(
             out,
@@ -276,7 +277,8 @@ fn reply(store: &impl Holder, request: Request, out: &mut impl Write) -> io::Res
         Request::Head(session) => {
             let head = store
                 .head(session)
-                .map(|head| Reply::Head(head.min(store.durable_head(session))));
+                .map(|head| Reply::Head(head.min(store.durable_head(session))))
+                .map_err(Failure::from);
             write_frame(out, &or_failed(head))
         }
         Request::Read(session, from) => read(store, session, from, out),
@@ -286,7 +288,7 @@ fn reply(store: &impl Holder, request: Request, out: &mut impl Write) -> io::Res
 
 /// Every session with its durable head; a session not durable yet is left
 /// out, one the witness vouches for but sled lost whole is listed at 0.
-fn durable_sessions(store: &impl Holder) -> Result<Vec<(SessionId, Seq)>, StoreError> {
+fn durable_sessions(store: &impl Holder) -> Result<Vec<(SessionId, Seq)>, Failure> {
     let durable = store.durable_heads();
     let listed = store.sessions()?;
     Ok(listed

@@ -5,9 +5,9 @@
 //! `heads` (session → last seq ‖ chain of that record), `ids` (event id →
 //! record key) and `snapshots` (see `snapshot.rs`).
 
-use crate::error::StoreError;
-use crate::guard::guarded;
 use crate::record::{self, Chain};
+use crate::sled::failure::Failure;
+use crate::sled::guard::guarded;
 use ctxlog_core::{Seq, SessionId};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -36,7 +36,7 @@ impl Trees {
         path: &Path,
         in_use_wait: Duration,
         cache_bytes: u64,
-    ) -> Result<Trees, StoreError> {
+    ) -> Result<Trees, Failure> {
         let db = open_db(path, in_use_wait, cache_bytes)?;
         Ok(Trees {
             events: db.open_tree("events")?,
@@ -49,7 +49,7 @@ impl Trees {
     }
 
     /// The session's head seq and chain, `None` for no stream.
-    pub(crate) fn head(&self, session: SessionId) -> Result<Option<(Seq, Chain)>, StoreError> {
+    pub(crate) fn head(&self, session: SessionId) -> Result<Option<(Seq, Chain)>, Failure> {
         match self.heads.get(session.as_bytes())? {
             Some(v) => Ok(Some(decode_head(session, &v)?)),
             None => Ok(None),
@@ -57,7 +57,7 @@ impl Trees {
     }
 
     /// Every session with its head seq, in session-id order.
-    pub(crate) fn heads(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
+    pub(crate) fn heads(&self) -> Result<Vec<(SessionId, Seq)>, Failure> {
         let mut out = Vec::new();
         for kv in self.heads.iter() {
             let (k, v) = kv?;
@@ -68,7 +68,7 @@ impl Trees {
     }
 
     /// Every session with its head seq and chain, in session-id order.
-    pub(crate) fn heads_with_chains(&self) -> Result<Vec<(SessionId, Seq, Chain)>, StoreError> {
+    pub(crate) fn heads_with_chains(&self) -> Result<Vec<(SessionId, Seq, Chain)>, Failure> {
         let mut out = Vec::new();
         for kv in self.heads.iter() {
             let (k, v) = kv?;
@@ -81,11 +81,7 @@ impl Trees {
 
     /// The chain value of the record at (`session`, `seq`), if it is stored
     /// and sound.
-    pub(crate) fn chain_at(
-        &self,
-        session: SessionId,
-        seq: Seq,
-    ) -> Result<Option<Chain>, StoreError> {
+    pub(crate) fn chain_at(&self, session: SessionId, seq: Seq) -> Result<Option<Chain>, Failure> {
         Ok(self
             .events
             .get(record::key(session, seq))?
@@ -94,7 +90,7 @@ impl Trees {
     }
 }
 
-fn open_db(path: &Path, in_use_wait: Duration, cache_bytes: u64) -> Result<sled::Db, StoreError> {
+fn open_db(path: &Path, in_use_wait: Duration, cache_bytes: u64) -> Result<sled::Db, Failure> {
     let started = Instant::now();
     let mut recovered = 0u8;
     loop {
@@ -130,7 +126,7 @@ fn open_db(path: &Path, in_use_wait: Duration, cache_bytes: u64) -> Result<sled:
                     _ => LOCK_WAIT,
                 };
                 if started.elapsed() >= wait {
-                    return Err(StoreError::InUse {
+                    return Err(Failure::InUse {
                         path: path.display().to_string(),
                         holder: holder.map(describe_process),
                     });
@@ -303,9 +299,9 @@ pub(crate) fn encode_head(seq: Seq, chain: &Chain) -> [u8; HEAD_LEN] {
 }
 
 /// Reads a head value of `session`; any other length is damage.
-pub(crate) fn decode_head(session: SessionId, v: &[u8]) -> Result<(Seq, Chain), StoreError> {
+pub(crate) fn decode_head(session: SessionId, v: &[u8]) -> Result<(Seq, Chain), Failure> {
     let damaged = || {
-        StoreError::Damaged(format!(
+        Failure::Damaged(format!(
             "head of session {session} is {} bytes, expected {HEAD_LEN}",
             v.len()
         ))
@@ -316,9 +312,9 @@ pub(crate) fn decode_head(session: SessionId, v: &[u8]) -> Result<(Seq, Chain), 
 }
 
 /// The session named by a `heads` key.
-pub(crate) fn session_of(k: &[u8]) -> Result<SessionId, StoreError> {
+pub(crate) fn session_of(k: &[u8]) -> Result<SessionId, Failure> {
     let bytes: [u8; 16] = k
         .try_into()
-        .map_err(|_| StoreError::Damaged(format!("head key of {} bytes", k.len())))?;
+        .map_err(|_| Failure::Damaged(format!("head key of {} bytes", k.len())))?;
     Ok(SessionId(Uuid::from_bytes(bytes)))
 }

@@ -41,10 +41,10 @@ pub fn create_dir(path: &Path) -> io::Result<()> {
 fn own_entry(name: &str) -> bool {
     matches!(
         name,
-        "conf" | "db" | "blobs" | crate::witness::FILE_NAME | crate::wire::SOCKET
+        "conf" | "db" | "blobs" | crate::sled::witness::FILE_NAME | crate::sled::wire::SOCKET
     ) || name.starts_with("snap.")
-        || name.starts_with(crate::witness::FILE_NAME)
-        || name == crate::trees::SET_ASIDE
+        || name.starts_with(crate::sled::witness::FILE_NAME)
+        || name == crate::sled::trees::SET_ASIDE
 }
 
 /// Tightens the store at `path`: everything of the store in it to 0600

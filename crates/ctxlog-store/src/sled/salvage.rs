@@ -6,10 +6,11 @@
 //! what follows is not copied (a log with a hole would not replay), and is
 //! reported with the reason. The new store has its own witness.
 
-use crate::error::{Expected, StoreError};
+use crate::error::Expected;
+use crate::error::{OpenError, StoreError};
 use crate::log::{EventLog, NewEvent};
-use crate::remote::Reader;
-use crate::sled_store::SledStore;
+use crate::sled::remote::Reader;
+use crate::sled::store::SledStore;
 use ctxlog_core::{Seq, SessionId};
 use std::collections::BTreeMap;
 
@@ -47,10 +48,10 @@ impl SalvageReport {
 /// into `to` (a store with no session yet), session by session.
 pub fn salvage(from: &Reader, to: &SledStore) -> Result<SalvageReport, StoreError> {
     if !to.sessions()?.is_empty() {
-        return Err(StoreError::InvalidConfig(format!(
+        return Err(StoreError::Open(OpenError::InvalidConfig(format!(
             "salvage writes into a new store; {} already holds sessions",
             to.path().display()
-        )));
+        ))));
     }
     let checked = from.verify()?;
     let mut report = SalvageReport::default();

@@ -3,7 +3,7 @@
 //! one request per connection, every message a frame (a little-endian `u32`
 //! length, then the value in ctxlog's binary codec).
 
-use crate::verify::{VerifyError, VerifyReport, KINDS};
+use crate::sled::verify::{VerifyError, VerifyReport, KINDS};
 use ctxlog_core::codec::{self, MAX_ENCODED_BYTES};
 use ctxlog_core::{Envelope, Seq, SessionId};
 use serde::de::DeserializeOwned;

@@ -6,9 +6,9 @@
 //! whose key or value does not decode, or of another reducer version is
 //! ignored, and the state is replayed instead.
 
-use crate::error::StoreError;
 use crate::record::{self, Chain};
-use crate::trees::Trees;
+use crate::sled::failure::Failure;
+use crate::sled::trees::Trees;
 use ctxlog_core::{Seq, SessionId, SessionState, REDUCER_VERSION};
 
 /// Length of a snapshot key.
@@ -57,7 +57,7 @@ fn decode(v: &[u8]) -> Option<(Chain, SessionState)> {
 /// Saves a snapshot of `state` (keyed by session, reducer version and seq;
 /// older snapshots of the session are dropped). Nothing is saved for a state
 /// of no session or whose head record is not stored and sound.
-pub(crate) fn save(trees: &Trees, state: &SessionState) -> Result<(), StoreError> {
+pub(crate) fn save(trees: &Trees, state: &SessionState) -> Result<(), Failure> {
     let Some(session) = state.session else {
         return Ok(());
     };
@@ -84,7 +84,7 @@ pub(crate) fn newest_usable(
     trees: &Trees,
     session: SessionId,
     head: Seq,
-) -> Result<Option<SessionState>, StoreError> {
+) -> Result<Option<SessionState>, Failure> {
     for kv in trees
         .snapshots
         .scan_prefix(prefix(session, REDUCER_VERSION))

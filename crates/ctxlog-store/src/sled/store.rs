@@ -2,20 +2,21 @@
 //! directly and send appends, flushes and verifications to the single writer
 //! thread (`writer.rs`).
 
-use crate::config::StoreConfig;
-use crate::error::{Expected, StoreError};
+use crate::error::{AppendError, Expected, OpenError, ReadError};
 use crate::follower::Followable;
-use crate::guard::guarded;
 use crate::log::{evolve_to_head, Appended, EventLog, LoadedState, NewEvent};
-use crate::private;
 use crate::record::{self, RecordProblem};
-use crate::serve::{Holder, Server};
-use crate::snapshot;
+use crate::sled::config::StoreConfig;
+use crate::sled::failure::Failure;
+use crate::sled::guard::guarded;
+use crate::sled::private;
+use crate::sled::serve::{Holder, Server};
+use crate::sled::snapshot;
+use crate::sled::trees::Trees;
+use crate::sled::verify::VerifyReport;
+use crate::sled::witness;
+use crate::sled::writer::{LostHead, Request, Shared, StoreStats, Writer};
 use crate::subscribe::Subscription;
-use crate::trees::Trees;
-use crate::verify::VerifyReport;
-use crate::witness;
-use crate::writer::{LostHead, Request, Shared, StoreStats, Writer};
 use crossbeam_channel::{bounded, Sender};
 use ctxlog_core::{Envelope, Seq, SessionId, SessionState};
 use std::collections::BTreeMap;
@@ -77,21 +78,23 @@ impl std::fmt::Debug for SledStore {
 
 impl SledStore {
     /// Opens (or creates) a durable store at `path`.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, OpenError> {
         Self::open_with(StoreConfig::new(path.as_ref()))
     }
 
-    /// Opens a store with `config`; [`StoreError::InvalidConfig`] if
+    /// Opens a store with `config`; [`OpenError::InvalidConfig`] if
     /// `max_group` or `queue` is 0.
-    pub fn open_with(config: StoreConfig) -> Result<Self, StoreError> {
+    pub fn open_with(config: StoreConfig) -> Result<Self, OpenError> {
         config.check()?;
         let path = config.path.clone();
-        guarded(&path, "opening the store", || Self::open_unguarded(config))
+        Ok(guarded(&path, "opening the store", || {
+            Self::open_unguarded(config)
+        })?)
     }
 
-    fn open_unguarded(config: StoreConfig) -> Result<Self, StoreError> {
+    fn open_unguarded(config: StoreConfig) -> Result<Self, Failure> {
         // A new store is created private (0700) before sled writes in it.
-        private::create_dir(&config.path).map_err(|e| StoreError::Io {
+        private::create_dir(&config.path).map_err(|e| Failure::Io {
             path: config.path.clone(),
             error: e,
         })?;
@@ -112,7 +115,7 @@ impl SledStore {
         let witness = witness::open_for_writer(&trees, &config.path, &file, &losses)?;
         // sled and the witness made their files under the umask; an older
         // store may be wider still.
-        let widened = private::tighten(&config.path).map_err(|e| StoreError::Io {
+        let widened = private::tighten(&config.path).map_err(|e| Failure::Io {
             path: config.path.clone(),
             error: e,
         })?;
@@ -132,7 +135,7 @@ impl SledStore {
         let handle = std::thread::Builder::new()
             .name("ctxlog-writer".into())
             .spawn(move || writer.run())
-            .map_err(|e| StoreError::Damaged(format!("cannot start the writer thread: {e}")))?;
+            .map_err(|e| Failure::Damaged(format!("cannot start the writer thread: {e}")))?;
         let store = SledStore {
             inner: Arc::new(Inner {
                 trees,
@@ -198,11 +201,11 @@ impl SledStore {
 
     /// Flushes everything written so far (useful in buffered mode); the same
     /// as [`EventLog::flush`].
-    pub fn flush(&self) -> Result<(), StoreError> {
-        self.flush_now()
+    pub fn flush(&self) -> Result<(), AppendError> {
+        Ok(self.flush_now()?)
     }
 
-    fn flush_now(&self) -> Result<(), StoreError> {
+    fn flush_now(&self) -> Result<(), Failure> {
         self.inner.shared.check()?;
         // Route through the writer so that notifications and durable heads follow.
         let (reply, rx) = bounded(1);
@@ -213,41 +216,41 @@ impl SledStore {
     /// Why a request got no reply: the writer dropped it while failing (a
     /// sled panic poisons the store just after its replies are dropped, so
     /// the poison is waited for briefly), or the store closed.
-    fn no_reply(&self) -> StoreError {
+    fn no_reply(&self) -> Failure {
         for _ in 0..50 {
             if let Err(e) = self.inner.shared.check() {
                 return e;
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
-        StoreError::Closed
+        Failure::Closed
     }
 
-    fn send(&self, req: Request) -> Result<(), StoreError> {
+    fn send(&self, req: Request) -> Result<(), Failure> {
         let queue = lock(&self.inner.queue).clone();
         queue
-            .ok_or(StoreError::Closed)?
+            .ok_or(Failure::Closed)?
             .send(req)
-            .map_err(|_| StoreError::Closed)
+            .map_err(|_| Failure::Closed)
     }
 
     /// Saves a snapshot of `state` (a cache: keyed by session, reducer
     /// version and seq; older snapshots of the session are dropped).
-    pub fn save_snapshot(&self, state: &SessionState) -> Result<(), StoreError> {
+    pub fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
         self.inner.shared.check()?;
-        snapshot::save(&self.inner.trees, state)
+        Ok(snapshot::save(&self.inner.trees, state)?)
     }
 
     /// Loads a session's state: the newest usable snapshot of this reducer
     /// version plus the tail, or a full replay when there is none or it does
     /// not decode; the same as [`EventLog::load_state`].
-    pub fn load_state(&self, session: SessionId) -> Result<LoadedState, StoreError> {
-        self.load_from_snapshot(session)
+    pub fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
+        Ok(self.load_from_snapshot(session)?)
     }
 
-    fn load_from_snapshot(&self, session: SessionId) -> Result<LoadedState, StoreError> {
+    fn load_from_snapshot(&self, session: SessionId) -> Result<LoadedState, Failure> {
         self.inner.shared.check()?;
-        let head = self.head(session)?;
+        let head = self.head_now(session)?;
         let start = snapshot::newest_usable(&self.inner.trees, session, head)?;
         let snapshot = start.as_ref().map(|s| s.head);
         let mut state = start.unwrap_or_default();
@@ -267,16 +270,16 @@ impl SledStore {
     /// appended meanwhile are checked on the writer thread between append
     /// groups, so appends in flight never make it report a false error and
     /// the writer is held only for that last part.
-    pub fn verify(&self) -> Result<VerifyReport, StoreError> {
-        self.verify_with(&mut || {})
+    pub fn verify(&self) -> Result<VerifyReport, ReadError> {
+        Ok(self.verify_with(&mut || {})?)
     }
 
     /// [`SledStore::verify`], calling `pace` between chunks of the scan.
-    fn verify_with(&self, pace: &mut dyn FnMut()) -> Result<VerifyReport, StoreError> {
+    fn verify_with(&self, pace: &mut dyn FnMut()) -> Result<VerifyReport, Failure> {
         self.inner.shared.check()?;
         let bound = self.inner.shared.durable_heads();
         let scan = guarded(self.path(), "verifying the store", || {
-            crate::verify::scan(&self.inner.trees, &bound, pace)
+            crate::sled::verify::scan(&self.inner.trees, &bound, pace)
         })?;
         let (reply, rx) = bounded(1);
         self.send(Request::Verify {
@@ -287,17 +290,18 @@ impl SledStore {
     }
 }
 
-impl EventLog for SledStore {
-    fn append(
+impl SledStore {
+    /// [`EventLog::append`], failing with the sled log's own error.
+    fn append_now(
         &self,
         session: SessionId,
         expected: Expected,
         events: Vec<NewEvent>,
-    ) -> Result<Appended, StoreError> {
+    ) -> Result<Appended, Failure> {
         self.inner.shared.check()?;
         self.inner.shared.check_session(session)?;
         if events.is_empty() {
-            return Err(StoreError::EmptyAppend);
+            return Err(Failure::EmptyAppend);
         }
         let (reply, rx) = bounded(1);
         self.send(Request::Append {
@@ -309,19 +313,16 @@ impl EventLog for SledStore {
         rx.recv().map_err(|_| self.no_reply())?
     }
 
-    fn read(
-        &self,
-        session: SessionId,
-        from: Seq,
-    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError> {
+    /// [`EventLog::read`], failing with the sled log's own error.
+    pub(crate) fn read_now(&self, session: SessionId, from: Seq) -> Result<ReadIter, Failure> {
         self.inner.shared.check()?;
         let from = from.max(1);
-        let head = self.head(session)?;
+        let head = self.head_now(session)?;
         let range = record::key(session, from)..=record::key(session, Seq::MAX);
         let inner = guarded(self.path(), "reading a session", || {
             Ok(self.inner.trees.events.range(range))
         })?;
-        Ok(Box::new(ReadIter {
+        Ok(ReadIter {
             inner,
             path: self.inner.path.clone(),
             session,
@@ -329,17 +330,19 @@ impl EventLog for SledStore {
             head,
             lost: self.inner.shared.lost_head(session),
             done: false,
-        }))
+        })
     }
 
-    fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
+    /// [`EventLog::head`], failing with the sled log's own error.
+    pub(crate) fn head_now(&self, session: SessionId) -> Result<Seq, Failure> {
         self.inner.shared.check()?;
         guarded(self.path(), "reading a head", || {
             Ok(self.inner.trees.head(session)?.map_or(0, |(seq, _)| seq))
         })
     }
 
-    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
+    /// [`EventLog::sessions`], failing with the sled log's own error.
+    pub(crate) fn sessions_now(&self) -> Result<Vec<(SessionId, Seq)>, Failure> {
         self.inner.shared.check()?;
         let mut heads: BTreeMap<SessionId, Seq> =
             guarded(self.path(), "listing the sessions", || {
@@ -354,17 +357,45 @@ impl EventLog for SledStore {
         }
         Ok(heads.into_iter().collect())
     }
+}
 
-    fn load_state(&self, session: SessionId) -> Result<LoadedState, StoreError> {
-        self.load_from_snapshot(session)
+impl EventLog for SledStore {
+    fn append(
+        &self,
+        session: SessionId,
+        expected: Expected,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, AppendError> {
+        Ok(self.append_now(session, expected, events)?)
     }
 
-    fn save_snapshot(&self, state: &SessionState) -> Result<(), StoreError> {
+    fn read(
+        &self,
+        session: SessionId,
+        from: Seq,
+    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, ReadError>> + '_>, ReadError> {
+        let events = self.read_now(session, from)?;
+        Ok(Box::new(events.map(|e| e.map_err(ReadError::from))))
+    }
+
+    fn head(&self, session: SessionId) -> Result<Seq, ReadError> {
+        Ok(self.head_now(session)?)
+    }
+
+    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, ReadError> {
+        Ok(self.sessions_now()?)
+    }
+
+    fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
+        SledStore::load_state(self, session)
+    }
+
+    fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
         SledStore::save_snapshot(self, state)
     }
 
-    fn flush(&self) -> Result<(), StoreError> {
-        self.flush_now()
+    fn flush(&self) -> Result<(), AppendError> {
+        SledStore::flush(self)
     }
 }
 
@@ -377,7 +408,7 @@ impl Holder for SledStore {
         SledStore::durable_heads(self)
     }
 
-    fn verify_paced(&self, pace: &mut dyn FnMut()) -> Result<VerifyReport, StoreError> {
+    fn verify_paced(&self, pace: &mut dyn FnMut()) -> Result<VerifyReport, Failure> {
         SledStore::verify_with(self, pace)
     }
 
@@ -391,7 +422,7 @@ impl Followable for SledStore {
         self.inner.shared.hub.subscribe()
     }
 
-    fn durable_heads(&self) -> Result<BTreeMap<SessionId, Seq>, StoreError> {
+    fn durable_heads(&self) -> Result<BTreeMap<SessionId, Seq>, ReadError> {
         Ok(self.inner.shared.durable_heads())
     }
 }
@@ -400,7 +431,7 @@ impl Followable for SledStore {
 /// missing up to the head read when it started (or up to the witnessed
 /// head, for a session that lost acknowledged events); stops at the first
 /// error.
-struct ReadIter {
+pub(crate) struct ReadIter {
     inner: sled::Iter,
     /// The store directory (for errors).
     path: PathBuf,
@@ -414,8 +445,8 @@ struct ReadIter {
 }
 
 impl ReadIter {
-    fn corrupt(&self, seq: Seq, problem: RecordProblem) -> StoreError {
-        StoreError::Corrupt {
+    fn corrupt(&self, seq: Seq, problem: RecordProblem) -> Failure {
+        Failure::Corrupt {
             session: self.session,
             seq,
             problem,
@@ -423,9 +454,9 @@ impl ReadIter {
     }
 
     /// The record stored under key `k`, which must be the expected one.
-    fn record(&mut self, k: &[u8], v: &[u8]) -> Result<Envelope, StoreError> {
+    fn record(&mut self, k: &[u8], v: &[u8]) -> Result<Envelope, Failure> {
         let Some(expect) = self.expect else {
-            return Err(StoreError::Damaged(format!(
+            return Err(Failure::Damaged(format!(
                 "session {}: a record key after seq {}",
                 self.session,
                 Seq::MAX
@@ -434,7 +465,7 @@ impl ReadIter {
         // Every key of the range starts with the session; a key of another
         // length is damage, named by the seq that should be there.
         let Some((_, seq)) = record::parse_key(k) else {
-            return Err(StoreError::Damaged(format!(
+            return Err(Failure::Damaged(format!(
                 "session {} seq {expect}: record key of {} bytes",
                 self.session,
                 k.len()
@@ -458,7 +489,7 @@ impl ReadIter {
 }
 
 impl Iterator for ReadIter {
-    type Item = Result<Envelope, StoreError>;
+    type Item = Result<Envelope, Failure>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -466,7 +497,7 @@ impl Iterator for ReadIter {
         }
         let (path, inner) = (&self.path, &mut self.inner);
         let next = match guarded(path, "reading a session", || Ok(inner.next())) {
-            Ok(next) => next.map(|kv| kv.map_err(StoreError::from)),
+            Ok(next) => next.map(|kv| kv.map_err(Failure::from)),
             Err(panicked) => Some(Err(panicked)),
         };
         let item = match next {
@@ -481,7 +512,7 @@ impl Iterator for ReadIter {
                 Some(expect) if self.lost.as_ref().is_some_and(|l| expect <= l.seq) => Err(self
                     .lost
                     .as_ref()
-                    .map_or(StoreError::Closed, |l| l.error(self.session))),
+                    .map_or(Failure::Closed, |l| l.error(self.session))),
                 _ => {
                     self.done = true;
                     return None;

@@ -1,7 +1,7 @@
 //! How a [`SledStore`](crate::SledStore) is opened: [`StoreConfig`] and
 //! [`Durability`].
 
-use crate::error::StoreError;
+use crate::sled::failure::Failure;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -31,7 +31,7 @@ pub struct StoreConfig {
     /// in the store directory) while the store is open.
     pub serve_readers: bool,
     /// How long opening waits for a store another process holds before
-    /// [`StoreError::InUse`] names that process.
+    /// [`Failure::InUse`] names that process.
     pub in_use_wait: Duration,
     /// The most memory sled's page cache keeps ([`DEFAULT_CACHE_BYTES`];
     /// sled's own default, 1 GiB, made every large command's memory grow
@@ -58,14 +58,14 @@ impl StoreConfig {
     }
 
     /// Refuses a configuration the writer cannot work with.
-    pub(crate) fn check(&self) -> Result<(), StoreError> {
+    pub(crate) fn check(&self) -> Result<(), Failure> {
         if self.max_group == 0 {
-            return Err(StoreError::InvalidConfig(
+            return Err(Failure::InvalidConfig(
                 "max_group must be at least 1".into(),
             ));
         }
         if self.queue == 0 {
-            return Err(StoreError::InvalidConfig("queue must be at least 1".into()));
+            return Err(Failure::InvalidConfig("queue must be at least 1".into()));
         }
         Ok(())
     }

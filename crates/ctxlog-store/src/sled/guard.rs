@@ -1,11 +1,11 @@
 //! sled panics on some damage (a truncated or deleted `db` file panics its
 //! recovery in `segment.rs`; a deleted blob file panics a read):
 //! [`guarded`] runs a call into sled and turns such a panic into
-//! [`StoreError::SledPanicked`], named by the store and what was being done.
+//! [`Failure::SledPanicked`], named by the store and what was being done.
 //! A panic hook can ask [`in_guarded_call`] to stay quiet about a panic that
 //! becomes an error.
 
-use crate::error::StoreError;
+use crate::sled::failure::Failure;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -20,13 +20,13 @@ pub fn in_guarded_call() -> bool {
     DEPTH.with(|d| d.get() > 0)
 }
 
-/// Runs `f`; a panic in it becomes [`StoreError::SledPanicked`] about the
+/// Runs `f`; a panic in it becomes [`Failure::SledPanicked`] about the
 /// store at `path`, doing `what`.
 pub(crate) fn guarded<T>(
     path: &Path,
     what: &'static str,
-    f: impl FnOnce() -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
+    f: impl FnOnce() -> Result<T, Failure>,
+) -> Result<T, Failure> {
     DEPTH.with(|d| d.set(d.get() + 1));
     let r = catch_unwind(AssertUnwindSafe(f));
     DEPTH.with(|d| d.set(d.get() - 1));
@@ -36,7 +36,7 @@ pub(crate) fn guarded<T>(
             .map(|s| (*s).to_owned())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "a panic without a message".into());
-        Err(StoreError::SledPanicked {
+        Err(Failure::SledPanicked {
             path: path.display().to_string(),
             what,
             message,

@@ -23,10 +23,10 @@
 //! by its offset. Past [`COMPACT_AT`] bytes the file is rewritten with one
 //! record per session (`witness.new`, synced, renamed over it).
 
-use crate::error::StoreError;
 use crate::record::{Chain, CHAIN_LEN};
-use crate::trees::Trees;
-use crate::verify::VerifyError;
+use crate::sled::failure::Failure;
+use crate::sled::trees::Trees;
+use crate::sled::verify::VerifyError;
 use ctxlog_core::{Seq, SessionId};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -127,7 +127,7 @@ const SALVAGE: &str = "`ctxlog salvage` copies every intact event into a new sto
 
 /// Checks the log against what the witness of the store at `dir` says;
 /// every loss, in session order, with the file read.
-pub(crate) fn check(trees: &Trees, dir: &Path) -> Result<(WitnessFile, Vec<Loss>), StoreError> {
+pub(crate) fn check(trees: &Trees, dir: &Path) -> Result<(WitnessFile, Vec<Loss>), Failure> {
     let file = read(dir).map_err(|e| io_error(dir, e))?;
     let mut losses = Vec::new();
     if let Some(why) = trees.meta.get(REBUILT)? {
@@ -169,11 +169,7 @@ pub(crate) fn check(trees: &Trees, dir: &Path) -> Result<(WitnessFile, Vec<Loss>
 }
 
 /// The loss of one session, if the log does not hold its witnessed head.
-fn check_head(
-    trees: &Trees,
-    session: SessionId,
-    w: &Witnessed,
-) -> Result<Option<Loss>, StoreError> {
+fn check_head(trees: &Trees, session: SessionId, w: &Witnessed) -> Result<Option<Loss>, Failure> {
     let head = trees.head(session)?.map_or(0, |(seq, _)| seq);
     let lost = |first: Seq, why: String| {
         Loss {
@@ -215,7 +211,7 @@ pub(crate) fn open_for_writer(
     dir: &Path,
     file: &WitnessFile,
     losses: &[Loss],
-) -> Result<Witness, StoreError> {
+) -> Result<Witness, Failure> {
     let damaged = losses
         .iter()
         .any(|l| l.kind == "witness" && l.offset.is_some());
@@ -256,8 +252,8 @@ pub(crate) fn open_for_writer(
     Ok(w)
 }
 
-fn io_error(dir: &Path, e: io::Error) -> StoreError {
-    StoreError::Damaged(format!("{}: {e}", path(dir).display()))
+fn io_error(dir: &Path, e: io::Error) -> Failure {
+    Failure::Damaged(format!("{}: {e}", path(dir).display()))
 }
 
 /// The witness file of the store at `dir`.

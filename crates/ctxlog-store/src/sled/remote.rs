@@ -2,13 +2,14 @@
 //! (`serve.rs`) over the store's socket, [`Reader`] picks between it and
 //! opening the store directly.
 
-use crate::config::StoreConfig;
-use crate::error::{Expected, StoreError};
+use crate::error::{AppendError, Expected, OpenError, ReadError};
 use crate::log::{Appended, EventLog, LoadedState, NewEvent};
-use crate::sled_store::SledStore;
-use crate::trees::holder_of;
-use crate::verify::VerifyReport;
-use crate::wire::{read_frame, write_frame, Reply, Request, SocketPath, VERSION};
+use crate::sled::config::StoreConfig;
+use crate::sled::failure::Failure;
+use crate::sled::store::SledStore;
+use crate::sled::trees::holder_of;
+use crate::sled::verify::VerifyReport;
+use crate::sled::wire::{read_frame, write_frame, Reply, Request, SocketPath, VERSION};
 use ctxlog_core::{Envelope, Seq, SessionId, EVENT_SCHEMA_VERSION};
 use std::io::{self, BufReader};
 use std::os::unix::net::UnixStream;
@@ -30,7 +31,7 @@ const REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 /// A store read through the process that holds it: sessions, heads and
 /// events up to each session's durable head (at most one commit behind the
 /// writer), and verification. Appends are refused with
-/// [`StoreError::InUse`]. Every call is one connection.
+/// [`AppendError::InUse`]. Every call is one connection.
 #[derive(Debug, Clone)]
 pub struct RemoteLog {
     store: PathBuf,
@@ -40,9 +41,14 @@ pub struct RemoteLog {
 impl RemoteLog {
     /// Asks the process that holds the store at `store` to serve reads.
     /// `Ok(None)` when no process listens (no socket, or nobody behind it);
-    /// [`StoreError::Unanswered`] naming the holder when one listens but does
+    /// [`OpenError::Unanswered`] naming the holder when one listens but does
     /// not say who it is within a second, or speaks another protocol.
-    pub fn connect(store: &Path) -> Result<Option<RemoteLog>, StoreError> {
+    pub fn connect(store: &Path) -> Result<Option<RemoteLog>, OpenError> {
+        Ok(RemoteLog::connect_now(store)?)
+    }
+
+    /// [`RemoteLog::connect`], failing with the sled log's own error.
+    fn connect_now(store: &Path) -> Result<Option<RemoteLog>, Failure> {
         let mut stream = match dial(store, HELLO_TIMEOUT) {
             Ok(stream) => stream,
             Err(e) => {
@@ -50,7 +56,7 @@ impl RemoteLog {
                 return Ok(None);
             }
         };
-        let unanswered = |why: String| StoreError::Unanswered {
+        let unanswered = |why: String| Failure::Unanswered {
             path: store.display().to_string(),
             holder: holder_of(store),
             why,
@@ -110,8 +116,8 @@ impl RemoteLog {
 
     /// Verifies the store in the process that holds it (between its
     /// commits); see [`SledStore::verify`].
-    pub fn verify(&self) -> Result<VerifyReport, StoreError> {
-        self.ask_verify().map_err(|e| self.failure(e))
+    pub fn verify(&self) -> Result<VerifyReport, ReadError> {
+        Ok(self.ask_verify().map_err(|e| self.failure(e))?)
     }
 
     fn ask_verify(&self) -> Result<VerifyReport, Asked> {
@@ -180,9 +186,7 @@ impl RemoteLog {
         loop {
             match read_frame::<Reply>(reply) {
                 Ok(Reply::Working) => continue,
-                Ok(Reply::Failed(message)) => {
-                    return Err(Asked::Failed(StoreError::Served(message)))
-                }
+                Ok(Reply::Failed(message)) => return Err(Asked::Failed(Failure::Served(message))),
                 Ok(Reply::Closing) => return Err(Asked::Gone("it is closing the store".into())),
                 Ok(other) => return Ok(other),
                 Err(e) if first && dropped(&e) => return Err(Asked::Gone(e.to_string())),
@@ -192,23 +196,23 @@ impl RemoteLog {
     }
 
     /// A failed request as the caller sees it.
-    fn failure(&self, e: Asked) -> StoreError {
+    fn failure(&self, e: Asked) -> Failure {
         match e {
             Asked::Gone(why) => self.gone(&io::Error::other(why)),
             Asked::Failed(e) => e,
         }
     }
 
-    fn gone(&self, e: &io::Error) -> StoreError {
-        StoreError::Unanswered {
+    fn gone(&self, e: &io::Error) -> Failure {
+        Failure::Unanswered {
             path: self.store.display().to_string(),
             holder: Some(format!("process {}", self.pid)),
             why: format!("it stopped answering: {e}"),
         }
     }
 
-    fn unexpected(&self, reply: Reply) -> StoreError {
-        StoreError::Unanswered {
+    fn unexpected(&self, reply: Reply) -> Failure {
+        Failure::Unanswered {
             path: self.store.display().to_string(),
             holder: Some(format!("process {}", self.pid)),
             why: format!("an unexpected answer: {reply:?}"),
@@ -222,7 +226,7 @@ enum Asked {
     /// answered anything: whoever asked may open the store instead.
     Gone(String),
     /// The request failed (the holder's error, or it stopped mid-answer).
-    Failed(StoreError),
+    Failed(Failure),
 }
 
 /// Whether `e` is a connection the other side dropped (rather than one
@@ -252,8 +256,8 @@ impl EventLog for RemoteLog {
         _session: SessionId,
         _expected: Expected,
         _events: Vec<NewEvent>,
-    ) -> Result<Appended, StoreError> {
-        Err(StoreError::InUse {
+    ) -> Result<Appended, AppendError> {
+        Err(AppendError::InUse {
             path: self.store.display().to_string(),
             holder: holder_of(&self.store).or(Some(format!("process {}", self.pid))),
         })
@@ -263,17 +267,17 @@ impl EventLog for RemoteLog {
         &self,
         session: SessionId,
         from: Seq,
-    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError> {
+    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, ReadError>> + '_>, ReadError> {
         let events = self.ask_read(session, from).map_err(|e| self.failure(e))?;
-        Ok(Box::new(events))
+        Ok(Box::new(events.map(|e| e.map_err(ReadError::from))))
     }
 
-    fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
-        self.ask_head(session).map_err(|e| self.failure(e))
+    fn head(&self, session: SessionId) -> Result<Seq, ReadError> {
+        Ok(self.ask_head(session).map_err(|e| self.failure(e))?)
     }
 
-    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
-        self.ask_sessions().map_err(|e| self.failure(e))
+    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, ReadError> {
+        Ok(self.ask_sessions().map_err(|e| self.failure(e))?)
     }
 }
 
@@ -287,7 +291,7 @@ struct RemoteRead<'a> {
 }
 
 impl Iterator for RemoteRead<'_> {
-    type Item = Result<Envelope, StoreError>;
+    type Item = Result<Envelope, Failure>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -333,9 +337,9 @@ impl Reader {
     /// Opens the store at `path` for reading: through the process that
     /// holds it when one answers, else directly. Like [`SledStore::open`],
     /// a missing store is created; check first when that is not wanted.
-    /// [`StoreError::InUse`] or [`StoreError::Unanswered`] name the holder
+    /// [`OpenError::InUse`] or [`OpenError::Unanswered`] name the holder
     /// that neither lets go nor answers, about a second after the call.
-    pub fn open(path: impl AsRef<Path>) -> Result<Reader, StoreError> {
+    pub fn open(path: impl AsRef<Path>) -> Result<Reader, OpenError> {
         let path = path.as_ref();
         let mut config = StoreConfig::new(path);
         config.in_use_wait = Duration::ZERO;
@@ -352,10 +356,10 @@ impl Reader {
             // The holder may be opening the store, or closing it.
             match SledStore::open_with(config.clone()) {
                 Ok(store) => return Ok(Reader::from(store)),
-                Err(e @ StoreError::InUse { .. }) if started.elapsed() >= IN_USE_WAIT => {
+                Err(e @ OpenError::InUse { .. }) if started.elapsed() >= IN_USE_WAIT => {
                     return Err(e)
                 }
-                Err(StoreError::InUse { .. }) => std::thread::sleep(Duration::from_millis(20)),
+                Err(OpenError::InUse { .. }) => std::thread::sleep(Duration::from_millis(20)),
                 Err(e) => return Err(e),
             }
         }
@@ -388,17 +392,17 @@ impl Reader {
     }
 
     /// Checks every record and head; see [`SledStore::verify`].
-    pub fn verify(&self) -> Result<VerifyReport, StoreError> {
-        self.ask(SledStore::verify, RemoteLog::ask_verify)
+    pub fn verify(&self) -> Result<VerifyReport, ReadError> {
+        Ok(self.ask(|s| Ok(s.verify()?), RemoteLog::ask_verify)?)
     }
 
     /// Answers a call from the store this process opened, or from the
     /// holder, opening the store itself when the holder is gone.
     fn ask<T>(
         &self,
-        opened: impl Fn(&SledStore) -> Result<T, StoreError>,
+        opened: impl Fn(&SledStore) -> Result<T, Failure>,
         served: impl Fn(&RemoteLog) -> Result<T, Asked>,
-    ) -> Result<T, StoreError> {
+    ) -> Result<T, Failure> {
         match &self.source {
             Source::Opened(s) => opened(s),
             Source::Served { remote, took_over } => {
@@ -420,15 +424,15 @@ impl Reader {
         remote: &RemoteLog,
         took_over: &'a OnceLock<SledStore>,
         why: &str,
-    ) -> Result<&'a SledStore, StoreError> {
+    ) -> Result<&'a SledStore, Failure> {
         tracing::debug!(store = %remote.path().display(), "the holder is gone ({why}): opening the store");
         let store = SledStore::open(remote.path()).map_err(|e| match e {
-            StoreError::InUse { path, holder } => StoreError::Unanswered {
+            OpenError::InUse { path, holder } => Failure::Unanswered {
                 path,
                 holder,
                 why: format!("process {} stopped serving it ({why})", remote.pid()),
             },
-            e => e,
+            e => e.into(),
         })?;
         Ok(took_over.get_or_init(|| store))
     }
@@ -448,7 +452,7 @@ impl EventLog for Reader {
         session: SessionId,
         expected: Expected,
         events: Vec<NewEvent>,
-    ) -> Result<Appended, StoreError> {
+    ) -> Result<Appended, AppendError> {
         match &self.source {
             Source::Opened(s) => s.append(session, expected, events),
             Source::Served { remote, took_over } => match took_over.get() {
@@ -462,7 +466,7 @@ impl EventLog for Reader {
         &self,
         session: SessionId,
         from: Seq,
-    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, StoreError>> + '_>, StoreError> {
+    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, ReadError>> + '_>, ReadError> {
         match &self.source {
             Source::Opened(s) => s.read(session, from),
             Source::Served { remote, took_over } => {
@@ -470,25 +474,25 @@ impl EventLog for Reader {
                     return s.read(session, from);
                 }
                 match remote.ask_read(session, from) {
-                    Ok(events) => Ok(Box::new(events)),
+                    Ok(events) => Ok(Box::new(events.map(|e| e.map_err(ReadError::from)))),
                     Err(Asked::Gone(why)) => {
                         self.take_over(remote, took_over, &why)?.read(session, from)
                     }
-                    Err(Asked::Failed(e)) => Err(e),
+                    Err(Asked::Failed(e)) => Err(e.into()),
                 }
             }
         }
     }
 
-    fn head(&self, session: SessionId) -> Result<Seq, StoreError> {
-        self.ask(|s| s.head(session), |r| r.ask_head(session))
+    fn head(&self, session: SessionId) -> Result<Seq, ReadError> {
+        Ok(self.ask(|s| s.head_now(session), |r| r.ask_head(session))?)
     }
 
-    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
-        self.ask(|s| s.sessions(), RemoteLog::ask_sessions)
+    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, ReadError> {
+        Ok(self.ask(SledStore::sessions_now, RemoteLog::ask_sessions)?)
     }
 
-    fn load_state(&self, session: SessionId) -> Result<LoadedState, StoreError> {
+    fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
         match &self.source {
             Source::Opened(s) => s.load_state(session),
             // Events from the holder (no snapshots over the socket), or
@@ -508,7 +512,7 @@ impl EventLog for Reader {
         }
     }
 
-    fn flush(&self) -> Result<(), StoreError> {
+    fn flush(&self) -> Result<(), AppendError> {
         match &self.source {
             Source::Opened(s) => s.flush(),
             Source::Served { took_over, .. } => took_over.get().map_or(Ok(()), SledStore::flush),
@@ -516,7 +520,7 @@ impl EventLog for Reader {
     }
 
     /// Kept where the store is open here; the holder keeps its own.
-    fn save_snapshot(&self, state: &ctxlog_core::SessionState) -> Result<(), StoreError> {
+    fn save_snapshot(&self, state: &ctxlog_core::SessionState) -> Result<(), AppendError> {
         match &self.source {
             Source::Opened(s) => s.save_snapshot(state),
             Source::Served { took_over, .. } => {

@@ -1,0 +1,30 @@
+//! The sled log: [`SledStore`] and everything around it (the writer
+//! thread, the witness, verification, serving readers over a socket,
+//! salvage). sled's types and errors stay inside this module: what leaves
+//! it is the [`EventLog`](crate::EventLog) trait, the public errors of
+//! `crate::error`, and the handles below.
+//!
+//! Modules, each depending only on those above it: `failure` (sled's own
+//! errors), `config`, `guard` (sled's panics as errors), `trees` (the sled
+//! trees and heads), `snapshot`, `verify`, `witness` (what was
+//! acknowledged, beside sled), `writer` (the writer thread), `wire` (how
+//! readers talk to the holder), `os`, `pace`, `serve` (answers other
+//! processes), `store` (the handle), `remote` (asks the holder),
+//! `salvage`; `private` keeps the files to their owner.
+
+pub(crate) mod config;
+pub(crate) mod failure;
+pub(crate) mod guard;
+pub(crate) mod os;
+pub(crate) mod pace;
+pub mod private;
+pub(crate) mod remote;
+pub(crate) mod salvage;
+pub(crate) mod serve;
+pub(crate) mod snapshot;
+pub(crate) mod store;
+pub(crate) mod trees;
+pub(crate) mod verify;
+pub(crate) mod wire;
+pub mod witness;
+pub(crate) mod writer;

@@ -1,0 +1,58 @@
+//! ctxlog-testkit: what the tests of every crate share, so that no test
+//! file carries its own copy: [`TempDir`] (a private temporary directory
+//! removed on drop) and [`Rng`] (the seeded random source, the generator's
+//! own splitmix64, so a failing case replays from its seed).
+//!
+//! A dev-dependency only: nothing here is linked into a shipping binary.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub use ctxlog_core::generate::Rng;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A fresh directory under the system's temporary directory, named after
+/// the test, the process and a counter; removed (with what it holds) when
+/// dropped. It is not created: a store creates its own directory.
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// A new, absent directory whose name starts with `ctxlog-{label}-`.
+    pub fn new(label: &str) -> TempDir {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "ctxlog-{label}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        TempDir(path)
+    }
+
+    /// The directory, created (private to its owner) if missing.
+    pub fn created(label: &str) -> TempDir {
+        let dir = TempDir::new(label);
+        if let Err(e) = std::fs::create_dir_all(&dir.0) {
+            panic!("cannot create {}: {e}", dir.0.display());
+        }
+        dir
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// `name` inside it.
+    pub fn join(&self, name: impl AsRef<Path>) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
