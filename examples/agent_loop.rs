@@ -15,7 +15,7 @@
 
 use ctxlog::core::window::{ToolResult, WindowPart};
 use ctxlog::core::{FinishReason, Json, ModelLimits, PartBody, Policy, TokenUsage, ToolState};
-use ctxlog::engine::{Engine, JobOutcome, NewSession, Step};
+use ctxlog::engine::{EngineBuilder, JobOutcome, NewSession, Step};
 
 /// What the scripted model answers: a few file reads, then a final text.
 struct ScriptedModel {
@@ -77,7 +77,7 @@ fn prompt_tokens(window: &ctxlog::core::Window) -> u64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("ctxlog-agent-loop-{}", std::process::id()));
-    let engine = Engine::open(&dir)?;
+    let engine = EngineBuilder::new().open(&dir)?;
     // A small model so the example compacts quickly: 64k context, 8k output.
     let limits = ModelLimits {
         context: 64_000,

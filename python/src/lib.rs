@@ -14,7 +14,7 @@ use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
 use ctxlog_engine::summarize::{
     ExtractiveSummarizer, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
 };
-use ctxlog_engine::{Engine, MemoryLog, SledStore};
+use ctxlog_engine::{Engine, EngineBuilder, MemoryLog, SledStore};
 use ctxlog_store::EventLog;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -108,7 +108,7 @@ static OPEN: Mutex<BTreeMap<PathBuf, Weak<Backend>>> = Mutex::new(BTreeMap::new(
 /// The store at `path`, opened once per process.
 fn backend(path: &str) -> PyResult<Arc<Backend>> {
     let summarizers = Arc::new(Summarizers::default());
-    let builder = Engine::builder().summarizer(summarizers.clone());
+    let builder = EngineBuilder::new().summarizer(summarizers.clone());
     if path == ":memory:" {
         let engine = builder.in_memory().map_err(py_err)?;
         return Ok(Arc::new(Backend::Memory(

@@ -6,11 +6,11 @@
 use ctxlog_agents::{AgentStore, ItemKind, ItemView, NewItem, Settings};
 use ctxlog_core::window::{COMPACTION_QUESTION, CONTINUE_TEXT};
 use ctxlog_core::{audit, ModelLimits, Policy, Role, SessionId, TokenUsage};
-use ctxlog_engine::{Engine, MemoryLog};
+use ctxlog_engine::{EngineBuilder, MemoryLog};
 use ctxlog_store::EventLog;
 
 fn store(log: &MemoryLog) -> AgentStore<MemoryLog> {
-    AgentStore::new(Engine::builder().build(log.clone()).unwrap())
+    AgentStore::new(EngineBuilder::new().build(log.clone()).unwrap())
 }
 
 fn item(kind: ItemKind, raw: &str, text: &str, call: Option<&str>) -> NewItem {

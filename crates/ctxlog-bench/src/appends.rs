@@ -10,6 +10,7 @@ use crate::{failed, BenchError};
 use ctxlog_core::{Envelope, Event, ModelLimits, Policy, SessionId};
 use ctxlog_engine::Engine;
 use ctxlog_store::Durability;
+use ctxlog_store::SledStore;
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -117,7 +118,7 @@ pub fn bench_group_commit(
 
 /// A session whose policy never queues compactions by itself (the recorded
 /// events carry their own), so the engine appends exactly these events.
-fn bench_session(engine: &Engine, events: &[Envelope]) -> Result<SessionId, BenchError> {
+fn bench_session(engine: &Engine<SledStore>, events: &[Envelope]) -> Result<SessionId, BenchError> {
     let (policy, limits) = match &first(events)?.event {
         Event::SessionStarted { policy, limits, .. } => (policy.clone(), limits.clone()),
         _ => (Policy::opencode_seed(), ModelLimits::default()),

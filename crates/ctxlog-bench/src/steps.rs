@@ -11,7 +11,7 @@ use ctxlog_core::{
     ToolState,
 };
 use ctxlog_engine::summarize::{SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
-use ctxlog_engine::{Engine, ManualClock, Step};
+use ctxlog_engine::{Engine, EngineBuilder, ManualClock, Step};
 use ctxlog_store::{Durability, EventLog, SledStore};
 use serde_json::json;
 use std::path::Path;
@@ -56,7 +56,7 @@ fn step_costs(
     small: u64,
     large: u64,
     steps: usize,
-) -> Result<(f64, f64, Engine, SessionId), BenchError> {
+) -> Result<(f64, f64, Engine<SledStore>, SessionId), BenchError> {
     let (se, ss, sp) = step_session(small_dir, &generated(21, small)?)?;
     let (le, ls, lp) = step_session(large_dir, &generated(21, large)?)?;
     for i in 0..5 {
@@ -77,9 +77,9 @@ fn step_costs(
 pub(crate) fn step_session(
     dir: &Path,
     events: &[Envelope],
-) -> Result<(Engine, SessionId, ctxlog_core::MessageId), BenchError> {
+) -> Result<(Engine<SledStore>, SessionId, ctxlog_core::MessageId), BenchError> {
     let session = write_log(dir, events)?;
-    let engine = Engine::builder()
+    let engine = EngineBuilder::new()
         .clock(Arc::new(ManualClock::new(1_800_000_000_000)))
         .ids(SeededIds::new(23))
         .summarizer(Arc::new(FixedSummarizer))
@@ -119,7 +119,7 @@ impl Summarizer for FixedSummarizer {
 /// part, a tool output, its usage; the overflow check runs), then build the
 /// window for the next call. Seconds.
 pub(crate) fn one_step(
-    engine: &Engine,
+    engine: &Engine<SledStore>,
     session: SessionId,
     parent: ctxlog_core::MessageId,
     i: usize,

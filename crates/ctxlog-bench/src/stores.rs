@@ -5,7 +5,7 @@ use crate::sizes::first;
 use crate::{failed, BenchError};
 use ctxlog_core::generate::{generate_into, GenerateConfig};
 use ctxlog_core::{Envelope, SeededIds, SessionId};
-use ctxlog_engine::{Engine, ManualClock};
+use ctxlog_engine::{Engine, EngineBuilder, ManualClock};
 use ctxlog_store::{Durability, EventLog, Expected, NewEvent, SledStore, StoreConfig};
 use std::path::Path;
 use std::sync::Arc;
@@ -18,8 +18,8 @@ pub(crate) fn store(path: &Path, durability: Durability) -> Result<SledStore, Be
 }
 
 /// An engine over `store` with a fixed clock and ids seeded by `seed`.
-pub(crate) fn engine(store: SledStore, seed: u64) -> Result<Engine, BenchError> {
-    Engine::builder()
+pub(crate) fn engine(store: SledStore, seed: u64) -> Result<Engine<SledStore>, BenchError> {
+    EngineBuilder::new()
         .clock(Arc::new(ManualClock::new(1_800_000_000_000)))
         .ids(SeededIds::new(seed))
         .build(store)

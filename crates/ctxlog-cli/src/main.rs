@@ -10,7 +10,7 @@ use ctxlog_core::{
     plan_prune, window, Envelope, JobStatus, ModelLimits, Policy, RefusedEvent, SessionState,
 };
 use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
-use ctxlog_engine::{catalog, Engine, EngineError, JobOutcome};
+use ctxlog_engine::{catalog, Engine, EngineBuilder, EngineError, JobOutcome};
 use ctxlog_store::{EventLog, OpenError, Reader, SledStore};
 use recorded::SimulateArgs;
 use serde_json::json;
@@ -899,7 +899,7 @@ fn stored_session_to_write(cli: &Cli, text: &str) -> Result<(SledStore, SessionI
 }
 
 fn engine<L: EventLog>(store: L, summarizer: SummarizerKind) -> Result<Engine<L>, CliError> {
-    let mut builder = Engine::builder();
+    let mut builder = EngineBuilder::new();
     if summarizer == SummarizerKind::Openai {
         builder = builder.summarizer(Arc::new(OpenAiSummarizer::new(OpenAiConfig::from_env())));
     }

@@ -91,13 +91,21 @@ impl Default for EngineConfig {
     }
 }
 
-/// Builds an [`Engine`] from defaults; see [`Engine::builder`].
+/// Builds an [`Engine`] over any log from defaults: the system clock,
+/// fresh ids, the extractive summarizer. [`EngineBuilder::build`] takes
+/// the log; [`EngineBuilder::open`] opens the embedded default, a sled
+/// store, and [`EngineBuilder::in_memory`] a fresh memory log.
 #[derive(Default)]
 pub struct EngineBuilder {
     config: EngineConfig,
 }
 
 impl EngineBuilder {
+    /// A builder with every default.
+    pub fn new() -> Self {
+        EngineBuilder::default()
+    }
+
     /// The time source (default: the system clock).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.config.clock = clock;
@@ -135,7 +143,8 @@ impl EngineBuilder {
         self
     }
 
-    /// An engine over a durable store at `path` (created if missing).
+    /// An engine over the embedded default log, a durable [`SledStore`]
+    /// at `path` (created if missing).
     pub fn open(self, path: impl AsRef<Path>) -> Result<Engine<SledStore>, EngineError> {
         self.build(SledStore::open(path)?)
     }

@@ -4,7 +4,7 @@
 //! decided the same way. Subscribers get a [`Notice`] for each committed
 //! event that concerns them.
 
-use crate::config::{CompactingHook, EngineBuilder, EngineConfig};
+use crate::config::{CompactingHook, EngineConfig};
 use crate::error::EngineError;
 use crate::outcome::Notice;
 use crate::summarize::Summarizer;
@@ -13,9 +13,8 @@ use ctxlog_core::{
     decide, Command, Context, Decided, Draft, Envelope, IdSource, LoopGuard, ModelRef, SessionId,
     SessionState,
 };
-use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
+use ctxlog_store::{EventLog, Expected, NewEvent};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 /// The fewest events between two snapshots of a session's state.
@@ -32,11 +31,13 @@ pub fn snapshot_due(before: u64, after: u64) -> bool {
 }
 
 /// The engine: a log, injected clock and ids, a summarizer, and the cached
-/// state of each open session. `Engine` alone is the durable engine over a
-/// [`SledStore`]; `Engine<MemoryLog>` runs the same code in memory.
+/// state of each open session. It runs the same code over any
+/// [`EventLog`]: `Engine<SledStore>` is durable, `Engine<MemoryLog>` runs
+/// in memory; [`EngineBuilder`](crate::EngineBuilder) makes either.
 ///
+/// [`SledStore`]: ctxlog_store::SledStore
 /// [`MemoryLog`]: ctxlog_store::MemoryLog
-pub struct Engine<L: EventLog = SledStore> {
+pub struct Engine<L: EventLog> {
     pub(crate) log: L,
     pub(crate) clock: Arc<dyn Clock>,
     ids: Mutex<Box<dyn IdSource + Send>>,
@@ -59,19 +60,6 @@ struct SharedIds<'a>(&'a Mutex<Box<dyn IdSource + Send>>);
 impl IdSource for SharedIds<'_> {
     fn next_uuid(&mut self, now_ms: ctxlog_core::TimestampMs) -> uuid::Uuid {
         lock(self.0).next_uuid(now_ms)
-    }
-}
-
-impl Engine<SledStore> {
-    /// A durable engine at `path` with every default: the system clock, fresh
-    /// ids, the extractive summarizer. See [`Engine::builder`] for the rest.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, EngineError> {
-        Engine::builder().open(path)
-    }
-
-    /// A builder with every default.
-    pub fn builder() -> EngineBuilder {
-        EngineBuilder::default()
     }
 }
 

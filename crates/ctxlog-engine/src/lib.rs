@@ -14,11 +14,11 @@
 //! 4. [`Session::end_turn`] prunes.
 //!
 //! ```
-//! use ctxlog_engine::{Engine, ModelLimits, NewSession, Step, TokenUsage};
+//! use ctxlog_engine::{EngineBuilder, ModelLimits, NewSession, Step, TokenUsage};
 //!
 //! # fn main() -> Result<(), ctxlog_engine::EngineError> {
 //! # let dir = std::env::temp_dir().join(format!("ctxlog-doc-{}", std::process::id()));
-//! let engine = Engine::open(&dir)?;
+//! let engine = EngineBuilder::new().open(&dir)?; // the embedded default: sled
 //! let limits = ModelLimits { context: 128_000, input: None, output: Some(8_000) };
 //! let session = engine.create_session(NewSession::new(limits))?;
 //! let ask = session.user("Why does the parser test fail?")?;
@@ -35,7 +35,7 @@
 //! ```
 //!
 //! Clock and ids are injected ([`Clock`], [`ctxlog_core::IdSource`], through
-//! [`Engine::builder`]), so the same commands give byte-identical logs.
+//! [`EngineBuilder`]), so the same commands give byte-identical logs.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -8,10 +8,10 @@ use crate::outcome::{JobOutcome, StepOutcome};
 use crate::Engine;
 use ctxlog_core::window::Window;
 use ctxlog_core::{AuditEntry, MessageId, PartId, Seq, SessionId, SessionState, Step};
-use ctxlog_store::{EventLog, SledStore};
+use ctxlog_store::EventLog;
 
 /// A handle on one session; cheap to copy, borrows its engine.
-pub struct Session<'e, L: EventLog = SledStore> {
+pub struct Session<'e, L: EventLog> {
     engine: &'e Engine<L>,
     id: SessionId,
 }

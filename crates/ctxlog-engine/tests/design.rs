@@ -30,7 +30,7 @@ fn tempdir() -> TempDir {
 }
 
 fn builder(seed: u64) -> EngineBuilder {
-    Engine::builder()
+    EngineBuilder::new()
         .clock(Arc::new(ManualClock::new(1_790_000_000_000)))
         .ids(SeededIds::new(seed))
 }
@@ -424,7 +424,7 @@ fn an_invalid_configuration_is_a_typed_error() {
 #[test]
 fn an_unknown_session_is_a_typed_error() {
     let dir = tempdir();
-    let engine = Engine::open(&dir.0).unwrap();
+    let engine = EngineBuilder::new().open(&dir.0).unwrap();
     let missing = SessionId(uuid::Uuid::from_u128(42));
     assert!(matches!(
         engine.session(missing).err().unwrap(),

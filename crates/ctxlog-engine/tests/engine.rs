@@ -30,7 +30,7 @@ fn engine_with(
     dir: &TempDir,
     summarizer: Arc<dyn Summarizer>,
     hook: Option<Arc<dyn CompactingHook>>,
-) -> Engine {
+) -> Engine<SledStore> {
     engine_seeded(dir, summarizer, hook, 9)
 }
 
@@ -41,7 +41,7 @@ fn engine_seeded(
     summarizer: Arc<dyn Summarizer>,
     hook: Option<Arc<dyn CompactingHook>>,
     seed: u64,
-) -> Engine {
+) -> Engine<SledStore> {
     let store = SledStore::open(&dir.0).unwrap();
     let mut cfg = EngineConfig::new(
         Box::new(SeededIds::new(seed)),
@@ -678,7 +678,7 @@ fn secrets_are_redacted_from_the_summary_and_counted() {
 }
 
 /// A scripted session run through the engine.
-fn script(e: &Engine) -> SessionId {
+fn script(e: &Engine<SledStore>) -> SessionId {
     let s = e
         .start_session(Policy::opencode_seed(), limits(), Some("scripted".into()))
         .unwrap();
@@ -710,7 +710,7 @@ fn script(e: &Engine) -> SessionId {
     s
 }
 
-fn log_bytes(e: &Engine, s: SessionId) -> Vec<u8> {
+fn log_bytes(e: &Engine<SledStore>, s: SessionId) -> Vec<u8> {
     e.store()
         .read(s, 1)
         .unwrap()

@@ -33,7 +33,7 @@ impl Summarizer for Capture {
 }
 
 fn engine(capture: Arc<Capture>) -> Engine<MemoryLog> {
-    Engine::builder()
+    EngineBuilder::new()
         .clock(Arc::new(ManualClock::new(1_790_000_000_000)))
         .ids(SeededIds::new(7))
         .summarizer(capture)

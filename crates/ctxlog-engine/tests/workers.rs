@@ -43,7 +43,7 @@ impl Summarizer for Slow {
 
 /// An engine over `dir`; a reopened store needs a different `seed` so that
 /// new ids never repeat stored ones.
-fn setup(dir: &std::path::Path, watch: Arc<Watch>, seed: u64) -> Arc<Engine> {
+fn setup(dir: &std::path::Path, watch: Arc<Watch>, seed: u64) -> Arc<Engine<SledStore>> {
     let store = SledStore::open(dir).unwrap();
     let mut cfg = EngineConfig::new(
         Box::new(SeededIds::new(seed)),
