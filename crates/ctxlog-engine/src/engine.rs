@@ -141,16 +141,31 @@ impl<L: EventLog> Engine<L> {
                 // the cached state half-updated: the log is the truth.
                 let mut guard = poisoned.into_inner();
                 s.clear_poison();
-                self.reload(session, &mut guard)?;
+                *guard = SessionState::new();
                 guard
             }
         };
+        if state.session.is_none() {
+            // Forgotten after a failed commit (or a panic): load it again.
+            self.reload(session, &mut state)?;
+        }
         f(&mut state)
     }
 
     fn reload(&self, session: SessionId, state: &mut SessionState) -> Result<(), EngineError> {
         *state = self.log.load_state(session)?.state;
         Ok(())
+    }
+
+    /// Reloads `state` from the log after a failed commit; when the log
+    /// cannot be read either, forgets it (an empty state, which
+    /// `with` loads again before the next use), so that no
+    /// decision is ever made on events the log may not hold.
+    fn reload_or_forget(&self, session: SessionId, state: &mut SessionState) {
+        if let Err(e) = self.reload(session, state) {
+            tracing::warn!(%session, error = %e, "the session's state is reloaded at its next use");
+            *state = SessionState::new();
+        }
     }
 
     /// Decides `command` on `state` and commits what it decided, then every
@@ -208,7 +223,7 @@ impl<L: EventLog> Engine<L> {
             };
             causation = Some(env.id);
             if let Err(e) = state.evolve(&env) {
-                self.reload(session, state)?;
+                self.reload_or_forget(session, state);
                 return Err(e.into());
             }
             envelopes.push(env);
@@ -224,7 +239,9 @@ impl<L: EventLog> Engine<L> {
         };
         let batch = envelopes.into_iter().map(NewEvent::from).collect();
         if let Err(e) = self.log.append(session, expected, batch) {
-            self.reload(session, state)?;
+            // The append may or may not be stored (a lost acknowledgement):
+            // only the log can say.
+            self.reload_or_forget(session, state);
             return Err(e.into());
         }
         if snapshot_due(head, state.head) {

@@ -7,27 +7,9 @@ use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_engine::summarize::*;
 use ctxlog_engine::*;
 use ctxlog_store::EventLog;
+use ctxlog_testkit::TempDir;
 use proptest::prelude::*;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-fn tempdir() -> TempDir {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let p = std::env::temp_dir().join(format!(
-        "ctxlog-design-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&p);
-    TempDir(p)
-}
 
 fn builder(seed: u64) -> EngineBuilder {
     EngineBuilder::new()
@@ -257,8 +239,8 @@ proptest! {
     ) {
         let memory = builder(5).in_memory().unwrap();
         let (ms, _) = drive(&memory, policy.clone(), context, &script);
-        let dir = tempdir();
-        let durable = builder(5).open(&dir.0).unwrap();
+        let dir = TempDir::new("design");
+        let durable = builder(5).open(dir.path()).unwrap();
         let (ds, _) = drive(&durable, policy, context, &script);
         prop_assert_eq!(ms, ds);
         let a: Vec<Vec<u8>> = log(&memory, ms).iter().map(|e| codec::encode(e).unwrap()).collect();
@@ -423,8 +405,8 @@ fn an_invalid_configuration_is_a_typed_error() {
 /// A session handle for an id the log does not have is an error, not a panic.
 #[test]
 fn an_unknown_session_is_a_typed_error() {
-    let dir = tempdir();
-    let engine = EngineBuilder::new().open(&dir.0).unwrap();
+    let dir = TempDir::new("design");
+    let engine = EngineBuilder::new().open(dir.path()).unwrap();
     let missing = SessionId(uuid::Uuid::from_u128(42));
     assert!(matches!(
         engine.session(missing).err().unwrap(),

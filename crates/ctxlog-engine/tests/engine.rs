@@ -1,33 +1,18 @@
-//! The engine's lifecycle on a real store, with injected clock and ids.
+//! The engine's lifecycle, with injected clock and ids: on the memory log,
+//! and on a real sled store where the store is the subject (reopening,
+//! other processes, snapshots).
 
 use ctxlog_core::window::{ToolResult, WindowPart, COMPACTION_QUESTION, CONTINUE_TEXT};
 use ctxlog_core::*;
 use ctxlog_engine::summarize::*;
 use ctxlog_engine::*;
 use ctxlog_store::{EventLog, SledStore};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
+use ctxlog_testkit::TempDir;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-fn tempdir() -> TempDir {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let p = std::env::temp_dir().join(format!(
-        "ctxlog-engine-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&p);
-    TempDir(p)
-}
-
 fn engine_with(
-    dir: &TempDir,
+    dir: &Path,
     summarizer: Arc<dyn Summarizer>,
     hook: Option<Arc<dyn CompactingHook>>,
 ) -> Engine<SledStore> {
@@ -37,12 +22,12 @@ fn engine_with(
 /// An engine whose ids come from `seed` (a reopened store needs a source
 /// that does not repeat the ids already stored).
 fn engine_seeded(
-    dir: &TempDir,
+    dir: &Path,
     summarizer: Arc<dyn Summarizer>,
     hook: Option<Arc<dyn CompactingHook>>,
     seed: u64,
 ) -> Engine<SledStore> {
-    let store = SledStore::open(&dir.0).unwrap();
+    let store = SledStore::open(dir).unwrap();
     let mut cfg = EngineConfig::new(
         Box::new(SeededIds::new(seed)),
         Arc::new(ManualClock::new(1_780_000_000_000)),
@@ -50,6 +35,21 @@ fn engine_seeded(
     cfg.summarizer = summarizer;
     cfg.hook = hook;
     Engine::new(store, cfg).unwrap()
+}
+
+/// An engine over a fresh memory log, ids from seed 9: where the log's
+/// medium is not what a test is about.
+fn engine_in_memory(
+    summarizer: Arc<dyn Summarizer>,
+    hook: Option<Arc<dyn CompactingHook>>,
+) -> Engine<MemoryLog> {
+    let mut cfg = EngineConfig::new(
+        Box::new(SeededIds::new(9)),
+        Arc::new(ManualClock::new(1_780_000_000_000)),
+    );
+    cfg.summarizer = summarizer;
+    cfg.hook = hook;
+    Engine::new(MemoryLog::new(), cfg).unwrap()
 }
 
 fn limits() -> ModelLimits {
@@ -133,9 +133,8 @@ fn capture(answer: &str) -> Arc<Capture> {
 
 #[test]
 fn overflow_queues_an_auto_marker_that_runs_and_continues() {
-    let dir = tempdir();
     let cap = capture("We fixed parse_block in src/parse.rs; next: run cargo test.");
-    let e = engine_with(&dir, cap.clone(), None);
+    let e = engine_in_memory(cap.clone(), None);
     let s = e
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();
@@ -226,8 +225,7 @@ fn overflow_queues_an_auto_marker_that_runs_and_continues() {
 
 #[test]
 fn manual_compaction_never_continues() {
-    let dir = tempdir();
-    let e = engine_with(&dir, capture("summary"), None);
+    let e = engine_in_memory(capture("summary"), None);
     let s = e
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();
@@ -265,7 +263,6 @@ fn hook_context_is_appended_capped_or_replaces_the_prompt() {
             self.0.clone()
         }
     }
-    let dir = tempdir();
     let cap = capture("s");
     let long = "x".repeat(10_000);
     let many: Vec<String> = (0..100).map(|i| format!("line {i}")).collect();
@@ -273,7 +270,7 @@ fn hook_context_is_appended_capped_or_replaces_the_prompt() {
         context: [vec!["branch: main".to_string(), long.clone()], many].concat(),
         prompt: None,
     });
-    let e = engine_with(&dir, cap.clone(), Some(Arc::new(hook)));
+    let e = engine_in_memory(cap.clone(), Some(Arc::new(hook)));
     let s = e
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();
@@ -286,14 +283,12 @@ fn hook_context_is_appended_capped_or_replaces_the_prompt() {
     assert_eq!(parts[1], "branch: main");
     assert_eq!(parts[2].chars().count(), HOOK_MAX_LINE_CHARS);
     assert_eq!(parts.len(), 1 + HOOK_MAX_LINES);
-
-    let dir = tempdir();
     let cap = capture("s");
     let hook = Hook(HookOutput {
         context: vec!["ignored".into()],
         prompt: Some(format!("Summarize in French. {long}")),
     });
-    let e = engine_with(&dir, cap.clone(), Some(Arc::new(hook)));
+    let e = engine_in_memory(cap.clone(), Some(Arc::new(hook)));
     let s = e
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();
@@ -323,8 +318,7 @@ fn a_failed_summary_never_replaces_history() {
         capture("   "),
         Arc::new(RecordedSummarizer::default()),
     ] {
-        let dir = tempdir();
-        let e = engine_with(&dir, summarizer, None);
+        let e = engine_in_memory(summarizer, None);
         let s = e
             .start_session(Policy::opencode_seed(), limits(), None)
             .unwrap();
@@ -356,9 +350,8 @@ fn a_failed_summary_never_replaces_history() {
 
 #[test]
 fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
-    let dir = tempdir();
     let cap = capture("short summary");
-    let e = engine_with(&dir, cap.clone(), None);
+    let e = engine_in_memory(cap.clone(), None);
     // usable = 12,000 - 4,000 = 8,000 tokens
     let small = ModelLimits {
         context: 12_000,
@@ -427,9 +420,8 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
     );
 
     // when even that does not fit, only the recent turns are sent; when nothing fits, it fails
-    let dir = tempdir();
     let cap = capture("s");
-    let e = engine_with(&dir, cap.clone(), None);
+    let e = engine_in_memory(cap.clone(), None);
     let s = e
         .start_session(
             Policy {
@@ -476,9 +468,7 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
         .unwrap()
             == COMPACTION_QUESTION
     );
-
-    let dir = tempdir();
-    let e = engine_with(&dir, capture("s"), None);
+    let e = engine_in_memory(capture("s"), None);
     let tiny = ModelLimits {
         context: 1_000,
         input: Some(500),
@@ -515,9 +505,8 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
 
 #[test]
 fn the_loop_guard_pauses_auto_compaction_until_a_real_user_message() {
-    let dir = tempdir();
     // A summary as large as the history: compaction does not help.
-    let e = engine_with(&dir, capture(&"summary ".repeat(30_000)), None);
+    let e = engine_in_memory(capture(&"summary ".repeat(30_000)), None);
     let s = e
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();
@@ -572,9 +561,7 @@ fn the_loop_guard_pauses_auto_compaction_until_a_real_user_message() {
 
 #[test]
 fn failing_automatic_compactions_trip_the_loop_guard() {
-    let dir = tempdir();
-    let e = engine_with(
-        &dir,
+    let e = engine_in_memory(
         Arc::new(Failing(SummarizeError::Failed("down".into()))),
         None,
     );
@@ -611,8 +598,7 @@ fn failing_automatic_compactions_trip_the_loop_guard() {
 
 #[test]
 fn compactions_spread_over_many_steps_do_not_trip_the_loop_guard() {
-    let dir = tempdir();
-    let e = engine_with(&dir, capture("short"), None);
+    let e = engine_in_memory(capture("short"), None);
     let s = e
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();
@@ -649,9 +635,7 @@ fn compactions_spread_over_many_steps_do_not_trip_the_loop_guard() {
 
 #[test]
 fn secrets_are_redacted_from_the_summary_and_counted() {
-    let dir = tempdir();
-    let e = engine_with(
-        &dir,
+    let e = engine_in_memory(
         capture("Use OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuv to call it."),
         None,
     );
@@ -678,7 +662,7 @@ fn secrets_are_redacted_from_the_summary_and_counted() {
 }
 
 /// A scripted session run through the engine.
-fn script(e: &Engine<SledStore>) -> SessionId {
+fn script<L: EventLog>(e: &Engine<L>) -> SessionId {
     let s = e
         .start_session(Policy::opencode_seed(), limits(), Some("scripted".into()))
         .unwrap();
@@ -710,7 +694,7 @@ fn script(e: &Engine<SledStore>) -> SessionId {
     s
 }
 
-fn log_bytes(e: &Engine<SledStore>, s: SessionId) -> Vec<u8> {
+fn log_bytes<L: EventLog>(e: &Engine<L>, s: SessionId) -> Vec<u8> {
     e.store()
         .read(s, 1)
         .unwrap()
@@ -720,8 +704,7 @@ fn log_bytes(e: &Engine<SledStore>, s: SessionId) -> Vec<u8> {
 
 #[test]
 fn the_same_commands_give_byte_identical_logs() {
-    let (d1, d2) = (tempdir(), tempdir());
-    let e1 = engine_with(&d1, Arc::new(ExtractiveSummarizer::default()), None);
+    let e1 = engine_in_memory(Arc::new(ExtractiveSummarizer::default()), None);
     let s1 = script(&e1);
     let first = log_bytes(&e1, s1);
     let events: Vec<Envelope> = e1
@@ -743,7 +726,7 @@ fn the_same_commands_give_byte_identical_logs() {
         "the script prunes"
     );
     // replaying with the recorded summaries gives the same bytes
-    let e2 = engine_with(&d2, Arc::new(RecordedSummarizer::from_log(&events)), None);
+    let e2 = engine_in_memory(Arc::new(RecordedSummarizer::from_log(&events)), None);
     let s2 = script(&e2);
     assert_eq!(s1, s2);
     assert_eq!(log_bytes(&e2, s2), first);
@@ -762,8 +745,7 @@ impl Summarizer for Crash {
 
 #[test]
 fn a_panicking_summarizer_is_a_recorded_failure_and_the_session_stays_usable() {
-    let dir = tempdir();
-    let e = engine_with(&dir, Arc::new(Crash), None);
+    let e = engine_in_memory(Arc::new(Crash), None);
     let s = e
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();
@@ -786,9 +768,9 @@ fn a_job_left_started_by_a_crash_runs_again_on_reopen() {
     // The log as a crash between start and completion leaves it: the job's
     // CompactionStarted is stored, nothing after it. (The CLI tests produce
     // the same with a real child killed by SIGKILL.)
-    let dir = tempdir();
+    let dir = TempDir::new("engine");
     let (s, job) = {
-        let e = engine_with(&dir, capture("unused"), None);
+        let e = engine_with(dir.path(), capture("unused"), None);
         let s = e
             .start_session(Policy::opencode_seed(), limits(), None)
             .unwrap();
@@ -815,7 +797,7 @@ fn a_job_left_started_by_a_crash_runs_again_on_reopen() {
             .unwrap();
         (s, job)
     };
-    let e = engine_seeded(&dir, capture("recovered"), None, 10);
+    let e = engine_seeded(dir.path(), capture("recovered"), None, 10);
     let state = e.state(s).unwrap();
     assert_eq!(
         state.job(job).unwrap().status,
@@ -839,8 +821,7 @@ fn a_job_left_started_by_a_crash_runs_again_on_reopen() {
 
 #[test]
 fn window_at_shows_the_past() {
-    let dir = tempdir();
-    let e = engine_with(&dir, capture("S"), None);
+    let e = engine_in_memory(capture("S"), None);
     let s = e
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();
@@ -858,8 +839,7 @@ fn window_at_shows_the_past() {
 
 #[test]
 fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget() {
-    let dir = tempdir();
-    let e = engine_with(&dir, Arc::new(ExtractiveSummarizer::default()), None);
+    let e = engine_in_memory(Arc::new(ExtractiveSummarizer::default()), None);
     let s = e
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();
@@ -962,8 +942,7 @@ fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget
 
 #[test]
 fn subscribers_hear_of_compactions_failures_prunes_and_pauses() {
-    let dir = tempdir();
-    let e = engine_with(&dir, capture(&"big summary ".repeat(20_000)), None);
+    let e = engine_in_memory(capture(&"big summary ".repeat(20_000)), None);
     let rx = e.subscribe(16);
     let s = e
         .start_session(Policy::opencode_seed(), limits(), None)
@@ -1009,9 +988,7 @@ fn subscribers_hear_of_compactions_failures_prunes_and_pauses() {
         .any(|n| matches!(n, Notice::Pruned { parts: 1.., .. })));
     drop(rx);
     // a dropped subscriber is forgotten; a failure reaches a new one
-    let dir = tempdir();
-    let e = engine_with(
-        &dir,
+    let e = engine_in_memory(
         Arc::new(Failing(SummarizeError::Failed("down".into()))),
         None,
     );
@@ -1037,8 +1014,11 @@ fn child_writes_the_script() {
     let Some(dir) = std::env::var_os("CTXLOG_CHILD_DIR") else {
         return;
     };
-    let dir = TempDir(PathBuf::from(dir));
-    let e = engine_with(&dir, Arc::new(ExtractiveSummarizer::default()), None);
+    let e = engine_with(
+        Path::new(&dir),
+        Arc::new(ExtractiveSummarizer::default()),
+        None,
+    );
     let s = script(&e);
     let hex: String = log_bytes(&e, s)
         .iter()
@@ -1050,7 +1030,7 @@ fn child_writes_the_script() {
 #[test]
 fn the_same_commands_give_byte_identical_logs_across_processes() {
     let run_child = || {
-        let dir = tempdir();
+        let dir = TempDir::new("engine");
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
@@ -1059,7 +1039,7 @@ fn the_same_commands_give_byte_identical_logs_across_processes() {
                 "--test-threads",
                 "1",
             ])
-            .env("CTXLOG_CHILD_DIR", &dir.0)
+            .env("CTXLOG_CHILD_DIR", dir.path())
             .output()
             .unwrap();
         assert!(
@@ -1077,8 +1057,8 @@ fn the_same_commands_give_byte_identical_logs_across_processes() {
     assert!(a.len() > 10_000);
     assert_eq!(a, b, "two processes wrote different logs");
     // and the same as this process
-    let dir = tempdir();
-    let e = engine_with(&dir, Arc::new(ExtractiveSummarizer::default()), None);
+    let dir = TempDir::new("engine");
+    let e = engine_with(dir.path(), Arc::new(ExtractiveSummarizer::default()), None);
     let s = script(&e);
     let here: String = log_bytes(&e, s)
         .iter()
@@ -1112,12 +1092,11 @@ impl Summarizer for Picky {
 
 #[test]
 fn a_provider_too_large_answer_shrinks_the_next_attempt() {
-    let dir = tempdir();
     let picky = Arc::new(Picky {
         max: 9,
         sizes: Mutex::new(vec![]),
     });
-    let e = engine_with(&dir, picky.clone(), None);
+    let e = engine_in_memory(picky.clone(), None);
     // context 0: no budget known, so only the provider can say "too large"
     let s = e
         .start_session(Policy::opencode_seed(), ModelLimits::default(), None)
@@ -1160,8 +1139,8 @@ fn a_long_session_is_kept_as_a_snapshot_as_it_grows() {
     assert!(!snapshot_due(1_100_000, 1_150_000));
     assert!(snapshot_due(1_000_000, 1_100_000));
     assert!(!snapshot_due(1_048_577, 1_048_577 + 200_000));
-    let dir = tempdir();
-    let engine = engine_with(&dir, Arc::new(ExtractiveSummarizer::default()), None);
+    let dir = TempDir::new("engine");
+    let engine = engine_with(dir.path(), Arc::new(ExtractiveSummarizer::default()), None);
     let s = engine
         .start_session(Policy::opencode_seed(), limits(), None)
         .unwrap();

@@ -1,5 +1,5 @@
 //! The log conformance suite: what every [`EventLog`] promises, as checks
-//! any implementation runs (feature `conformance`). The memory log and the
+//! any implementation runs (feature `testing`). The memory log and the
 //! sled store run it in `tests/conformance.rs`; a new log runs it with
 //! [`conformance_tests!`](crate::conformance_tests) and a [`Harness`].
 //!

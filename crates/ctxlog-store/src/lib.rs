@@ -46,9 +46,11 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
-#[cfg(feature = "conformance")]
+#[cfg(feature = "testing")]
 pub mod conformance;
 mod error;
+#[cfg(feature = "testing")]
+pub mod faults;
 mod follower;
 mod log;
 mod memory;

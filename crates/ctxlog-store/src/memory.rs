@@ -54,6 +54,24 @@ impl MemoryLog {
         self.inner.hub.subscribe()
     }
 
+    /// Drops `session`'s events from seq `first` on, as a disk that lost
+    /// an unsynced write would (for [`FaultyLog`](crate::faults::FaultyLog)).
+    #[cfg(feature = "testing")]
+    pub(crate) fn drop_tail(&self, session: SessionId, first: Seq) {
+        let mut logs = self.lock();
+        let keep = usize::try_from(first.saturating_sub(1)).unwrap_or(usize::MAX);
+        let dropped: Vec<EventId> = match logs.sessions.get_mut(&session) {
+            Some(events) if keep < events.len() => events.drain(keep..).map(|e| e.id).collect(),
+            _ => return,
+        };
+        for id in dropped {
+            logs.ids.remove(&id);
+        }
+        if logs.sessions.get(&session).is_some_and(Vec::is_empty) {
+            logs.sessions.remove(&session);
+        }
+    }
+
     /// The log, recovered if a holder panicked: an append changes it only
     /// after every check passed, with operations that do not panic.
     fn lock(&self) -> MutexGuard<'_, Logs> {

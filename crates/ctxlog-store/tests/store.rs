@@ -4,27 +4,11 @@ use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::*;
 use ctxlog_store::record;
 use ctxlog_store::*;
+use ctxlog_testkit::TempDir;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
-struct TempDir(PathBuf);
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-fn tempdir() -> TempDir {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let p = std::env::temp_dir().join(format!(
-        "ctxlog-store-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = std::fs::remove_dir_all(&p);
-    TempDir(p)
-}
+use std::time::Duration;
 
 /// A valid session log of about `n` events, as events to append.
 fn session_events(seed: u64, n: usize) -> (SessionId, Vec<NewEvent>) {
@@ -48,8 +32,8 @@ fn sid(n: u8) -> SessionId {
 
 #[test]
 fn expected_version_cases() {
-    let dir = tempdir();
-    let store = SledStore::open(&dir.0).unwrap();
+    let dir = TempDir::new("store");
+    let store = SledStore::open(dir.path()).unwrap();
     let (s, ev) = session_events(1, 10);
     let a = store
         .append(s, Expected::NoStream, ev[..3].to_vec())
@@ -116,8 +100,8 @@ fn expected_version_cases() {
 
 #[test]
 fn idempotent_retry_and_conflicts() {
-    let dir = tempdir();
-    let store = SledStore::open(&dir.0).unwrap();
+    let dir = TempDir::new("store");
+    let store = SledStore::open(dir.path()).unwrap();
     let (s, ev) = session_events(3, 8);
     let first = store
         .append(s, Expected::NoStream, ev[..4].to_vec())
@@ -166,8 +150,8 @@ fn idempotent_retry_and_conflicts() {
 
 #[test]
 fn concurrent_appenders_to_one_session_never_fork_it() {
-    let dir = tempdir();
-    let store = SledStore::open(&dir.0).unwrap();
+    let dir = TempDir::new("store");
+    let store = SledStore::open(dir.path()).unwrap();
     let s = sid(1);
     let threads = 8;
     let per = 40;
@@ -224,8 +208,8 @@ fn concurrent_appenders_to_one_session_never_fork_it() {
 
 #[test]
 fn many_sessions_in_parallel_replay_to_their_states() {
-    let dir = tempdir();
-    let store = SledStore::open(&dir.0).unwrap();
+    let dir = TempDir::new("store");
+    let store = SledStore::open(dir.path()).unwrap();
     let sessions: Vec<(SessionId, Vec<NewEvent>)> =
         (0..12).map(|i| session_events(50 + i, 120)).collect();
     std::thread::scope(|scope| {
@@ -269,20 +253,20 @@ fn corrupt(dir: &std::path::Path, f: impl FnOnce(&sled::Tree)) {
 
 #[test]
 fn flipped_deleted_and_swapped_records_are_named() {
-    let dir = tempdir();
+    let dir = TempDir::new("store");
     let (a, ev_a) = session_events(5, 20);
     let (b, ev_b) = session_events(6, 20);
     let (c, ev_c) = session_events(7, 20);
     let (d, ev_d) = session_events(8, 20);
     {
-        let store = SledStore::open(&dir.0).unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
         store.append(a, Expected::NoStream, ev_a).unwrap();
         store.append(b, Expected::NoStream, ev_b).unwrap();
         store.append(c, Expected::NoStream, ev_c).unwrap();
         store.append(d, Expected::NoStream, ev_d).unwrap();
         assert!(store.verify().unwrap().ok());
     }
-    corrupt(&dir.0, |t| {
+    corrupt(dir.path(), |t| {
         // flip one byte in the payload of a:7
         let k = record::key(a, 7);
         let mut v = t.get(k).unwrap().unwrap().to_vec();
@@ -298,7 +282,7 @@ fn flipped_deleted_and_swapped_records_are_named() {
         // delete the last record of d
         t.remove(record::key(d, 20)).unwrap();
     });
-    let store = SledStore::open(&dir.0).unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
     let report = store.verify().unwrap();
     assert!(!report.ok());
     let named: Vec<(SessionId, Seq)> = report
@@ -369,13 +353,13 @@ fn flipped_deleted_and_swapped_records_are_named() {
 
 #[test]
 fn a_record_from_a_newer_format_is_refused_by_name_and_nothing_is_lost() {
-    let dir = tempdir();
+    let dir = TempDir::new("store");
     let (a, ev_a) = session_events(9, 10);
     {
-        let store = SledStore::open(&dir.0).unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
         store.append(a, Expected::NoStream, ev_a.clone()).unwrap();
     }
-    corrupt(&dir.0, |t| {
+    corrupt(dir.path(), |t| {
         let k = record::key(a, 10);
         let mut v = t.get(k).unwrap().unwrap().to_vec();
         v[0] = 2; // format 2, with a valid CRC: a genuine newer record
@@ -388,7 +372,7 @@ fn a_record_from_a_newer_format_is_refused_by_name_and_nothing_is_lost() {
         let v9 = t.get(k9).unwrap().unwrap();
         t.insert(k9, &v9[..20]).unwrap();
     });
-    let store = SledStore::open(&dir.0).unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
     let report = store.verify().unwrap();
     let msgs: Vec<String> = report.errors.iter().map(|e| e.to_string()).collect();
     assert!(
@@ -409,8 +393,8 @@ fn a_record_from_a_newer_format_is_refused_by_name_and_nothing_is_lost() {
 
 #[test]
 fn followers_see_every_durable_event_once_across_restarts() {
-    let dir = tempdir();
-    let store = SledStore::open(&dir.0).unwrap();
+    let dir = TempDir::new("store");
+    let store = SledStore::open(dir.path()).unwrap();
     let sessions: Vec<_> = (0..3).map(|i| session_events(20 + i, 60)).collect();
     // some events before the follower starts
     for (s, ev) in &sessions {
@@ -489,8 +473,8 @@ fn followers_see_every_durable_event_once_across_restarts() {
 
 #[test]
 fn notifications_come_only_after_the_flush_and_name_the_head() {
-    let dir = tempdir();
-    let store = SledStore::open(&dir.0).unwrap();
+    let dir = TempDir::new("store");
+    let store = SledStore::open(dir.path()).unwrap();
     let sub = store.subscribe();
     let (s, ev) = session_events(30, 10);
     store
@@ -515,8 +499,8 @@ fn notifications_come_only_after_the_flush_and_name_the_head() {
 
 #[test]
 fn buffered_mode_acknowledges_then_flushes() {
-    let dir = tempdir();
-    let mut cfg = StoreConfig::new(&dir.0);
+    let dir = TempDir::new("store");
+    let mut cfg = StoreConfig::new(dir.path());
     cfg.durability = Durability::Buffered;
     cfg.buffered_flush_ms = 20;
     let (s, ev) = session_events(31, 30);
@@ -544,8 +528,8 @@ fn buffered_mode_acknowledges_then_flushes() {
 
 #[test]
 fn buffered_mode_flushes_on_time_under_a_steady_stream() {
-    let dir = tempdir();
-    let mut cfg = StoreConfig::new(&dir.0);
+    let dir = TempDir::new("store");
+    let mut cfg = StoreConfig::new(dir.path());
     cfg.durability = Durability::Buffered;
     cfg.buffered_flush_ms = 10;
     let store = SledStore::open_with(cfg).unwrap();
@@ -576,8 +560,8 @@ fn buffered_mode_flushes_on_time_under_a_steady_stream() {
 
 #[test]
 fn snapshot_plus_tail_equals_full_replay_and_bad_snapshots_fall_back() {
-    let dir = tempdir();
-    let store = SledStore::open(&dir.0).unwrap();
+    let dir = TempDir::new("store");
+    let store = SledStore::open(dir.path()).unwrap();
     let (s, ev) = session_events(40, 200);
     store
         .append(s, Expected::NoStream, ev[..120].to_vec())
@@ -596,7 +580,7 @@ fn snapshot_plus_tail_equals_full_replay_and_bad_snapshots_fall_back() {
     drop(store);
     // damage the snapshot: load falls back to a full replay
     {
-        let db = sled::open(&dir.0).unwrap();
+        let db = sled::open(dir.path()).unwrap();
         let t = db.open_tree("snapshots").unwrap();
         let (k, v) = t.iter().next().unwrap().unwrap();
         let mut v = v.to_vec();
@@ -614,7 +598,7 @@ fn snapshot_plus_tail_equals_full_replay_and_bad_snapshots_fall_back() {
         t.insert(short, vec![0]).unwrap();
         db.flush().unwrap();
     }
-    let store = SledStore::open(&dir.0).unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
     let loaded = store.load_state(s).unwrap();
     assert_eq!((loaded.snapshot, loaded.replayed), (None, 200));
     assert_eq!(loaded.state, full);
@@ -622,17 +606,17 @@ fn snapshot_plus_tail_equals_full_replay_and_bad_snapshots_fall_back() {
 
 #[test]
 fn a_closed_store_reopens_with_everything_acknowledged() {
-    let dir = tempdir();
+    let dir = TempDir::new("store");
     let (s, ev) = session_events(41, 50);
     {
-        let store = SledStore::open(&dir.0).unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
         for (i, chunk) in ev.chunks(5).enumerate() {
             store
                 .append(s, Expected::Exactly(i as u64 * 5), chunk.to_vec())
                 .unwrap();
         }
     }
-    let store = SledStore::open(&dir.0).unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
     assert_eq!(store.head(s).unwrap(), 50);
     assert_eq!(store.durable_head(s), 50);
     assert!(store.verify().unwrap().ok());
@@ -643,11 +627,11 @@ fn a_closed_store_reopens_with_everything_acknowledged() {
 /// Needs permission to mount; skips with a message otherwise.
 #[test]
 fn a_failed_flush_poisons_the_store() {
-    let dir = tempdir();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new("store");
+    std::fs::create_dir_all(dir.path()).unwrap();
     let mounted = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
-        .arg(&dir.0)
+        .arg(dir.path())
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
@@ -665,10 +649,10 @@ fn a_failed_flush_poisons_the_store() {
                 .status();
         }
     }
-    let _unmount = Unmount(dir.0.clone());
+    let _unmount = Unmount(dir.path().to_path_buf());
     // A watchdog: a hang in sled after ENOSPC fails the test instead of CI.
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
-    let path = dir.0.join("db");
+    let path = dir.path().join("db");
     std::thread::spawn(move || {
         fill_until_poisoned(path);
         let _ = done_tx.send(());
@@ -730,8 +714,8 @@ fn a_refused_append_leaves_no_trace_even_when_its_first_events_encode() {
     // The writer applies a group of appends in one transaction that commits
     // whatever the individual outcomes: an append refused half-way (its last
     // event is over the record size limit) must write none of its events.
-    let dir = tempdir();
-    let store = SledStore::open(&dir.0).unwrap();
+    let dir = TempDir::new("store");
+    let store = SledStore::open(dir.path()).unwrap();
     let (s, ev) = session_events(5, 4);
     let mut huge = ev[3].clone();
     huge.event = Event::PartsRestored {
@@ -778,11 +762,11 @@ fn truncate_like_sled(dir: &std::path::Path, session: SessionId, keep: Seq) {
 /// after every reopen. Other sessions are untouched.
 #[test]
 fn acknowledged_events_that_sled_lost_are_named_never_silent() {
-    let dir = tempdir();
+    let dir = TempDir::new("store");
     let (a, ev_a) = session_events(21, 30);
     let (b, ev_b) = session_events(22, 10);
     {
-        let store = SledStore::open(&dir.0).unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
         store
             .append(a, Expected::NoStream, ev_a[..20].to_vec())
             .unwrap();
@@ -792,9 +776,9 @@ fn acknowledged_events_that_sled_lost_are_named_never_silent() {
             .unwrap();
         assert!(store.verify().unwrap().ok());
     }
-    truncate_like_sled(&dir.0, a, 18);
+    truncate_like_sled(dir.path(), a, 18);
     for _ in 0..2 {
-        let store = SledStore::open(&dir.0).unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
         assert_eq!(store.head(a).unwrap(), 18, "sled's own view");
         let got: Vec<_> = store.read(a, 1).unwrap().collect();
         assert_eq!(got.iter().filter(|r| r.is_ok()).count(), 18);
@@ -821,10 +805,10 @@ fn acknowledged_events_that_sled_lost_are_named_never_silent() {
         assert!(lost[0].offset.is_some());
     }
     // Salvage copies what is intact and says what is not.
-    let to = tempdir();
+    let to = TempDir::new("store");
     let report = {
-        let from = SledStore::open(&dir.0).unwrap();
-        let into = SledStore::open(&to.0).unwrap();
+        let from = SledStore::open(dir.path()).unwrap();
+        let into = SledStore::open(to.path()).unwrap();
         salvage(&ctxlog_store::Reader::from(from.clone()), &into).unwrap()
     };
     assert_eq!(report.saved[&a], 18);
@@ -832,7 +816,7 @@ fn acknowledged_events_that_sled_lost_are_named_never_silent() {
     assert_eq!(report.unsaved.len(), 1, "{:?}", report.unsaved);
     assert_eq!((report.unsaved[0].session, report.unsaved[0].seq), (a, 19));
     assert!(report.unsaved[0].detail.contains("events 19 to 30"));
-    let salvaged = SledStore::open(&to.0).unwrap();
+    let salvaged = SledStore::open(to.path()).unwrap();
     assert!(salvaged.verify().unwrap().ok());
     assert_eq!(salvaged.replay(a).unwrap().head, 18);
     assert_eq!(salvaged.replay(b).unwrap().head, 10);
@@ -843,20 +827,20 @@ fn acknowledged_events_that_sled_lost_are_named_never_silent() {
 /// the store still opens, whole.
 #[test]
 fn a_snapshot_sled_did_not_finish_does_not_lock_the_store() {
-    let dir = tempdir();
+    let dir = TempDir::new("store");
     let (a, ev_a) = session_events(31, 12);
     {
-        let store = SledStore::open(&dir.0).unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
         store.append(a, Expected::NoStream, ev_a).unwrap();
     }
-    std::fs::write(dir.0.join("snap.FFFFFFFFFFFFFFFF.generating"), b"").unwrap();
+    std::fs::write(dir.path().join("snap.FFFFFFFFFFFFFFFF.generating"), b"").unwrap();
     {
-        let store = SledStore::open(&dir.0).unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
         assert!(store.verify().unwrap().ok());
         assert_eq!(store.replay(a).unwrap().head, 12);
     }
     // A damaged snapshot and config file: set aside, rebuilt from the log.
-    for f in std::fs::read_dir(&dir.0).unwrap().flatten() {
+    for f in std::fs::read_dir(dir.path()).unwrap().flatten() {
         let name = f.file_name().to_string_lossy().into_owned();
         if name.starts_with("snap.") || name == "conf" {
             let mut b = std::fs::read(f.path()).unwrap();
@@ -865,10 +849,10 @@ fn a_snapshot_sled_did_not_finish_does_not_lock_the_store() {
             std::fs::write(f.path(), b).unwrap();
         }
     }
-    let store = SledStore::open(&dir.0).unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
     assert!(store.verify().unwrap().ok());
     assert_eq!(store.replay(a).unwrap().head, 12);
-    assert!(dir.0.join("unreadable-sled-snapshots").is_dir());
+    assert!(dir.path().join("unreadable-sled-snapshots").is_dir());
 }
 
 /// A witness cut short before its header was complete (a kill as the store
@@ -876,23 +860,23 @@ fn a_snapshot_sled_did_not_finish_does_not_lock_the_store() {
 /// still named.
 #[test]
 fn a_witness_cut_at_creation_is_restarted_from_the_heads() {
-    let dir = tempdir();
+    let dir = TempDir::new("store");
     let (a, ev_a) = session_events(41, 10);
     {
-        let store = SledStore::open(&dir.0).unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
         store.append(a, Expected::NoStream, ev_a).unwrap();
     }
-    let witness = dir.0.join("witness");
+    let witness = dir.path().join("witness");
     std::fs::OpenOptions::new()
         .write(true)
         .open(&witness)
         .unwrap()
         .set_len(5)
         .unwrap();
-    drop(SledStore::open(&dir.0).unwrap());
+    drop(SledStore::open(dir.path()).unwrap());
     assert!(std::fs::metadata(&witness).unwrap().len() > 16);
-    truncate_like_sled(&dir.0, a, 7);
-    let store = SledStore::open(&dir.0).unwrap();
+    truncate_like_sled(dir.path(), a, 7);
+    let store = SledStore::open(dir.path()).unwrap();
     let got: Vec<_> = store.read(a, 1).unwrap().collect();
     assert!(
         matches!(got.last(), Some(Err(ReadError::Lost { .. }))),
@@ -906,23 +890,22 @@ fn a_witness_cut_at_creation_is_restarted_from_the_heads() {
 /// nothing: it opens, and is created again.
 #[test]
 fn a_store_killed_before_its_log_existed_opens() {
-    let dir = tempdir();
-    std::fs::create_dir_all(dir.0.join("blobs")).unwrap();
+    let dir = TempDir::new("store");
+    std::fs::create_dir_all(dir.path().join("blobs")).unwrap();
     std::fs::write(
-        dir.0.join("conf"),
+        dir.path().join("conf"),
         "segment_size: 524288\nuse_compression: false\nversion: 0.34\n",
     )
     .unwrap();
-    let store = SledStore::open(&dir.0).unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
     let (a, ev_a) = session_events(47, 6);
     store.append(a, Expected::NoStream, ev_a).unwrap();
     assert!(store.verify().unwrap().ok());
     drop(store);
     assert!(dir
-        .0
         .join("unreadable-sled-snapshots/conf-without-a-log")
         .is_file());
-    let store = SledStore::open(&dir.0).unwrap();
+    let store = SledStore::open(dir.path()).unwrap();
     assert_eq!(store.replay(a).unwrap().head, 6);
 }
 
@@ -932,8 +915,8 @@ fn a_store_killed_before_its_log_existed_opens() {
 /// removes its socket, and a socket a killed holder left is replaced.
 #[test]
 fn the_holder_serves_what_is_durable_and_nothing_more() {
-    let dir = tempdir();
-    let mut config = StoreConfig::new(&dir.0);
+    let dir = TempDir::new("store");
+    let mut config = StoreConfig::new(dir.path());
     config.durability = Durability::Buffered;
     config.buffered_flush_ms = 3_600_000;
     let store = SledStore::open_with(config).unwrap();
@@ -950,7 +933,7 @@ fn the_holder_serves_what_is_durable_and_nothing_more() {
         .unwrap();
     assert_eq!(store.head(a).unwrap(), 40);
 
-    let remote = RemoteLog::connect(&dir.0)
+    let remote = RemoteLog::connect(dir.path())
         .unwrap()
         .expect("the holder serves");
     assert_eq!(remote.pid(), std::process::id());
@@ -976,11 +959,11 @@ fn the_holder_serves_what_is_durable_and_nothing_more() {
     assert_eq!(report, store.verify().unwrap());
     assert!(report.ok() && report.events == 70);
 
-    let socket = dir.0.join("owner.sock");
+    let socket = dir.path().join("owner.sock");
     assert!(socket.exists());
     drop(store);
     assert!(!socket.exists(), "a closed store removes its socket");
-    assert!(RemoteLog::connect(&dir.0).unwrap().is_none());
+    assert!(RemoteLog::connect(dir.path()).unwrap().is_none());
     match remote.sessions() {
         Err(ReadError::Unanswered { why, .. }) => assert!(why.contains("stopped"), "{why}"),
         other => panic!("{other:?}"),
@@ -990,15 +973,15 @@ fn the_holder_serves_what_is_durable_and_nothing_more() {
     // next holder replaces it.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert!(socket.exists());
-    assert!(RemoteLog::connect(&dir.0).unwrap().is_none());
-    let reader = Reader::open(&dir.0).unwrap();
+    assert!(RemoteLog::connect(dir.path()).unwrap().is_none());
+    let reader = Reader::open(dir.path()).unwrap();
     assert!(reader.served_by().is_none());
     assert_eq!(reader.head(a).unwrap(), 40);
-    assert!(RemoteLog::connect(&dir.0).unwrap().is_some());
+    assert!(RemoteLog::connect(dir.path()).unwrap().is_some());
 
     // A reader whose holder lets go of the store between two calls opens
     // the store itself and goes on.
-    let served = Reader::open(&dir.0).unwrap();
+    let served = Reader::open(dir.path()).unwrap();
     assert_eq!(served.served_by(), Some(std::process::id()));
     assert_eq!(served.head(b).unwrap(), 30);
     drop(reader);

@@ -1,0 +1,411 @@
+//! The engine against a log that fails on schedule
+//! (`ctxlog_store::faults::FaultyLog`), from seeds: each seed draws an
+//! agent session (user messages, steps with tool outputs, overflows that
+//! compact, turns that prune, manual compactions) and faults at chosen
+//! operations (a failed call, a lost acknowledgement, a crash before or
+//! after the commit point, a failed sync, an outage). After every fault:
+//! what the log acknowledged is still there, the engine's state is the
+//! log's, and the session goes on to the end of its script.
+//!
+//! A failure names its seed; `CTXLOG_FAULT_SEED=n cargo test -p
+//! ctxlog-engine --test faults` replays that one seed alone.
+
+use ctxlog_core::{
+    FinishReason, Json, MessageId, ModelLimits, PartBody, Policy, SeededIds, SessionId, Step,
+    TokenUsage, ToolState,
+};
+use ctxlog_engine::{Engine, EngineBuilder, EngineError, ManualClock, NewSession};
+use ctxlog_store::faults::{Fault, FaultyLog};
+use ctxlog_store::EventLog;
+use ctxlog_testkit::Rng;
+use std::sync::Arc;
+
+/// Seeds run by default (each a few hundred log operations).
+const SEEDS: u64 = 256;
+
+/// How often one command may fail before the test calls it stuck.
+const MAX_TRIES: u32 = 12;
+
+/// One thing the agent does.
+#[derive(Debug, Clone)]
+enum Act {
+    User(String),
+    Step { output_chars: usize, input: u64 },
+    RunPending,
+    EndTurn,
+    Compact,
+}
+
+/// A session's script drawn from `rng`.
+fn script(rng: &mut Rng) -> Vec<Act> {
+    let mut acts = Vec::new();
+    for turn in 0..rng.range(3, 7) {
+        acts.push(Act::User(format!("turn {turn}")));
+        for _ in 0..rng.range(1, 4) {
+            acts.push(Act::Step {
+                output_chars: rng.heavy_tail(200, 60_000) as usize,
+                input: rng.range(10_000, 98_000),
+            });
+            acts.push(Act::RunPending);
+        }
+        if rng.chance(15) {
+            acts.push(Act::Compact);
+            acts.push(Act::RunPending);
+        }
+        acts.push(Act::EndTurn);
+    }
+    acts
+}
+
+fn limits() -> ModelLimits {
+    ModelLimits {
+        context: 100_000,
+        input: None,
+        output: Some(8_000),
+    }
+}
+
+/// An engine over `log`; `generation` keeps the ids of engines started
+/// after a restart apart from those already stored.
+fn engine(log: &FaultyLog, seed: u64, generation: u64) -> Engine<FaultyLog> {
+    EngineBuilder::new()
+        .ids(SeededIds::new(
+            seed.wrapping_mul(1_000).wrapping_add(generation),
+        ))
+        .clock(Arc::new(ManualClock::new(1_780_000_000_000)))
+        .build(log.clone())
+        .expect("a valid configuration")
+}
+
+/// Does `act` (`asked`: the last user message it knows was stored); the
+/// error of the engine when the log failed.
+fn perform(
+    engine: &Engine<FaultyLog>,
+    session: SessionId,
+    act: &Act,
+    asked: &mut Option<MessageId>,
+) -> Result<(), EngineError> {
+    match act {
+        Act::User(text) => {
+            *asked = Some(engine.user_message(session, text)?);
+            Ok(())
+        }
+        Act::Step {
+            output_chars,
+            input,
+        } => {
+            let Some(parent) = *asked else {
+                return Ok(());
+            };
+            let tool = PartBody::Tool {
+                call_id: format!("call_{output_chars}_{input}"),
+                tool: "read".into(),
+                state: ToolState::Completed {
+                    input: Json::Object(vec![("filePath".into(), "src/lib.rs".into())]),
+                    output: "x".repeat(*output_chars),
+                    title: None,
+                    metadata: Json::Null,
+                    start: 1,
+                    end: 2,
+                    attachments: vec![],
+                },
+            };
+            let step = Step {
+                parts: vec![tool],
+                tokens: TokenUsage {
+                    input: *input,
+                    output: 100,
+                    ..TokenUsage::default()
+                },
+                finish: FinishReason::ToolCalls,
+                ..Step::new(parent)
+            };
+            engine.record_step(session, step).map(drop)
+        }
+        Act::RunPending => engine.run_pending(session).map(drop),
+        Act::EndTurn => engine.end_turn(session).map(drop),
+        Act::Compact => engine.request_compaction(session).map(drop),
+    }
+}
+
+/// The engine's state of `session` is the log's; `Ok(false)` when the log
+/// did not answer (an outage not over yet), so nothing could be compared.
+fn coherent(
+    engine: &Engine<FaultyLog>,
+    log: &FaultyLog,
+    session: SessionId,
+) -> Result<bool, String> {
+    let (Ok(cached), Ok(replayed)) = (engine.state(session), log.replay(session)) else {
+        return Ok(false);
+    };
+    if cached.digest() == replayed.digest() {
+        Ok(true)
+    } else {
+        Err(format!(
+            "the engine's state (head {}) is not the log's (head {})",
+            cached.head, replayed.head
+        ))
+    }
+}
+
+/// Runs one seed; what went wrong, in words.
+fn run_seed(seed: u64) -> Result<Summary, String> {
+    let mut rng = Rng::new(seed);
+    let acts = script(&mut rng);
+    let session = SessionId(uuid::Uuid::from_u64_pair(seed, 0xC7_1096));
+    // Faults at operations drawn over the length of a run without them.
+    let span = clean_operations(seed, session, &acts);
+    let log = FaultyLog::new();
+    for _ in 0..rng.range(1, 4) {
+        let fault = match rng.range(0, 5) {
+            0 => Fault::Fail,
+            1 => Fault::LostAck,
+            2 => Fault::Crash {
+                written: rng.chance(50),
+            },
+            3 => Fault::SyncError {
+                survives: rng.chance(50),
+            },
+            _ => Fault::Outage {
+                calls: rng.range(1, 4) as u32,
+            },
+        };
+        log.fail_at(rng.range(1, span), fault);
+    }
+    let mut generation = 0;
+    let mut engine = engine(&log, seed, generation);
+    let mut recoveries = 0;
+    let new = NewSession::new(limits()).policy(Policy::opencode_seed());
+    let mut started = false;
+    let mut at = 0;
+    let mut tries = 0;
+    let mut asked = None;
+    while at < acts.len() || !started {
+        let done = if started {
+            perform(&engine, session, &acts[at], &mut asked)
+        } else {
+            engine.start_session_as(session, new.clone())
+        };
+        let failed = match done {
+            Ok(()) => None,
+            // A start whose acknowledgement was lost: the session is there.
+            Err(_) if !started && !log.needs_restart() && log.head(session).unwrap_or(0) > 0 => {
+                None
+            }
+            Err(e) => Some(e),
+        };
+        let Some(error) = failed else {
+            if started {
+                at += 1;
+            }
+            started = true;
+            tries = 0;
+            continue;
+        };
+        tries += 1;
+        if tries > MAX_TRIES {
+            return Err(format!(
+                "act {at} ({:?}) keeps failing: {error}",
+                acts.get(at)
+            ));
+        }
+        recoveries += 1;
+        if log.needs_restart() {
+            // The process that held the engine is gone: a new one starts
+            // over the log once it is back.
+            log.restart();
+            generation += 1;
+            engine = self::engine(&log, seed, generation);
+        }
+        log.check_acknowledged()
+            .map_err(|e| format!("after {error}: {e}"))?;
+        if started || log.head(session).unwrap_or(0) > 0 {
+            started = true;
+            // Read what the log holds; an outage may still refuse it.
+            coherent(&engine, &log, session).map_err(|e| format!("after {error}: {e}"))?;
+        }
+    }
+    if settle(&log) {
+        engine = self::engine(&log, seed, generation + 1);
+    }
+    log.check_acknowledged()?;
+    if !coherent(&engine, &log, session)? {
+        return Err("the log does not answer at the end".into());
+    }
+    engine.window(session).map_err(|e| format!("window: {e}"))?;
+    let audit = engine.audit(session).map_err(|e| format!("audit: {e}"))?;
+    Ok(Summary {
+        struck: log.struck().len(),
+        recoveries,
+        restarts: generation,
+        audited: audit.len(),
+    })
+}
+
+/// How many log operations the script takes without a fault.
+fn clean_operations(seed: u64, session: SessionId, acts: &[Act]) -> u64 {
+    let log = FaultyLog::new();
+    let engine = engine(&log, seed, 0);
+    let new = NewSession::new(limits()).policy(Policy::opencode_seed());
+    engine
+        .start_session_as(session, new)
+        .expect("a clean start");
+    let mut asked = None;
+    for act in acts {
+        perform(&engine, session, act, &mut asked).expect("a clean run");
+    }
+    log.operations()
+}
+
+/// Ends what is still planned for the checks at the end of a run; whether
+/// the log had to restart (its engine is gone with the process).
+fn settle(log: &FaultyLog) -> bool {
+    log.disarm();
+    let restart = log.needs_restart();
+    if restart {
+        log.restart();
+    }
+    restart
+}
+
+/// What a seed's run went through.
+#[derive(Debug, Default)]
+struct Summary {
+    struck: usize,
+    recoveries: u32,
+    restarts: u64,
+    audited: usize,
+}
+
+#[test]
+fn the_engine_survives_seeded_log_faults() {
+    let seeds: Vec<u64> = match std::env::var("CTXLOG_FAULT_SEED") {
+        Ok(one) => vec![one.parse().expect("CTXLOG_FAULT_SEED is a number")],
+        Err(_) => (0..SEEDS).collect(),
+    };
+    let mut total = Summary::default();
+    for seed in seeds {
+        match run_seed(seed) {
+            Ok(s) => {
+                total.struck += s.struck;
+                total.recoveries += s.recoveries;
+                total.restarts += s.restarts;
+                total.audited += s.audited;
+            }
+            Err(e) => panic!(
+                "seed {seed}: {e}\nreplay it alone: CTXLOG_FAULT_SEED={seed} cargo test -p ctxlog-engine --test faults"
+            ),
+        }
+    }
+    eprintln!("{total:?}");
+    // The faults struck and were recovered from; a run without them would
+    // prove nothing.
+    assert!(
+        total.struck > 0 && total.recoveries > 0 && total.restarts > 0,
+        "{total:?}"
+    );
+    assert!(total.audited > 0);
+}
+
+#[test]
+fn a_fault_at_every_operation_of_one_session_is_survived() {
+    // One short script, a fault of each kind at each of its operations.
+    let kinds = [
+        Fault::Fail,
+        Fault::LostAck,
+        Fault::Crash { written: false },
+        Fault::Crash { written: true },
+        Fault::SyncError { survives: false },
+        Fault::SyncError { survives: true },
+        Fault::Outage { calls: 2 },
+    ];
+    let clean = FaultyLog::new();
+    drive_clean(&clean);
+    let operations = clean.operations();
+    assert!(operations >= 8, "{operations} operations");
+    for op in 1..=operations {
+        for kind in kinds {
+            if let Err(e) = drive_with(op, kind) {
+                panic!("{kind:?} at operation {op}: {e}");
+            }
+        }
+    }
+}
+
+/// The short script of the exhaustive test, on `log`, with no fault.
+fn drive_clean(log: &FaultyLog) {
+    let e = engine(log, 7, 0);
+    let s = SessionId(uuid::Uuid::from_u64_pair(7, 7));
+    e.start_session_as(s, NewSession::new(limits())).unwrap();
+    let mut asked = None;
+    for act in short_script() {
+        perform(&e, s, &act, &mut asked).unwrap();
+    }
+}
+
+fn short_script() -> Vec<Act> {
+    vec![
+        Act::User("hello".into()),
+        Act::Step {
+            output_chars: 30_000,
+            input: 40_000,
+        },
+        Act::RunPending,
+        Act::EndTurn,
+        Act::User("again".into()),
+        Act::Step {
+            output_chars: 100,
+            input: 95_000,
+        },
+        Act::RunPending,
+        Act::EndTurn,
+    ]
+}
+
+/// The short script with `fault` at operation `op`, recovering as
+/// `run_seed` does.
+fn drive_with(op: u64, fault: Fault) -> Result<(), String> {
+    let log = FaultyLog::new();
+    log.fail_at(op, fault);
+    let s = SessionId(uuid::Uuid::from_u64_pair(7, 7));
+    let mut generation = 0;
+    let mut e = engine(&log, 7, generation);
+    let mut acts = short_script().into_iter().map(Some).collect::<Vec<_>>();
+    acts.insert(0, None);
+    let mut asked = None;
+    for act in &acts {
+        let mut tries = 0;
+        loop {
+            let done = match act {
+                None => e.start_session_as(s, NewSession::new(limits())),
+                Some(act) => perform(&e, s, act, &mut asked),
+            };
+            let Err(error) = done else { break };
+            if act.is_none() && !log.needs_restart() && log.head(s).unwrap_or(0) > 0 {
+                break;
+            }
+            tries += 1;
+            if tries > MAX_TRIES {
+                return Err(format!("{act:?} keeps failing: {error}"));
+            }
+            if log.needs_restart() {
+                log.restart();
+                generation += 1;
+                e = engine(&log, 7, generation);
+            }
+            log.check_acknowledged()
+                .map_err(|x| format!("after {error}: {x}"))?;
+            if log.head(s).unwrap_or(0) > 0 {
+                coherent(&e, &log, s).map_err(|x| format!("after {error}: {x}"))?;
+            }
+        }
+    }
+    if settle(&log) {
+        e = engine(&log, 7, generation + 1);
+    }
+    log.check_acknowledged()?;
+    match coherent(&e, &log, s)? {
+        true => Ok(()),
+        false => Err("the log does not answer at the end".into()),
+    }
+}
