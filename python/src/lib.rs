@@ -7,7 +7,7 @@
 //! and shared by every `Store` and session that names the path; a
 //! `":memory:"` path is a log of its own, in memory, for each opener.
 
-use ctxlog_agents::{AgentError, AgentStore, ItemKind, ItemView, NewItem, Settings};
+use ctxlog_agents::{AgentError, AgentStore, ItemView, NewItem, Settings};
 use ctxlog_core::{timeline, FinishReason, ModelLimits, Policy, SessionId, TokenUsage};
 use ctxlog_engine::catalog::{self, resolve_session, CatalogError};
 use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
@@ -337,7 +337,7 @@ impl NativeSession {
     fn add_items(&self, py: Python<'_>, items: Vec<ItemTuple>) -> PyResult<()> {
         let mut new = Vec::with_capacity(items.len());
         for (i, (kind, raw, text, call_id, name, template)) in items.into_iter().enumerate() {
-            let kind = ItemKind::parse(&kind)
+            let kind = ctxlog_agents::parse_kind(&kind)
                 .ok_or_else(|| py_err(format!("item {i}: unknown kind {kind:?}")))?;
             new.push(NewItem {
                 kind,

@@ -1,11 +1,11 @@
 //! One Agents SDK item as ctxlog records it, and as `get_items` gives it
 //! back.
 
-use ctxlog_core::{Event, Json, MessageId, PartBody, PartId, Role, SourceTarget, ToolState};
-use ctxlog_core::{SessionId, TimestampMs};
+pub use ctxlog_core::ItemKind;
+use ctxlog_core::{AgentItem, Json, Role, SessionId};
 use sha2::{Digest, Sha256};
 
-/// The source format of the [`Event::SourceFields`] that keep each item as
+/// The source format of the [`ctxlog_core::Event::SourceFields`] that keep each item as
 /// the agent wrote it.
 pub const FORMAT: &str = "openai-agents";
 
@@ -28,40 +28,18 @@ pub fn session_id_for(name: &str) -> SessionId {
     SessionId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
 }
 
-/// What an item is to ctxlog. The binding classifies the SDK's items
-/// (`ctxlog/agents.py`); ctxlog only needs these distinctions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ItemKind {
-    /// An input message (`user`, `system` or `developer` role): a user
-    /// message, a turn.
-    Input,
-    /// An assistant output message.
-    Assistant,
-    /// A reasoning item.
-    Reasoning,
-    /// A function or custom tool call: a tool part waiting for its output.
-    Call,
-    /// The output of a call: completes the call's tool part, which a prune
-    /// may clear later.
-    Output,
-    /// Any other item (hosted tool calls, references, ...): kept and given
-    /// back, never measured.
-    Other,
-}
-
-impl ItemKind {
-    /// The kind the binding names.
-    pub fn parse(name: &str) -> Option<ItemKind> {
-        Some(match name {
-            "input" => ItemKind::Input,
-            "assistant" => ItemKind::Assistant,
-            "reasoning" => ItemKind::Reasoning,
-            "call" => ItemKind::Call,
-            "output" => ItemKind::Output,
-            "other" => ItemKind::Other,
-            _ => return None,
-        })
-    }
+/// The kind the binding names (`input`, `assistant`, `reasoning`, `call`,
+/// `output`, `other`).
+pub fn parse_kind(name: &str) -> Option<ItemKind> {
+    Some(match name {
+        "input" => ItemKind::Input,
+        "assistant" => ItemKind::Assistant,
+        "reasoning" => ItemKind::Reasoning,
+        "call" => ItemKind::Call,
+        "output" => ItemKind::Output,
+        "other" => ItemKind::Other,
+        _ => return None,
+    })
 }
 
 /// One item to add, classified by the binding.
@@ -110,118 +88,30 @@ pub enum ItemView {
     },
 }
 
-/// The events that record `item` as a new message (every kind but an
-/// output that completes a call).
-pub(crate) fn message_events(
-    item: &NewItem,
-    message: MessageId,
-    part: PartId,
-    parent: Option<MessageId>,
-) -> Vec<Event> {
-    let role = match item.kind {
-        ItemKind::Input => Role::User,
-        _ => Role::Assistant,
-    };
-    let body = match item.kind {
-        ItemKind::Input | ItemKind::Assistant => PartBody::Text {
-            text: item.text.clone(),
-            synthetic: false,
-            time: None,
-        },
-        ItemKind::Reasoning => PartBody::Reasoning {
-            text: item.text.clone(),
-            time: None,
-        },
-        ItemKind::Call => PartBody::Tool {
-            call_id: item.call_id.clone().unwrap_or_default(),
-            tool: item.name.clone().unwrap_or_default(),
-            state: pending(&item.text),
-        },
-        ItemKind::Output | ItemKind::Other => PartBody::Other {
-            kind: item.name.clone().unwrap_or_else(|| "item".into()),
-            data: Json::Null,
-        },
-    };
-    vec![
-        Event::MessageAppended {
-            message,
-            role,
-            agent: None,
-            model: None,
-            synthetic: false,
-            parent: if role == Role::Assistant {
-                parent
-            } else {
-                None
-            },
-            source_id: None,
-        },
-        Event::PartAppended {
-            message,
-            part,
-            body,
-            source_id: item.call_id.clone(),
-        },
-        kept(SourceTarget::Message(message), &item.raw),
-    ]
-}
-
-/// The events that complete tool part `part` (call `call_id` of `tool`,
-/// with `input`) with output `item`.
-pub(crate) fn output_events(
-    item: &NewItem,
-    part: PartId,
-    call: (&str, &str, &Json),
-    at: TimestampMs,
-) -> Vec<Event> {
-    let (call_id, tool, input) = call;
-    vec![
-        Event::PartUpdated {
-            part,
-            body: PartBody::Tool {
-                call_id: call_id.into(),
-                tool: tool.into(),
-                state: ToolState::Completed {
-                    input: input.clone(),
-                    output: item.text.clone(),
-                    title: None,
-                    metadata: Json::Null,
-                    start: at,
-                    end: at,
-                    attachments: Vec::new(),
-                },
-            },
-        },
-        match &item.template {
-            Some(template) => Event::SourceFields {
-                format: FORMAT.into(),
-                target: SourceTarget::Part(part),
-                fields: Json::Object(vec![
+impl NewItem {
+    /// The item as core's decisions take it: its JSON text kept as the
+    /// fields of format [`FORMAT`]; an output's template (without its
+    /// output) kept instead when it completes its call.
+    pub(crate) fn to_agent_item(&self) -> AgentItem {
+        let arguments = match self.kind {
+            ItemKind::Call => serde_json::from_str::<Json>(&self.text)
+                .unwrap_or_else(|_| Json::String(self.text.clone())),
+            _ => Json::Null,
+        };
+        AgentItem {
+            kind: self.kind,
+            text: self.text.clone(),
+            arguments,
+            call_id: self.call_id.clone(),
+            name: self.name.clone(),
+            format: FORMAT.into(),
+            fields: Json::Object(vec![(ITEM_KEY.into(), Json::String(self.raw.clone()))]),
+            fields_completing: self.template.as_ref().map(|template| {
+                Json::Object(vec![
                     (ITEM_KEY.into(), Json::String(template.clone())),
                     (OUTPUT_IN_PART_KEY.into(), Json::Bool(true)),
-                ]),
-            },
-            None => kept(SourceTarget::Part(part), &item.raw),
-        },
-    ]
-}
-
-/// A call waiting for its output, with its arguments (`text`): parsed when
-/// they are JSON, else kept as a string.
-pub(crate) fn pending(arguments: &str) -> ToolState {
-    let input =
-        serde_json::from_str::<Json>(arguments).unwrap_or_else(|_| Json::String(arguments.into()));
-    ToolState::Pending {
-        input,
-        raw: arguments.into(),
-    }
-}
-
-/// The fields that keep an item's JSON text for `target`.
-fn kept(target: SourceTarget, raw: &str) -> Event {
-    Event::SourceFields {
-        format: FORMAT.into(),
-        target,
-        fields: Json::Object(vec![(ITEM_KEY.into(), Json::String(raw.into()))]),
+                ])
+            }),
+        }
     }
 }

@@ -30,6 +30,8 @@ mod item;
 mod items;
 mod store;
 
-pub use item::{session_id_for, ItemKind, ItemView, NewItem, FORMAT, ITEM_KEY, OUTPUT_IN_PART_KEY};
+pub use item::{
+    parse_kind, session_id_for, ItemKind, ItemView, NewItem, FORMAT, ITEM_KEY, OUTPUT_IN_PART_KEY,
+};
 pub use items::Items;
 pub use store::{AgentError, AgentStore, Compaction, Settings};

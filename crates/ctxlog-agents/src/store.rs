@@ -3,13 +3,13 @@
 //! session's state (which messages the window sends, which outputs a prune
 //! cleared) and from [`Items`] (the JSON text of each item).
 
-use crate::item::{message_events, output_events, pending, ItemKind, ItemView, NewItem};
 use crate::item::{session_id_for, FORMAT};
+use crate::item::{ItemView, NewItem};
 use crate::items::Items;
-use ctxlog_core::window::{estimate_window, COMPACTION_QUESTION};
+use ctxlog_core::window::COMPACTION_QUESTION;
 use ctxlog_core::window::{render_message, sent_order, WindowPart};
-use ctxlog_core::{Event, FinishReason, Json, MessageId, ModelLimits, PartBody, PartId, Policy};
-use ctxlog_core::{Role, SessionAbout, SessionId, SessionState, TokenUsage, ToolState};
+use ctxlog_core::{MessageId, ModelLimits, PartBody, PartId, Policy};
+use ctxlog_core::{SessionAbout, SessionId, SessionState, TokenUsage, ToolState};
 use ctxlog_engine::{Engine, EngineError, JobOutcome, NewSession, Pruned};
 use ctxlog_store::{EventLog, StoreError};
 use std::collections::BTreeMap;
@@ -59,11 +59,7 @@ enum Place {
     /// The message it is (withdrawn when taken back).
     Message(MessageId),
     /// The output of a tool part (the call waits again when taken back).
-    Output {
-        part: PartId,
-        pruned: bool,
-        call: (String, String, Json),
-    },
+    Output(PartId),
 }
 
 /// The Agents SDK sessions of one log: one [`Items`] per open session, kept
@@ -124,23 +120,11 @@ impl<L: EventLog> AgentStore<L> {
                 agent: Some(FORMAT.into()),
                 ..SessionAbout::default()
             };
-            self.engine
-                .apply(session, vec![Event::SessionDescribed { about }])?;
+            self.engine.describe(session, about)?;
             return Ok(session);
         }
-        let (policy, limits) = self
-            .engine
-            .read_state(session, |s| (s.policy.clone(), s.limits.clone()))?;
-        let mut changes = Vec::new();
-        if let Some(p) = settings.policy.clone().filter(|p| *p != policy) {
-            changes.push(Event::PolicyChanged { policy: p });
-        }
-        if let Some(l) = settings.limits.clone().filter(|l| *l != limits) {
-            changes.push(Event::LimitsChanged { limits: l });
-        }
-        if !changes.is_empty() {
-            self.engine.apply(session, changes)?;
-        }
+        self.engine
+            .settle(session, settings.policy.clone(), settings.limits.clone())?;
         Ok(session)
     }
 
@@ -188,37 +172,8 @@ impl<L: EventLog> AgentStore<L> {
             return Ok(());
         }
         self.with(session, |_| {
-            let at = self.engine.now_ms();
-            let (mut parent, mut waiting) = self
-                .engine
-                .read_state(session, |s| (last_input(s), waiting_calls(s)))?;
-            let mut events = Vec::new();
-            for item in items {
-                if item.kind == ItemKind::Output {
-                    let call = item.call_id.as_ref().and_then(|c| waiting.remove(c));
-                    if let Some((part, tool, input)) = call {
-                        let call_id = item.call_id.as_deref().unwrap_or_default();
-                        events.extend(output_events(item, part, (call_id, &tool, &input), at));
-                        continue;
-                    }
-                }
-                let message = MessageId(self.engine.draw_id());
-                let part = PartId(self.engine.draw_id());
-                events.extend(message_events(item, message, part, parent));
-                match item.kind {
-                    ItemKind::Input => parent = Some(message),
-                    ItemKind::Call => {
-                        if let (Some(c), ToolState::Pending { input, .. }) =
-                            (&item.call_id, pending(&item.text))
-                        {
-                            let tool = item.name.clone().unwrap_or_default();
-                            waiting.insert(c.clone(), (part, tool, input));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            self.engine.apply(session, events)?;
+            let items = items.iter().map(NewItem::to_agent_item).collect();
+            self.engine.add_items(session, items)?;
             Ok(())
         })
     }
@@ -244,33 +199,10 @@ impl<L: EventLog> AgentStore<L> {
             let Some((view, place)) = self.visible(session, items, Some(1))?.pop() else {
                 return Ok(None);
             };
-            let reason = "pop_item".to_string();
-            let events = match place {
-                Place::Message(m) => vec![Event::MessagesWithdrawn {
-                    messages: vec![m],
-                    reason,
-                }],
-                Place::Output { part, pruned, call } => {
-                    let (call_id, tool, input) = call;
-                    let mut events = Vec::new();
-                    if pruned {
-                        events.push(Event::PartsRestored {
-                            parts: vec![part],
-                            reason,
-                        });
-                    }
-                    events.push(Event::PartUpdated {
-                        part,
-                        body: PartBody::Tool {
-                            call_id,
-                            tool,
-                            state: pending(&input.to_json_string()),
-                        },
-                    });
-                    events
-                }
-            };
-            self.engine.apply(session, events)?;
+            match place {
+                Place::Message(m) => self.engine.withdraw(session, vec![m], "pop_item")?,
+                Place::Output(part) => self.engine.reopen_call(session, part, "pop_item")?,
+            }
             Ok(Some(view))
         })
     }
@@ -279,20 +211,7 @@ impl<L: EventLog> AgentStore<L> {
     /// many. The log keeps them.
     pub fn clear(&self, session: SessionId) -> Result<usize, AgentError> {
         self.with(session, |_| {
-            let messages: Vec<MessageId> = self.engine.read_state(session, |s| {
-                s.messages
-                    .iter()
-                    .filter(|m| !m.withdrawn)
-                    .map(|m| m.id)
-                    .collect()
-            })?;
-            let n = messages.len();
-            if n > 0 {
-                let reason = "clear_session".into();
-                let events = vec![Event::MessagesWithdrawn { messages, reason }];
-                self.engine.apply(session, events)?;
-            }
-            Ok(n)
+            Ok(self.engine.withdraw_all(session, "clear_session")?)
         })
     }
 
@@ -307,33 +226,15 @@ impl<L: EventLog> AgentStore<L> {
         force: bool,
     ) -> Result<Compaction, AgentError> {
         self.with(session, |_| {
-            let (open, estimate) = self
-                .engine
-                .read_state(session, |s| (open_step(s), estimate_window(s)))?;
             let mut out = Compaction {
                 step: None,
                 overflow: None,
                 jobs: Vec::new(),
                 pruned: None,
             };
-            if let Some((message, reason)) = open {
-                let tokens = usage.unwrap_or(TokenUsage {
-                    input: estimate,
-                    ..TokenUsage::default()
-                });
-                let finished = Event::StepFinished {
-                    message,
-                    part: PartId(self.engine.draw_id()),
-                    reason,
-                    tokens,
-                    cost_micros: None,
-                };
-                let outcome = self.engine.apply(session, vec![finished])?;
-                out.step = Some(message);
-                out.overflow = outcome
-                    .and_then(|o| o.overflow)
-                    .filter(|o| o.overflow)
-                    .map(|o| o.count);
+            if let Some(outcome) = self.engine.finish_open_step(session, usage)? {
+                out.step = Some(outcome.message);
+                out.overflow = outcome.overflow.filter(|o| o.overflow).map(|o| o.count);
             }
             if force {
                 self.engine.request_compaction(session)?;
@@ -355,7 +256,7 @@ impl<L: EventLog> AgentStore<L> {
         items: &Items,
         last: Option<usize>,
     ) -> Result<Vec<(ItemView, Place)>, AgentError> {
-        let views = self.engine.read_state(session, |state| {
+        let views = self.engine.query(session, |state| {
             let (pivot, order) = sent_order(state);
             // (seq, message index, the part index of an output)
             let mut first = Vec::new();
@@ -418,9 +319,8 @@ fn output_view(
     let p = state.messages[i].parts.get(j)?;
     let (_, raw, in_part) = items.output(p.id)?;
     let Some(PartBody::Tool {
-        call_id,
-        tool,
-        state: ToolState::Completed { input, output, .. },
+        state: ToolState::Completed { output, .. },
+        ..
     }) = p.content()
     else {
         return None;
@@ -431,12 +331,7 @@ fn output_view(
         cleared: pruned,
         output: (in_part && !pruned).then(|| output.clone()),
     };
-    let place = Place::Output {
-        part: p.id,
-        pruned,
-        call: (call_id.clone(), tool.clone(), input.clone()),
-    };
-    Some((view, place))
+    Some((view, Place::Output(p.id)))
 }
 
 /// The text of a message ctxlog wrote, as the window sends it.
@@ -455,52 +350,4 @@ fn written_text(state: &SessionState, i: usize) -> Option<String> {
         })
         .collect();
     (!texts.is_empty()).then(|| texts.join("\n"))
-}
-
-/// The last user message still sent, the parent of new assistant messages.
-fn last_input(state: &SessionState) -> Option<MessageId> {
-    state
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::User && !m.withdrawn && !m.marker)
-        .map(|m| m.id)
-}
-
-/// Tool parts still waiting for their output, by call id (the latest part
-/// of a call id wins), with their tool and arguments.
-fn waiting_calls(state: &SessionState) -> BTreeMap<String, (PartId, String, Json)> {
-    let mut out = BTreeMap::new();
-    let (_, order) = sent_order(state);
-    for i in order {
-        for p in &state.messages[i].parts {
-            if let Some(PartBody::Tool {
-                call_id,
-                tool,
-                state: ToolState::Pending { input, .. } | ToolState::Running { input, .. },
-            }) = p.content()
-            {
-                out.insert(call_id.clone(), (p.id, tool.clone(), input.clone()));
-            }
-        }
-    }
-    out
-}
-
-/// The assistant message whose step is still open: the last message sent,
-/// when it is an assistant's without a finish; `tool_calls` when it is a
-/// call.
-fn open_step(state: &SessionState) -> Option<(MessageId, FinishReason)> {
-    let (_, order) = sent_order(state);
-    let m = &state.messages[*order.last()?];
-    if m.role != Role::Assistant || m.summary || m.finish.is_some() {
-        return None;
-    }
-    let call = m.parts.iter().any(|p| p.kind() == "tool");
-    let reason = if call {
-        FinishReason::ToolCalls
-    } else {
-        FinishReason::Stop
-    };
-    Some((m.id, reason))
 }

@@ -170,7 +170,9 @@ fn engine_appends(
     let n: usize = batches.iter().map(Vec::len).sum();
     let t = Instant::now();
     for b in batches {
-        engine.apply(session, b).map_err(|e| failed("append")(&e))?;
+        engine
+            .record(session, b)
+            .map_err(|e| failed("append")(&e))?;
     }
     Ok(n as f64 / t.elapsed().as_secs_f64())
 }
@@ -191,7 +193,7 @@ fn concurrent_durable(dir: &Path, events: &[Envelope], writers: u64) -> Result<f
             let batch = batch.clone();
             std::thread::spawn(move || -> Result<(), String> {
                 for e in batch {
-                    engine.apply(s, vec![e]).map_err(|e| e.to_string())?;
+                    engine.record(s, vec![e]).map_err(|e| e.to_string())?;
                 }
                 Ok(())
             })

@@ -1010,7 +1010,7 @@ fn show_window(
             format,
         ),
         None => engine
-            .read_state(session, |state| {
+            .query(session, |state| {
                 print_window(cli, &engine, session, state, format)
             })
             .map_err(failed)?,
@@ -1238,7 +1238,7 @@ fn compact(cli: &Cli, session: &str, summarizer: SummarizerKind) -> Result<(), C
     // A job already pending (queued, or started and cut off by a crash) runs
     // instead of a new one.
     let pending = engine
-        .read_state(session, |s| s.pending_jobs().next().map(|j| j.marker))
+        .query(session, |s| s.pending_jobs().next().map(|j| j.marker))
         .map_err(fail)?;
     let before = engine.window_estimate(session).map_err(fail)?;
     let job = match pending {

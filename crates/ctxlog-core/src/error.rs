@@ -85,6 +85,9 @@ pub enum Violation {
         /// The message.
         message: MessageId,
     },
+    /// A call to reopen whose part is not a completed tool call.
+    #[error("part {0:?} is not a completed tool call: only a call's output can be taken back")]
+    NotACompletedCall(PartId),
     /// A refusal of something that is not an open request.
     #[error("message {0:?} is not an assistant message whose step is still open: only a request can be refused")]
     NotARequest(MessageId),

@@ -6,7 +6,7 @@
 //! an agent loop would, so its logs exercise every rule. Pure: the same
 //! config always gives the same events.
 
-use crate::decide::{first_message, pruned, queued, Command, SummaryText};
+use crate::decide::{first_message, pruned, queued, Command, SummaryText, TailChoice};
 use crate::error::Refused;
 use crate::event::{Envelope, Event, FinishReason, MessageError, PartBody, Role, ToolState};
 use crate::fallback::{summary_input, Fallback};
@@ -148,6 +148,7 @@ fn run_job(
             job,
             model,
             prompt: None,
+            tail: TailChoice::Policy,
         },
         guard,
     )?;

@@ -40,7 +40,10 @@ pub mod transcript;
 pub mod window;
 
 pub use audit::{audit, AuditEntry};
-pub use decide::{decide, Command, Context, Decided, Draft, RecordedCompaction, Step, SummaryText};
+pub use decide::{
+    decide, AgentItem, Command, Context, Decided, Draft, ItemKind, RecordedCompaction, Step,
+    SummaryText, TailChoice,
+};
 pub use digest::StateDigest;
 pub use error::{Refused, RefusedCommand, RefusedEvent, Violation};
 pub use event::{

@@ -3,8 +3,8 @@
 //! and the generator write sessions; the durable store does the same thing
 //! on disk. Pure: times and ids come from the caller.
 
-use crate::decide::{decide, Command, Context, Decided, Draft};
-use crate::error::{Refused, RefusedCommand, RefusedEvent};
+use crate::decide::{decide, queued, Command, Context, Decided, Draft, SummaryText, TailChoice};
+use crate::error::{Refused, RefusedCommand, RefusedEvent, Violation};
 use crate::event::{CompactionTrigger, Envelope, Event, FinishReason, PartBody, Role, ToolState};
 use crate::guard::LoopGuard;
 use crate::ids::{EventId, IdSource, MessageId, PartId, SessionId, TimestampMs};
@@ -308,33 +308,26 @@ impl<I: IdSource> Recorder<I> {
         Ok(part)
     }
 
-    /// Queues a compaction marker; returns the job (marker message) id.
+    /// Queues a compaction marker through [`decide`]
+    /// ([`Command::QueueCompaction`]); returns the job (marker message) id.
     pub fn request_compaction(
         &mut self,
         at: TimestampMs,
         auto: bool,
         trigger: CompactionTrigger,
-    ) -> Result<MessageId, RefusedEvent> {
-        let message = self.message_id(at);
-        let part = self.part_id(at);
-        self.record(
-            at,
-            Event::CompactionRequested {
-                message,
-                part,
-                auto,
-                overflow: false,
-                trigger,
-                agent: None,
-                model: None,
-                source_id: None,
-            },
-        )?;
-        Ok(message)
+    ) -> Result<MessageId, Refused> {
+        let decided = self.run_once(at, Command::QueueCompaction { auto, trigger })?;
+        queued(std::slice::from_ref(&decided)).ok_or(Refused::Command(RefusedCommand {
+            command: "queue_compaction",
+            violation: Violation::NotStarted,
+        }))
     }
 
-    /// Starts job `job`, writes `summary` as its text and completes it;
-    /// returns the summary message id.
+    /// Starts job `job` keeping the tail from `tail_start` and completes it
+    /// with `summary`, through [`decide`] as the engine does
+    /// ([`Command::StartJob`], [`Command::CompleteJob`]): an automatic job
+    /// is followed by its continue message; the loop guard is not checked
+    /// (the caller writes what follows). Returns the summary message id.
     pub fn summarize(
         &mut self,
         at: TimestampMs,
@@ -342,40 +335,39 @@ impl<I: IdSource> Recorder<I> {
         summary: &str,
         tail_start: Option<MessageId>,
         tokens: TokenUsage,
-    ) -> Result<MessageId, RefusedEvent> {
-        let summary_message = self.message_id(at);
-        self.record(
-            at,
-            Event::CompactionStarted {
-                job,
-                summary_message,
-                agent: Some("compaction".into()),
-                model: None,
-                prompt: None,
-                tail_start,
-                source_id: None,
-            },
-        )?;
-        self.part(
-            at,
-            summary_message,
-            PartBody::Text {
-                text: summary.into(),
-                synthetic: false,
-                time: None,
-            },
-        )?;
-        let part = self.part_id(at);
-        self.record(
-            at,
-            Event::SummaryCompleted {
-                job,
-                part,
-                reason: FinishReason::Stop,
-                tokens,
-                redactions: 0,
-            },
-        )?;
+    ) -> Result<MessageId, Refused> {
+        let start = Command::StartJob {
+            job,
+            model: None,
+            prompt: None,
+            tail: TailChoice::From(tail_start),
+        };
+        self.run_once(at, start)?;
+        let summary_message =
+            self.state
+                .job(job)
+                .and_then(|j| j.summary)
+                .ok_or(Refused::Command(RefusedCommand {
+                    command: "start_job",
+                    violation: Violation::UnknownJob(job),
+                }))?;
+        let summary = SummaryText {
+            text: summary.into(),
+            finish: FinishReason::Stop,
+            tokens,
+            redactions: 0,
+        };
+        self.run_once(at, Command::CompleteJob { job, summary })?;
         Ok(summary_message)
+    }
+
+    /// Decides `command` and records what it decided, without the
+    /// reactions it leads to (the caller writes what follows).
+    fn run_once(&mut self, at: TimestampMs, command: Command) -> Result<Decided, Refused> {
+        let decided = self.decide(at, command, LoopGuard::default())?;
+        for draft in &decided.events {
+            self.record_draft(draft.clone())?;
+        }
+        Ok(decided)
     }
 }

@@ -235,7 +235,7 @@ fn tail_is_kept_after_the_summary_in_order() {
     let (u3, a3, _) = s.turn(&[1_000]);
     let t = s.tick();
     let job =
-        s.r.request_compaction(t, true, CompactionTrigger::Manual)
+        s.r.request_compaction(t, false, CompactionTrigger::Manual)
             .unwrap();
     let policy = s.state().policy.clone();
     // budget = clamp(168_000 / 4, 2k, 8k) = 8k: turns 3 (≈1k) and 2 (≈3k) fit, turn 1 (5k) would not
@@ -1395,6 +1395,7 @@ fn no_continue_message_after_an_automatic_compaction_when_the_policy_sends_none(
                 job,
                 model: None,
                 prompt: None,
+                tail: TailChoice::Policy,
             },
             LoopGuard::default(),
         )

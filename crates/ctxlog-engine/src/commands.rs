@@ -14,7 +14,7 @@ use ctxlog_core::{
 use ctxlog_store::EventLog;
 
 /// The step outcome of a run that finished the step of `message`.
-fn step_outcome(message: MessageId, decided: &[Decided]) -> StepOutcome {
+pub(crate) fn step_outcome(message: MessageId, decided: &[Decided]) -> StepOutcome {
     StepOutcome {
         message,
         overflow: decided.iter().find_map(|d| d.overflow),
@@ -108,28 +108,23 @@ impl<L: EventLog> Engine<L> {
         )
     }
 
-    /// A fresh id from the engine's id source, for the messages and parts
-    /// of events a caller builds itself (see [`Engine::apply`]).
-    pub fn draw_id(&self) -> uuid::Uuid {
-        self.uuid()
-    }
-
-    /// The engine's clock, ms since the epoch.
-    pub fn now_ms(&self) -> ctxlog_core::TimestampMs {
-        self.clock.now_ms()
-    }
-
     /// Runs `command` on `session` under its lock.
-    fn command(&self, session: SessionId, command: Command) -> Result<Vec<Decided>, EngineError> {
+    pub(crate) fn command(
+        &self,
+        session: SessionId,
+        command: Command,
+    ) -> Result<Vec<Decided>, EngineError> {
         self.with(session, |state| self.run(session, state, command))
     }
 
-    /// Appends `events` as they are (ids and source ids included) in one
-    /// atomic append: how a recording is fed through the engine. When the
-    /// last one finishes a step, the overflow check runs as after
-    /// [`Engine::record_step`] and its outcome is returned. Subscribers get
-    /// the notices of these events too (a recorded summary or prune).
-    pub fn apply(
+    /// Records `events` that were decided elsewhere (a recording's: ids
+    /// and source ids included) in one atomic append: how a recording is
+    /// fed through the engine (`simulate`, the benchmarks). A live session
+    /// never builds events: it sends commands. When the last one finishes
+    /// a step, the overflow check runs as after [`Engine::record_step`]
+    /// and its outcome is returned. Subscribers get the notices of these
+    /// events too (a recorded summary or prune).
+    pub fn record(
         &self,
         session: SessionId,
         events: Vec<Event>,
@@ -326,9 +321,10 @@ impl<L: EventLog> Engine<L> {
         Ok(audit(&events))
     }
 
-    /// Runs `f` on the session's state, without copying it (the session's
-    /// other commands wait until `f` returns).
-    pub fn read_state<T>(
+    /// A read-only view of the session's state: runs `f` on it without
+    /// copying it (the session's commands wait until `f` returns). For
+    /// queries; every change goes through a command.
+    pub fn query<T>(
         &self,
         session: SessionId,
         f: impl FnOnce(&SessionState) -> T,

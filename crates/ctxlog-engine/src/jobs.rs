@@ -17,7 +17,7 @@ use ctxlog_core::decide::paused;
 use ctxlog_core::fallback::{summary_input, Answer, Fallback, Verdict};
 use ctxlog_core::{
     transcript, Command, MessageId, ModelRef, PromptRecord, SessionId, SessionState, SummaryInput,
-    SummaryText,
+    SummaryText, TailChoice,
 };
 use ctxlog_store::EventLog;
 use sha2::{Digest, Sha256};
@@ -99,6 +99,7 @@ impl<L: EventLog> Engine<L> {
                     sha256: hex(&Sha256::digest(prompt.as_bytes())),
                     bytes: prompt.len() as u64,
                 }),
+                tail: TailChoice::Policy,
             },
         )?;
         // What decide chose to summarize: the window minus the recorded tail.

@@ -48,6 +48,7 @@ mod commands;
 mod config;
 mod engine;
 mod error;
+mod items;
 mod jobs;
 mod outcome;
 mod session;

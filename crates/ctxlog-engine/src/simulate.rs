@@ -607,7 +607,7 @@ impl Feed<'_> {
     /// Applies the waiting events in one append.
     fn flush(&mut self) -> Result<Option<StepOutcome>, EngineError> {
         let batch = std::mem::take(&mut self.batch);
-        self.engine.apply(self.session, batch)
+        self.engine.record(self.session, batch)
     }
 
     /// After a step that queued a job: run it at once and report.

@@ -107,11 +107,12 @@ impl S {
         (u, a, parts)
     }
 
+    /// A manual compaction, summarized (no continue message after it).
     pub fn compact(&mut self, summary: &str) -> (MessageId, MessageId) {
         let t = self.tick();
         let job = self
             .r
-            .request_compaction(t, true, CompactionTrigger::Manual)
+            .request_compaction(t, false, CompactionTrigger::Manual)
             .unwrap();
         let t = self.tick();
         let s = self

@@ -31,7 +31,7 @@ pub struct StoreConfig {
     /// in the store directory) while the store is open.
     pub serve_readers: bool,
     /// How long opening waits for a store another process holds before
-    /// [`Failure::InUse`] names that process.
+    /// [`OpenError::InUse`](crate::OpenError::InUse) names that process.
     pub in_use_wait: Duration,
     /// The most memory sled's page cache keeps ([`DEFAULT_CACHE_BYTES`];
     /// sled's own default, 1 GiB, made every large command's memory grow
