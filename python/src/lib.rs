@@ -8,9 +8,12 @@
 //! `":memory:"` path is a log of its own, in memory, for each opener.
 
 use ctxlog_agents::{AgentError, AgentStore, ItemView, NewItem, Settings};
+use ctxlog_app::catalog::{self, resolve_session, CatalogError};
+use ctxlog_app::sessions::{self, Filter, Listed, SortBy};
+use ctxlog_app::simulation;
+use ctxlog_app::views::{self, At, WindowView};
 use ctxlog_core::{timeline, FinishReason, ModelLimits, Policy, SessionId, TokenUsage};
-use ctxlog_engine::catalog::{self, resolve_session, CatalogError};
-use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
+use ctxlog_engine::simulate::SimulateConfig;
 use ctxlog_engine::summarize::{
     ExtractiveSummarizer, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
 };
@@ -23,6 +26,9 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+mod views_py;
+use views_py::{PyAuditEntry, PySessionInfo, PySimulation, PyStep, PyWindow};
 
 create_exception!(
     _native,
@@ -154,39 +160,66 @@ impl NativeStore {
         &self.path
     }
 
-    /// Every session, as JSON: a list of objects.
-    fn sessions(&self, py: Python<'_>) -> PyResult<String> {
-        py.detach(|| on_store!(self.backend, s => sessions_json(s.engine())))
+    /// Every session, as `ctxlog sessions --json` lists them; a session
+    /// that does not read raises, naming it.
+    fn sessions(&self, py: Python<'_>) -> PyResult<Vec<PySessionInfo>> {
+        let listing = py.detach(|| {
+            on_store!(self.backend, s => {
+                sessions::list(s.engine().store(), &Filter::default(), SortBy::Date, false)
+                    .map_err(py_err)
+            })
+        })?;
+        let unreadable = listing.unreadable();
+        if !unreadable.is_empty() {
+            return Err(py_err(unreadable.join("; ")));
+        }
+        Ok(listing
+            .rows
+            .into_iter()
+            .filter_map(|r| match r {
+                Listed::Row(row) => Some((*row).into()),
+                Listed::Unreadable(_) => None,
+            })
+            .collect())
     }
 
-    /// A session's per-step timeline, as JSON.
-    fn timeline(&self, py: Python<'_>, session: &str) -> PyResult<String> {
-        py.detach(|| {
+    /// A session's per-step timeline.
+    fn timeline(&self, py: Python<'_>, session: &str) -> PyResult<Vec<PyStep>> {
+        let t = py.detach(|| {
             on_store!(self.backend, s => {
                 let events = events_of(s.engine(), &self.path, session)?;
-                let t = timeline(&events).map_err(py_err)?;
-                serde_json::to_string(&t).map_err(py_err)
+                timeline(&events).map_err(py_err)
             })
-        })
+        })?;
+        t.steps.iter().map(|row| PyStep::new(py, row)).collect()
     }
 
-    /// A session's audit trail, as JSON.
-    fn audit(&self, py: Python<'_>, session: &str) -> PyResult<String> {
-        py.detach(|| {
+    /// A session's audit trail.
+    fn audit(&self, py: Python<'_>, session: &str) -> PyResult<Vec<PyAuditEntry>> {
+        let lines = py.detach(|| {
             on_store!(self.backend, s => {
                 let events = events_of(s.engine(), &self.path, session)?;
-                audit_json(&events)
+                Ok::<_, PyErr>(views::audit_lines(&events))
             })
-        })
+        })?;
+        Ok(lines.into_iter().map(PyAuditEntry::from).collect())
     }
 
     /// The model input after step `step` (1-based, as the timeline counts
-    /// them), or at the head; as JSON: `{seq, step, tokens, messages}`.
+    /// them), or at the head.
     #[pyo3(signature = (session, step=None))]
-    fn window(&self, py: Python<'_>, session: &str, step: Option<u64>) -> PyResult<String> {
-        py.detach(
-            || on_store!(self.backend, s => window_json(s.engine(), &self.path, session, step)),
-        )
+    fn window(&self, py: Python<'_>, session: &str, step: Option<u64>) -> PyResult<PyWindow> {
+        let view = py.detach(|| {
+            on_store!(self.backend, s => {
+                let id = resolve(s.engine(), &self.path, session)?;
+                let events = events_of(s.engine(), &self.path, session)?;
+                let at = step.map_or(At::Head, At::Step);
+                let (state, seq) = views::state_at(id, &events, at).map_err(py_err)?;
+                let w = ctxlog_core::window::window(&state);
+                Ok::<_, PyErr>(WindowView::of(&state, &w, seq, step))
+            })
+        })?;
+        PyWindow::new(py, &view)
     }
 
     /// A session run again under `policy` (a preset name) in memory, with
@@ -198,9 +231,10 @@ impl NativeStore {
         session: &str,
         policy: &str,
         context_limit: Option<u64>,
-    ) -> PyResult<String> {
+    ) -> PyResult<PySimulation> {
+        let name = policy.to_owned();
         let policy = preset(policy)?;
-        py.detach(|| {
+        let report = py.detach(|| {
             on_store!(self.backend, s => {
                 let events = events_of(s.engine(), &self.path, session)?;
                 let mut config = SimulateConfig::new(policy);
@@ -208,10 +242,10 @@ impl NativeStore {
                     context,
                     ..ModelLimits::default()
                 });
-                let report = simulate_recording(&events, config, |_| {}).map_err(py_err)?;
-                serde_json::to_string(&report).map_err(py_err)
+                simulation::run(&events, config, |_| {}).map_err(py_err)
             })
-        })
+        })?;
+        PySimulation::new(py, &name, &report)
     }
 
     /// Writes the HTML report of a session to `out`; returns its size.
@@ -443,28 +477,6 @@ fn events_of<L: EventLog>(
         .map_err(py_err)
 }
 
-/// The audit trail as JSON, each line with `part_tokens`: the tokens of
-/// each of its ids where the event says (a prune's estimate of each part).
-fn audit_json(events: &[ctxlog_core::Envelope]) -> PyResult<String> {
-    let mut pruned: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
-    for e in events {
-        if let ctxlog_core::Event::PartsPruned { parts, .. } = &e.event {
-            pruned.insert(e.seq, parts.iter().map(|p| p.tokens).collect());
-        }
-    }
-    let mut lines = Vec::new();
-    for entry in ctxlog_core::audit(events) {
-        let part_tokens: Vec<Option<u64>> = match pruned.get(&entry.seq) {
-            Some(t) if entry.kind == "parts_pruned" => t.iter().copied().map(Some).collect(),
-            _ => vec![None; entry.ids.len()],
-        };
-        let mut line = serde_json::to_value(&entry).map_err(py_err)?;
-        line["part_tokens"] = json!(part_tokens);
-        lines.push(line);
-    }
-    serde_json::to_string(&lines).map_err(py_err)
-}
-
 /// How the report names a session: its name, else its id.
 fn label_of(events: &[ctxlog_core::Envelope]) -> String {
     match events.first().map(|e| &e.event) {
@@ -482,81 +494,15 @@ fn write_file(out: &Path, text: &str) -> PyResult<()> {
     std::fs::write(out, text).map_err(|e| py_err(format!("{}: {e}", out.display())))
 }
 
-/// Every session's summary row.
-fn sessions_json<L: EventLog>(engine: &Engine<L>) -> PyResult<String> {
-    let mut rows = Vec::new();
-    for (id, head) in catalog::sessions(engine.store()).map_err(py_err)? {
-        // From the newest snapshot, not through the engine's cache: a
-        // listing holds one session's state at a time.
-        let (loaded, interrupted) = catalog::load_listed(engine.store(), id).map_err(py_err)?;
-        let s = &loaded.state;
-        let about = s.about.clone().unwrap_or_default();
-        let row = json!({
-            "id": id.to_string(),
-            "name": s.source_id,
-            "title": s.title,
-            "agent": about.agent,
-            "model": about.model,
-            "policy": s.policy.name,
-            "context_limit": s.limits.context,
-            "events": head,
-            "messages": s.messages.len(),
-            "withdrawn": s.messages.iter().filter(|m| m.withdrawn).count(),
-            "compactions": s.jobs.iter().filter(|j| matches!(j.status, ctxlog_core::JobStatus::Completed { .. })).count(),
-            "pruned_parts": s.pruned_parts().count(),
-            "window_tokens": ctxlog_core::window::estimate_window(s),
-            "started_at": s.started_at,
-            "interrupted": interrupted,
-        });
-        rows.push(row);
-    }
-    serde_json::to_string(&rows).map_err(py_err)
-}
-
-/// The window after step `step` (or at the head), as JSON.
-fn window_json<L: EventLog>(
-    engine: &Engine<L>,
-    path: &str,
-    session: &str,
-    step: Option<u64>,
-) -> PyResult<String> {
-    let events = events_of(engine, path, session)?;
-    let seq = match step {
-        None => events.last().map_or(0, |e| e.seq),
-        Some(n) => {
-            let t = timeline(&events).map_err(py_err)?;
-            let row = (n as usize)
-                .checked_sub(1)
-                .and_then(|i| t.steps.get(i))
-                .ok_or_else(|| {
-                    py_err(format!(
-                        "session {session} has no step {n} (it has {})",
-                        t.steps.len()
-                    ))
-                })?;
-            row.seq
-        }
-    };
-    // The state after `seq`, folded from the events already read.
-    let mut state = ctxlog_core::SessionState::new();
-    for e in events.iter().take_while(|e| e.seq <= seq) {
-        state.evolve(e).map_err(py_err)?;
-    }
-    let w = ctxlog_core::window::window(&state);
-    let tokens = w.estimate(&state.policy.estimator);
-    let messages = w
-        .messages
-        .iter()
-        .map(|m| serde_json::to_value(m.to_json()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(py_err)?;
-    Ok(json!({"seq": seq, "step": step, "tokens": tokens, "messages": messages}).to_string())
-}
-
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeStore>()?;
     m.add_class::<NativeSession>()?;
+    m.add_class::<PySessionInfo>()?;
+    m.add_class::<PyAuditEntry>()?;
+    m.add_class::<PyStep>()?;
+    m.add_class::<PyWindow>()?;
+    m.add_class::<PySimulation>()?;
     m.add("CtxlogError", m.py().get_type::<CtxlogError>())?;
     Ok(())
 }

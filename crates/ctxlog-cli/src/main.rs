@@ -3,6 +3,7 @@
 //! Exit codes: 0 success, 1 the operation failed, 2 bad input or usage.
 
 use clap::{Parser, Subcommand};
+use ctxlog_app::catalog;
 use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::window::ToolResult;
 use ctxlog_core::{audit, Role, SessionId, Window, WindowPart};
@@ -10,7 +11,7 @@ use ctxlog_core::{
     plan_prune, window, Envelope, JobStatus, ModelLimits, Policy, RefusedEvent, SessionState,
 };
 use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
-use ctxlog_engine::{catalog, Engine, EngineBuilder, EngineError, JobOutcome};
+use ctxlog_engine::{Engine, EngineBuilder, EngineError, JobOutcome};
 use ctxlog_store::{EventLog, OpenError, Reader, SledStore};
 use recorded::SimulateArgs;
 use serde_json::json;
@@ -921,56 +922,6 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     ))
 }
 
-/// One window part as `window --json` prints it.
-fn window_part_json(p: &WindowPart) -> Result<serde_json::Value, CliError> {
-    Ok(match p {
-        WindowPart::Text(t) => json!({"type": "text", "text": t}),
-        WindowPart::Reasoning(t) => json!({"type": "reasoning", "text": t}),
-        WindowPart::File(a) => {
-            json!({"type": "file", "mime": a.mime, "filename": a.filename, "url": a.url})
-        }
-        WindowPart::Tool {
-            call_id,
-            tool,
-            input,
-            result,
-        } => {
-            let input = serde_json::to_value(input)
-                .map_err(|e| CliError::Failed(format!("cannot serialize a tool input: {e}")))?;
-            match result {
-                ToolResult::Output { text, attachments } => json!({
-                    "type": "tool", "call_id": call_id, "tool": tool, "input": input,
-                    "output": text,
-                    "attachments": attachments.iter().map(|a| json!({"mime": a.mime, "filename": a.filename, "url": a.url})).collect::<Vec<_>>(),
-                }),
-                ToolResult::Error(e) => json!({
-                    "type": "tool", "call_id": call_id, "tool": tool, "input": input, "error": e,
-                }),
-            }
-        }
-    })
-}
-
-fn window_json(w: &Window) -> Result<serde_json::Value, CliError> {
-    let mut messages = Vec::with_capacity(w.messages.len());
-    for m in &w.messages {
-        let parts = m
-            .parts
-            .iter()
-            .map(window_part_json)
-            .collect::<Result<Vec<_>, _>>()?;
-        messages.push(json!({
-            "role": match m.role { Role::User => "user", Role::Assistant => "assistant" },
-            "id": m.id.to_string(),
-            "parts": parts,
-        }));
-    }
-    Ok(json!({
-        "pivot": w.pivot.map(|p| p.to_string()),
-        "messages": messages,
-    }))
-}
-
 /// How `window` prints the model input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum WindowFormat {
@@ -1058,7 +1009,8 @@ fn print_window(
         return Ok(());
     }
     if cli.json {
-        println!("{}", window_json(&w)?);
+        let view = ctxlog_app::views::WindowView::of(state, &w, state.head, None);
+        println!("{}", json!(view));
         return Ok(());
     }
     let at = engine
@@ -1174,14 +1126,15 @@ pub(crate) fn read_described(
 
 fn show_audit(cli: &Cli, session: &str) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
-    let entries = audit(&read_log(&store, session)?);
+    let lines = ctxlog_app::views::audit_lines(&read_log(&store, session)?);
     if cli.json {
         println!(
             "{}",
-            json!({"session": session.to_string(), "entries": entries})
+            json!({"session": session.to_string(), "entries": lines})
         );
         return Ok(());
     }
+    let entries: Vec<_> = lines.into_iter().map(|l| l.entry).collect();
     print_audit(&entries);
     if entries.is_empty() {
         println!("nothing was pruned or compacted in {session}");

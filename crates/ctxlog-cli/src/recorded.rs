@@ -3,8 +3,10 @@
 
 use crate::ui::{self, Counting};
 use crate::{open_store, CliError};
-use ctxlog_core::{Envelope, EventPack, Policy, Role, SessionId, SessionState};
-use ctxlog_engine::catalog::{self, CatalogError, Stored};
+use ctxlog_app::catalog::{self, CatalogError, Stored};
+use ctxlog_app::sessions::{Filter, Listed, Listing, SessionRow, SortBy};
+use ctxlog_app::simulation::SimulationError;
+use ctxlog_core::{Envelope, EventPack, Policy, SessionId, SessionState};
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_import::discover::{database_sessions, discover, recordings_in, Found, Layout, Places};
 use ctxlog_import::export::ExportError;
@@ -723,8 +725,8 @@ pub struct SessionsArgs {
     #[arg(long)]
     pub until: Option<String>,
     /// The order of the rows.
-    #[arg(long, value_enum, default_value_t = SortBy::Date)]
-    pub sort: SortBy,
+    #[arg(long, value_enum, default_value_t = SortArg::Date)]
+    pub sort: SortArg,
     /// Largest first (newest first for dates).
     #[arg(long)]
     pub desc: bool,
@@ -732,7 +734,7 @@ pub struct SessionsArgs {
 
 /// What `sessions --sort` orders by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum SortBy {
+pub enum SortArg {
     /// When the session started.
     #[default]
     Date,
@@ -746,6 +748,19 @@ pub enum SortBy {
     Events,
     /// The title.
     Title,
+}
+
+impl From<SortArg> for SortBy {
+    fn from(a: SortArg) -> SortBy {
+        match a {
+            SortArg::Date => SortBy::Date,
+            SortArg::Agent => SortBy::Agent,
+            SortArg::Steps => SortBy::Steps,
+            SortArg::Peak => SortBy::Peak,
+            SortArg::Events => SortBy::Events,
+            SortArg::Title => SortBy::Title,
+        }
+    }
 }
 
 /// A day (`2025-09-25`, its start; with `end`, the start of the next day)
@@ -762,27 +777,6 @@ fn parse_day(text: &str, end: bool, flag: &str) -> Result<u64, CliError> {
         return Ok(if end { start + 86_400_000 } else { start });
     }
     ctxlog_import::time::parse_rfc3339_ms(text).ok_or_else(bad)
-}
-
-/// Steps and the peak total of a state's agent messages.
-fn steps_and_peak(st: &SessionState) -> (u64, u64) {
-    let mut steps = 0;
-    let mut peak = 0;
-    for m in st.messages.iter().filter(|m| !m.summary) {
-        for p in &m.parts {
-            if let Some(tokens) = p.step_tokens() {
-                steps += 1;
-                peak = peak.max(ctxlog_core::StepTokens::of(tokens).total);
-            }
-        }
-        // A step whose end is not recorded yet, with the usage it reported
-        // (the timeline's open row).
-        if let (Role::Assistant, None, Some(tokens)) = (m.role, &m.finish, &m.tokens) {
-            steps += 1;
-            peak = peak.max(ctxlog_core::StepTokens::of(tokens).total);
-        }
-    }
-    (steps, peak)
 }
 
 /// The shortest prefix of each of `names`, at least 8 characters, that no
@@ -815,88 +809,23 @@ fn short_names(names: &[String], universe: &[String]) -> Vec<String> {
 
 /// `sessions`.
 pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError> {
-    let since = a
-        .since
-        .as_deref()
-        .map(|t| parse_day(t, false, "since"))
-        .transpose()?;
-    let until = a
-        .until
-        .as_deref()
-        .map(|t| parse_day(t, true, "until"))
-        .transpose()?;
+    let filter = Filter {
+        agent: a.agent.clone(),
+        since: a
+            .since
+            .as_deref()
+            .map(|t| parse_day(t, false, "since"))
+            .transpose()?,
+        until: a
+            .until
+            .as_deref()
+            .map(|t| parse_day(t, true, "until"))
+            .transpose()?,
+    };
     let store = crate::open_existing(db)?;
-    let fail = |e: ctxlog_store::ReadError| CliError::Failed(e.to_string());
-    let mut rows = Vec::new();
-    let mut unreadable = Vec::new();
-    // Every session's name, filtered or not: the short ids are unique among
-    // all of them.
-    let mut universe = Vec::new();
-    let mut ids = Vec::new();
-    for (s, head) in catalog::sessions(&store).map_err(fail)? {
-        ids.push(s.to_string());
-        // A session that does not read (damage, or acknowledged events the
-        // store lost) is listed with why, never left out (nor filtered).
-        let (loaded, interrupted) = match catalog::load_listed(&store, s) {
-            Ok(read) => read,
-            Err(e) => {
-                rows.push(
-                    json!({"session": s.to_string(), "events": head, "error": e.to_string()}),
-                );
-                universe.push(s.to_string());
-                let why = e.to_string();
-                unreadable.push(if why.contains(&s.to_string()) {
-                    why
-                } else {
-                    format!("session {s}: {why}")
-                });
-                continue;
-            }
-        };
-        let st = &loaded.state;
-        universe.push(st.source_id.clone().unwrap_or_else(|| s.to_string()));
-        let about = st.about.as_ref();
-        let simulated = st.source_id.as_deref().is_some_and(|s| s.contains('@'));
-        let agent = about
-            .and_then(|a| a.agent.clone())
-            .or_else(|| simulated.then(|| "simulated".to_owned()));
-        if let Some(want) = &a.agent {
-            let have = agent.as_deref().unwrap_or("").to_lowercase();
-            if !have.contains(&want.to_lowercase()) {
-                continue;
-            }
-        }
-        if since.is_some_and(|t| st.started_at < t) || until.is_some_and(|t| st.started_at >= t) {
-            continue;
-        }
-        let completed = st
-            .jobs
-            .iter()
-            .filter(|j| matches!(j.status, ctxlog_core::JobStatus::Completed { .. }))
-            .count();
-        let (steps, peak) = steps_and_peak(st);
-        rows.push(json!({
-            "session": s.to_string(),
-            "source_session": st.source_id,
-            "title": about.and_then(|a| a.title.clone()).or_else(|| st.title.clone()),
-            "started_at": st.started_at,
-            "date": ctxlog_import::time::format_rfc3339_ms(st.started_at),
-            "events": head,
-            "messages": st.messages.len(),
-            "steps": steps,
-            "peak_tokens": peak,
-            "compactions": completed,
-            "pruned_parts": st.pruned_parts().count(),
-            "policy": st.policy.name,
-            "directory": about.and_then(|a| a.directory.clone()),
-            "agent": agent,
-            "model": about.and_then(|a| a.model.clone()),
-            "cost_usd": about.and_then(|a| a.cost_usd),
-            "replaced_by": st.replaced_by.map(|r| r.to_string()),
-            "interrupted": interrupted,
-        }));
-    }
-    sort_rows(&mut rows, a.sort, a.desc);
+    let listing = ctxlog_app::sessions::list(&store, &filter, a.sort.into(), a.desc)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let unreadable = listing.unreadable();
     let outcome = if unreadable.is_empty() {
         Ok(())
     } else {
@@ -905,91 +834,60 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
     if json {
         println!(
             "{}",
-            json!({ "ok": unreadable.is_empty(), "sessions": rows })
+            json!({ "ok": unreadable.is_empty(), "sessions": listing.rows })
         );
         return outcome;
     }
-    if rows.is_empty() {
-        let filtered = a.agent.is_some() || since.is_some() || until.is_some();
-        println!(
-            "no sessions in {}{}",
-            db.display(),
-            if filtered { " match the filters" } else { "" }
-        );
+    if listing.rows.is_empty() {
+        let filtered = if filter.is_set() {
+            " match the filters"
+        } else {
+            ""
+        };
+        println!("no sessions in {}{filtered}", db.display());
         return outcome;
     }
-    let text = |v: &serde_json::Value| match v {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Null => "-".into(),
-        v => v.to_string(),
+    print_sessions(&listing);
+    for u in &unreadable {
+        println!("error: {u}");
+    }
+    outcome
+}
+
+/// The list as a table: the shortest unique name of each session, its
+/// date, agent, model and numbers, and a title that says what it is.
+fn print_sessions(listing: &Listing) {
+    let name = |r: &Listed| match r {
+        Listed::Row(r) => r
+            .source_session
+            .clone()
+            .unwrap_or_else(|| r.session.clone()),
+        Listed::Unreadable(u) => u.session.clone(),
     };
-    let names: Vec<String> = rows
-        .iter()
-        .map(|r| {
-            r["source_session"]
-                .as_str()
-                .or_else(|| r["session"].as_str())
-                .unwrap_or_default()
-                .to_owned()
-        })
-        .collect();
+    let names: Vec<String> = listing.rows.iter().map(name).collect();
     // A session without a source id is named by its ctxlog id, which must
     // not be the prefix of another session's either.
-    let with_ids: Vec<String> = universe.iter().cloned().chain(ids).collect();
-    let by_source = short_names(&names, &universe);
-    let by_id = short_names(&names, &with_ids);
-    let short = rows.iter().enumerate().map(|(i, r)| {
-        if r["source_session"].is_string() {
-            by_source[i].clone()
-        } else {
-            by_id[i].clone()
-        }
-    });
-    let table: Vec<Vec<String>> = rows
+    let with_ids: Vec<String> = listing
+        .all_names
         .iter()
-        .zip(short)
-        .map(|(r, id)| {
-            if r.get("error").is_some() {
-                return vec![
-                    id,
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "-".into(),
-                    "UNREADABLE (below)".into(),
-                ];
+        .chain(&listing.all_ids)
+        .cloned()
+        .collect();
+    let by_source = short_names(&names, &listing.all_names);
+    let by_id = short_names(&names, &with_ids);
+    let table: Vec<Vec<String>> = listing
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            Listed::Row(r) if r.source_session.is_some() => session_line(by_source[i].clone(), r),
+            Listed::Row(r) => session_line(by_id[i].clone(), r),
+            Listed::Unreadable(_) => {
+                let mut line = vec![by_id[i].clone()];
+                line.extend(std::iter::repeat_n("-".to_owned(), 7));
+                line.push("UNREADABLE (below)".into());
+                line
             }
-            let date = r["date"].as_str().unwrap_or("");
-            let mut title = text(&r["title"]);
-            if r["replaced_by"].is_string() {
-                title = format!("(replaced) {title}");
-            }
-            if r["interrupted"] == true {
-                title = format!("(import interrupted: import it again) {title}");
-            }
-            match r["source_session"].as_str().and_then(|s| s.split_once('@')) {
-                Some((_, catalog::MANUAL)) => title = format!("(ctxlog's work on it) {title}"),
-                Some((_, policy)) => title = format!("(simulated under {policy}) {title}"),
-                None => {}
-            }
-            vec![
-                id,
-                format!(
-                    "{} {}",
-                    date.get(..10).unwrap_or(date),
-                    date.get(11..16).unwrap_or("")
-                ),
-                ui::cut(without_version(&text(&r["agent"])), 11),
-                ui::cut(without_date(&text(&r["model"])), 17),
-                text(&r["steps"]),
-                ui::tokens(r["peak_tokens"].as_u64().unwrap_or(0)),
-                text(&r["compactions"]),
-                text(&r["pruned_parts"]),
-                title,
-            ]
         })
         .collect();
     // The id is never cut (it names the session); agent and model are,
@@ -1002,10 +900,39 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
         ui::MAX_TABLE_WIDTH,
         &[2, 3],
     );
-    for u in &unreadable {
-        println!("error: {u}");
+}
+
+/// One session's line of the table, named `id`.
+fn session_line(id: String, r: &SessionRow) -> Vec<String> {
+    let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    let mut title = text(&r.title);
+    if r.replaced_by.is_some() {
+        title = format!("(replaced) {title}");
     }
-    outcome
+    if r.interrupted {
+        title = format!("(import interrupted: import it again) {title}");
+    }
+    match r.source_session.as_deref().and_then(|s| s.split_once('@')) {
+        Some((_, catalog::MANUAL)) => title = format!("(ctxlog's work on it) {title}"),
+        Some((_, policy)) => title = format!("(simulated under {policy}) {title}"),
+        None => {}
+    }
+    let date = r.date.as_str();
+    vec![
+        id,
+        format!(
+            "{} {}",
+            date.get(..10).unwrap_or(date),
+            date.get(11..16).unwrap_or("")
+        ),
+        ui::cut(without_version(&text(&r.agent)), 11),
+        ui::cut(without_date(&text(&r.model)), 17),
+        r.steps.to_string(),
+        ui::tokens(r.peak_tokens),
+        r.compactions.to_string(),
+        r.pruned_parts.to_string(),
+        title,
+    ]
 }
 
 /// `claude-code-2.0.5` → `claude-code` (the version is in `--json`).
@@ -1024,34 +951,6 @@ fn without_date(model: &str) -> &str {
         Some((name, d)) if d.len() == 8 && d.chars().all(|c| c.is_ascii_digit()) => name,
         _ => model,
     }
-}
-
-/// Orders `sessions` rows; ties by start time, then id, so the order is
-/// the same in every run.
-fn sort_rows(rows: &mut [serde_json::Value], by: SortBy, desc: bool) {
-    let key = |r: &serde_json::Value| -> (String, u64) {
-        let n = |k: &str| r[k].as_u64().unwrap_or(0);
-        let s = |k: &str| r[k].as_str().unwrap_or("").to_lowercase();
-        match by {
-            SortBy::Date => (String::new(), n("started_at")),
-            SortBy::Agent => (s("agent"), 0),
-            SortBy::Steps => (String::new(), n("steps")),
-            SortBy::Peak => (String::new(), n("peak_tokens")),
-            SortBy::Events => (String::new(), n("events")),
-            SortBy::Title => (s("title"), 0),
-        }
-    };
-    rows.sort_by(|a, b| {
-        let order = key(a).cmp(&key(b)).then_with(|| {
-            (a["started_at"].as_u64(), a["session"].as_str())
-                .cmp(&(b["started_at"].as_u64(), b["session"].as_str()))
-        });
-        if desc {
-            order.reverse()
-        } else {
-            order
-        }
-    });
 }
 
 /// `replay SESSION`: re-derives the state from the whole log.
@@ -1120,7 +1019,7 @@ fn derived(state: &SessionState) -> serde_json::Value {
     use ctxlog_core::{JobStatus, Role};
     let w = ctxlog_core::window(state);
     let jobs = |f: fn(&JobStatus) -> bool| state.jobs.iter().filter(|j| f(&j.status)).count();
-    let (steps, _) = steps_and_peak(state);
+    let (steps, _) = ctxlog_app::sessions::steps_and_peak(state);
     let pruned_tokens: u64 = state
         .pruned_parts()
         .filter_map(|(_, p)| p.pruned.as_ref().map(|m| m.tokens))
@@ -1352,10 +1251,15 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
         })?;
         let timeline = crate::views::timeline_of(&report.log)?;
         let kept = match &store {
-            Some(store) => Some(keep(
-                store,
-                &format!("{source}@{}", policy.name),
-                &report.log,
+            Some(store) => Some(ctxlog_app::simulation::keep(store, &report).map_err(
+                |e| match e {
+                    SimulationError::NotKept { ref source, .. }
+                        if matches!(**source, CatalogError::Diverged { .. }) =>
+                    {
+                        CliError::BadInput(e.to_string())
+                    }
+                    e => CliError::Failed(e.to_string()),
+                },
             )?),
             None => None,
         };
@@ -1541,29 +1445,6 @@ fn comparison(recorded: &ctxlog_core::Timeline, runs: &[Simulated]) {
         &rows,
         ui::MAX_TABLE_WIDTH,
     );
-}
-
-/// Stores a simulation under `name`; one kept before under that name with
-/// other events (other limits, a grown recording) is marked replaced by it,
-/// so the name stays one session's. Returns the name.
-fn keep(store: &SledStore, name: &str, events: &[Envelope]) -> Result<String, CliError> {
-    let fail = |e: CatalogError| CliError::Failed(format!("keeping {name}: {e}"));
-    let new = events
-        .first()
-        .map(|e| e.session)
-        .ok_or_else(|| CliError::Failed(format!("keeping {name}: the simulation is empty")))?;
-    let before = match catalog::resolve_session(store, name) {
-        Ok(s) => Some(s),
-        Err(CatalogError::NotFound(_)) => None,
-        Err(e) => return Err(fail(e)),
-    };
-    let pack = EventPack::try_from(events)
-        .map_err(|e| CliError::Failed(format!("cannot encode the simulated session: {e}")))?;
-    store_import_events(store, pack)?;
-    if let Some(old) = before.filter(|old| *old != new) {
-        catalog::mark_replaced(store, old, new).map_err(fail)?;
-    }
-    Ok(name.to_owned())
 }
 
 /// Stores a simulated session's events whole (or what is new of them).

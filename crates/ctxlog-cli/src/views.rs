@@ -247,7 +247,7 @@ pub(crate) fn label(events: &[Envelope]) -> String {
         _ => None,
     });
     match source.and_then(|s| s.split_once('@')) {
-        Some((_, ctxlog_engine::catalog::MANUAL)) => format!("by hand ({policy})"),
+        Some((_, ctxlog_app::catalog::MANUAL)) => format!("by hand ({policy})"),
         Some(_) => policy,
         None => format!("recorded ({policy})"),
     }

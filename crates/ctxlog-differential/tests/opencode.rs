@@ -29,6 +29,7 @@
 //! reached the tests skip with a message. Scenarios run one at a time (each
 //! starts its own `opencode serve`).
 
+use ctxlog_app::catalog;
 use ctxlog_core::decide::continue_text;
 use ctxlog_core::replay::{replay_of, replay_parts};
 use ctxlog_core::{window, Envelope, Event, EventPack, PartBody, Policy, SessionState};
@@ -36,7 +37,6 @@ use ctxlog_differential::model_server::{Kind, ModelServer, Reply, Request, Scrip
 use ctxlog_differential::opencode::{
     imported_session, install, DriveError, ModelConfig, Sandbox, Server,
 };
-use ctxlog_engine::catalog;
 use ctxlog_engine::chat::chat_messages;
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_engine::summarize::RecordedSummarizer;

@@ -346,7 +346,13 @@ impl<L: EventLog> Engine<L> {
     /// to workers after a restart). Reads every session's state.
     pub fn pending_sessions(&self) -> Result<Vec<SessionId>, EngineError> {
         let mut out = Vec::new();
-        for (session, _) in crate::catalog::sessions(&self.log)? {
+        let sessions = self.log.sessions()?;
+        // Description streams (`ctxlog_core::description_stream`) hold no
+        // jobs.
+        for (session, _) in sessions
+            .into_iter()
+            .filter(|(s, _)| !ctxlog_core::is_description_stream(*s))
+        {
             if self.has_pending(session)? {
                 out.push(session);
             }

@@ -41,7 +41,6 @@
 #![warn(missing_docs)]
 
 pub mod anthropic;
-pub mod catalog;
 pub mod chat;
 mod clock;
 mod commands;

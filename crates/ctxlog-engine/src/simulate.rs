@@ -163,7 +163,7 @@ impl SimulateConfig {
     /// same simulation of the same recording keeps the same ids, so keeping
     /// it again stores nothing new; any other draws other ids).
     pub fn keepable(mut self, recording_source: &str, recording: &[Envelope]) -> Self {
-        let name = format!("{recording_source}@{}", self.policy.name);
+        let name = kept_name(recording_source, &self.policy.name);
         let mut h = Sha256::new();
         h.update(name.as_bytes());
         // JSON: a stable encoding of both (field order is declaration order).
@@ -180,6 +180,13 @@ impl SimulateConfig {
         self.source_id = Some(name);
         self
     }
+}
+
+/// The name of a simulation of the recording named `source` under
+/// `policy`, kept beside it: `<source>@<policy>` (`manual` for ctxlog's
+/// own work on a session, see `ctxlog_app::catalog::manual_copy`).
+pub fn kept_name(source: &str, policy: &str) -> String {
+    format!("{source}@{policy}")
 }
 
 /// What a simulation found.
@@ -200,6 +207,17 @@ pub struct SimulationReport {
     /// The simulated session's events, seq 1 first.
     #[serde(skip)]
     pub log: Vec<Envelope>,
+}
+
+impl SimulationReport {
+    /// The name the simulated session carries when it was made to be kept
+    /// ([`SimulateConfig::keepable`]).
+    pub fn kept_name(&self) -> Option<&str> {
+        match self.log.first().map(|e| &e.event) {
+            Some(Event::SessionStarted { source_id, .. }) => source_id.as_deref(),
+            _ => None,
+        }
+    }
 }
 
 /// The error a recorded refusal is simulated with (the recording keeps no

@@ -6,8 +6,8 @@
 //! stores: the same events at the same seqs, the same digest, description
 //! and export.
 
+use ctxlog_app::catalog::{descriptions_after, load_described, store_recording};
 use ctxlog_core::{Envelope, EventPack, SessionId};
-use ctxlog_engine::catalog::{descriptions_after, load_described, store_recording};
 use ctxlog_import::{import, Format, ImportOptions};
 use ctxlog_store::{EventLog, MemoryLog};
 use std::path::PathBuf;

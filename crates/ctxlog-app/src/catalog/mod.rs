@@ -235,7 +235,7 @@ pub fn store_recording_adopting(
         changed.into_iter().map(|e| e.event),
     )?;
     match state {
-        Some(state) if crate::snapshot_due(0, state.head) => save_snapshot(log, &state),
+        Some(state) if ctxlog_engine::snapshot_due(0, state.head) => save_snapshot(log, &state),
         _ => keep_snapshot(log, session, head),
     }
     Ok(Stored {
@@ -532,12 +532,12 @@ fn save_snapshot(log: &impl EventLog, state: &SessionState) {
 }
 
 /// Keeps a snapshot of a session whose head just moved on from `before`,
-/// when [`crate::snapshot_due`] says so, so that listing and every view
+/// when [`ctxlog_engine::snapshot_due`] says so, so that listing and every view
 /// load it without folding it whole. A cache: a failure is only logged.
 fn keep_snapshot(log: &impl EventLog, session: SessionId, before: u64) {
     let kept = (|| -> Result<(), StoreError> {
         let head = log.head(session)?;
-        if crate::snapshot_due(before, head) {
+        if ctxlog_engine::snapshot_due(before, head) {
             let loaded = log.load_state(session)?;
             log.save_snapshot(&loaded.state)?;
         }
@@ -703,7 +703,7 @@ pub fn manual_copy(
     let head = log.head(session)?;
     let source =
         source_of(log, session)?.ok_or_else(|| CatalogError::NotFound(session.to_string()))?;
-    let name = format!("{source}@{MANUAL}");
+    let name = ctxlog_engine::simulate::kept_name(&source, MANUAL);
     let copy = copy_id(session, head);
     // A copy cut short (a kill between two of its batches) is completed.
     let copied_head = log.head(copy)?;

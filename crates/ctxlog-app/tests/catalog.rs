@@ -1,11 +1,11 @@
 //! Storing recordings: in bounded batches, whole, idempotent, extended
 //! when the recording grew.
 
-use ctxlog_core::generate::{generate, GenerateConfig};
-use ctxlog_core::{codec, Envelope, Event, EventPack, Seq, SessionId};
-use ctxlog_engine::catalog::{
+use ctxlog_app::catalog::{
     descriptions_after, interrupted, store_recording, Stored, CHUNK_BYTES, CHUNK_EVENTS,
 };
+use ctxlog_core::generate::{generate, GenerateConfig};
+use ctxlog_core::{codec, Envelope, Event, EventPack, Seq, SessionId};
 use ctxlog_engine::SNAPSHOT_EVERY;
 use ctxlog_store::{AppendError, Appended, EventLog, Expected, MemoryLog, NewEvent, ReadError};
 use std::sync::Mutex;

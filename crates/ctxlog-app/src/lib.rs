@@ -1,0 +1,23 @@
+//! ctxlog-app: the use cases every front door offers, in one place. The
+//! CLI (`ctxlog-cli`) parses arguments and formats what these return;
+//! Python (`python/`) converts the same values into its objects. Neither
+//! holds a use case of its own.
+//!
+//! - [`catalog`]: storing recordings (whole, grown, versioned), resolving a
+//!   session by its ctxlog id, its recording's id or a prefix, manual
+//!   copies and kept simulations;
+//! - [`sessions`]: the session list, one [`sessions::SessionRow`] per
+//!   session;
+//! - [`views`]: a session's audit trail and its window at a step;
+//! - [`simulation`]: a stored session run again under another policy, and
+//!   kept.
+//!
+//! Everything here works over any [`ctxlog_store::EventLog`].
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod catalog;
+pub mod sessions;
+pub mod simulation;
+pub mod views;

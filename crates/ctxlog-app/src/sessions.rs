@@ -1,0 +1,293 @@
+//! The session list: one [`SessionRow`] per stored session (or an
+//! [`UnreadableRow`] saying why it does not read), filtered and ordered.
+//! `ctxlog sessions` prints it as a table or as JSON; Python's
+//! `Store.sessions()` gives the same rows.
+
+use crate::catalog;
+use ctxlog_core::{JobStatus, Role, SessionId, SessionState, StepTokens};
+use ctxlog_store::{EventLog, ReadError};
+use serde::Serialize;
+
+/// One session as the list shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionRow {
+    /// ctxlog's id of the session.
+    pub session: String,
+    /// Its name: the recording's own id, the Agents SDK's `session_id`, or
+    /// `<source>@<policy>` for a kept simulation.
+    pub source_session: Option<String>,
+    /// Its title (the latest description's, else the recorded one).
+    pub title: Option<String>,
+    /// When it started, ms since the epoch.
+    pub started_at: u64,
+    /// The same, RFC 3339 in UTC.
+    pub date: String,
+    /// Events stored.
+    pub events: u64,
+    /// Messages.
+    pub messages: usize,
+    /// Messages withdrawn (`pop_item`, `clear_session`); the log keeps
+    /// them.
+    pub withdrawn: usize,
+    /// Model steps.
+    pub steps: u64,
+    /// The largest total tokens a step reported.
+    pub peak_tokens: u64,
+    /// Completed compactions.
+    pub compactions: usize,
+    /// Tool outputs cleared now.
+    pub pruned_parts: usize,
+    /// The compaction policy in force.
+    pub policy: String,
+    /// The model's context window in tokens; 0: no automatic compaction.
+    pub context_limit: u64,
+    /// The estimated tokens of what the model sees now.
+    pub window_tokens: u64,
+    /// The directory the agent ran in.
+    pub directory: Option<String>,
+    /// The agent that recorded it (`simulated` for a kept simulation).
+    pub agent: Option<String>,
+    /// The model.
+    pub model: Option<String>,
+    /// What it cost, as the agent recorded it.
+    pub cost_usd: Option<f64>,
+    /// The newer version of the recording that replaced it.
+    pub replaced_by: Option<String>,
+    /// Its last import was cut short: importing the recording again
+    /// completes it.
+    pub interrupted: bool,
+}
+
+/// A session that does not read (damage, or acknowledged events the
+/// store lost): listed with why, never left out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnreadableRow {
+    /// ctxlog's id of the session.
+    pub session: String,
+    /// Its head.
+    pub events: u64,
+    /// Why it does not read, naming the session.
+    pub error: String,
+}
+
+/// One line of the list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Listed {
+    /// A session that reads.
+    Row(Box<SessionRow>),
+    /// One that does not.
+    Unreadable(UnreadableRow),
+}
+
+impl Listed {
+    /// The session's ctxlog id.
+    pub fn session(&self) -> &str {
+        match self {
+            Listed::Row(r) => &r.session,
+            Listed::Unreadable(u) => &u.session,
+        }
+    }
+}
+
+/// Which sessions to list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    /// Only those whose agent contains this text (case ignored).
+    pub agent: Option<String>,
+    /// Only those started at or after this time, ms.
+    pub since: Option<u64>,
+    /// Only those started before this time, ms.
+    pub until: Option<u64>,
+}
+
+impl Filter {
+    /// Whether any filter is set.
+    pub fn is_set(&self) -> bool {
+        self.agent.is_some() || self.since.is_some() || self.until.is_some()
+    }
+
+    fn keeps(&self, row: &SessionRow) -> bool {
+        let agent_ok = self.agent.as_ref().is_none_or(|want| {
+            let have = row.agent.as_deref().unwrap_or("").to_lowercase();
+            have.contains(&want.to_lowercase())
+        });
+        agent_ok
+            && self.since.is_none_or(|t| row.started_at >= t)
+            && self.until.is_none_or(|t| row.started_at < t)
+    }
+}
+
+/// What the list is ordered by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SortBy {
+    /// When the session started.
+    #[default]
+    Date,
+    /// The agent's name.
+    Agent,
+    /// Model steps.
+    Steps,
+    /// The largest total tokens a step reported.
+    Peak,
+    /// Events stored.
+    Events,
+    /// The title.
+    Title,
+}
+
+/// The list, and every stored session's name (filtered or not), which a
+/// front door needs to shorten names without making two alike.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Listing {
+    /// The sessions listed, in order.
+    pub rows: Vec<Listed>,
+    /// Every session's name (its source id, else its ctxlog id).
+    pub all_names: Vec<String>,
+    /// Every session's ctxlog id.
+    pub all_ids: Vec<String>,
+}
+
+impl Listing {
+    /// Why each session that does not read does not, naming it.
+    pub fn unreadable(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter_map(|r| match r {
+                Listed::Unreadable(u) if u.error.contains(&u.session) => Some(u.error.clone()),
+                Listed::Unreadable(u) => Some(format!("session {}: {}", u.session, u.error)),
+                Listed::Row(_) => None,
+            })
+            .collect()
+    }
+}
+
+/// Lists the sessions of `log` that `filter` keeps, ordered by `sort`
+/// (largest or newest first when `desc`); ties by start time, then id, so
+/// the order is the same in every run. One session's state is held at a
+/// time (from its newest snapshot).
+pub fn list(
+    log: &impl EventLog,
+    filter: &Filter,
+    sort: SortBy,
+    desc: bool,
+) -> Result<Listing, ReadError> {
+    let mut listing = Listing::default();
+    for (s, head) in catalog::sessions(log)? {
+        listing.all_ids.push(s.to_string());
+        let (loaded, interrupted) = match catalog::load_listed(log, s) {
+            Ok(read) => read,
+            Err(e) => {
+                listing.all_names.push(s.to_string());
+                listing.rows.push(Listed::Unreadable(UnreadableRow {
+                    session: s.to_string(),
+                    events: head,
+                    error: e.to_string(),
+                }));
+                continue;
+            }
+        };
+        let row = row_of(s, head, &loaded.state, interrupted);
+        listing
+            .all_names
+            .push(row.source_session.clone().unwrap_or_else(|| s.to_string()));
+        if filter.keeps(&row) {
+            listing.rows.push(Listed::Row(Box::new(row)));
+        }
+    }
+    sort_rows(&mut listing.rows, sort, desc);
+    Ok(listing)
+}
+
+/// The row of session `s` (head `head`) in state `st`.
+pub fn row_of(s: SessionId, head: u64, st: &SessionState, interrupted: bool) -> SessionRow {
+    let about = st.about.as_ref();
+    let simulated = st.source_id.as_deref().is_some_and(|s| s.contains('@'));
+    let agent = about
+        .and_then(|a| a.agent.clone())
+        .or_else(|| simulated.then(|| "simulated".to_owned()));
+    let (steps, peak_tokens) = steps_and_peak(st);
+    SessionRow {
+        session: s.to_string(),
+        source_session: st.source_id.clone(),
+        title: about
+            .and_then(|a| a.title.clone())
+            .or_else(|| st.title.clone()),
+        started_at: st.started_at,
+        date: ctxlog_import::time::format_rfc3339_ms(st.started_at),
+        events: head,
+        messages: st.messages.len(),
+        withdrawn: st.messages.iter().filter(|m| m.withdrawn).count(),
+        steps,
+        peak_tokens,
+        compactions: st
+            .jobs
+            .iter()
+            .filter(|j| matches!(j.status, JobStatus::Completed { .. }))
+            .count(),
+        pruned_parts: st.pruned_parts().count(),
+        policy: st.policy.name.clone(),
+        context_limit: st.limits.context,
+        window_tokens: ctxlog_core::window::estimate_window(st),
+        directory: about.and_then(|a| a.directory.clone()),
+        agent,
+        model: about.and_then(|a| a.model.clone()),
+        cost_usd: about.and_then(|a| a.cost_usd),
+        replaced_by: st.replaced_by.map(|r| r.to_string()),
+        interrupted,
+    }
+}
+
+/// Steps and the peak total of a state's agent messages (an open step
+/// counts, with the usage it reported so far).
+pub fn steps_and_peak(st: &SessionState) -> (u64, u64) {
+    let mut steps = 0;
+    let mut peak = 0;
+    for m in st.messages.iter().filter(|m| !m.summary) {
+        for p in &m.parts {
+            if let Some(tokens) = p.step_tokens() {
+                steps += 1;
+                peak = peak.max(StepTokens::of(tokens).total);
+            }
+        }
+        // A step whose end is not recorded yet, with the usage it reported
+        // (the timeline's open row).
+        if let (Role::Assistant, None, Some(tokens)) = (m.role, &m.finish, &m.tokens) {
+            steps += 1;
+            peak = peak.max(StepTokens::of(tokens).total);
+        }
+    }
+    (steps, peak)
+}
+
+/// Orders the list; see [`list`].
+fn sort_rows(rows: &mut [Listed], by: SortBy, desc: bool) {
+    let key = |r: &Listed| -> (String, u64) {
+        let Listed::Row(r) = r else {
+            return (String::new(), 0);
+        };
+        let text = |s: &Option<String>| s.as_deref().unwrap_or("").to_lowercase();
+        match by {
+            SortBy::Date => (String::new(), r.started_at),
+            SortBy::Agent => (text(&r.agent), 0),
+            SortBy::Steps => (String::new(), r.steps),
+            SortBy::Peak => (String::new(), r.peak_tokens),
+            SortBy::Events => (String::new(), r.events),
+            SortBy::Title => (text(&r.title), 0),
+        }
+    };
+    let started = |r: &Listed| match r {
+        Listed::Row(r) => Some(r.started_at),
+        Listed::Unreadable(_) => None,
+    };
+    rows.sort_by(|a, b| {
+        let order = key(a)
+            .cmp(&key(b))
+            .then_with(|| (started(a), a.session()).cmp(&(started(b), b.session())));
+        if desc {
+            order.reverse()
+        } else {
+            order
+        }
+    });
+}
