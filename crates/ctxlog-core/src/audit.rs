@@ -3,7 +3,9 @@
 //! its seq, time, the parts or messages concerned, tokens and the policy in
 //! force. A pure fold over the events, so it is the same in any process.
 
-use crate::event::{CompactionTrigger, Envelope, Event, PartBody, ToolState};
+use crate::event::{
+    CompactionTrigger, Envelope, Event, PartBody, PromptRecord, PrunedPart, ToolState,
+};
 use crate::ids::{MessageId, PartId, Seq, TimestampMs};
 use crate::window::is_continue_text;
 use serde::{Deserialize, Serialize};
@@ -58,12 +60,7 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
             }
             Event::PolicyChanged { policy: p } => {
                 policy = p.name.clone();
-                Some(Line {
-                    kind: "policy_changed",
-                    ids: vec![],
-                    tokens: None,
-                    what: format!("policy changed to {}", p.name),
-                })
+                Some(policy_changed(&p.name))
             }
             Event::MessageAppended {
                 message,
@@ -94,13 +91,7 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
             } => output_taken_back(*part, state, &mut completed_tools),
             event => describe(event, last_text),
         };
-        let decided_by = match &e.event {
-            Event::CompactionRequested {
-                trigger: CompactionTrigger::Recorded { agent, .. },
-                ..
-            } => Some(agent.clone()),
-            _ => None,
-        };
+        let decided_by = recorded_agent(&e.event);
         if let Some(l) = line {
             let source_ids = l.ids.iter().map(|id| sources.get(id).cloned()).collect();
             out.push(AuditEntry {
@@ -116,6 +107,18 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
         }
     }
     out
+}
+
+/// The agent that decided the compaction `event` requests, when a recording
+/// says so.
+fn recorded_agent(event: &Event) -> Option<String> {
+    match event {
+        Event::CompactionRequested {
+            trigger: CompactionTrigger::Recorded { agent, .. },
+            ..
+        } => Some(agent.clone()),
+        _ => None,
+    }
 }
 
 /// The line of a tool part whose output was taken back (its call waits
@@ -192,119 +195,168 @@ struct Line {
 /// The line of a compaction or pruning event; `None` for other events.
 /// `last_text` is the last text appended (a summary's, when it completes).
 fn describe(event: &Event, last_text: &str) -> Option<Line> {
-    let line = |kind, ids, tokens, what| {
-        Some(Line {
-            kind,
-            ids,
-            tokens,
-            what,
-        })
-    };
-    match event {
+    Some(match event {
         Event::CompactionRequested {
             message,
             auto,
             trigger,
             ..
-        } => Some(compaction_requested(*message, *auto, trigger)),
+        } => compaction_requested(*message, *auto, trigger),
         Event::CompactionStarted {
             job,
             summary_message,
             prompt,
             ..
-        } => {
-            let prompt = prompt.as_ref().map_or(String::new(), |p| {
-                format!(", prompt {} bytes sha256 {}", p.bytes, p.sha256)
-            });
-            line(
-                "compaction_started",
-                vec![job.to_string(), summary_message.to_string()],
-                None,
-                format!("summary started{prompt}"),
-            )
-        }
+        } => compaction_started(*job, *summary_message, prompt.as_ref()),
         Event::CompactionAttempted {
             job,
             strategy,
             request_tokens,
             limit,
             fits,
-        } => {
-            let limit = limit.map_or("unlimited".into(), |l| l.to_string());
-            let verdict = if *fits { "fits" } else { "does not fit" };
-            line(
-                "compaction_attempted",
-                vec![job.to_string()],
-                Some(*request_tokens),
-                format!("{strategy} request of ~{request_tokens} tokens {verdict} ({limit} usable)"),
-            )
-        }
+        } => compaction_attempted(*job, strategy, *request_tokens, *limit, *fits),
         Event::SummaryCompleted {
             job,
             tokens,
             redactions,
             ..
-        } => line(
-            "summary_completed",
-            vec![job.to_string()],
-            Some(tokens.output),
-            format!(
-                "summary completed ({} output tokens, {}): the window pivots here",
-                tokens.output,
-                redactions_by_kind(*redactions, last_text)
-            ),
-        ),
-        Event::CompactionFailed { job, error } => line(
-            "compaction_failed",
-            vec![job.to_string()],
-            None,
-            format!("compaction failed: {error}; history kept"),
-        ),
+        } => summary_completed(*job, tokens.output, *redactions, last_text),
+        Event::CompactionFailed { job, error } => compaction_failed(*job, error),
         Event::PartsPruned {
             parts,
             total_tokens,
             policy: fired,
-        } => line(
-            "parts_pruned",
-            parts.iter().map(|p| p.part.to_string()).collect(),
-            Some(*total_tokens),
-            format!(
-                "pruned {} tool outputs, ~{total_tokens} tokens (policy {fired})",
-                parts.len()
-            ),
-        ),
-        Event::PartsRestored { parts, reason } => line(
-            "parts_restored",
-            parts.iter().map(|p| p.to_string()).collect(),
-            None,
-            format!("restored {} tool outputs: {reason}", parts.len()),
-        ),
-        Event::MessagesWithdrawn { messages, reason } => line(
-            "messages_withdrawn",
-            messages.iter().map(|m| m.to_string()).collect(),
-            None,
-            format!(
-                "withdrew {} message{}: {reason}",
-                messages.len(),
-                if messages.len() == 1 { "" } else { "s" }
-            ),
-        ),
+        } => parts_pruned(parts, *total_tokens, fired),
+        Event::PartsRestored { parts, reason } => parts_restored(parts, reason),
+        Event::MessagesWithdrawn { messages, reason } => messages_withdrawn(messages, reason),
         Event::AutoCompactionPaused {
             reason,
             window_before,
             window_after,
-        } => line(
-            "auto_compaction_paused",
-            vec![],
-            Some(*window_after),
-            format!(
-                "automatic compaction paused until the next user message: {reason} (window ~{window_before} → ~{window_after})"
-            ),
-        ),
-        _ => None,
+        } => auto_compaction_paused(reason, *window_before, *window_after),
+        _ => return None,
+    })
+}
+
+/// The line of a policy change.
+fn policy_changed(name: &str) -> Line {
+    Line {
+        kind: "policy_changed",
+        ids: vec![],
+        tokens: None,
+        what: format!("policy changed to {name}"),
     }
 }
 
+/// The line of a compaction attempt's start, with its prompt's size and hash.
+fn compaction_started(
+    job: MessageId,
+    summary_message: MessageId,
+    prompt: Option<&PromptRecord>,
+) -> Line {
+    let prompt = prompt.map_or(String::new(), |p| {
+        format!(", prompt {} bytes sha256 {}", p.bytes, p.sha256)
+    });
+    Line {
+        kind: "compaction_started",
+        ids: vec![job.to_string(), summary_message.to_string()],
+        tokens: None,
+        what: format!("summary started{prompt}"),
+    }
+}
+
+/// The line of one attempt the fallback plan made, and whether it fits.
+fn compaction_attempted(
+    job: MessageId,
+    strategy: &str,
+    request_tokens: u64,
+    limit: Option<u64>,
+    fits: bool,
+) -> Line {
+    let limit = limit.map_or("unlimited".into(), |l| l.to_string());
+    let verdict = if fits { "fits" } else { "does not fit" };
+    Line {
+        kind: "compaction_attempted",
+        ids: vec![job.to_string()],
+        tokens: Some(request_tokens),
+        what: format!("{strategy} request of ~{request_tokens} tokens {verdict} ({limit} usable)"),
+    }
+}
+
+/// The line of a completed summary: the window pivots.
+fn summary_completed(job: MessageId, output_tokens: u64, redactions: u32, last_text: &str) -> Line {
+    Line {
+        kind: "summary_completed",
+        ids: vec![job.to_string()],
+        tokens: Some(output_tokens),
+        what: format!(
+            "summary completed ({} output tokens, {}): the window pivots here",
+            output_tokens,
+            redactions_by_kind(redactions, last_text)
+        ),
+    }
+}
+
+/// The line of a failed compaction.
+fn compaction_failed(job: MessageId, error: &str) -> Line {
+    Line {
+        kind: "compaction_failed",
+        ids: vec![job.to_string()],
+        tokens: None,
+        what: format!("compaction failed: {error}; history kept"),
+    }
+}
+
+/// The line of a prune.
+fn parts_pruned(parts: &[PrunedPart], total_tokens: u64, fired: &str) -> Line {
+    Line {
+        kind: "parts_pruned",
+        ids: parts.iter().map(|p| p.part.to_string()).collect(),
+        tokens: Some(total_tokens),
+        what: format!(
+            "pruned {} tool outputs, ~{total_tokens} tokens (policy {fired})",
+            parts.len()
+        ),
+    }
+}
+
+/// The line of a restore.
+fn parts_restored(parts: &[PartId], reason: &str) -> Line {
+    Line {
+        kind: "parts_restored",
+        ids: parts.iter().map(|p| p.to_string()).collect(),
+        tokens: None,
+        what: format!("restored {} tool outputs: {reason}", parts.len()),
+    }
+}
+
+/// The line of a withdrawal.
+fn messages_withdrawn(messages: &[MessageId], reason: &str) -> Line {
+    Line {
+        kind: "messages_withdrawn",
+        ids: messages.iter().map(|m| m.to_string()).collect(),
+        tokens: None,
+        what: format!(
+            "withdrew {} message{}: {reason}",
+            messages.len(),
+            if messages.len() == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+/// The line of the loop guard's pause.
+fn auto_compaction_paused(reason: &str, window_before: u64, window_after: u64) -> Line {
+    Line {
+        kind: "auto_compaction_paused",
+        ids: vec![],
+        tokens: Some(window_after),
+        what: format!(
+            "automatic compaction paused until the next user message: {reason} (window ~{window_before} → ~{window_after})"
+        ),
+    }
+}
+
+/// The line of a queued compaction, with what set it off.
 fn compaction_requested(message: MessageId, auto: bool, trigger: &CompactionTrigger) -> Line {
     let (tokens, why) = match trigger {
         CompactionTrigger::Overflow { step, check } => (

@@ -219,178 +219,294 @@ pub fn generate_into(
     cfg: &GenerateConfig,
     mut sink: impl FnMut(Vec<Envelope>),
 ) -> Result<u64, Refused> {
-    let guard = LoopGuard::default();
+    let mut generation = Generation::start(cfg)?;
     let mut total = 0u64;
-    let est = |s: &str| cfg.policy.estimator.estimate(s);
-    let mut win: u64 = 0;
-    let mut rng = Rng::new(cfg.seed);
-    let mut ids = SeededIds::new(cfg.seed);
-    let session = SessionId(crate::ids::IdSource::next_uuid(&mut ids, cfg.start_ms));
-    let mut t = cfg.start_ms;
-    let mut r = Recorder::start(session, ids, t, cfg.policy.clone(), cfg.limits.clone())?;
     for turn in 0..cfg.turns {
-        t += rng.range(1_000, 60_000);
-        let prompt = format!("turn {turn}: {}", text_of(&mut rng, 20, 400));
-        win += est(&prompt);
-        let mut user = r.user_text(t, &prompt, false)?;
-        let steps = rng.range(1, cfg.max_steps_per_turn.max(1) as u64);
-        let mut step = 0;
-        while step < steps {
-            step += 1;
-            t += rng.range(500, 20_000);
-            let msg = r.message(t, Role::Assistant, Some(user), false)?;
-            r.part(t, msg, PartBody::StepStart { snapshot: None })?;
-            if rng.chance(30) {
-                let text = text_of(&mut rng, 50, 600);
-                win += est(&text);
-                r.part(t, msg, PartBody::Reasoning { text, time: None })?;
-            }
-            let last = step == steps;
-            let tools = if last {
-                0
-            } else {
-                rng.range(1, cfg.max_tools_per_step.max(1) as u64)
-            };
-            for _ in 0..tools {
-                t += rng.range(10, 5_000);
-                let name = TOOLS[rng.range(0, TOOLS.len() as u64 - 1) as usize];
-                let input = Json::Object(vec![(
-                    "path".into(),
-                    Json::String(format!("src/file_{}.rs", rng.range(0, 40))),
-                )]);
-                if rng.chance(cfg.failure_percent) {
-                    let call_id = format!("call_{}", rng.next_u64());
-                    let part = r.part(
-                        t,
-                        msg,
-                        PartBody::Tool {
-                            call_id: call_id.clone(),
-                            tool: name.into(),
-                            state: ToolState::Running {
-                                input: input.clone(),
-                                title: None,
-                                start: t,
-                            },
-                        },
-                    )?;
-                    r.record(
-                        t + 1,
-                        Event::PartUpdated {
-                            part,
-                            body: PartBody::Tool {
-                                call_id,
-                                tool: name.into(),
-                                state: ToolState::Error {
-                                    input,
-                                    error: "exit status 1".into(),
-                                    start: t,
-                                    end: t + 1,
-                                },
-                            },
-                        },
-                    )?;
-                } else {
-                    let size =
-                        rng.heavy_tail(cfg.min_output_chars as u64, cfg.max_output_chars as u64);
-                    let output = text_of(&mut rng, size, size);
-                    win += est(&output);
-                    r.tool(t, msg, name, input, &output)?;
-                }
-            }
-            let text = text_of(&mut rng, 20, 800);
-            win += est(&text);
-            r.part(
-                t,
-                msg,
-                PartBody::Text {
-                    text,
-                    synthetic: false,
-                    time: None,
-                },
-            )?;
-            if rng.chance(cfg.failure_percent) {
-                r.record(
-                    t,
-                    Event::MessageErrored {
-                        message: msg,
-                        error: MessageError {
-                            name: "MessageAbortedError".into(),
-                            message: "aborted".into(),
-                        },
-                    },
-                )?;
-                break;
-            }
-            // Usage: roughly the window as the provider would count it, plus noise.
-            let prompt_tokens = cfg.overhead_tokens + win;
-            let cached = prompt_tokens * rng.range(0, 90) / 100;
-            let tokens = TokenUsage {
-                total: None,
-                input: prompt_tokens - cached,
-                output: rng.range(50, 2_000),
-                reasoning: rng.range(0, 500),
-                cache_read: cached,
-                cache_write: rng.range(0, 2_000),
-            };
-            let reason = if last {
-                FinishReason::Stop
-            } else {
-                FinishReason::ToolCalls
-            };
-            let decided = r.run(
-                t,
-                Command::FinishStep {
-                    message: msg,
-                    reason,
-                    tokens,
-                },
-                guard,
-            )?;
-            if let Some(job) = queued(&decided) {
-                t += 10;
-                let continued = run_job(&mut r, &mut rng, cfg, guard, job, &mut t, turn, step)?;
-                if let Some(message) = continued {
-                    user = message;
-                }
-                win = estimate_window(r.state());
-            }
-        }
-        let pruned_now = r.run(t, Command::EndTurn, guard)?;
-        if let Some((parts, _)) = pruned(&pruned_now) {
-            // The seed's prune walk can reach outputs from before the pivot,
-            // which were not in the window: re-measure it rather than subtract.
-            if rng.chance(50) {
-                // Now and then a user takes a prune back.
-                r.run(
-                    t,
-                    Command::Restore {
-                        parts: parts.iter().take(1).map(|p| p.part).collect(),
-                        reason: "the user asked for the output again".into(),
-                    },
-                    guard,
-                )?;
-            }
-            win = estimate_window(r.state());
-        }
-        if turn == cfg.turns / 2 && rng.chance(50) {
-            // Half-way, now and then: a model switch (the limits change) and
-            // a policy tweak.
-            let mut limits = r.state().limits.clone();
-            limits.output = limits.output.map(|o| o + 1_024);
-            r.run(t, Command::ChangeLimits(limits), guard)?;
-            let mut policy = r.state().policy.clone();
-            policy.prune_protect = policy.prune_protect.saturating_sub(1_000);
-            r.run(t, Command::ChangePolicy(policy), guard)?;
-        }
-        let batch = r.drain_events();
+        generation.turn(turn)?;
+        let batch = generation.recorder.drain_events();
         total += batch.len() as u64;
         sink(batch);
         if cfg.max_events > 0 && total >= cfg.max_events {
             break;
         }
     }
-    let batch = r.drain_events();
+    let batch = generation.recorder.drain_events();
     total += batch.len() as u64;
     sink(batch);
     Ok(total)
+}
+
+/// One session being generated: the recorder, the random source, the clock
+/// and the running window estimate each step's usage is derived from. Every
+/// random draw goes through `rng`, in the order the methods below make them.
+struct Generation<'c> {
+    cfg: &'c GenerateConfig,
+    guard: LoopGuard,
+    recorder: Recorder<SeededIds>,
+    rng: Rng,
+    /// The clock, ms.
+    t: u64,
+    /// The running window estimate, tokens.
+    win: u64,
+}
+
+/// How a generated step ended.
+enum StepEnd {
+    /// Aborted: the turn ends here.
+    Aborted,
+    /// Finished; the continue message of a compaction it set off, if any,
+    /// is what the turn's later steps answer.
+    Finished(Option<MessageId>),
+}
+
+impl<'c> Generation<'c> {
+    /// The session started under `cfg`, no random number drawn yet.
+    fn start(cfg: &'c GenerateConfig) -> Result<Self, Refused> {
+        let rng = Rng::new(cfg.seed);
+        let mut ids = SeededIds::new(cfg.seed);
+        let session = SessionId(crate::ids::IdSource::next_uuid(&mut ids, cfg.start_ms));
+        let t = cfg.start_ms;
+        let recorder = Recorder::start(session, ids, t, cfg.policy.clone(), cfg.limits.clone())?;
+        Ok(Generation {
+            cfg,
+            guard: LoopGuard::default(),
+            recorder,
+            rng,
+            t,
+            win: 0,
+        })
+    }
+
+    /// Estimated tokens of `s` under the configured policy.
+    fn est(&self, s: &str) -> u64 {
+        self.cfg.policy.estimator.estimate(s)
+    }
+
+    /// One user turn: the prompt, its steps, the end of the turn, and now
+    /// and then a model switch half-way.
+    fn turn(&mut self, turn: u32) -> Result<(), Refused> {
+        self.t += self.rng.range(1_000, 60_000);
+        let prompt = format!("turn {turn}: {}", text_of(&mut self.rng, 20, 400));
+        self.win += self.est(&prompt);
+        let mut user = self.recorder.user_text(self.t, &prompt, false)?;
+        let steps = self.rng.range(1, self.cfg.max_steps_per_turn.max(1) as u64);
+        let mut step = 0;
+        while step < steps {
+            step += 1;
+            match self.step(user, turn, step, step == steps)? {
+                StepEnd::Aborted => break,
+                StepEnd::Finished(Some(continued)) => user = continued,
+                StepEnd::Finished(None) => {}
+            }
+        }
+        self.end_turn()?;
+        self.switch_model_half_way(turn)
+    }
+
+    /// One assistant step answering `user`: reasoning now and then, tool
+    /// calls unless it is the `last`, a text, then its finish (or an abort).
+    fn step(
+        &mut self,
+        user: MessageId,
+        turn: u32,
+        step: u64,
+        last: bool,
+    ) -> Result<StepEnd, Refused> {
+        self.t += self.rng.range(500, 20_000);
+        let msg = self
+            .recorder
+            .message(self.t, Role::Assistant, Some(user), false)?;
+        self.recorder
+            .part(self.t, msg, PartBody::StepStart { snapshot: None })?;
+        if self.rng.chance(30) {
+            let text = text_of(&mut self.rng, 50, 600);
+            self.win += self.est(&text);
+            self.recorder
+                .part(self.t, msg, PartBody::Reasoning { text, time: None })?;
+        }
+        let tools = if last {
+            0
+        } else {
+            self.rng.range(1, self.cfg.max_tools_per_step.max(1) as u64)
+        };
+        for _ in 0..tools {
+            self.tool_call(msg)?;
+        }
+        let text = text_of(&mut self.rng, 20, 800);
+        self.win += self.est(&text);
+        self.recorder.part(
+            self.t,
+            msg,
+            PartBody::Text {
+                text,
+                synthetic: false,
+                time: None,
+            },
+        )?;
+        if self.rng.chance(self.cfg.failure_percent) {
+            self.recorder.record(
+                self.t,
+                Event::MessageErrored {
+                    message: msg,
+                    error: MessageError {
+                        name: "MessageAbortedError".into(),
+                        message: "aborted".into(),
+                    },
+                },
+            )?;
+            return Ok(StepEnd::Aborted);
+        }
+        let continued = self.finish_step(msg, turn, step, last)?;
+        Ok(StepEnd::Finished(continued))
+    }
+
+    /// One tool call on `msg`: a heavy-tailed output, or now and then an
+    /// error.
+    fn tool_call(&mut self, msg: MessageId) -> Result<(), Refused> {
+        self.t += self.rng.range(10, 5_000);
+        let name = TOOLS[self.rng.range(0, TOOLS.len() as u64 - 1) as usize];
+        let input = Json::Object(vec![(
+            "path".into(),
+            Json::String(format!("src/file_{}.rs", self.rng.range(0, 40))),
+        )]);
+        if self.rng.chance(self.cfg.failure_percent) {
+            return self.failed_tool_call(msg, name, input);
+        }
+        let size = self.rng.heavy_tail(
+            self.cfg.min_output_chars as u64,
+            self.cfg.max_output_chars as u64,
+        );
+        let output = text_of(&mut self.rng, size, size);
+        self.win += self.est(&output);
+        self.recorder.tool(self.t, msg, name, input, &output)?;
+        Ok(())
+    }
+
+    /// A tool call on `msg` that starts running and then fails.
+    fn failed_tool_call(&mut self, msg: MessageId, name: &str, input: Json) -> Result<(), Refused> {
+        let t = self.t;
+        let call_id = format!("call_{}", self.rng.next_u64());
+        let part = self.recorder.part(
+            t,
+            msg,
+            PartBody::Tool {
+                call_id: call_id.clone(),
+                tool: name.into(),
+                state: ToolState::Running {
+                    input: input.clone(),
+                    title: None,
+                    start: t,
+                },
+            },
+        )?;
+        self.recorder.record(
+            t + 1,
+            Event::PartUpdated {
+                part,
+                body: PartBody::Tool {
+                    call_id,
+                    tool: name.into(),
+                    state: ToolState::Error {
+                        input,
+                        error: "exit status 1".into(),
+                        start: t,
+                        end: t + 1,
+                    },
+                },
+            },
+        )?;
+        Ok(())
+    }
+
+    /// The step's finish with usage of about the window, plus noise; runs
+    /// the compaction it queues. Returns the continue message, if any.
+    fn finish_step(
+        &mut self,
+        msg: MessageId,
+        turn: u32,
+        step: u64,
+        last: bool,
+    ) -> Result<Option<MessageId>, Refused> {
+        // Usage: roughly the window as the provider would count it, plus noise.
+        let prompt_tokens = self.cfg.overhead_tokens + self.win;
+        let cached = prompt_tokens * self.rng.range(0, 90) / 100;
+        let tokens = TokenUsage {
+            total: None,
+            input: prompt_tokens - cached,
+            output: self.rng.range(50, 2_000),
+            reasoning: self.rng.range(0, 500),
+            cache_read: cached,
+            cache_write: self.rng.range(0, 2_000),
+        };
+        let reason = if last {
+            FinishReason::Stop
+        } else {
+            FinishReason::ToolCalls
+        };
+        let decided = self.recorder.run(
+            self.t,
+            Command::FinishStep {
+                message: msg,
+                reason,
+                tokens,
+            },
+            self.guard,
+        )?;
+        let Some(job) = queued(&decided) else {
+            return Ok(None);
+        };
+        self.t += 10;
+        let continued = run_job(
+            &mut self.recorder,
+            &mut self.rng,
+            self.cfg,
+            self.guard,
+            job,
+            &mut self.t,
+            turn,
+            step,
+        )?;
+        self.win = estimate_window(self.recorder.state());
+        Ok(continued)
+    }
+
+    /// The end of the turn: a prune when the policy prunes, taken back now
+    /// and then.
+    fn end_turn(&mut self) -> Result<(), Refused> {
+        let pruned_now = self.recorder.run(self.t, Command::EndTurn, self.guard)?;
+        let Some((parts, _)) = pruned(&pruned_now) else {
+            return Ok(());
+        };
+        // The seed's prune walk can reach outputs from before the pivot,
+        // which were not in the window: re-measure it rather than subtract.
+        if self.rng.chance(50) {
+            // Now and then a user takes a prune back.
+            self.recorder.run(
+                self.t,
+                Command::Restore {
+                    parts: parts.iter().take(1).map(|p| p.part).collect(),
+                    reason: "the user asked for the output again".into(),
+                },
+                self.guard,
+            )?;
+        }
+        self.win = estimate_window(self.recorder.state());
+        Ok(())
+    }
+
+    /// Half-way, now and then: a model switch (the limits change) and a
+    /// policy tweak.
+    fn switch_model_half_way(&mut self, turn: u32) -> Result<(), Refused> {
+        if turn == self.cfg.turns / 2 && self.rng.chance(50) {
+            let mut limits = self.recorder.state().limits.clone();
+            limits.output = limits.output.map(|o| o + 1_024);
+            self.recorder
+                .run(self.t, Command::ChangeLimits(limits), self.guard)?;
+            let mut policy = self.recorder.state().policy.clone();
+            policy.prune_protect = policy.prune_protect.saturating_sub(1_000);
+            self.recorder
+                .run(self.t, Command::ChangePolicy(policy), self.guard)?;
+        }
+        Ok(())
+    }
 }

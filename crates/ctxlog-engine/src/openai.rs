@@ -5,8 +5,7 @@
 //! carries tools: the conversation's tool calls are rendered as text.
 
 use crate::summarize::{SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
-use ctxlog_core::window::{attachment_note, ToolResult, WindowMessage, WindowPart};
-use ctxlog_core::{FinishReason, Role, TokenUsage};
+use ctxlog_core::{FinishReason, TokenUsage};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -132,42 +131,6 @@ fn is_context_overflow(text: &str) -> bool {
     ]
     .iter()
     .any(|p| t.contains(p))
-}
-
-/// One window message as a chat message; tool calls become text, since the
-/// request offers no tools.
-pub(crate) fn chat_message(m: &WindowMessage) -> Option<Value> {
-    let mut lines = Vec::new();
-    for p in &m.parts {
-        match p {
-            WindowPart::Text(t) => lines.push(t.clone()),
-            WindowPart::Reasoning(_) => {}
-            WindowPart::File(a) => lines.push(attachment_note(a)),
-            WindowPart::Tool {
-                tool,
-                input,
-                result,
-                ..
-            } => {
-                let result = match result {
-                    ToolResult::Output { text, .. } => text.clone(),
-                    ToolResult::Error(e) => format!("error: {e}"),
-                };
-                lines.push(format!(
-                    "[tool call {tool} {}]\n{result}",
-                    input.to_json_string()
-                ));
-            }
-        }
-    }
-    if lines.is_empty() {
-        return None;
-    }
-    let role = match m.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
-    Some(json!({"role": role, "content": lines.join("\n\n")}))
 }
 
 fn parse(v: &Value) -> Result<SummaryOutput, SummarizeError> {

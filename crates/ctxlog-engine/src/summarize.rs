@@ -7,9 +7,9 @@
 
 use ctxlog_core::policy::Estimator;
 use ctxlog_core::window::{
-    is_continue_text, ToolResult, WindowMessage, WindowPart, COMPACTION_QUESTION,
+    attachment_note, is_continue_text, ToolResult, WindowMessage, WindowPart, COMPACTION_QUESTION,
 };
-use ctxlog_core::{Envelope, JobStatus};
+use ctxlog_core::{Envelope, JobStatus, Json};
 use ctxlog_core::{FinishReason, MessageId, ModelRef, Role, SessionId, TokenUsage};
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -72,7 +72,7 @@ impl SummaryRequest {
         match &self.transcript {
             Some(t) => vec![system, user(t)],
             None => std::iter::once(system)
-                .chain(self.messages.iter().filter_map(crate::openai::chat_message))
+                .chain(self.messages.iter().filter_map(chat_message))
                 .chain(std::iter::once(user(&self.instruction)))
                 .collect(),
         }
@@ -82,6 +82,42 @@ impl SummaryRequest {
 /// The prompt text of a request with this system prompt and instruction.
 pub fn prompt_text(system: &str, instruction: &str) -> String {
     format!("{system}\n\n{instruction}")
+}
+
+/// One window message as a chat message; tool calls become text, since the
+/// request offers no tools.
+fn chat_message(m: &WindowMessage) -> Option<serde_json::Value> {
+    let mut lines = Vec::new();
+    for p in &m.parts {
+        match p {
+            WindowPart::Text(t) => lines.push(t.clone()),
+            WindowPart::Reasoning(_) => {}
+            WindowPart::File(a) => lines.push(attachment_note(a)),
+            WindowPart::Tool {
+                tool,
+                input,
+                result,
+                ..
+            } => {
+                let result = match result {
+                    ToolResult::Output { text, .. } => text.clone(),
+                    ToolResult::Error(e) => format!("error: {e}"),
+                };
+                lines.push(format!(
+                    "[tool call {tool} {}]\n{result}",
+                    input.to_json_string()
+                ));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    let role = match m.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    Some(serde_json::json!({"role": role, "content": lines.join("\n\n")}))
 }
 
 /// A summarizer's answer.
@@ -199,78 +235,25 @@ impl Summarizer for ExtractiveSummarizer {
     }
 
     fn summarize(&self, request: &SummaryRequest) -> Result<SummaryOutput, SummarizeError> {
-        let mut requests = Vec::new();
-        let mut read = Vec::new();
-        let mut changed = Vec::new();
-        let mut commands = Vec::new();
-        let mut errors = Vec::new();
-        let mut last_text = None;
-        for m in &request.messages {
-            for p in &m.parts {
-                match (m.role, p) {
-                    (Role::User, WindowPart::Text(t))
-                        if t != COMPACTION_QUESTION && !is_continue_text(t) =>
-                    {
-                        push_unique(&mut requests, first_line(t, 300));
-                    }
-                    (Role::Assistant, WindowPart::Text(t)) if !t.trim().is_empty() => {
-                        last_text = Some(first_line(t, 600));
-                    }
-                    (
-                        Role::Assistant,
-                        WindowPart::Tool {
-                            tool,
-                            input,
-                            result,
-                            ..
-                        },
-                    ) => {
-                        let path = PATH_KEYS
-                            .iter()
-                            .find_map(|k| input.get(k).and_then(|v| v.as_str()))
-                            .map(str::to_owned);
-                        let failed = match result {
-                            ToolResult::Error(e) => Some(first_line(e, 200)),
-                            ToolResult::Output { .. } => None,
-                        };
-                        if SHELL_TOOLS.contains(&tool.as_str()) {
-                            let cmd = input
-                                .get("command")
-                                .or_else(|| input.get("cmd"))
-                                .map(|c| {
-                                    c.as_str()
-                                        .map(str::to_owned)
-                                        .unwrap_or_else(|| c.to_json_string())
-                                })
-                                .unwrap_or_default();
-                            let outcome = match &failed {
-                                Some(e) => format!("failed: {e}"),
-                                None => "ok".into(),
-                            };
-                            commands.push(format!("`{}` ({outcome})", first_line(&cmd, 160)));
-                        } else if let Some(path) = path {
-                            if WRITE_TOOLS.contains(&tool.as_str()) {
-                                push_unique(&mut changed, path);
-                            } else if READ_TOOLS.contains(&tool.as_str()) {
-                                push_unique(&mut read, path);
-                            }
-                        }
-                        if let Some(e) = failed {
-                            errors.push(format!("{tool}: {e}"));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-        }
-        let sections: Vec<(&str, Vec<String>)> = vec![
-            ("User requests", requests),
-            ("Files changed", changed),
-            ("Files read", read),
-            ("Commands run", commands),
-            ("Errors", errors),
-            ("Last assistant message", last_text.into_iter().collect()),
-        ];
+        let sections = Extract::from_messages(&request.messages).sections();
+        let (text, used) = self.render(sections);
+        Ok(SummaryOutput {
+            tokens: TokenUsage {
+                output: used,
+                ..TokenUsage::default()
+            },
+            text,
+            finish: FinishReason::Stop,
+            redacted: 0,
+        })
+    }
+}
+
+impl ExtractiveSummarizer {
+    /// The summary of `sections` (title, items) within the token budget,
+    /// and the tokens it takes. A section's newest items are kept; once the
+    /// budget is spent the text ends with `- …`.
+    fn render(&self, sections: Vec<(&str, Vec<String>)>) -> (String, u64) {
         let mut text = String::from("## Summary of the conversation so far (extractive)\n");
         let mut used = self.estimator.estimate(&text);
         'sections: for (title, items) in sections {
@@ -293,15 +276,106 @@ impl Summarizer for ExtractiveSummarizer {
                 text.push_str(&line);
             }
         }
-        Ok(SummaryOutput {
-            tokens: TokenUsage {
-                output: used,
-                ..TokenUsage::default()
-            },
-            text,
-            finish: FinishReason::Stop,
-            redacted: 0,
-        })
+        (text, used)
+    }
+}
+
+/// What [`ExtractiveSummarizer`] gathers from a window, section by section,
+/// in the order met.
+#[derive(Default)]
+struct Extract {
+    requests: Vec<String>,
+    read: Vec<String>,
+    changed: Vec<String>,
+    commands: Vec<String>,
+    errors: Vec<String>,
+    last_text: Option<String>,
+}
+
+impl Extract {
+    /// Gathers from the window `messages`: the user's requests, the last
+    /// assistant text and what the tool calls did.
+    fn from_messages(messages: &[WindowMessage]) -> Self {
+        let mut found = Extract::default();
+        for m in messages {
+            for p in &m.parts {
+                match (m.role, p) {
+                    (Role::User, WindowPart::Text(t))
+                        if t != COMPACTION_QUESTION && !is_continue_text(t) =>
+                    {
+                        push_unique(&mut found.requests, first_line(t, 300));
+                    }
+                    (Role::Assistant, WindowPart::Text(t)) if !t.trim().is_empty() => {
+                        found.last_text = Some(first_line(t, 600));
+                    }
+                    (
+                        Role::Assistant,
+                        WindowPart::Tool {
+                            tool,
+                            input,
+                            result,
+                            ..
+                        },
+                    ) => found.tool(tool, input, result),
+                    _ => {}
+                }
+            }
+        }
+        found
+    }
+
+    /// One tool call: the command it ran and its outcome, or the file it
+    /// changed or read; and its error, if it failed.
+    fn tool(&mut self, tool: &str, input: &Json, result: &ToolResult) {
+        let path = PATH_KEYS
+            .iter()
+            .find_map(|k| input.get(k).and_then(|v| v.as_str()))
+            .map(str::to_owned);
+        let failed = match result {
+            ToolResult::Error(e) => Some(first_line(e, 200)),
+            ToolResult::Output { .. } => None,
+        };
+        if SHELL_TOOLS.contains(&tool) {
+            let cmd = input
+                .get("command")
+                .or_else(|| input.get("cmd"))
+                .map(|c| {
+                    c.as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| c.to_json_string())
+                })
+                .unwrap_or_default();
+            let outcome = match &failed {
+                Some(e) => format!("failed: {e}"),
+                None => "ok".into(),
+            };
+            self.commands
+                .push(format!("`{}` ({outcome})", first_line(&cmd, 160)));
+        } else if let Some(path) = path {
+            if WRITE_TOOLS.contains(&tool) {
+                push_unique(&mut self.changed, path);
+            } else if READ_TOOLS.contains(&tool) {
+                push_unique(&mut self.read, path);
+            }
+        }
+        if let Some(e) = failed {
+            self.errors.push(format!("{tool}: {e}"));
+        }
+    }
+
+    /// The summary's sections in order, each a title and its items.
+    fn sections(self) -> Vec<(&'static str, Vec<String>)> {
+        vec![
+            ("User requests", self.requests),
+            ("Files changed", self.changed),
+            ("Files read", self.read),
+            ("Commands run", self.commands),
+            ("Errors", self.errors),
+            (
+                "Last assistant message",
+                self.last_text.into_iter().collect(),
+            ),
+        ]
     }
 }
 

@@ -11,6 +11,12 @@
 //! ([`claude_code`]), Codex rollout JSONL ([`codex`]) and pi session JSONL
 //! ([`pi`]). [`export`] writes a session back as an OpenCode export.
 //!
+//! Inside, dependencies point one way: every importer records through
+//! `build`'s builder; the OpenCode importer and the exporter share only
+//! `opencode_names` (OpenCode's finish reasons and error refs) and `json`
+//! (merging kept fields), so neither depends on the other. The larger
+//! modules are directories whose `mod.rs` lists its files.
+//!
 //! Shared conventions (each module's doc has its own mapping):
 //! - Ids derive from the recording's own session id, so a second import of
 //!   the same file yields the same events (the store deduplicates them).
@@ -40,9 +46,11 @@ pub mod claude_code;
 pub mod codex;
 pub mod discover;
 pub mod export;
+mod json;
 pub mod limits;
 pub mod opencode;
 pub mod opencode_db;
+mod opencode_names;
 pub mod opencode_storage;
 pub mod pi;
 mod strict;

@@ -5,7 +5,7 @@
 //! the chart back.
 
 use crate::escape;
-use ctxlog_core::Timeline;
+use ctxlog_core::{StepRow, Timeline};
 use std::fmt::Write;
 
 /// The chart's size in SVG units.
@@ -27,19 +27,7 @@ pub const COLORS: &[&str] = &["#2563eb", "#d97706", "#059669", "#9333ea", "#dc26
 /// and threshold are drawn.
 pub fn chart(curves: &[(String, &Timeline)]) -> String {
     let steps = curves.iter().map(|(_, t)| t.steps.len()).max().unwrap_or(0);
-    // The scale fits every point and the usable budget the sessions ended
-    // with; an earlier, larger budget (the model's limits were not known
-    // yet) is drawn clipped at the top.
-    let top = curves
-        .iter()
-        .flat_map(|(_, t)| {
-            let last = t.steps.last().and_then(|s| s.usable);
-            t.steps.iter().map(|s| s.tokens.total).chain(last)
-        })
-        .max()
-        .unwrap_or(0)
-        .max(1);
-    let y_max = nice(top as f64 * 1.05);
+    let y_max = nice(top(curves) as f64 * 1.05);
     let x = |i: usize| {
         let span = (steps.max(2) - 1) as f64;
         LEFT + (WIDTH - LEFT - RIGHT) * i as f64 / span
@@ -50,7 +38,42 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
         svg,
         r#"<svg id="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="tokens per step" xmlns="http://www.w3.org/2000/svg">"#
     );
-    // Axes and grid.
+    axes(&mut svg, steps, y_max, &x, &y);
+    budget_lines(&mut svg, curves, &x, &y);
+    // Dense charts get smaller points; the first curve is drawn widest, so
+    // where a simulation follows the recording both stay visible.
+    let radius = (600.0 / steps.max(1) as f64).clamp(1.5, 3.5);
+    for (c, (label, t)) in curves.iter().enumerate() {
+        curve(&mut svg, c, label, t, radius, &x, &y);
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The largest value the scale must fit: every point and the usable
+/// budget the sessions ended with; an earlier, larger budget (the model's
+/// limits were not known yet) is drawn clipped at the top.
+fn top(curves: &[(String, &Timeline)]) -> u64 {
+    curves
+        .iter()
+        .flat_map(|(_, t)| {
+            let last = t.steps.last().and_then(|s| s.usable);
+            t.steps.iter().map(|s| s.tokens.total).chain(last)
+        })
+        .max()
+        .unwrap_or(0)
+        .max(1)
+}
+
+/// The axes and the grid: five value lines labelled in tokens, at most ten
+/// step numbers, and the word "step".
+fn axes(
+    svg: &mut String,
+    steps: usize,
+    y_max: f64,
+    x: &impl Fn(usize) -> f64,
+    y: &impl Fn(u64) -> f64,
+) {
     for k in 0..=4 {
         let v = y_max * f64::from(k) / 4.0;
         let py = y(v as u64);
@@ -84,11 +107,19 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
         (LEFT + WIDTH - RIGHT) / 2.0,
         HEIGHT - 4.0
     );
-    // The first session's usable line, and each session's threshold in its
-    // colour where it is not that line (they change with the model's limits).
+}
+
+/// The first session's usable line, and each session's threshold in its
+/// colour where it is not that line (they change with the model's limits).
+fn budget_lines(
+    svg: &mut String,
+    curves: &[(String, &Timeline)],
+    x: &impl Fn(usize) -> f64,
+    y: &impl Fn(u64) -> f64,
+) {
     let usable = curves
         .first()
-        .map(|(_, t)| line(t, |s| s.usable, &x, &y))
+        .map(|(_, t)| line(t, |s| s.usable, x, y))
         .unwrap_or_default();
     if !usable.is_empty() {
         let _ = write!(
@@ -97,7 +128,7 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
         );
     }
     for (c, (label, t)) in curves.iter().enumerate() {
-        let threshold = line(t, |s| s.threshold, &x, &y);
+        let threshold = line(t, |s| s.threshold, x, y);
         if !threshold.is_empty() && threshold != usable {
             let _ = write!(
                 svg,
@@ -107,67 +138,80 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
             );
         }
     }
-    // Dense charts get smaller points; the first curve is drawn widest, so
-    // where a simulation follows the recording both stay visible.
-    let radius = (600.0 / steps.max(1) as f64).clamp(1.5, 3.5);
-    for (c, (label, t)) in curves.iter().enumerate() {
-        let color = COLORS[c % COLORS.len()];
-        let points = line(t, |s| Some(s.tokens.total), &x, &y);
-        let width = if c == 0 { 4.0 } else { 2.0 };
+}
+
+/// Curve `c`, labelled `label`: its line, then each step's markers and
+/// point (of `radius`).
+fn curve(
+    svg: &mut String,
+    c: usize,
+    label: &str,
+    t: &Timeline,
+    radius: f64,
+    x: &impl Fn(usize) -> f64,
+    y: &impl Fn(u64) -> f64,
+) {
+    let color = COLORS[c % COLORS.len()];
+    let points = line(t, |s| Some(s.tokens.total), x, y);
+    let width = if c == 0 { 4.0 } else { 2.0 };
+    let _ = write!(
+        svg,
+        r#"<polyline class="curve" stroke="{color}" stroke-width="{width}" points="{points}"/>"#
+    );
+    for (i, s) in t.steps.iter().enumerate() {
+        let (px, py) = (x(i), y(s.tokens.total));
+        markers(svg, c, i, px, label, s);
         let _ = write!(
             svg,
-            r#"<polyline class="curve" stroke="{color}" stroke-width="{width}" points="{points}"/>"#
+            r#"<circle class="pt" cx="{px:.1}" cy="{py:.1}" r="{radius:.1}" fill="{color}" data-curve="{c}" data-step="{i}" data-seq="{}" data-total="{}" tabindex="0"><title>{}: step {} (seq {}): {} tokens{}</title></circle>"#,
+            s.seq,
+            s.tokens.total,
+            escape(label),
+            i + 1,
+            s.seq,
+            s.tokens.total,
+            s.percent
+                .map(|p| format!(", {p}% of usable"))
+                .unwrap_or_default()
         );
-        for (i, s) in t.steps.iter().enumerate() {
-            let (px, py) = (x(i), y(s.tokens.total));
-            for e in &s.events {
-                let kind = match e.kind.as_str() {
-                    "summary_completed" => "compaction",
-                    "parts_pruned" => "prune",
-                    "compaction_failed" | "auto_compaction_paused" => "failure",
-                    _ => continue,
-                };
-                let _ = write!(
-                    svg,
-                    r#"<g class="marker {kind}" data-curve="{c}" data-step="{i}" data-seq="{}" tabindex="0"><line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{}" stroke="{color}" pointer-events="none"/><circle cx="{px:.1}" cy="{}" r="6" fill="{color}"/><title>{}: {} (seq {})</title></g>"#,
-                    e.seq,
-                    HEIGHT - BOTTOM,
-                    // Each curve's knob a row of its own, and the lines let
-                    // clicks through: two curves that compact at the same
-                    // step keep both knobs clickable.
-                    if kind == "prune" {
-                        HEIGHT - BOTTOM - 6.0 - KNOB_ROW * c as f64
-                    } else {
-                        TOP + 6.0 + KNOB_ROW * c as f64
-                    },
-                    escape(label),
-                    escape(&e.what),
-                    e.seq
-                );
-            }
-            let _ = write!(
-                svg,
-                r#"<circle class="pt" cx="{px:.1}" cy="{py:.1}" r="{radius:.1}" fill="{color}" data-curve="{c}" data-step="{i}" data-seq="{}" data-total="{}" tabindex="0"><title>{}: step {} (seq {}): {} tokens{}</title></circle>"#,
-                s.seq,
-                s.tokens.total,
-                escape(label),
-                i + 1,
-                s.seq,
-                s.tokens.total,
-                s.percent
-                    .map(|p| format!(", {p}% of usable"))
-                    .unwrap_or_default()
-            );
-        }
     }
-    svg.push_str("</svg>");
-    svg
+}
+
+/// The markers of step `i` (at `px`) on curve `c`, labelled `label`: one
+/// per compaction, prune or failure that followed it.
+fn markers(svg: &mut String, c: usize, i: usize, px: f64, label: &str, s: &StepRow) {
+    let color = COLORS[c % COLORS.len()];
+    for e in &s.events {
+        let kind = match e.kind.as_str() {
+            "summary_completed" => "compaction",
+            "parts_pruned" => "prune",
+            "compaction_failed" | "auto_compaction_paused" => "failure",
+            _ => continue,
+        };
+        let _ = write!(
+            svg,
+            r#"<g class="marker {kind}" data-curve="{c}" data-step="{i}" data-seq="{}" tabindex="0"><line x1="{px:.1}" x2="{px:.1}" y1="{TOP}" y2="{}" stroke="{color}" pointer-events="none"/><circle cx="{px:.1}" cy="{}" r="6" fill="{color}"/><title>{}: {} (seq {})</title></g>"#,
+            e.seq,
+            HEIGHT - BOTTOM,
+            // Each curve's knob a row of its own, and the lines let
+            // clicks through: two curves that compact at the same
+            // step keep both knobs clickable.
+            if kind == "prune" {
+                HEIGHT - BOTTOM - 6.0 - KNOB_ROW * c as f64
+            } else {
+                TOP + 6.0 + KNOB_ROW * c as f64
+            },
+            escape(label),
+            escape(&e.what),
+            e.seq
+        );
+    }
 }
 
 /// The points of one series; steps where it has no value are left out.
 fn line(
     t: &Timeline,
-    value: impl Fn(&ctxlog_core::StepRow) -> Option<u64>,
+    value: impl Fn(&StepRow) -> Option<u64>,
     x: &impl Fn(usize) -> f64,
     y: &impl Fn(u64) -> f64,
 ) -> String {

@@ -7,7 +7,7 @@ use crate::commonmark::{code_span, fenced, inline, literal};
 use crate::ReportError;
 use ctxlog_core::window::{window_order, PRUNED_PLACEHOLDER};
 use ctxlog_core::{
-    ContentError, Envelope, JobStatus, Message, PartBody, Role, SessionState, ToolState,
+    ContentError, Envelope, JobStatus, Message, Part, PartBody, Role, SessionState, ToolState,
 };
 use std::fmt::Write;
 
@@ -71,40 +71,60 @@ fn message(
     m: &Message,
 ) -> Result<(), ContentError> {
     if m.marker {
-        let job = state.job(m.id);
-        let status = job.map_or("requested", |j| match &j.status {
-            JobStatus::Completed { .. } => "completed",
-            JobStatus::Failed { .. } => "failed",
-            JobStatus::Running => "running",
-            JobStatus::Requested => "requested",
-        });
-        let _ = writeln!(
-            out,
-            "---\n\n### Compaction ({}, {status}), requested at seq {}\n",
-            if job.is_some_and(|j| j.auto) {
-                "automatic"
-            } else {
-                "manual"
-            },
-            m.created_seq
-        );
-        if let Some(JobStatus::Failed { error }) = job.map(|j| &j.status) {
-            let _ = writeln!(out, "Failed: {}\n", inline(error));
-        }
+        marker(out, state, m);
         return Ok(());
     }
     if m.summary {
-        let _ = writeln!(
-            out,
-            "**Summary** (the model reads this instead of the history above):\n"
-        );
-        for text in m.texts_in(events)? {
-            out.push_str(&literal(&text, "> "));
-            out.push('\n');
-        }
-        out.push_str("---\n\n");
-        return Ok(());
+        return summary(out, events, m);
     }
+    heading(out, m);
+    for p in &m.parts {
+        part(out, events, p)?;
+    }
+    Ok(())
+}
+
+/// A compaction marker: automatic or manual, its job's status, and why
+/// the job failed.
+fn marker(out: &mut String, state: &SessionState, m: &Message) {
+    let job = state.job(m.id);
+    let status = job.map_or("requested", |j| match &j.status {
+        JobStatus::Completed { .. } => "completed",
+        JobStatus::Failed { .. } => "failed",
+        JobStatus::Running => "running",
+        JobStatus::Requested => "requested",
+    });
+    let _ = writeln!(
+        out,
+        "---\n\n### Compaction ({}, {status}), requested at seq {}\n",
+        if job.is_some_and(|j| j.auto) {
+            "automatic"
+        } else {
+            "manual"
+        },
+        m.created_seq
+    );
+    if let Some(JobStatus::Failed { error }) = job.map(|j| &j.status) {
+        let _ = writeln!(out, "Failed: {}\n", inline(error));
+    }
+}
+
+/// A summary, quoted, as the model reads it.
+fn summary(out: &mut String, events: &[Envelope], m: &Message) -> Result<(), ContentError> {
+    let _ = writeln!(
+        out,
+        "**Summary** (the model reads this instead of the history above):\n"
+    );
+    for text in m.texts_in(events)? {
+        out.push_str(&literal(&text, "> "));
+        out.push('\n');
+    }
+    out.push_str("---\n\n");
+    Ok(())
+}
+
+/// A message's role, and whether it is synthetic, withdrawn or failed.
+fn heading(out: &mut String, m: &Message) {
     let role = match m.role {
         Role::User => "user",
         Role::Assistant => "assistant",
@@ -124,72 +144,76 @@ fn message(
             .unwrap_or_default()
     );
     out.push('\n');
-    for p in &m.parts {
-        match &*p.body_in(events)? {
-            PartBody::Text { text, .. } => {
-                let _ = writeln!(out, "{}", literal(text, ""));
-            }
-            PartBody::Reasoning { text, .. } => {
-                let _ = writeln!(
-                    out,
-                    "<details><summary>reasoning</summary>\n\n{}\n</details>\n",
-                    fenced(text)
-                );
-            }
-            PartBody::File(a) => {
-                let _ = writeln!(
-                    out,
-                    "_(file: {})_\n",
-                    inline(a.filename.as_deref().unwrap_or(&a.mime))
-                );
-            }
-            PartBody::Tool {
-                call_id,
-                tool,
-                state: tool_state,
-            } => {
-                let input = tool_state.input().to_json_string();
-                let _ = writeln!(
-                    out,
-                    "Tool {} (call {}): {}",
-                    code_span(tool),
-                    code_span(call_id),
-                    code_span(&cut(&input, 200))
-                );
-                out.push('\n');
-                match tool_state {
-                    ToolState::Completed { output, .. } => match &p.pruned {
-                        Some(mark) => {
-                            let _ = writeln!(
-                                out,
-                                "Output cleared by a prune at seq {} ({}, ~{} tokens); the model sees {}.\n\n<details><summary>the original output, kept in the log</summary>\n\n{}\n</details>\n",
-                                mark.seq,
-                                inline(&mark.policy),
-                                mark.tokens,
-                                code_span(PRUNED_PLACEHOLDER),
-                                fenced(&cut(output, MAX_OUTPUT_CHARS))
-                            );
-                        }
-                        None => {
-                            let _ = writeln!(out, "{}", fenced(&cut(output, MAX_OUTPUT_CHARS)));
-                        }
-                    },
-                    ToolState::Error { error, .. } => {
-                        let _ =
-                            writeln!(out, "Error:\n\n{}", fenced(&cut(error, MAX_OUTPUT_CHARS)));
-                    }
-                    ToolState::Pending { .. } | ToolState::Running { .. } => {
-                        out.push_str("_(no result recorded)_\n\n");
-                    }
-                }
-            }
-            PartBody::StepStart { .. }
-            | PartBody::StepFinish { .. }
-            | PartBody::Compaction { .. }
-            | PartBody::Other { .. } => {}
+}
+
+/// One part of a message.
+fn part(out: &mut String, events: &[Envelope], p: &Part) -> Result<(), ContentError> {
+    match &*p.body_in(events)? {
+        PartBody::Text { text, .. } => {
+            let _ = writeln!(out, "{}", literal(text, ""));
         }
+        PartBody::Reasoning { text, .. } => {
+            let _ = writeln!(
+                out,
+                "<details><summary>reasoning</summary>\n\n{}\n</details>\n",
+                fenced(text)
+            );
+        }
+        PartBody::File(a) => {
+            let _ = writeln!(
+                out,
+                "_(file: {})_\n",
+                inline(a.filename.as_deref().unwrap_or(&a.mime))
+            );
+        }
+        PartBody::Tool {
+            call_id,
+            tool,
+            state: tool_state,
+        } => tool_call(out, p, call_id, tool, tool_state),
+        PartBody::StepStart { .. }
+        | PartBody::StepFinish { .. }
+        | PartBody::Compaction { .. }
+        | PartBody::Other { .. } => {}
     }
     Ok(())
+}
+
+/// A tool call: its input, then its output (pruned or not) or its error.
+fn tool_call(out: &mut String, p: &Part, call_id: &str, tool: &str, tool_state: &ToolState) {
+    let input = tool_state.input().to_json_string();
+    let _ = writeln!(
+        out,
+        "Tool {} (call {}): {}",
+        code_span(tool),
+        code_span(call_id),
+        code_span(&cut(&input, 200))
+    );
+    out.push('\n');
+    match tool_state {
+        ToolState::Completed { output, .. } => match &p.pruned {
+            Some(mark) => {
+                let _ = writeln!(
+                    out,
+                    "Output cleared by a prune at seq {} ({}, ~{} tokens); the model sees {}.\n\n<details><summary>the original output, kept in the log</summary>\n\n{}\n</details>\n",
+                    mark.seq,
+                    inline(&mark.policy),
+                    mark.tokens,
+                    code_span(PRUNED_PLACEHOLDER),
+                    fenced(&cut(output, MAX_OUTPUT_CHARS))
+                );
+            }
+            None => {
+                let _ = writeln!(out, "{}", fenced(&cut(output, MAX_OUTPUT_CHARS)));
+            }
+        },
+        ToolState::Error { error, .. } => {
+            let _ = writeln!(out, "Error:\n\n{}", fenced(&cut(error, MAX_OUTPUT_CHARS)));
+        }
+        ToolState::Pending { .. } | ToolState::Running { .. } => {
+            out.push_str("_(no result recorded)_\n\n");
+        }
+    }
 }
 
 /// At most `max` characters, the rest said.

@@ -1,10 +1,8 @@
 //! What the overflow checks and the job commands read of a state.
 
-use super::drafter::Drafter;
 #[cfg(doc)]
 use super::Command;
 use crate::error::Violation;
-use crate::event::CompactionTrigger;
 use crate::event::{FinishReason, PartBody, Role, ToolState};
 use crate::ids::MessageId;
 use crate::policy::{ContinueMessage, OverflowCheckAt, Policy};
@@ -14,7 +12,7 @@ use crate::window::{CONTINUE_TEXT, CONTINUE_TEXT_OPENCODE, OVERFLOW_CONTINUE_PRE
 /// Whether the policy's overflow predicate runs after `step` (see
 /// [`OverflowCheckAt`]): under `RunEnd`, not after a step that stopped for
 /// tool calls (the run goes on).
-fn checks_after(state: &SessionState, step: MessageId) -> bool {
+pub(super) fn checks_after(state: &SessionState, step: MessageId) -> bool {
     if !state.policy.checks_model(model_of(state, step)) {
         return false;
     }
@@ -28,7 +26,7 @@ fn checks_after(state: &SessionState, step: MessageId) -> bool {
 }
 
 /// The model id that answered `step`, when recorded.
-fn model_of(state: &SessionState, step: MessageId) -> Option<&str> {
+pub(super) fn model_of(state: &SessionState, step: MessageId) -> Option<&str> {
     state
         .message(step)
         .and_then(|m| m.model.as_deref())
@@ -41,7 +39,7 @@ fn model_of(state: &SessionState, step: MessageId) -> Option<&str> {
 /// `step` is the last finished step, after the latest pivot, so what
 /// follows it in the log is what follows it in the window: this costs the
 /// messages after it, not the window.
-fn pending_tokens(state: &SessionState, step: MessageId, prompts: bool) -> u64 {
+pub(super) fn pending_tokens(state: &SessionState, step: MessageId, prompts: bool) -> u64 {
     let Some(at) = state.message_index(step) else {
         return 0;
     };
@@ -96,44 +94,4 @@ pub(super) fn pending_job(state: &SessionState, job: MessageId) -> Result<bool, 
         });
     }
     Ok(j.auto)
-}
-
-impl Drafter<'_, '_> {
-    /// [`Command::BeforeRequest`]: the count of the last answer plus the
-    /// estimate of what followed it, against the threshold.
-    pub(super) fn before_request(&mut self, state: &SessionState) {
-        let OverflowCheckAt::BeforeRequest { prompts } = state.policy.check_at else {
-            return;
-        };
-        let Some(last) = state.last_finished.as_ref().filter(|l| !l.summary) else {
-            return;
-        };
-        let step = last.message;
-        if !state.policy.checks_model(model_of(state, step)) {
-            return;
-        }
-        let count = state
-            .policy
-            .count(&last.tokens)
-            .saturating_add(pending_tokens(state, step, prompts));
-        let check = state.policy.check_count(&state.limits, count);
-        self.out.overflow = Some(check);
-        if check.overflow && state.auto_paused.is_none() && state.pending_jobs().next().is_none() {
-            self.marker(true, false, CompactionTrigger::Overflow { step, check });
-        }
-    }
-
-    /// [`Command::CheckOverflow`]: the overflow predicate after `step`.
-    pub(super) fn check_overflow(&mut self, state: &SessionState, step: MessageId) {
-        if !checks_after(state, step) {
-            return;
-        }
-        let check = state.overflow();
-        self.out.overflow = check;
-        if let Some(check) = check.filter(|c| c.overflow) {
-            if state.auto_paused.is_none() && state.pending_jobs().next().is_none() {
-                self.marker(true, false, CompactionTrigger::Overflow { step, check });
-            }
-        }
-    }
 }

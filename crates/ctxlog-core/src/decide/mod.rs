@@ -23,8 +23,10 @@
 //! ```
 //!
 //! Files: `command` (the commands and their values), `drafter` (ids and
-//! drafts, the message and job decisions), `checks` (the overflow checks),
-//! `items` (a session an agent runtime keeps item by item).
+//! drafts, the message and job decisions), `checks` (what the overflow
+//! checks and the job commands read of a state), `overflow` (the drafter's
+//! overflow checks, on those readings), `items` (a session an agent runtime
+//! keeps item by item).
 //!
 //! The reducer ([`SessionState::evolve`]) refuses events that break an
 //! invariant; `decide` refuses only commands it cannot turn into events at
@@ -40,6 +42,7 @@ mod checks;
 mod command;
 mod drafter;
 mod items;
+mod overflow;
 
 pub use checks::continue_text;
 pub use command::{Command, RecordedCompaction, Step, SummaryText, TailChoice};

@@ -221,13 +221,21 @@ fn credential_like(text: &str, value: &str, end: usize, quoted: bool, prose: boo
     true
 }
 
+/// How a template reference opens: two opening braces (Jinja, Handlebars,
+/// Go templates), written as escapes.
+const TEMPLATE_OPENING: &str = "\x7b\x7b";
+
 /// A value that stands for a secret without being one: an environment or
 /// template reference, a mask, an earlier redaction, a type or a schema
 /// word.
 fn placeholder(value: &str) -> bool {
-    let lower = value.to_ascii_lowercase();
+    is_reference_or_mask(value) || is_schema_word(&value.to_ascii_lowercase())
+}
+
+/// An environment or template reference, a mask or an earlier redaction.
+fn is_reference_or_mask(value: &str) -> bool {
     value.starts_with('$')
-        || value.starts_with("{{")
+        || value.starts_with(TEMPLATE_OPENING)
         || value.starts_with("%(")
         || value.starts_with("process.env")
         || value.starts_with("os.environ")
@@ -236,30 +244,35 @@ fn placeholder(value: &str) -> bool {
         || value
             .chars()
             .all(|c| matches!(c, '*' | 'x' | 'X' | '.' | '-' | '#' | '•'))
-        || matches!(
-            lower.as_str(),
-            "null"
-                | "none"
-                | "nil"
-                | "true"
-                | "false"
-                | "undefined"
-                | "string"
-                | "str"
-                | "&str"
-                | "bool"
-                | "number"
-                | "option"
-                | "optional"
-                | "required"
-                | "secretstr"
-                | "redacted"
-                | "hidden"
-                | "env"
-                | "password"
-                | "secret"
-                | "token"
-        )
+}
+
+/// A type or schema word, which names a secret's slot rather than fills it
+/// (`lower`: the value in lower case).
+fn is_schema_word(lower: &str) -> bool {
+    matches!(
+        lower,
+        "null"
+            | "none"
+            | "nil"
+            | "true"
+            | "false"
+            | "undefined"
+            | "string"
+            | "str"
+            | "&str"
+            | "bool"
+            | "number"
+            | "option"
+            | "optional"
+            | "required"
+            | "secretstr"
+            | "redacted"
+            | "hidden"
+            | "env"
+            | "password"
+            | "secret"
+            | "token"
+    )
 }
 
 // ---- command lines ----

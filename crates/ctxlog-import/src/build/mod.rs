@@ -3,15 +3,24 @@
 //! recording's own session id (a second import yields the same events),
 //! keeps times monotonic, tracks the model's limits, counts steps and
 //! distinct tool calls, and names the place in the input in every error.
+//!
+//! Files: this one holds the builder and what every event goes through
+//! (ids, times, messages, parts, steps); `calls` tool calls waiting for
+//! their result, `compaction` the compactions a recording already did,
+//! `model_limits` the model in use and its limits, and `pack` the packing
+//! of recorded events and the descriptions that end an import.
 
-use crate::limits::{resolve, LimitOverrides, Resolved};
-use crate::{Format, ImportError, ImportOptions, Imported};
-use ctxlog_core::decide::queued;
+mod calls;
+mod compaction;
+mod model_limits;
+mod pack;
+
+use crate::limits::{resolve, LimitOverrides};
+use crate::{Format, ImportError, ImportOptions};
 use ctxlog_core::EventPack;
 use ctxlog_core::{
-    description_event_id, Command, Event, FinishReason, IdSource, Json, LoopGuard, MessageId,
-    ModelLimits, ModelRef, PartBody, PartId, RecordedCompaction, Recorder, Role, SeededIds,
-    SessionAbout, SessionId, SourceTarget, TimestampMs, TokenUsage, ToolState,
+    Event, FinishReason, IdSource, Json, MessageId, ModelLimits, ModelRef, PartBody, PartId,
+    Recorder, Role, SeededIds, SessionAbout, SessionId, SourceTarget, TimestampMs, TokenUsage,
 };
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -20,9 +29,6 @@ use std::collections::BTreeMap;
 pub(crate) fn as_json(v: &serde_json::Value) -> Json {
     serde_json::from_value(v.clone()).unwrap_or(Json::Null)
 }
-
-/// How many events the recorder holds before they move into the pack.
-const HELD_EVENTS: usize = 256;
 
 /// A tool call waiting for its result.
 #[derive(Debug, Clone)]
@@ -265,61 +271,6 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Moves the recorder's events into the pack once it holds
-    /// [`HELD_EVENTS`], all but the descriptions after the last event that
-    /// is not one: those may end the recording, and [`Builder::finish`]
-    /// gives those the ids of their places. While finishing, every event is
-    /// such a description and is packed at once.
-    fn pack_recorded(&mut self) -> Result<(), ImportError> {
-        let held = self.r.as_ref().map_or(0, |r| r.events().len());
-        if self.finishing {
-            self.pack_first(held)
-        } else if held >= HELD_EVENTS {
-            self.pack_recorded_through_last_happened()
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Packs the held events up to the last that is not a description.
-    fn pack_recorded_through_last_happened(&mut self) -> Result<(), ImportError> {
-        let through = self
-            .r
-            .as_ref()
-            .and_then(|r| r.events().iter().rposition(|e| !e.event.is_description()));
-        match through {
-            Some(last) => self.pack_first(last + 1),
-            None => Ok(()),
-        }
-    }
-
-    /// Moves the first `count` held events into the pack (while finishing,
-    /// with the ids of their places).
-    fn pack_first(&mut self, count: usize) -> Result<(), ImportError> {
-        let Some(r) = self.r.as_mut() else {
-            return Ok(());
-        };
-        let mut refused = None;
-        for mut e in r.take_events(count) {
-            if self.finishing {
-                debug_assert!(
-                    e.event.is_description(),
-                    "only descriptions end a recording"
-                );
-                e.id = description_event_id(e.session, e.seq);
-            }
-            if refused.is_none() {
-                if let Err(error) = self.pack.push(&e) {
-                    refused = Some((e.seq, error));
-                }
-            }
-        }
-        match refused {
-            None => Ok(()),
-            Some((seq, e)) => Err(self.err(format!("event {seq} cannot be stored: {e}"))),
-        }
-    }
-
     /// A fresh message id, drawn at the (clamped) time of its event.
     pub fn message_id(&mut self, at: TimestampMs) -> Result<MessageId, ImportError> {
         let at = self.time(Some(at));
@@ -359,74 +310,6 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Appends a tool call that waits for its result (a pending tool part
-    /// whose source id is the call id); returns what [`Builder::complete_call`]
-    /// needs later.
-    pub fn pending_call(
-        &mut self,
-        at: TimestampMs,
-        message: MessageId,
-        call_id: &str,
-        tool: String,
-        arguments: &serde_json::Value,
-    ) -> Result<OpenCall, ImportError> {
-        let input = as_json(arguments);
-        let body = PartBody::Tool {
-            call_id: call_id.to_owned(),
-            tool: tool.clone(),
-            state: ToolState::Pending {
-                input: input.clone(),
-                raw: arguments.to_string(),
-            },
-        };
-        let part = self.part(at, message, body, Some(call_id.to_owned()))?;
-        Ok(OpenCall {
-            part,
-            tool,
-            input,
-            start: at,
-        })
-    }
-
-    /// Completes (or errors) a waiting tool call with its result.
-    pub fn complete_call(
-        &mut self,
-        at: TimestampMs,
-        call_id: &str,
-        call: OpenCall,
-        output: String,
-        is_error: bool,
-        metadata: Json,
-    ) -> Result<(), ImportError> {
-        let state = if is_error {
-            ToolState::Error {
-                input: call.input,
-                error: output,
-                start: call.start,
-                end: at,
-            }
-        } else {
-            ToolState::Completed {
-                input: call.input,
-                output,
-                title: None,
-                metadata,
-                start: call.start,
-                end: at,
-                attachments: Vec::new(),
-            }
-        };
-        self.update(
-            at,
-            call.part,
-            PartBody::Tool {
-                call_id: call_id.to_owned(),
-                tool: call.tool,
-                state,
-            },
-        )
-    }
-
     /// The agent that decided what the recording holds: the format's name
     /// (`claude-code`, `codex`, `pi`); OpenCode's carries its version.
     pub fn decided_by(&self, version: Option<&str>) -> String {
@@ -434,44 +317,6 @@ impl<'a> Builder<'a> {
             Some(v) => format!("{}-{v}", self.format.name()),
             None => self.format.name().to_owned(),
         }
-    }
-
-    /// A compaction the recording already did: marker, summary message with
-    /// its text, completed (written by `ctxlog_core::decide`, as every
-    /// lifecycle event is, labelled with the agent that decided it).
-    /// `tail` is the first message kept verbatim; `tokens_before` the
-    /// context's tokens before it, as the agent recorded them.
-    #[allow(clippy::too_many_arguments)]
-    pub fn imported_compaction(
-        &mut self,
-        at: TimestampMs,
-        kind: RecordedKind,
-        source: Option<String>,
-        summary_source: Option<String>,
-        text: &str,
-        tail: Option<MessageId>,
-        tokens_before: Option<u64>,
-    ) -> Result<MessageId, ImportError> {
-        let at = self.time(Some(at));
-        let command = Command::RecordCompaction(RecordedCompaction {
-            auto: kind.auto,
-            overflow: kind.overflow,
-            text: text.to_owned(),
-            tail_start: tail,
-            marker_source: source,
-            summary_source,
-            decided_by: self.decided_by(None),
-            tokens_before,
-        });
-        let decided = match self.rec()?.run(at, command, LoopGuard::default()) {
-            Ok(decided) => decided,
-            Err(e) => return Err(self.err(format!("cannot record the compaction: {e}"))),
-        };
-        if let Some(last) = self.rec()?.events().last() {
-            self.last_recorded_at = last.recorded_at;
-        }
-        self.pack_recorded()?;
-        queued(&decided).ok_or_else(|| self.err("the compaction decided no marker"))
     }
 
     /// Appends a message with no parts.
@@ -563,143 +408,9 @@ impl<'a> Builder<'a> {
         Ok(part)
     }
 
-    /// The model in use from now on; records `LimitsChanged` when its
-    /// limits differ from the current ones.
-    pub fn set_model(&mut self, at: TimestampMs, model: &str) -> Result<(), ImportError> {
-        if self.model.as_deref() == Some(model) {
-            return Ok(());
-        }
-        self.model = Some(model.to_owned());
-        self.refresh_limits(at)
-    }
-
-    /// The context window the recording itself states (Codex does).
-    pub fn set_file_context(&mut self, at: TimestampMs, context: u64) -> Result<(), ImportError> {
-        if self.file_context == Some(context) {
-            return Ok(());
-        }
-        self.file_context = Some(context);
-        self.refresh_limits(at)
-    }
-
-    /// Records `LimitsChanged` when the recording's own limits (the table's
-    /// for its model, its file's context) change: whether one is recorded
-    /// never depends on the overrides, only the limits it carries do, so
-    /// the same recording gives the same events (and ids) under any
-    /// `--context`, `--output` or `--model`.
-    fn refresh_limits(&mut self, at: TimestampMs) -> Result<(), ImportError> {
-        let own = resolve(
-            &LimitOverrides::default(),
-            self.model.as_deref(),
-            self.file_context,
-        )
-        .limits;
-        let Resolved { limits, unknown } = resolve(
-            &self.options.limits,
-            self.model.as_deref(),
-            self.file_context,
-        );
-        if let Some(model) = unknown {
-            let w = format!(
-                "model {model:?} is not in the limits table: assuming {} context, {} output \
-                 (override with --context/--output/--input-limit)",
-                limits.context,
-                limits.output.unwrap_or(0)
-            );
-            if !self.warnings.contains(&w) {
-                self.warnings.push(w);
-            }
-        }
-        if own != self.own_limits {
-            self.own_limits = own;
-            self.limits = limits.clone();
-            self.record(at, Event::LimitsChanged { limits })?;
-        }
-        Ok(())
-    }
-
-    pub fn model(&self) -> Option<&str> {
-        self.model.as_deref()
-    }
-
     /// The state so far.
     pub fn state(&self) -> Option<&ctxlog_core::SessionState> {
         self.r.as_ref().map(|r| r.state())
-    }
-
-    /// Keeps `fields` of `target` that ctxlog does not model, in `format`'s
-    /// terms (merged over what was kept of it before).
-    pub fn keep_source(&mut self, format: &str, target: SourceTarget, fields: serde_json::Value) {
-        let slot = self.sources.entry((format.to_owned(), target)).or_default();
-        // JSON text round-trips a `Value` exactly (floats included:
-        // serde_json's `float_roundtrip`).
-        let mut merged = serde_json::from_str(slot).unwrap_or(serde_json::Value::Null);
-        crate::export::merge(&mut merged, fields);
-        *slot = merged.to_string();
-    }
-
-    pub fn finish(mut self) -> Result<Imported, ImportError> {
-        if self.started() {
-            // At the last event's time, not the last line's: a later import
-            // of the grown file appends what happened after that event
-            // behind these, and the log's times never go backwards.
-            let at = self.last_recorded_at;
-            self.last_at = at;
-            // Everything before the descriptions that end the recording
-            // goes into the pack; those are packed as they are recorded.
-            self.pack_recorded_through_last_happened()?;
-            self.finishing = true;
-            self.pack_recorded()?;
-            for ((format, target), fields) in std::mem::take(&mut self.sources) {
-                let fields = serde_json::from_str(&fields)
-                    .map_or(Json::Null, |fields: serde_json::Value| as_json(&fields));
-                self.record(
-                    at,
-                    Event::SourceFields {
-                        format,
-                        target,
-                        fields,
-                    },
-                )?;
-            }
-            let mut about = std::mem::take(&mut self.about);
-            about.model = about.model.or_else(|| self.model.clone());
-            about.cost_usd = about
-                .cost_usd
-                .or(self.step_cost.map(|c| c as f64 / 1_000_000.0));
-            if about != SessionAbout::default() {
-                self.record(at, Event::SessionDescribed { about })?;
-            }
-        }
-        let Some(r) = self.r else {
-            return Err(ImportError {
-                file: self.file.to_owned(),
-                line: 0,
-                path: None,
-                message: crate::NO_SESSION.into(),
-            });
-        };
-        let (session, messages) = (r.session(), r.state().messages.len() as u64);
-        // A step whose end is not recorded yet counts too: it is a model
-        // call, with the usage it reported (the timeline's open row).
-        let open = r
-            .state()
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::Assistant && m.finish.is_none() && m.tokens.is_some())
-            .count() as u64;
-        debug_assert!(r.events().is_empty(), "every event was packed");
-        let events = self.pack;
-        Ok(Imported {
-            session,
-            format: self.format,
-            source_session: self.source_session,
-            messages,
-            tool_calls: self.tool_ids.len() as u64,
-            steps: self.steps + open,
-            warnings: self.warnings,
-            events,
-        })
     }
 }
 
