@@ -4,8 +4,11 @@
 //! recording under `opencode-1.17` with pruning switched on and small prune
 //! thresholds, so both layers show on a small file.
 
-use crate::recorded::{decoded, print_decisions, store_import};
-use crate::{print_audit, temp_dir, CliError};
+use crate::audit::print_audit;
+use crate::import::once::store_import;
+use crate::recording::decoded;
+use crate::simulate::print_decisions;
+use crate::{temp_dir, CliError};
 use ctxlog_core::{audit, Policy, SessionState};
 use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
 use ctxlog_import::{Format, ImportOptions};

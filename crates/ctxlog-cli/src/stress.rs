@@ -40,7 +40,7 @@ pub(crate) fn run(
             "--sessions, --events and --batch must be at least 1".into(),
         ));
     }
-    let store = crate::open_store(db)?;
+    let store = crate::store::open_store(db)?;
     // A nonce so that every run writes new sessions, unless a seed is given.
     let nonce = seed.unwrap_or_else(|| {
         SystemTime::now()

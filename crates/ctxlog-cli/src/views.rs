@@ -1,8 +1,15 @@
 //! Views of one stored session over time: `timeline` (a row per step) and
 //! `report` (the HTML page).
 
-use crate::{stored_session, ui, Cli, CliError};
-use ctxlog_core::{timeline, Envelope, SessionId, StepEvent, StepRow, Timeline};
+use crate::redaction::outputs;
+use crate::redaction::plural;
+use crate::redaction::redacted_copy;
+use crate::redaction::redaction_json;
+use crate::redaction::redaction_line;
+use crate::redaction::write_page;
+use crate::store::stored_session;
+use crate::{ui, Cli, CliError};
+use ctxlog_core::{timeline, Envelope, StepEvent, StepRow, Timeline};
 use ctxlog_import::time::format_rfc3339_ms;
 use ctxlog_report::redacted::RedactionCounts;
 use ctxlog_report::Curve;
@@ -25,7 +32,7 @@ pub(crate) fn timeline_of(events: &[Envelope]) -> Result<Timeline, CliError> {
 /// `timeline SESSION`.
 pub(crate) fn show_timeline(cli: &Cli, session: &str) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
-    let events = crate::read_log(&store, session)?;
+    let events = crate::store::read_log(&store, session)?;
     let t = timeline_of(&events)?;
     if cli.json {
         println!("{}", timeline_json(&t)?);
@@ -182,13 +189,13 @@ pub(crate) fn write_report(
     out: &Path,
     redact: bool,
 ) -> Result<(), CliError> {
-    let store = crate::open_existing(&cli.db)?;
+    let store = crate::store::open_existing(&cli.db)?;
     let mut logs = Vec::new();
     let mut labels: Vec<String> = Vec::new();
     let mut redacted = RedactionCounts::new();
     for text in std::iter::once(session).chain(with.iter().map(String::as_str)) {
-        let id = crate::recorded::resolve_session(&store, &cli.db, text)?;
-        let mut events = crate::read_described(&store, id)?;
+        let id = crate::store::resolve_session(&store, &cli.db, text)?;
+        let mut events = crate::store::read_described(&store, id)?;
         if redact {
             events = redacted_copy(id, &events, &mut redacted)?;
         }
@@ -251,101 +258,4 @@ pub(crate) fn label(events: &[Envelope]) -> String {
         Some(_) => policy,
         None => format!("recorded ({policy})"),
     }
-}
-
-/// `export SESSION --format markdown [--out FILE]`.
-pub(crate) fn export_markdown(
-    cli: &Cli,
-    session: &str,
-    out: Option<&Path>,
-    redact: bool,
-) -> Result<(), CliError> {
-    let (store, id) = stored_session(cli, session)?;
-    let mut events = crate::read_described(&store, id)?;
-    let mut redacted = RedactionCounts::new();
-    if redact {
-        events = redacted_copy(id, &events, &mut redacted)?;
-        if !cli.json || out.is_none() {
-            eprintln!("{}", redaction_line(&redacted));
-        }
-    }
-    let text = ctxlog_report::markdown(&events)
-        .map_err(|e| CliError::Failed(format!("session {id}: {e}")))?;
-    match out {
-        Some(path) => {
-            write_page(path, &text)?;
-            if cli.json {
-                println!(
-                    "{}",
-                    json!({"session": id.to_string(), "format": "markdown", "out": path.display().to_string(), "events": events.len(), "bytes": text.len(), "redacted": redact.then(|| redaction_json(&redacted))})
-                );
-            } else {
-                println!(
-                    "exported {id} ({} events) to {} ({} bytes)",
-                    events.len(),
-                    path.display(),
-                    text.len()
-                );
-            }
-        }
-        None => crate::write_stdout(format_args!("{text}")),
-    }
-    Ok(())
-}
-
-/// A copy of a session's events with their secrets redacted, the counts
-/// added to `counts`.
-fn redacted_copy(
-    id: SessionId,
-    events: &[Envelope],
-    counts: &mut RedactionCounts,
-) -> Result<Vec<Envelope>, CliError> {
-    let (events, found) = ctxlog_report::redacted::redacted_events(events)
-        .map_err(|e| CliError::Failed(format!("session {id}: {e}")))?;
-    for (kind, n) in found {
-        *counts.entry(kind).or_insert(0) += n;
-    }
-    Ok(events)
-}
-
-/// `redacted 3 secrets (2 github-token, 1 private-key)`.
-fn redaction_line(counts: &RedactionCounts) -> String {
-    let total: u32 = counts.values().sum();
-    let kinds: Vec<String> = counts
-        .iter()
-        .map(|(kind, n)| format!("{n} {}", kind.name()))
-        .collect();
-    match total {
-        0 => "redacted no secrets: none of the known shapes was found".into(),
-        1 => format!("redacted 1 secret ({})", kinds.join(", ")),
-        _ => format!("redacted {total} secrets ({})", kinds.join(", ")),
-    }
-}
-
-/// `{"github-token": 2, ...}`.
-fn redaction_json(counts: &RedactionCounts) -> serde_json::Value {
-    counts
-        .iter()
-        .map(|(kind, n)| (kind.name().to_owned(), json!(n)))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
-}
-
-/// `1 output`, `3 outputs`.
-fn outputs(n: usize) -> String {
-    plural(n, "output")
-}
-
-/// `1 step`, `0 steps`.
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
-
-/// Writes `html` to `out` (a failure names the file).
-pub(crate) fn write_page(out: &Path, html: &str) -> Result<(), CliError> {
-    std::fs::write(out, html).map_err(|e| CliError::Failed(format!("{}: {e}", out.display())))
 }

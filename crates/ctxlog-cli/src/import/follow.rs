@@ -10,8 +10,14 @@
 //! any moment leaves a consistent store; the next import goes on from it.
 //! The store is held throughout: read commands are served by it meanwhile.
 
-use crate::recorded::{import_input, inputs, How, ImportArgs, Input, Outcome};
-use crate::{open_store, CliError};
+use crate::import::once::import_input;
+use crate::import::once::inputs;
+use crate::import::once::How;
+use crate::import::once::ImportArgs;
+use crate::import::once::Outcome;
+use crate::recording::Input;
+use crate::store::open_store;
+use crate::CliError;
 use ctxlog_import::discover::Layout;
 use serde_json::json;
 use std::collections::BTreeMap;

@@ -1,0 +1,153 @@
+//! Files of events: `generate` (a seeded synthetic session) and
+//! `replay-events` (a JSON-lines file replayed, its digest reported).
+
+use crate::CliError;
+use ctxlog_core::audit;
+use ctxlog_core::generate::{generate, GenerateConfig};
+use ctxlog_core::{plan_prune, window, Envelope, JobStatus, RefusedEvent, SessionState};
+use serde_json::json;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::Path;
+
+/// `generate`: simulate, optionally write the events, report.
+pub(crate) fn generate_session(
+    as_json: bool,
+    cfg: &GenerateConfig,
+    events_out: Option<&Path>,
+) -> Result<(), CliError> {
+    let events = generate(cfg)
+        .map_err(|e| CliError::Failed(format!("the generator wrote an invalid event: {e}")))?;
+    if let Some(path) = events_out {
+        write_events(path, &events)?;
+    }
+    let state = SessionState::replay(&events)
+        .map_err(|e| CliError::Failed(format!("replay failed: {e}")))?;
+    report(as_json, &events, &state);
+    Ok(())
+}
+
+/// `replay-events FILE`: fold the file's envelopes, report.
+pub(crate) fn replay_events(as_json: bool, file: &Path) -> Result<(), CliError> {
+    let events = read_events(file)?;
+    let mut state = SessionState::new();
+    for (line, e) in &events {
+        state.evolve(e).map_err(|err: RefusedEvent| {
+            CliError::BadInput(format!("{}:{line}: {err}", file.display()))
+        })?;
+    }
+    let events: Vec<Envelope> = events.into_iter().map(|(_, e)| e).collect();
+    report(as_json, &events, &state);
+    Ok(())
+}
+
+fn write_events(path: &Path, events: &[Envelope]) -> Result<(), CliError> {
+    let fail = |e: std::io::Error| CliError::Failed(format!("{}: {e}", path.display()));
+    let mut out = BufWriter::new(File::create(path).map_err(fail)?);
+    for e in events {
+        serde_json::to_writer(&mut out, e).map_err(|e| fail(e.into()))?;
+        out.write_all(b"\n").map_err(fail)?;
+    }
+    out.flush().map_err(fail)
+}
+
+/// Reads envelopes, one per non-empty line; errors name the file and line.
+fn read_events(path: &Path) -> Result<Vec<(usize, Envelope)>, CliError> {
+    let file = File::open(path)
+        .map_err(|e| CliError::BadInput(format!("{}: cannot open: {e}", path.display())))?;
+    let mut events = Vec::new();
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let n = i + 1;
+        let line = line.map_err(|e| CliError::BadInput(format!("{}:{n}: {e}", path.display())))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let env: Envelope = serde_json::from_str(&line).map_err(|e| {
+            CliError::BadInput(format!("{}:{n}: not an event: {e}", path.display()))
+        })?;
+        events.push((n, env));
+    }
+    Ok(events)
+}
+
+fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
+    let w = window(state);
+    let estimator = state.policy.estimator;
+    let stored: u64 = state
+        .messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter_map(|p| p.completed_output_units())
+        .map(|units| estimator.estimate_units(units))
+        .sum();
+    let completed = state
+        .jobs
+        .iter()
+        .filter(|j| matches!(j.status, JobStatus::Completed { .. }))
+        .count();
+    let failed = state
+        .jobs
+        .iter()
+        .filter(|j| matches!(j.status, JobStatus::Failed { .. }))
+        .count();
+    let timeline = audit(events);
+    let plan = plan_prune(state, &state.policy);
+    let overflow = state.overflow();
+    let doc = json!({
+        "session": state.session.map(|s| s.to_string()),
+        "events": events.len(),
+        "head": state.head,
+        "policy": state.policy.name,
+        "messages": state.messages.len(),
+        "compactions": {"completed": completed, "failed": failed, "pending": state.pending_jobs().count()},
+        "timeline": timeline,
+        "pruned_parts": state.pruned_parts().count(),
+        "tool_output_tokens_stored": stored,
+        "overflow": overflow,
+        "next_prune": {"parts": plan.parts.len(), "tokens": plan.prunable_tokens, "apply": plan.apply},
+        "window": {
+            "pivot": w.pivot.map(|p| p.to_string()),
+            "messages": w.messages.len(),
+            "estimated_tokens": w.estimate(&estimator),
+        },
+        "digest": state.digest().to_string(),
+    });
+    if as_json {
+        println!("{doc}");
+        return;
+    }
+    println!("session   {}", doc["session"].as_str().unwrap_or("-"));
+    println!(
+        "events    {} (head {})  policy {}",
+        events.len(),
+        state.head,
+        state.policy.name
+    );
+    println!("messages  {}", state.messages.len());
+    println!(
+        "compacted {completed} times ({failed} failed, {} pending)",
+        state.pending_jobs().count()
+    );
+    if !timeline.is_empty() {
+        println!("lifecycle");
+    }
+    for t in &timeline {
+        println!("  #{:<6} {}", t.seq, t.what);
+    }
+    println!(
+        "window    {} messages, ~{} tokens of content; {} pruned outputs still stored (~{} tool-output tokens kept in the log)",
+        w.messages.len(),
+        w.estimate(&estimator),
+        state.pruned_parts().count(),
+        stored
+    );
+    if let Some(o) = overflow {
+        println!(
+            "overflow  last step counted {} of {} usable: {}",
+            o.count,
+            o.usable.map_or("unlimited".into(), |u| u.to_string()),
+            if o.overflow { "overflow" } else { "fits" }
+        );
+    }
+    println!("digest    {}", state.digest());
+}

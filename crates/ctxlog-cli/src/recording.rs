@@ -1,0 +1,301 @@
+//! Reading a recording: the file (or standard input) an agent wrote, in
+//! its format, into events, with the limits and policy it is read under.
+
+use crate::ui::{self, Counting};
+use crate::CliError;
+use ctxlog_core::{Envelope, EventPack, Policy};
+use ctxlog_import::discover::{Found, Layout};
+use ctxlog_import::{
+    opencode_db, opencode_storage, Format, ImportOptions, Imported, LimitOverrides,
+};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// `--format` of `import` and `simulate`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// Detect from the first bytes.
+    Auto,
+    /// OpenCode `opencode export` JSON.
+    Opencode,
+    /// Claude Code transcript JSONL.
+    ClaudeCode,
+    /// Codex CLI rollout JSONL.
+    Codex,
+    /// pi coding-agent session JSONL.
+    Pi,
+}
+
+/// Model limit overrides, shared by `import` and `simulate`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct LimitArgs {
+    /// Use this model's limits from the built-in table instead of the
+    /// recorded model's.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Context window, tokens (overrides the table and the file): `128000`,
+    /// `128k`, `1M`.
+    #[arg(long, value_parser = parse_tokens)]
+    pub context: Option<u64>,
+    /// Output limit, tokens (`32k`).
+    #[arg(long, value_parser = parse_tokens)]
+    pub output: Option<u64>,
+    /// Dedicated input limit, tokens (0 = none).
+    #[arg(long = "input-limit", value_parser = parse_tokens)]
+    pub input_limit: Option<u64>,
+}
+
+/// A token count as people write it: `128000`, `128_000`, `128,000`,
+/// `128k`, `1.5M` (k = 1,000; M = 1,000,000).
+pub fn parse_tokens(text: &str) -> Result<u64, String> {
+    let t: String = text
+        .trim()
+        .chars()
+        .filter(|c| *c != '_' && *c != ',')
+        .collect();
+    let (digits, unit) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 1_000u64),
+        Some((i, 'm' | 'M')) => (&t[..i], 1_000_000),
+        _ => (t.as_str(), 1),
+    };
+    let bad = || format!("{text:?} is not a token count (write 128000, 128k or 1.5M)");
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(bad());
+    }
+    match digits.split_once('.') {
+        None => digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| n.checked_mul(unit))
+            .ok_or_else(bad),
+        Some((whole, frac)) => {
+            // Exact decimal arithmetic: 1.5M is 1,500,000, never 1,499,999.
+            if frac.len() > 6 || frac.contains('.') {
+                return Err(bad());
+            }
+            let scale = 10u64.pow(frac.len() as u32);
+            let whole: u64 = if whole.is_empty() {
+                0
+            } else {
+                whole.parse().map_err(|_| bad())?
+            };
+            let frac: u64 = if frac.is_empty() {
+                0
+            } else {
+                frac.parse().map_err(|_| bad())?
+            };
+            let n = whole
+                .checked_mul(scale)
+                .and_then(|w| w.checked_add(frac))
+                .and_then(|v| v.checked_mul(unit))
+                .ok_or_else(bad)?;
+            if n % scale != 0 {
+                return Err(format!("{text:?} is not a whole number of tokens"));
+            }
+            Ok(n / scale)
+        }
+    }
+}
+
+impl LimitArgs {
+    pub(crate) fn overrides(&self) -> LimitOverrides {
+        LimitOverrides {
+            model: self.model.clone(),
+            context: self.context,
+            input: self.input_limit,
+            output: self.output,
+        }
+    }
+}
+
+pub(crate) fn preset(name: &str) -> Result<Policy, CliError> {
+    Policy::named(name).map_err(|e| CliError::BadInput(e.to_string()))
+}
+
+/// Reads and imports `file`; every input problem is exit code 2. `None`:
+/// a recording still being written ([`ImportOptions::live`]) holds no
+/// session yet.
+pub fn read_recording(
+    json: bool,
+    file: &Path,
+    format: FormatArg,
+    options: &ImportOptions,
+) -> Result<Option<Imported>, CliError> {
+    read_input(json, &Input::File(file.to_path_buf()), format, options)
+}
+
+/// One thing `import` reads.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A file, in the format named or sniffed.
+    File(PathBuf),
+    /// Standard input (`-`).
+    Stdin,
+    /// A session found where its agent keeps it (`--discover`).
+    Found(Found),
+}
+
+impl Input {
+    /// How it is named in messages.
+    pub(crate) fn name(&self) -> String {
+        match self {
+            Input::File(p) => p.display().to_string(),
+            Input::Stdin => "stdin".into(),
+            Input::Found(f) => f.name(),
+        }
+    }
+}
+
+/// Reads and imports one input (see [`read_recording`]). The format is
+/// sniffed from the first bytes buffered, so a stream is read once.
+pub(crate) fn read_input(
+    json: bool,
+    input: &Input,
+    format: FormatArg,
+    options: &ImportOptions,
+) -> Result<Option<Imported>, CliError> {
+    let name = input.name();
+    let bad = |m: String| CliError::BadInput(format!("{name}: {m}"));
+    let named = match format {
+        FormatArg::Opencode => Some(Format::OpenCode),
+        FormatArg::ClaudeCode => Some(Format::ClaudeCode),
+        FormatArg::Codex => Some(Format::Codex),
+        FormatArg::Pi => Some(Format::Pi),
+        FormatArg::Auto => None,
+    };
+    let open = |path: &Path| -> Result<(Box<dyn std::io::Read>, u64), CliError> {
+        let f = File::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        Ok((Box::new(f), len))
+    };
+    // An OpenCode storage tree, to name the file an error is about.
+    let mut tree: Option<opencode_storage::Assembled> = None;
+    let (source, len, format): (Box<dyn std::io::Read>, u64, Option<Format>) = match input {
+        Input::File(path) => {
+            let (f, len) = open(path)?;
+            (f, len, named)
+        }
+        Input::Stdin => (Box::new(std::io::stdin()), 0, named),
+        Input::Found(found) => match found.layout {
+            Layout::File => {
+                let (f, len) = open(&found.path)?;
+                (f, len, Some(found.format))
+            }
+            Layout::OpenCodeStorage => {
+                let assembled = opencode_storage::assemble(&found.path, options.max_line_bytes)
+                    .map_err(|e| CliError::BadInput(e.to_string()))?;
+                let bytes = std::mem::take(&mut tree.insert(assembled).bytes);
+                let len = bytes.len() as u64;
+                (
+                    Box::new(std::io::Cursor::new(bytes)),
+                    len,
+                    Some(Format::OpenCode),
+                )
+            }
+            Layout::OpenCodeDatabase => {
+                let bytes = match &found.session {
+                    Some(id) => opencode_db::assemble(&found.path, id, options.max_line_bytes),
+                    None => opencode_db::sessions(&found.path).map(|_| Vec::new()),
+                }
+                .map_err(|e| CliError::BadInput(e.to_string()))?;
+                let len = bytes.len() as u64;
+                (
+                    Box::new(std::io::Cursor::new(bytes)),
+                    len,
+                    Some(Format::OpenCode),
+                )
+            }
+        },
+    };
+    let bar = ui::progress(json, len, ui::PROGRESS_MIN_BYTES, "import", true);
+    let mut reader = BufReader::with_capacity(256 << 10, Counting::new(source, bar.clone()));
+    let format = match format {
+        Some(f) => f,
+        None => {
+            let head = reader
+                .fill_buf()
+                .map_err(|e| bad(format!("cannot read: {e}")))?;
+            Format::sniff(head).ok_or_else(|| {
+                bad("unknown format (use --format opencode|claude-code|codex|pi)".into())
+            })?
+        }
+    };
+    let imported = ctxlog_import::import(reader, &name, format, options);
+    bar.finish_and_clear();
+    let imported = match imported {
+        Ok(imported) => imported,
+        Err(e) if e.holds_no_session() => return Ok(None),
+        Err(e) => {
+            let e = match &tree {
+                Some(t) => t.locate(e),
+                None => e,
+            };
+            return Err(CliError::BadInput(e.to_string()));
+        }
+    };
+    if !json {
+        for w in &imported.warnings {
+            eprintln!("ctxlog: warning: {name}: {w}");
+        }
+    }
+    Ok(Some(imported))
+}
+
+pub(crate) fn read_policy(path: &Path) -> Result<Policy, CliError> {
+    let file = File::open(path)
+        .map_err(|e| CliError::BadInput(format!("{}: cannot open: {e}", path.display())))?;
+    let policy: Policy = serde_json::from_reader(BufReader::new(file))
+        .map_err(|e| CliError::BadInput(format!("{}: not a policy: {e}", path.display())))?;
+    if !(1..=100).contains(&policy.threshold_percent) {
+        return Err(CliError::BadInput(format!(
+            "{}: `threshold_percent` must be from 1 to 100, not {}",
+            path.display(),
+            policy.threshold_percent
+        )));
+    }
+    Ok(policy)
+}
+
+/// An imported recording's events, decoded (for the commands that need
+/// them all at once).
+pub fn decoded(events: &EventPack) -> Result<Vec<Envelope>, CliError> {
+    events
+        .to_vec()
+        .map_err(|e| CliError::Failed(format!("cannot decode the imported events: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_counts_read_as_people_write_them() {
+        for (text, want) in [
+            ("128000", 128_000),
+            ("128_000", 128_000),
+            ("128,000", 128_000),
+            ("128k", 128_000),
+            ("128K", 128_000),
+            ("1M", 1_000_000),
+            ("1.5M", 1_500_000),
+            ("0.5k", 500),
+            ("1.047576M", 1_047_576),
+            ("0", 0),
+        ] {
+            assert_eq!(parse_tokens(text), Ok(want), "{text}");
+        }
+        for bad in [
+            "",
+            "k",
+            "12q",
+            "1.2.3k",
+            "-5",
+            "1.5",
+            "0.0001k",
+            "99999999999999999999",
+        ] {
+            assert!(parse_tokens(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! What views and exports share: a session's events with their secrets
+//! redacted and how many were, counts in words, and the page file a view
+//! or an export writes.
+
+use crate::CliError;
+use ctxlog_core::{Envelope, SessionId};
+use ctxlog_report::redacted::RedactionCounts;
+use serde_json::json;
+use std::path::Path;
+
+/// A copy of a session's events with their secrets redacted, the counts
+/// added to `counts`.
+pub(crate) fn redacted_copy(
+    id: SessionId,
+    events: &[Envelope],
+    counts: &mut RedactionCounts,
+) -> Result<Vec<Envelope>, CliError> {
+    let (events, found) = ctxlog_report::redacted::redacted_events(events)
+        .map_err(|e| CliError::Failed(format!("session {id}: {e}")))?;
+    for (kind, n) in found {
+        *counts.entry(kind).or_insert(0) += n;
+    }
+    Ok(events)
+}
+
+/// `redacted 3 secrets (2 github-token, 1 private-key)`.
+pub(crate) fn redaction_line(counts: &RedactionCounts) -> String {
+    let total: u32 = counts.values().sum();
+    let kinds: Vec<String> = counts
+        .iter()
+        .map(|(kind, n)| format!("{n} {}", kind.name()))
+        .collect();
+    match total {
+        0 => "redacted no secrets: none of the known shapes was found".into(),
+        1 => format!("redacted 1 secret ({})", kinds.join(", ")),
+        _ => format!("redacted {total} secrets ({})", kinds.join(", ")),
+    }
+}
+
+/// `{"github-token": 2, ...}`.
+pub(crate) fn redaction_json(counts: &RedactionCounts) -> serde_json::Value {
+    counts
+        .iter()
+        .map(|(kind, n)| (kind.name().to_owned(), json!(n)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// `1 output`, `3 outputs`.
+pub(crate) fn outputs(n: usize) -> String {
+    plural(n, "output")
+}
+
+/// `1 step`, `0 steps`.
+pub(crate) fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// Writes `html` to `out` (a failure names the file).
+pub(crate) fn write_page(out: &Path, html: &str) -> Result<(), CliError> {
+    std::fs::write(out, html).map_err(|e| CliError::Failed(format!("{}: {e}", out.display())))
+}

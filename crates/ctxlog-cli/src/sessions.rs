@@ -1,0 +1,291 @@
+//! `sessions`: the stored sessions as a table (or JSON), from
+//! `ctxlog_app::sessions`.
+
+use crate::ui::{self};
+use crate::CliError;
+use ctxlog_app::catalog::{self};
+use ctxlog_app::sessions::{Filter, Listed, Listing, SessionRow, SortBy};
+use serde_json::json;
+use std::path::Path;
+
+/// `sessions`' filters and order.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct SessionsArgs {
+    /// Only sessions whose agent contains this text (`claude`, `codex`,
+    /// `opencode`, `pi`; `simulated` for kept simulations).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// Only sessions started on or after this day or time (`2025-09-25`,
+    /// RFC 3339).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only sessions started before the end of this day (or before this
+    /// time).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// The order of the rows.
+    #[arg(long, value_enum, default_value_t = SortArg::Date)]
+    pub sort: SortArg,
+    /// Largest first (newest first for dates).
+    #[arg(long)]
+    pub desc: bool,
+}
+
+/// What `sessions --sort` orders by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SortArg {
+    /// When the session started.
+    #[default]
+    Date,
+    /// The agent's name.
+    Agent,
+    /// Model steps.
+    Steps,
+    /// The largest total tokens a step reported.
+    Peak,
+    /// Events stored.
+    Events,
+    /// The title.
+    Title,
+}
+
+impl From<SortArg> for SortBy {
+    fn from(a: SortArg) -> SortBy {
+        match a {
+            SortArg::Date => SortBy::Date,
+            SortArg::Agent => SortBy::Agent,
+            SortArg::Steps => SortBy::Steps,
+            SortArg::Peak => SortBy::Peak,
+            SortArg::Events => SortBy::Events,
+            SortArg::Title => SortBy::Title,
+        }
+    }
+}
+
+/// A day (`2025-09-25`, its start; with `end`, the start of the next day)
+/// or an RFC 3339 time, in ms since the epoch.
+fn parse_day(text: &str, end: bool, flag: &str) -> Result<u64, CliError> {
+    let bad = || {
+        CliError::BadInput(format!(
+            "--{flag} {text:?}: not a day (2025-09-25) or an RFC 3339 time"
+        ))
+    };
+    if text.len() == 10 {
+        let start =
+            ctxlog_import::time::parse_rfc3339_ms(&format!("{text}T00:00:00Z")).ok_or_else(bad)?;
+        return Ok(if end { start + 86_400_000 } else { start });
+    }
+    ctxlog_import::time::parse_rfc3339_ms(text).ok_or_else(bad)
+}
+
+/// The shortest prefix of each of `names`, at least 8 characters, that no
+/// other name of `universe` (every stored session's, filtered or not)
+/// starts with, as git shortens hashes; a kept simulation keeps its
+/// `@policy`. `resolve_session` takes each back to its session.
+fn short_names(names: &[String], universe: &[String]) -> Vec<String> {
+    let base = |n: &str| n.split_once('@').map_or(n, |(b, _)| b).to_owned();
+    let mut bases: Vec<String> = universe.iter().chain(names).map(|n| base(n)).collect();
+    bases.sort_unstable();
+    bases.dedup();
+    let lcp = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    names
+        .iter()
+        .map(|n| {
+            let b = base(n);
+            // In sorted order the longest shared prefix is with a neighbour.
+            let i = bases.binary_search(&b).unwrap_or(0);
+            let before = i.checked_sub(1).map_or(0, |j| lcp(&b, &bases[j]));
+            let after = bases.get(i + 1).map_or(0, |o| lcp(&b, o));
+            let len = (before.max(after) + 1).max(8).min(b.chars().count());
+            let short: String = b.chars().take(len).collect();
+            match n.split_once('@') {
+                Some((_, p)) => format!("{short}@{p}"),
+                None => short,
+            }
+        })
+        .collect()
+}
+
+/// `sessions`.
+pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError> {
+    let filter = Filter {
+        agent: a.agent.clone(),
+        since: a
+            .since
+            .as_deref()
+            .map(|t| parse_day(t, false, "since"))
+            .transpose()?,
+        until: a
+            .until
+            .as_deref()
+            .map(|t| parse_day(t, true, "until"))
+            .transpose()?,
+    };
+    let store = crate::store::open_existing(db)?;
+    let listing = ctxlog_app::sessions::list(&store, &filter, a.sort.into(), a.desc)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let unreadable = listing.unreadable();
+    let outcome = if unreadable.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Reported(unreadable.len()))
+    };
+    if json {
+        println!(
+            "{}",
+            json!({ "ok": unreadable.is_empty(), "sessions": listing.rows })
+        );
+        return outcome;
+    }
+    if listing.rows.is_empty() {
+        let filtered = if filter.is_set() {
+            " match the filters"
+        } else {
+            ""
+        };
+        println!("no sessions in {}{filtered}", db.display());
+        return outcome;
+    }
+    print_sessions(&listing);
+    for u in &unreadable {
+        println!("error: {u}");
+    }
+    outcome
+}
+
+/// The list as a table: the shortest unique name of each session, its
+/// date, agent, model and numbers, and a title that says what it is.
+fn print_sessions(listing: &Listing) {
+    let name = |r: &Listed| match r {
+        Listed::Row(r) => r
+            .source_session
+            .clone()
+            .unwrap_or_else(|| r.session.clone()),
+        Listed::Unreadable(u) => u.session.clone(),
+    };
+    let names: Vec<String> = listing.rows.iter().map(name).collect();
+    // A session without a source id is named by its ctxlog id, which must
+    // not be the prefix of another session's either.
+    let with_ids: Vec<String> = listing
+        .all_names
+        .iter()
+        .chain(&listing.all_ids)
+        .cloned()
+        .collect();
+    let by_source = short_names(&names, &listing.all_names);
+    let by_id = short_names(&names, &with_ids);
+    let table: Vec<Vec<String>> = listing
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            Listed::Row(r) if r.source_session.is_some() => session_line(by_source[i].clone(), r),
+            Listed::Row(r) => session_line(by_id[i].clone(), r),
+            Listed::Unreadable(_) => {
+                let mut line = vec![by_id[i].clone()];
+                line.extend(std::iter::repeat_n("-".to_owned(), 7));
+                line.push("UNREADABLE (below)".into());
+                line
+            }
+        })
+        .collect();
+    // The id is never cut (it names the session); agent and model are,
+    // when a long id leaves the title too little room.
+    ui::table_fit_cutting(
+        &[
+            "ID", "DATE", "AGENT", "MODEL", "STEPS", "PEAK", "COMP", "PRUNE", "TITLE",
+        ],
+        &table,
+        ui::MAX_TABLE_WIDTH,
+        &[2, 3],
+    );
+}
+
+/// One session's line of the table, named `id`.
+fn session_line(id: String, r: &SessionRow) -> Vec<String> {
+    let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    let mut title = text(&r.title);
+    if r.replaced_by.is_some() {
+        title = format!("(replaced) {title}");
+    }
+    if r.interrupted {
+        title = format!("(import interrupted: import it again) {title}");
+    }
+    match r.source_session.as_deref().and_then(|s| s.split_once('@')) {
+        Some((_, catalog::MANUAL)) => title = format!("(ctxlog's work on it) {title}"),
+        Some((_, policy)) => title = format!("(simulated under {policy}) {title}"),
+        None => {}
+    }
+    let date = r.date.as_str();
+    vec![
+        id,
+        format!(
+            "{} {}",
+            date.get(..10).unwrap_or(date),
+            date.get(11..16).unwrap_or("")
+        ),
+        ui::cut(without_version(&text(&r.agent)), 11),
+        ui::cut(without_date(&text(&r.model)), 17),
+        r.steps.to_string(),
+        ui::tokens(r.peak_tokens),
+        r.compactions.to_string(),
+        r.pruned_parts.to_string(),
+        title,
+    ]
+}
+
+/// `claude-code-2.0.5` → `claude-code` (the version is in `--json`).
+fn without_version(agent: &str) -> &str {
+    match agent.rsplit_once('-') {
+        Some((name, v)) if v.starts_with(|c: char| c.is_ascii_digit()) => name,
+        _ => agent,
+    }
+}
+
+/// `anthropic/claude-sonnet-4-5-20250929` → `claude-sonnet-4-5` (the whole
+/// id is in `--json`).
+fn without_date(model: &str) -> &str {
+    let model = model.rsplit('/').next().unwrap_or(model);
+    match model.rsplit_once('-') {
+        Some((name, d)) if d.len() == 8 && d.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => model,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names_are_unique_prefixes_of_eight_or_more() {
+        let names: Vec<String> = [
+            "0199812e-64f0-7f73",
+            "0199812e-64f0-aaaa",
+            "01998190-fba6",
+            "01998190-fba6@codex",
+            "ses_0a3f9c1e",
+            "abc",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            short_names(&names, &names),
+            [
+                "0199812e-64f0-7",
+                "0199812e-64f0-a",
+                "01998190",
+                "01998190@codex",
+                "ses_0a3f",
+                "abc"
+            ]
+        );
+        assert_eq!(without_version("claude-code-2.0.5"), "claude-code");
+        assert_eq!(without_version("pi"), "pi");
+        assert_eq!(
+            without_date("anthropic/claude-sonnet-4-5-20250929"),
+            "claude-sonnet-4-5"
+        );
+        assert_eq!(without_date("gpt-5-codex"), "gpt-5-codex");
+    }
+}

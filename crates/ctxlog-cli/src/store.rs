@@ -1,0 +1,229 @@
+//! Opening the store a command works on: read through its holder, read
+//! through a private copy when it cannot be written, opened to write; and
+//! naming a session in it.
+
+use crate::damaged;
+use crate::{Cli, CliError};
+use ctxlog_app::catalog::{self, CatalogError};
+use ctxlog_core::Envelope;
+use ctxlog_core::SessionId;
+use ctxlog_store::{EventLog, OpenError, Reader, SledStore};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Copies of read-only stores made by [`open_existing`], removed when the
+/// command ends.
+static READ_COPIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Opens the store at `db` for a command that only reads: a path that is not
+/// a store is bad input (exit 2) and nothing is created; a store another
+/// process holds is read through that process; a store that cannot be
+/// written (a read-only file system or copy) is read through a copy in the
+/// temp directory, since sled opens its files for writing.
+pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
+    require_store(db)?;
+    let cannot_open = |e: OpenError| match e {
+        // These name the store and its holder already.
+        e @ (OpenError::InUse { .. } | OpenError::Unanswered { .. }) => {
+            CliError::Failed(e.to_string())
+        }
+        e => CliError::Failed(damaged::unopened(db, &e)),
+    };
+    match std::fs::OpenOptions::new().append(true).open(db.join("db")) {
+        Ok(_) => {
+            let reader = Reader::open(db).map_err(cannot_open)?;
+            tell_widened(db, reader.widened());
+            if let Some(pid) = reader.served_by() {
+                // A process writes this store: what this one does with what
+                // it reads must not take the cores from it.
+                ctxlog_store::yield_to_writer();
+                eprintln!(
+                    "ctxlog: {} is held by process {pid}: reading what it has made durable, through it",
+                    db.display()
+                );
+            }
+            Ok(reader)
+        }
+        Err(e)
+            if e.kind() == std::io::ErrorKind::PermissionDenied
+                || e.kind() == std::io::ErrorKind::ReadOnlyFilesystem =>
+        {
+            let copy = std::env::temp_dir().join(format!("ctxlog-read-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&copy);
+            // The copy holds what the store holds: private before a byte
+            // of it is written.
+            ctxlog_store::private::create_dir(&copy)
+                .map_err(|e| CliError::Failed(format!("{}: {e}", copy.display())))?;
+            READ_COPIES
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(copy.clone());
+            copy_store(db, &copy, true).map_err(|e| {
+                CliError::Failed(format!(
+                    "{}: cannot copy the read-only store: {e}",
+                    db.display()
+                ))
+            })?;
+            eprintln!(
+                "ctxlog: {} cannot be written: reading a copy of it",
+                db.display()
+            );
+            Ok(Reader::from(open_store(&copy)?))
+        }
+        Err(e) => Err(CliError::Failed(format!(
+            "{}: {e}",
+            db.join("db").display()
+        ))),
+    }
+}
+
+/// Bad input (exit 2) unless `db` is a store; a store this user may not
+/// read says so.
+pub(crate) fn require_store(db: &Path) -> Result<(), CliError> {
+    if let Err(e) = std::fs::read_dir(db) {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            return Err(CliError::Failed(
+                OpenError::Io {
+                    path: db.to_owned(),
+                    error: e,
+                }
+                .to_string(),
+            ));
+        }
+    }
+    if let Some(gone) = damaged::log_gone(db) {
+        return Err(gone);
+    }
+    if db.join("db").is_file() {
+        Ok(())
+    } else {
+        Err(CliError::BadInput(format!(
+            "{}: not a ctxlog store (no such directory, or no sled `db` file in it)",
+            db.display()
+        )))
+    }
+}
+
+/// Copies the files of a store (the witness first: it never claims more
+/// than the log copied after it holds), writable.
+fn copy_store(from: &Path, to: &Path, witness_first: bool) -> std::io::Result<()> {
+    ctxlog_store::private::create_dir(to)?;
+    let mut entries: Vec<_> = std::fs::read_dir(from)?.flatten().collect();
+    entries.sort_by_key(|e| {
+        (
+            !(witness_first && e.file_name() == "witness"),
+            e.file_name(),
+        )
+    });
+    for e in entries {
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_socket() {
+            // The socket a serving process listens on is not data.
+            continue;
+        }
+        if src.is_dir() {
+            copy_store(&src, &dst, false)?;
+        } else {
+            std::fs::copy(&src, &dst)?;
+            // Writable (sled opens for writing) and private.
+            std::fs::set_permissions(
+                &dst,
+                std::fs::Permissions::from_mode(ctxlog_store::private::FILE_MODE),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the copies [`open_existing`] made.
+pub(crate) fn remove_read_copies() {
+    for c in READ_COPIES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .drain(..)
+    {
+        let _ = std::fs::remove_dir_all(c);
+    }
+}
+
+pub(crate) fn open_store(db: &Path) -> Result<SledStore, CliError> {
+    // A store whose log is gone is never quietly replaced by an empty one.
+    if let Some(gone) = damaged::log_gone(db) {
+        return Err(gone);
+    }
+    let store = SledStore::open(db).map_err(|e| CliError::Failed(damaged::unopened(db, &e)))?;
+    tell_widened(db, store.widened());
+    Ok(store)
+}
+
+/// Says which files of the store at `db` other users could read before
+/// opening made them private.
+fn tell_widened(db: &Path, widened: &[String]) {
+    if let Some(first) = widened.first() {
+        eprintln!(
+            "ctxlog: {} could be read by other users: made private to its owner (0700/0600; {} files and directories, such as {first})",
+            db.display(),
+            widened.len()
+        );
+    }
+}
+
+/// Opens the store for reading (see [`open_existing`]) and finds `text` in
+/// it (a ctxlog id or a source id).
+pub(crate) fn stored_session(cli: &Cli, text: &str) -> Result<(Reader, SessionId), CliError> {
+    let store = open_existing(&cli.db)?;
+    let session = resolve_session(&store, &cli.db, text)?;
+    Ok((store, session))
+}
+
+/// Opens the store itself, never a copy, for a command that writes, and
+/// finds `text` in it.
+pub(crate) fn stored_session_to_write(
+    cli: &Cli,
+    text: &str,
+) -> Result<(SledStore, SessionId), CliError> {
+    require_store(&cli.db)?;
+    let store = open_store(&cli.db)?;
+    let session = resolve_session(&store, &cli.db, text)?;
+    Ok((store, session))
+}
+
+pub(crate) fn read_log(
+    store: &impl EventLog,
+    session: SessionId,
+) -> Result<Vec<Envelope>, CliError> {
+    store
+        .read(session, 1)
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Failed(e.to_string()))
+}
+
+/// [`read_log`], then the session's descriptions placed after its events
+/// (`catalog::descriptions_after`): what a report or a transcript reads.
+pub(crate) fn read_described(
+    store: &impl EventLog,
+    session: SessionId,
+) -> Result<Vec<Envelope>, CliError> {
+    let mut events = read_log(store, session)?;
+    let head = events.last().map_or(0, |e| e.seq);
+    events.extend(
+        catalog::descriptions_after(store, session, head)
+            .map_err(|e| CliError::Failed(e.to_string()))?,
+    );
+    Ok(events)
+}
+
+/// Resolves SESSION: a ctxlog id, or a recording's own session id.
+pub fn resolve_session(
+    store: &impl EventLog,
+    db: &Path,
+    text: &str,
+) -> Result<SessionId, CliError> {
+    catalog::resolve_session(store, text).map_err(|e| match e {
+        CatalogError::NotFound(_) => CliError::BadInput(format!("{e} in {}", db.display())),
+        e @ CatalogError::Ambiguous { .. } => CliError::BadInput(e.to_string()),
+        e => CliError::Failed(e.to_string()),
+    })
+}

@@ -1,0 +1,188 @@
+//! `window`: the exact model input of a stored session, at its head or
+//! after an event, in ctxlog's form or as an agent sends it.
+
+use crate::compact::engine;
+use crate::store::stored_session;
+use crate::{Cli, CliError, SummarizerKind};
+use ctxlog_core::window::ToolResult;
+use ctxlog_core::{window, SessionState};
+use ctxlog_core::{Role, SessionId, Window, WindowPart};
+use ctxlog_engine::{Engine, EngineError};
+use ctxlog_store::{EventLog, Reader};
+use serde_json::json;
+
+/// How `window` prints the model input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum WindowFormat {
+    /// ctxlog's messages and parts.
+    Ctxlog,
+    /// The chat-completions `messages` array, as OpenCode sends it.
+    Openai,
+    /// The Anthropic Messages API `messages` array, as pi sends it.
+    Anthropic,
+    /// The Anthropic Messages API `messages` array, as Claude Code sends it
+    /// (consecutive user messages joined; its reminders not recorded).
+    ClaudeCode,
+    /// The OpenAI Responses API `input` items, as Codex sends them.
+    Responses,
+}
+
+pub(crate) fn show_window(
+    cli: &Cli,
+    session: &str,
+    at: Option<u64>,
+    format: WindowFormat,
+) -> Result<(), CliError> {
+    let (store, session) = stored_session(cli, session)?;
+    let engine = engine(store, SummarizerKind::Extractive)?;
+    let failed = |e: EngineError| match e {
+        EngineError::NoSuchSeq { .. } => CliError::BadInput(e.to_string()),
+        e => CliError::Failed(e.to_string()),
+    };
+    // At the head, the engine's state is read in place: a copy of a long
+    // session's state would double the command's memory.
+    match at {
+        Some(seq) => print_window(
+            cli,
+            &engine,
+            session,
+            &engine.state_at(session, seq).map_err(failed)?,
+            format,
+        ),
+        None => engine
+            .query(session, |state| {
+                print_window(cli, &engine, session, state, format)
+            })
+            .map_err(failed)?,
+    }
+}
+
+/// Prints the window of `state` (see [`show_window`]).
+fn print_window(
+    cli: &Cli,
+    engine: &Engine<Reader>,
+    session: SessionId,
+    state: &SessionState,
+    format: WindowFormat,
+) -> Result<(), CliError> {
+    let w = window(state);
+    let sent = match format {
+        WindowFormat::Ctxlog => None,
+        WindowFormat::Openai => {
+            Some(("openai", "messages", ctxlog_engine::chat::chat_messages(&w)))
+        }
+        WindowFormat::Anthropic => Some((
+            "anthropic",
+            "messages",
+            ctxlog_engine::anthropic::anthropic_messages(&w),
+        )),
+        WindowFormat::ClaudeCode => Some((
+            "claude-code",
+            "messages",
+            ctxlog_engine::anthropic::claude_code_messages(&w),
+        )),
+        WindowFormat::Responses => Some((
+            "responses",
+            "input",
+            ctxlog_engine::responses::responses_input(&w),
+        )),
+    };
+    if let Some((name, key, items)) = sent {
+        let mut doc = json!({
+            "format": name,
+            "omitted": ["system", "tools"],
+            "note": "ctxlog does not record the system prompt or the tool definitions; a provider receives them before and beside these messages",
+        });
+        doc[key] = serde_json::Value::Array(items);
+        println!("{doc}");
+        return Ok(());
+    }
+    if cli.json {
+        let view = ctxlog_app::views::WindowView::of(state, &w, state.head, None);
+        println!("{}", json!(view));
+        return Ok(());
+    }
+    let at = engine
+        .store()
+        .read(session, state.head)
+        .ok()
+        .and_then(|mut r| r.next())
+        .and_then(Result::ok)
+        .map_or(state.started_at, |e| e.recorded_at);
+    window_header(state, &w, session, at);
+    for m in &w.messages {
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        for p in &m.parts {
+            let line = match p {
+                WindowPart::Text(t) => t.clone(),
+                WindowPart::Reasoning(t) => format!("(reasoning) {t}"),
+                WindowPart::File(a) => {
+                    format!("(file) {}", a.filename.as_deref().unwrap_or(&a.url))
+                }
+                WindowPart::Tool {
+                    tool,
+                    input,
+                    result,
+                    ..
+                } => match result {
+                    ToolResult::Output { text, .. } => {
+                        format!("[{tool} {}] {}", input.to_json_string(), text)
+                    }
+                    ToolResult::Error(e) => {
+                        format!("[{tool} {}] error: {e}", input.to_json_string())
+                    }
+                },
+            };
+            println!("{role:>9}: {line}");
+        }
+    }
+    Ok(())
+}
+
+/// What `window` prints above the messages: where in the session, the
+/// tokens the last step reported against the estimate, the usable budget.
+fn window_header(state: &SessionState, w: &Window, session: SessionId, at: u64) {
+    let estimator = state.policy.estimator;
+    println!(
+        "session {session}{} · after seq {} · {} · policy {}",
+        state
+            .source_id
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default(),
+        state.head,
+        ctxlog_import::time::format_rfc3339_ms(at),
+        state.policy.name
+    );
+    let recorded = state.last_finished.as_ref().map(|l| {
+        let t = ctxlog_core::StepTokens::of(&l.tokens);
+        format!(
+            "{} tokens at the last step (input {}, cache read {}, cache write {}, output {})",
+            t.total, t.input, t.cache_read, t.cache_write, t.output
+        )
+    });
+    println!(
+        "recorded: {} · estimated window: ~{} tokens in {} messages{} · usable {} (threshold {})",
+        recorded.unwrap_or_else(|| "no step yet".into()),
+        w.estimate(&estimator),
+        w.messages.len(),
+        if w.pivot.is_some() {
+            ", from a compaction"
+        } else {
+            ""
+        },
+        state
+            .policy
+            .usable(&state.limits)
+            .map_or("unlimited".into(), |u| u.to_string()),
+        state
+            .policy
+            .threshold(&state.limits)
+            .map_or("-".into(), |u| u.to_string()),
+    );
+    println!("system prompt: not recorded (ctxlog keeps the messages; the agent sends its system prompt and tool definitions beside them)");
+    println!();
+}
