@@ -262,7 +262,9 @@ fn scenario() -> Vec<Envelope> {
         },
     )
     .unwrap();
-    r.user_text(tick(), CONTINUE_TEXT, true).unwrap();
+    // The continue message: `summarize` appends it through `decide`, at
+    // the summary's time; the scenario's clock still ticks once for it.
+    tick();
     r.record(
         tick(),
         Event::AutoCompactionPaused {

@@ -4,12 +4,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn ctxlog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxlog"))
-        .args(args)
-        .output()
-        .expect("run ctxlog")
-}
+mod common;
 
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -788,4 +783,9 @@ fn a_store_that_cannot_be_written_is_still_read_and_verified() {
     }
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(bin);
+}
+
+/// `ctxlog args` (no store from the environment); its output.
+fn ctxlog(args: &[&str]) -> Output {
+    common::ctxlog().args(args).output().expect("run ctxlog")
 }

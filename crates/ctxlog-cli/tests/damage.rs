@@ -19,10 +19,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// `ctxlog --json --db DB ARGS`, killed after 60 s: a hang is reported as
 /// an exit without a code and `HUNG` on stderr, with every thread's stack in
 /// `DB.hang.txt` when gdb is installed.
@@ -297,7 +293,10 @@ fn damage_is_never_silent_never_a_panic_and_always_located() {
         "fixtures/sessions/codex/edge-cases.jsonl",
         "fixtures/sessions/pi/edge-cases.jsonl",
     ] {
-        let out = ctxlog(&pristine, &["import", root().join(f).to_str().unwrap()]);
+        let out = ctxlog(
+            &pristine,
+            &["import", common::root().join(f).to_str().unwrap()],
+        );
         assert!(
             out.status.success(),
             "{}",
@@ -306,7 +305,7 @@ fn damage_is_never_silent_never_a_panic_and_always_located() {
     }
     // Real sessions, when present, make a store with large values (sled
     // blob files) and longer logs.
-    let shared = root().join("../shared/sessions");
+    let shared = common::root().join("../shared/sessions");
     let mut sessions = 4;
     for f in [
         "pi/large-session.jsonl",
@@ -335,7 +334,7 @@ fn damage_is_never_silent_never_a_panic_and_always_located() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed | 1);
     let mut failures = Vec::new();
     let mut endings: BTreeMap<Ending, u64> = BTreeMap::new();
     for n in 0..trials {
@@ -375,7 +374,7 @@ fn damage_is_never_silent_never_a_panic_and_always_located() {
 fn a_store_whose_log_is_gone_says_what_was_acknowledged() {
     let db = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("log-gone");
     let _ = std::fs::remove_dir_all(&db);
-    let fixture = root().join("fixtures/sessions/opencode/compacted-and-pruned.json");
+    let fixture = common::root().join("fixtures/sessions/opencode/compacted-and-pruned.json");
     let out = ctxlog(&db, &["import", fixture.to_str().unwrap()]);
     assert!(out.status.success());
     let session = serde_json::from_slice::<Value>(&out.stdout).unwrap()["session"]

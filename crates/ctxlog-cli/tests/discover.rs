@@ -11,19 +11,7 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn ctxlog(home: &Path, db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxlog"))
-        .env("HOME", home)
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("CODEX_HOME")
-        .env_remove("XDG_DATA_HOME")
-        .env_remove("OPENCODE_DB")
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
 
 fn json_of(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
@@ -402,4 +390,11 @@ fn a_bad_file_of_a_storage_tree_is_named() {
         "{out}"
     );
     assert!(!db.exists(), "nothing was written");
+}
+
+/// `ctxlog args` on `db` as a user whose home is `home`; its output.
+fn ctxlog(home: &Path, db: &Path, args: &[&str]) -> Output {
+    common::ctxlog_home(home, db, args)
+        .output()
+        .expect("run ctxlog")
 }

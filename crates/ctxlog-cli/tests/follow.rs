@@ -78,7 +78,7 @@ fn follow_keeps_up_with_growing_files_and_survives_sigkill() {
     let contents_of: Vec<Vec<u8>> = sources.iter().map(|s| std::fs::read(s).unwrap()).collect();
     let written = |k: usize| dir.join(format!("session-{k}.jsonl"));
 
-    let mut rng = Rng(0x000F_0110_u64);
+    let mut rng = Rng::new(0x000F_0110_u64);
     let mut follower = start(&db, &dir);
     let mut kills = 0;
     let mut reads = 0;

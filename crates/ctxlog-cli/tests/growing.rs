@@ -10,26 +10,10 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod common;
 use common::Rng;
-
-/// `ctxlog --db DB ARGS` with `home` as the home the agents keep their
-/// sessions in (and nothing else of the environment pointing elsewhere).
-fn ctxlog(home: &Path, db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxlog"))
-        .env("HOME", home)
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .env_remove("CODEX_HOME")
-        .env_remove("OPENCODE_DB")
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .expect("run ctxlog")
-}
 
 /// What `args` prints, which must succeed.
 fn output(home: &Path, db: &Path, args: &[&str]) -> Vec<u8> {
@@ -87,7 +71,7 @@ fn discover_while_the_agents_write_ends_as_one_import_of_the_finished_files() {
         .map(|(f, _)| std::fs::read(f).unwrap())
         .collect();
     let mut at = vec![0usize; files.len()];
-    let mut rng = Rng(0x6120_0029);
+    let mut rng = Rng::new(0x6120_0029);
     let mut runs = 0;
     while at.iter().zip(&contents).any(|(a, c)| a < &c.len()) {
         for (k, c) in contents.iter().enumerate() {
@@ -144,4 +128,11 @@ fn discover_while_the_agents_write_ends_as_one_import_of_the_finished_files() {
         }
     }
     eprintln!("{runs} imports while {} recordings grew", files.len());
+}
+
+/// `ctxlog args` on `db` as a user whose home is `home`; its output.
+fn ctxlog(home: &Path, db: &Path, args: &[&str]) -> Output {
+    common::ctxlog_home(home, db, args)
+        .output()
+        .expect("run ctxlog")
 }

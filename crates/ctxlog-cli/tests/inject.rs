@@ -15,7 +15,6 @@ mod browser;
 mod common;
 
 use browser::Browser;
-use common::ctxlog_at;
 use ctxlog_differential::npm;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -66,21 +65,6 @@ const NAME_KEYS: &[&str] = &[
     "agent",
     "filename",
 ];
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn run(db: &Path, args: &[&str]) -> Vec<u8> {
-    let out = ctxlog_at(db, args);
-    assert!(
-        out.status.success(),
-        "ctxlog {args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    out.stdout
-}
 
 /// Collects the values of [`NAME_KEYS`] (and the names and ids of tool
 /// calls), so each is renamed everywhere.
@@ -137,7 +121,7 @@ fn make_hostile(v: &mut Value, key: Option<&str>, names: &BTreeMap<String, Strin
 
 /// The hostile copy of one checked-in recording, written into `dir`.
 fn hostile_recording(fixture: &str, dir: &Path) -> PathBuf {
-    let src = root().join("fixtures/sessions").join(fixture);
+    let src = common::root().join("fixtures/sessions").join(fixture);
     let text = std::fs::read_to_string(&src).expect("fixture");
     let out = dir.join(fixture.replace('/', "-"));
     let body = if fixture.ends_with(".json") {
@@ -212,7 +196,7 @@ fn hostile_store(dir: &Path) -> (PathBuf, Vec<String>) {
         "pi/edge-cases.jsonl",
     ] {
         let file = hostile_recording(fixture, dir);
-        let out = run(
+        let out = common::succeeds(
             &db,
             &[
                 "--json",
@@ -265,7 +249,7 @@ fn a_hostile_transcript_renders_only_what_ctxlog_wrote() {
             if redact {
                 args.push("--redact");
             }
-            let md = String::from_utf8(run(&db, &args)).unwrap();
+            let md = String::from_utf8(common::succeeds(&db, &args)).unwrap();
             let got = browser.eval_with(RENDER, &[json!(md)]);
             let elements = got["elements"].as_array().expect("elements");
             for el in elements {
@@ -309,7 +293,7 @@ fn text_output_carries_no_terminal_control() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let (db, ids) = hostile_store(&dir);
-    let mut outputs = vec![("sessions".to_owned(), run(&db, &["sessions"]))];
+    let mut outputs = vec![("sessions".to_owned(), common::succeeds(&db, &["sessions"]))];
     for id in &ids {
         for cmd in [
             vec!["audit", id],
@@ -317,10 +301,10 @@ fn text_output_carries_no_terminal_control() {
             vec!["timeline", id],
             vec!["export", id, "--format", "markdown"],
         ] {
-            outputs.push((cmd.join(" "), run(&db, &cmd)));
+            outputs.push((cmd.join(" "), common::succeeds(&db, &cmd)));
         }
         // JSON keeps every character as an escape, never raw.
-        let json_out = run(&db, &["--json", "window", id]);
+        let json_out = common::succeeds(&db, &["--json", "window", id]);
         let text = String::from_utf8(json_out.clone()).unwrap();
         assert!(text.contains("\\u001b"), "{id}: the escape is kept as data");
         outputs.push((format!("--json window {id}"), json_out));
@@ -347,7 +331,7 @@ fn redact_takes_the_secrets_out_of_the_transcript_and_the_page() {
     let dir = std::env::temp_dir().join(format!("ctxlog-redact-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let src = root().join("fixtures/sessions/pi/edge-cases.jsonl");
+    let src = common::root().join("fixtures/sessions/pi/edge-cases.jsonl");
     let token = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
     let key = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAAB\n";
     let text = std::fs::read_to_string(&src).unwrap().replacen(
@@ -365,19 +349,23 @@ fn redact_takes_the_secrets_out_of_the_transcript_and_the_page() {
     let file = dir.join("pi.jsonl");
     std::fs::write(&file, text).unwrap();
     let db = dir.join("store");
-    let out = run(&db, &["--json", "import", file.to_str().unwrap()]);
+    let out = common::succeeds(&db, &["--json", "import", file.to_str().unwrap()]);
     let id = serde_json::from_slice::<Value>(&out).unwrap()["session"]
         .as_str()
         .unwrap()
         .to_owned();
     // The transcript escapes `_`: compare without the backslashes.
-    let shown = |args: &[&str]| String::from_utf8(run(&db, args)).unwrap().replace('\\', "");
+    let shown = |args: &[&str]| {
+        String::from_utf8(common::succeeds(&db, args))
+            .unwrap()
+            .replace('\\', "")
+    };
     let plain = shown(&["export", &id, "--format", "markdown"]);
     assert!(
         plain.contains(token),
         "without --redact the transcript is as recorded"
     );
-    let md = String::from_utf8(run(
+    let md = String::from_utf8(common::succeeds(
         &db,
         &["export", &id, "--format", "markdown", "--redact"],
     ))
@@ -393,7 +381,7 @@ fn redact_takes_the_secrets_out_of_the_transcript_and_the_page() {
         "what follows the key is kept"
     );
     let page = dir.join("r.html");
-    let out = run(
+    let out = common::succeeds(
         &db,
         &[
             "--json",

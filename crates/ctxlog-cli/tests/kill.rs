@@ -37,7 +37,7 @@ fn no_acknowledged_event_is_lost_to_sigkill() {
         .unwrap()
         .as_nanos() as u64;
     eprintln!("kill -9 test seed {seed}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let base = std::env::temp_dir().join(format!("ctxlog-kill-{}", std::process::id()));
     let started = Instant::now();
     let mut cycles = 0u32;
@@ -55,7 +55,7 @@ fn no_acknowledged_event_is_lost_to_sigkill() {
         }
         let mut child = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
             .args(["stress", "--sessions", "3", "--events", "800", "--batch"])
-            .arg((1 + rng.next() % 4).to_string())
+            .arg((1 + rng.next_u64() % 4).to_string())
             .arg("--db")
             .arg(&db)
             .stdout(Stdio::piped())
@@ -74,11 +74,11 @@ fn no_acknowledged_event_is_lost_to_sigkill() {
         });
         // Most kills land while the child is writing (after its first
         // acknowledgement); one in eight lands anywhere, startup included.
-        if !rng.next().is_multiple_of(8) {
+        if !rng.next_u64().is_multiple_of(8) {
             let _ = first_rx.recv_timeout(Duration::from_secs(10));
-            std::thread::sleep(Duration::from_millis(rng.next() % 60));
+            std::thread::sleep(Duration::from_millis(rng.next_u64() % 60));
         } else {
-            std::thread::sleep(Duration::from_millis(rng.next() % 100));
+            std::thread::sleep(Duration::from_millis(rng.next_u64() % 100));
         }
         let finished = matches!(child.try_wait(), Ok(Some(_)));
         child.kill().ok(); // SIGKILL

@@ -38,16 +38,6 @@ fn recordings() -> Vec<PathBuf> {
     files
 }
 
-fn ctxlog(db: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ctxlog"));
-    c.arg("--db")
-        .arg(db)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    c
-}
-
 /// Runs `cmd`, killing it with SIGKILL after `after` if it is still running;
 /// whether it was killed.
 fn run_killed_after(mut cmd: Command, after: Duration) -> bool {
@@ -119,7 +109,7 @@ fn killed_imports_and_compactions_leave_stores_that_open_whole() {
         .unwrap()
         .as_nanos() as u64;
     eprintln!("kill import test seed {seed}");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let started = Instant::now();
     let (mut cycles, mut killed, mut session_checks) = (0u32, 0u32, 0u32);
     let mut db = base.join("store-0");
@@ -132,8 +122,8 @@ fn killed_imports_and_compactions_leave_stores_that_open_whole() {
         }
         let i = imported;
         let limit = took[i].as_micros() as u64 + 1;
-        let after = Duration::from_micros(rng.next() % limit);
-        let compaction = rng.next().is_multiple_of(4);
+        let after = Duration::from_micros(rng.next_u64() % limit);
+        let compaction = rng.next_u64().is_multiple_of(4);
         let context = format!(
             "cycle {cycles}: {} {} killed after {after:?} (seed {seed}), store {}",
             if compaction { "compact of" } else { "import" },
@@ -213,4 +203,11 @@ fn killed_imports_and_compactions_leave_stores_that_open_whole() {
         "too few kills landed mid-command: {killed} of {cycles}"
     );
     let _ = std::fs::remove_dir_all(&base);
+}
+
+/// `ctxlog args` on `db`, its output discarded.
+fn ctxlog(db: &Path, args: &[&str]) -> Command {
+    let mut c = common::ctxlog_on(db, args);
+    c.stdout(Stdio::null()).stderr(Stdio::null());
+    c
 }

@@ -17,10 +17,6 @@ use std::time::{Duration, Instant};
 const FIXTURE: &str = "fixtures/sessions/opencode/compacted-and-pruned.json";
 const SOURCE_ID: &str = "ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn workdir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ctxlog-private-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -101,7 +97,7 @@ fn running_as_root() -> bool {
 #[test]
 fn a_store_is_private_whatever_the_umask() {
     let dir = workdir("umask");
-    let fixture = root().join(FIXTURE);
+    let fixture = common::root().join(FIXTURE);
     for umask in [0o022, 0o000] {
         let db = dir.join(format!("store-{umask:03o}"));
         ok(ctxlog_as(
@@ -133,7 +129,7 @@ fn a_store_is_private_whatever_the_umask() {
 fn a_wider_store_is_tightened_with_a_notice() {
     let dir = workdir("tighten");
     let db = dir.join("store");
-    let fixture = root().join(FIXTURE);
+    let fixture = common::root().join(FIXTURE);
     ok(ctxlog_as(
         None,
         0o022,
@@ -188,7 +184,7 @@ fn the_default_store_is_the_users_from_any_directory() {
     for d in [&home, &a, &b] {
         std::fs::create_dir_all(d).unwrap();
     }
-    let fixture = root().join(FIXTURE);
+    let fixture = common::root().join(FIXTURE);
     let env = [("HOME", home.as_path())];
     ok(ctxlog_as(
         None,
@@ -249,7 +245,7 @@ fn another_user_reads_nothing_from_the_files_or_the_socket() {
     let db = dir.join("store");
     let folder = dir.join("recordings");
     std::fs::create_dir_all(&folder).unwrap();
-    std::fs::copy(root().join(FIXTURE), folder.join("session.json")).unwrap();
+    std::fs::copy(common::root().join(FIXTURE), folder.join("session.json")).unwrap();
     let d = db.to_str().unwrap();
     ok(ctxlog_as(
         None,

@@ -10,11 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn ctxlog(db: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ctxlog"));
-    c.arg("--db").arg(db).args(args);
-    c
-}
+mod common;
 
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
@@ -47,7 +43,7 @@ struct Writer {
 
 impl Writer {
     fn start(db: &Path, sessions: u32, events: u32) -> Writer {
-        let mut child = ctxlog(db, &["stress", "--sessions", &sessions.to_string()])
+        let mut child = common::ctxlog_on(db, &["stress", "--sessions", &sessions.to_string()])
             .args(["--events", &events.to_string(), "--seed", "41"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -99,7 +95,7 @@ fn run_at_once(db: &Path, commands: &[Vec<&str>]) -> Vec<Output> {
     let children: Vec<Child> = commands
         .iter()
         .map(|args| {
-            ctxlog(db, args)
+            common::ctxlog_on(db, args)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -195,7 +191,9 @@ fn readers_in_other_processes_see_every_acknowledged_event_while_a_writer_runs()
     drop(writer);
     // The killed writer left its socket; nobody answers it, so the reader
     // opens the store itself.
-    let o = ctxlog(&db, &["--json", "verify"]).output().unwrap();
+    let o = common::ctxlog_on(&db, &["--json", "verify"])
+        .output()
+        .unwrap();
     let verified = json(&o);
     assert_eq!(verified["ok"], true, "{}", out_text(&o));
     assert!(!String::from_utf8_lossy(&o.stderr).contains(&held));
@@ -217,7 +215,7 @@ fn a_holder_that_does_not_answer_is_named() {
         assert!(status.success());
     };
     signal("-STOP");
-    let o = ctxlog(&db, &["sessions"]).output().unwrap();
+    let o = common::ctxlog_on(&db, &["sessions"]).output().unwrap();
     signal("-CONT");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
@@ -237,7 +235,7 @@ fn a_write_while_another_process_holds_the_store_names_it() {
     let db = store("write-in-use", false);
     let writer = Writer::start(&db, 1, 20_000);
     let pid = writer.child.id();
-    let o = ctxlog(&db, &["compact", "no-such-session"])
+    let o = common::ctxlog_on(&db, &["compact", "no-such-session"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -256,12 +254,16 @@ fn a_write_while_another_process_holds_the_store_names_it() {
 #[test]
 fn readers_started_at_once_on_a_free_store_all_succeed() {
     let db = store("readers-at-once", false);
-    let made = ctxlog(&db, &["stress", "--sessions", "2", "--events", "3000"])
+    let made = common::ctxlog_on(&db, &["stress", "--sessions", "2", "--events", "3000"])
         .args(["--batch", "25", "--seed", "43"])
         .output()
         .unwrap();
     assert!(made.status.success(), "{}", out_text(&made));
-    let listed = json(&ctxlog(&db, &["--json", "sessions"]).output().unwrap());
+    let listed = json(
+        &common::ctxlog_on(&db, &["--json", "sessions"])
+            .output()
+            .unwrap(),
+    );
     let first = listed["sessions"][0]["session"]
         .as_str()
         .unwrap()

@@ -5,13 +5,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn ctxlog(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ctxlog"))
-        .args(args)
-        .env_remove("CTXLOG_DB")
-        .output()
-        .expect("run ctxlog")
-}
+mod common;
 
 fn ok(out: Output) -> Output {
     assert!(
@@ -584,4 +578,9 @@ fn the_audit_names_the_agents_own_ids() {
         of("compaction_started")["source_ids"][1],
         "msg_f553f9a1c001Sm1Ry2Zz3Aa4Bb"
     );
+}
+
+/// `ctxlog args` (no store from the environment); its output.
+fn ctxlog(args: &[&str]) -> Output {
+    common::ctxlog().args(args).output().expect("run ctxlog")
 }

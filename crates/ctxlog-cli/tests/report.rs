@@ -13,30 +13,14 @@ mod browser;
 mod common;
 
 use browser::Browser;
-use common::ctxlog_at;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn run(db: &Path, args: &[&str]) -> String {
-    let out = ctxlog_at(db, args);
-    assert!(
-        out.status.success(),
-        "ctxlog {args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8(out.stdout).expect("utf-8")
-}
 
 /// The sessions the page shows: the real pi recording with two simulations
 /// when `../shared/sessions` is there, else the checked-in OpenCode fixture
 /// (compacted and pruned) with one. Returns (main, others).
 fn sessions(db: &Path) -> (String, Vec<String>) {
-    let pi = root().join("../shared/sessions/pi/large-session.jsonl");
+    let pi = common::root().join("../shared/sessions/pi/large-session.jsonl");
     let (file, id, policies) = if pi.exists() {
         (
             pi,
@@ -45,7 +29,7 @@ fn sessions(db: &Path) -> (String, Vec<String>) {
         )
     } else {
         eprintln!("../shared/sessions is absent: the page shows the checked-in fixture");
-        let file = root().join("fixtures/sessions/opencode/compacted-and-pruned.json");
+        let file = common::root().join("fixtures/sessions/opencode/compacted-and-pruned.json");
         let text = std::fs::read_to_string(&file).expect("fixture");
         let doc: Value = serde_json::from_str(&text).expect("fixture JSON");
         let id = doc["info"]["id"].as_str().expect("session id").to_owned();
@@ -172,7 +156,12 @@ fn the_report_opens_in_chromium_without_errors_and_its_chart_is_the_timeline() {
     std::fs::write(&shot, &png).unwrap();
     eprintln!("screenshot: {}", shot.display());
     if std::env::var_os("CTXLOG_BLESS").is_some() {
-        std::fs::write(root().join("docs/report.png"), &png).unwrap();
+        std::fs::write(common::root().join("docs/report.png"), &png).unwrap();
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `ctxlog args` on `db`, which must succeed; its output as text.
+fn run(db: &Path, args: &[&str]) -> String {
+    String::from_utf8(common::succeeds(db, args)).expect("utf-8")
 }

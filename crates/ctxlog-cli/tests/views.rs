@@ -11,12 +11,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn fixture(rel: &str) -> String {
-    root()
+    common::root()
         .join("fixtures/sessions")
         .join(rel)
         .display()
@@ -73,7 +69,7 @@ fn recordings() -> Vec<String> {
     .iter()
     .map(|f| fixture(f))
     .collect();
-    let shared = root().join("../shared/sessions");
+    let shared = common::root().join("../shared/sessions");
     match std::fs::read_dir(&shared) {
         Ok(dirs) => {
             let mut found: Vec<String> = dirs

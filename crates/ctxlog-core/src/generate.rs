@@ -94,6 +94,14 @@ impl Rng {
         }
         lo + self.next_u64() % (hi - lo + 1)
     }
+    /// Uniform below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
     /// True with probability `percent`/100.
     pub fn chance(&mut self, percent: u32) -> bool {
         self.next_u64() % 100 < percent as u64

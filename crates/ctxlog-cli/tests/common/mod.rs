@@ -1,37 +1,68 @@
 //! What the CLI's process-level tests share.
 
-/// A small seeded source (splitmix64) for the random moments and damages of
-/// the kill and damage tests.
-pub struct Rng(pub u64);
+/// The one seeded random source of the tests (the generator's
+/// splitmix64): the random moments and damages of the kill and damage
+/// tests replay from their seed.
+#[allow(unused_imports)] // not every test uses it
+pub use ctxlog_testkit::Rng;
 
-impl Rng {
-    /// The next value.
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
+/// The workspace root.
+#[allow(dead_code)] // not every test uses it
+pub fn root() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
 
-    /// A value below `n` (0 when `n` is 0).
-    #[allow(dead_code)] // not every test uses it
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
+/// The `ctxlog` binary under test, told of no store by the environment
+/// (`CTXLOG_DB` removed): each test names its own.
+#[allow(dead_code)] // not every test uses it
+pub fn ctxlog() -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlog"));
+    c.env_remove("CTXLOG_DB");
+    c
+}
+
+/// [`ctxlog`] on the store at `db`, with `args`.
+#[allow(dead_code)] // not every test uses it
+pub fn ctxlog_on(db: &std::path::Path, args: &[&str]) -> std::process::Command {
+    let mut c = ctxlog();
+    c.arg("--db").arg(db).args(args);
+    c
+}
+
+/// [`ctxlog_on`] as a user whose home is `home`: the agents' own
+/// locations (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`, `OPENCODE_DB`) unset, so
+/// `--discover` looks only under that home.
+#[allow(dead_code)] // not every test uses it
+pub fn ctxlog_home(
+    home: &std::path::Path,
+    db: &std::path::Path,
+    args: &[&str],
+) -> std::process::Command {
+    let mut c = ctxlog_on(db, args);
+    c.env("HOME", home)
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("OPENCODE_DB");
+    c
+}
+
+/// Runs `ctxlog args` on the store at `db`, which must succeed; its
+/// standard output.
+#[allow(dead_code)] // not every test uses it
+pub fn succeeds(db: &std::path::Path, args: &[&str]) -> Vec<u8> {
+    let out = ctxlog_at(db, args);
+    assert!(
+        out.status.success(),
+        "ctxlog {args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out.stdout
 }
 
 /// Runs the `ctxlog` binary on the store at `db`; its output.
 #[allow(dead_code)] // not every test uses it
 pub fn ctxlog_at(db: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_ctxlog"))
-        .arg("--db")
-        .arg(db)
-        .args(args)
-        .output()
-        .expect("run ctxlog")
+    ctxlog_on(db, args).output().expect("run ctxlog")
 }
