@@ -323,7 +323,7 @@ class CtxlogSession:
         force = bool(args.get("force")) if args else False
         usage = _usage(wrapper) if wrapper is not None else None
         result = await self._call(self._session().compact, usage, force)
-        self.last_compaction = json.loads(result)
+        self.last_compaction = result
 
     def audit(self) -> list[AuditEntry]:
         """The session's audit trail: every prune (the parts, their call ids

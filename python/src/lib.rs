@@ -408,14 +408,14 @@ impl NativeSession {
 
     /// Ends a turn: the step's usage `(input, output, cached, reasoning)`
     /// when the run reported it, the overflow check, compaction, prune.
-    /// Returns what it did, as JSON.
+    /// Returns what it did, as a dict.
     #[pyo3(signature = (usage=None, force=false))]
     fn compact(
         &self,
         py: Python<'_>,
         usage: Option<(u64, u64, u64, u64)>,
         force: bool,
-    ) -> PyResult<String> {
+    ) -> PyResult<Py<PyAny>> {
         let usage = usage.map(|(input, output, cached, reasoning)| TokenUsage {
             total: None,
             // OpenCode's convention, which the policies follow: `input`
@@ -426,7 +426,7 @@ impl NativeSession {
             cache_read: cached,
             cache_write: 0,
         });
-        py.detach(|| {
+        let done = py.detach(|| {
             on_store!(self.backend, s => {
                 let c = s.compact(self.id, usage, force).map_err(agent_err)?;
                 let jobs: Vec<_> = c.jobs.iter().map(|j| match j {
@@ -442,14 +442,15 @@ impl NativeSession {
                     "parts": p.parts.iter().map(|x| json!({"part": x.part.to_string(), "tokens": x.tokens})).collect::<Vec<_>>(),
                     "tokens": p.tokens,
                 }));
-                Ok(json!({
+                Ok::<_, PyErr>(json!({
                     "step": c.step.map(|m| m.to_string()),
                     "overflow": c.overflow,
                     "jobs": jobs,
                     "pruned": pruned,
-                }).to_string())
+                }))
             })
-        })
+        })?;
+        views_py::to_py(py, &done)
     }
 }
 

@@ -6,6 +6,8 @@
 //! - [`catalog`]: storing recordings (whole, grown, versioned), resolving a
 //!   session by its ctxlog id, its recording's id or a prefix, manual
 //!   copies and kept simulations;
+//! - [`importing`]: a recording stored as the newest version of its
+//!   session;
 //! - [`sessions`]: the session list, one [`sessions::SessionRow`] per
 //!   session;
 //! - [`views`]: a session's audit trail and its window at a step;
@@ -18,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod importing;
 pub mod sessions;
 pub mod simulation;
 pub mod views;

@@ -208,6 +208,28 @@ fn a_cut_off_key_at_the_start_of_a_summary_keeps_the_rest() {
     assert!(!got.text.contains("b3Blbn"));
 }
 
+/// Found by the proptest below: a command-line password behind two quotes
+/// was placed one byte too early, inside the next character.
+#[test]
+fn quotes_around_a_command_line_password_are_all_left_out() {
+    for (text, want) in [
+        (
+            "mysql -p\"\"é",
+            "mysql -p\"\"[REDACTED command-line-password]",
+        ),
+        (
+            "mysql -p'\"s3cr3t-pw\"' db",
+            "mysql -p'\"[REDACTED command-line-password]\"' db",
+        ),
+        (
+            "mysql -p\"s3cr3t-pw\" db",
+            "mysql -p\"[REDACTED command-line-password]\" db",
+        ),
+    ] {
+        assert_eq!(redact(text).text, want, "{text}");
+    }
+}
+
 #[test]
 fn markers_are_counted_by_kind_and_kinds_round_trip() {
     for kind in SecretKind::ALL {

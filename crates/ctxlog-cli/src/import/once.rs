@@ -10,6 +10,7 @@ use crate::store::open_store;
 use crate::ui::{self};
 use crate::CliError;
 use ctxlog_app::catalog::{self, CatalogError, Stored};
+use ctxlog_app::importing::{self, VersionError, Versioning};
 use ctxlog_core::{EventPack, SessionId};
 use ctxlog_import::discover::{database_sessions, discover, recordings_in, Places};
 use ctxlog_import::{opencode_db, ImportOptions, Imported};
@@ -73,68 +74,28 @@ pub(crate) struct How {
     pub(crate) replace: bool,
 }
 
-/// The most versions of one recording `--replace` stores.
-const MAX_VERSIONS: u32 = 1_000;
-
 /// Stores `imported`, read from `input`, as the newest version of its
-/// recording. A version `--replace` replaced is passed over (the input is
-/// read again as the next version); a stored version the recording does not
-/// extend is refused, or with `--replace` the recording is stored as the
-/// next version and the stored one marked replaced by it. Returns what was
-/// stored, and the version it replaced.
+/// recording (`ctxlog_app::importing::store_newest`): the input is read
+/// again as the next version when one is needed, which standard input
+/// cannot be.
 fn store_versions(
     store: &SledStore,
     input: &Input,
     imported: Imported,
     how: &How,
 ) -> Result<(Imported, Stored, Option<SessionId>), CliError> {
-    let failed = |e: CatalogError| CliError::Failed(format!("not stored: {e}"));
-    let mut imported = imported;
-    let mut version = how.options.version;
-    let mut diverged: Option<SessionId> = None;
-    loop {
-        let session = imported.session;
-        if catalog::replaced_by(store, session)
-            .map_err(failed)?
-            .is_none()
-        {
-            // Limits or a policy given on the command line are adopted by
-            // a session stored before with others (recorded as
-            // `LimitsChanged` or `PolicyChanged`); without them, what the
-            // session has in force stays.
-            let adopt = catalog::Adopt {
-                limits: how.options.limits != ctxlog_import::LimitOverrides::default(),
-                policy: !how.options.detect_policy,
-            };
-            let events = std::mem::take(&mut imported.events);
-            match catalog::store_recording_adopting(store, events, adopt) {
-                Ok(stored) => {
-                    if let Some(old) = diverged {
-                        catalog::mark_replaced(store, old, session).map_err(failed)?;
-                    }
-                    return Ok((imported, stored, diverged));
-                }
-                Err(e @ CatalogError::Diverged { .. }) if !how.replace => {
-                    return Err(CliError::BadInput(e.to_string()))
-                }
-                Err(CatalogError::Diverged { .. }) => {
-                    // An earlier --replace stored this version and was cut
-                    // short before marking the one before.
-                    if let Some(old) = diverged {
-                        catalog::mark_replaced(store, old, session).map_err(failed)?;
-                    }
-                    diverged = Some(session);
-                }
-                Err(e) => return Err(failed(e)),
-            }
-        }
-        version += 1;
-        if version > MAX_VERSIONS {
-            return Err(CliError::BadInput(format!(
-                "{}: more than {MAX_VERSIONS} versions of the recording are stored",
-                input.name()
-            )));
-        }
+    // Limits or a policy given on the command line are adopted by a session
+    // stored before with others (recorded as `LimitsChanged` or
+    // `PolicyChanged`); without them, what the session has in force stays.
+    let versioning = Versioning {
+        adopt: catalog::Adopt {
+            limits: how.options.limits != ctxlog_import::LimitOverrides::default(),
+            policy: !how.options.detect_policy,
+        },
+        replace: how.replace,
+        version: how.options.version,
+    };
+    let reread = |version| {
         if matches!(input, Input::Stdin) {
             return Err(CliError::BadInput(
                 "stdin: a newer version of this recording is stored (or --replace stores one), \
@@ -146,9 +107,20 @@ fn store_versions(
             version,
             ..how.options.clone()
         };
-        imported = read_input(true, input, how.format, &options)?.ok_or_else(|| {
-            CliError::BadInput(format!("{}: holds no session any more", input.name()))
-        })?;
+        read_input(true, input, how.format, &options)
+    };
+    match importing::store_newest(store, imported, versioning, reread) {
+        Ok(v) => Ok((v.imported, v.stored, v.replaced)),
+        // A stored session with other events names itself; the others
+        // are said of the input.
+        Err(VersionError::Diverged(e)) => Err(CliError::BadInput(e.to_string())),
+        Err(e @ VersionError::TooMany) => Err(CliError::BadInput(format!("{}: {e}", input.name()))),
+        Err(VersionError::Gone) => Err(CliError::BadInput(format!(
+            "{}: holds no session any more",
+            input.name()
+        ))),
+        Err(VersionError::Reread(e)) => Err(e),
+        Err(e @ VersionError::Catalog(_)) => Err(CliError::Failed(e.to_string())),
     }
 }
 

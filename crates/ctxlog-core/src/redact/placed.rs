@@ -311,9 +311,12 @@ pub(super) fn command_line_passwords(text: &str, spans: &mut Vec<Span>) {
             } else {
                 None
             };
-            if let Some((at, pw)) = value {
-                let pw = pw.trim_matches(|c| c == '"' || c == '\'');
-                let at = at + usize::from(text[line_start + at..].starts_with(['"', '\'']));
+            if let Some((at, quoted)) = value {
+                // The quotes around the value are not the secret: every
+                // one trimmed from its start moves it on (`-p""é`).
+                let quote = |c| c == '"' || c == '\'';
+                let at = at + (quoted.len() - quoted.trim_start_matches(quote).len());
+                let pw = quoted.trim_matches(quote);
                 if !pw.is_empty() && !placeholder(pw) {
                     spans.push(Span {
                         start: line_start + at,
