@@ -15,13 +15,19 @@ use ctxlog_core::{
     TokenUsage, ToolState,
 };
 use ctxlog_engine::{Engine, EngineBuilder, EngineError, ManualClock, NewSession};
-use ctxlog_store::faults::{Fault, FaultyLog};
+use ctxlog_store::faults::{Fault, Faultable, FaultyLog};
 use ctxlog_store::EventLog;
+use ctxlog_store::{MemoryLog, SledStore};
 use ctxlog_testkit::Rng;
+use ctxlog_testkit::TempDir;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 /// Seeds run by default (each a few hundred log operations).
 const SEEDS: u64 = 256;
+
+/// Seeds run on the sled store.
+const SLED_SEEDS: u64 = 32;
 
 /// How often one command may fail before the test calls it stuck.
 const MAX_TRIES: u32 = 12;
@@ -67,7 +73,7 @@ fn limits() -> ModelLimits {
 
 /// An engine over `log`; `generation` keeps the ids of engines started
 /// after a restart apart from those already stored.
-fn engine(log: &FaultyLog, seed: u64, generation: u64) -> Engine<FaultyLog> {
+fn engine<L: Faultable>(log: &FaultyLog<L>, seed: u64, generation: u64) -> Engine<FaultyLog<L>> {
     EngineBuilder::new()
         .ids(SeededIds::new(
             seed.wrapping_mul(1_000).wrapping_add(generation),
@@ -79,8 +85,8 @@ fn engine(log: &FaultyLog, seed: u64, generation: u64) -> Engine<FaultyLog> {
 
 /// Does `act` (`asked`: the last user message it knows was stored); the
 /// error of the engine when the log failed.
-fn perform(
-    engine: &Engine<FaultyLog>,
+fn perform<L: Faultable>(
+    engine: &Engine<FaultyLog<L>>,
     session: SessionId,
     act: &Act,
     asked: &mut Option<MessageId>,
@@ -130,9 +136,9 @@ fn perform(
 
 /// The engine's state of `session` is the log's; `Ok(false)` when the log
 /// did not answer (an outage not over yet), so nothing could be compared.
-fn coherent(
-    engine: &Engine<FaultyLog>,
-    log: &FaultyLog,
+fn coherent<L: Faultable>(
+    engine: &Engine<FaultyLog<L>>,
+    log: &FaultyLog<L>,
     session: SessionId,
 ) -> Result<bool, String> {
     let (Ok(cached), Ok(replayed)) = (engine.state(session), log.replay(session)) else {
@@ -149,13 +155,13 @@ fn coherent(
 }
 
 /// Runs one seed; what went wrong, in words.
-fn run_seed(seed: u64) -> Result<Summary, String> {
+fn run_seed<L: Faultable>(fresh: &dyn Fn() -> FaultyLog<L>, seed: u64) -> Result<Summary, String> {
     let mut rng = Rng::new(seed);
     let acts = script(&mut rng);
     let session = SessionId(uuid::Uuid::from_u64_pair(seed, 0xC7_1096));
     // Faults at operations drawn over the length of a run without them.
-    let span = clean_operations(seed, session, &acts);
-    let log = FaultyLog::new();
+    let span = clean_operations(fresh(), seed, session, &acts);
+    let log = fresh();
     for _ in 0..rng.range(1, 4) {
         let fault = match rng.range(0, 5) {
             0 => Fault::Fail,
@@ -243,8 +249,12 @@ fn run_seed(seed: u64) -> Result<Summary, String> {
 }
 
 /// How many log operations the script takes without a fault.
-fn clean_operations(seed: u64, session: SessionId, acts: &[Act]) -> u64 {
-    let log = FaultyLog::new();
+fn clean_operations<L: Faultable>(
+    log: FaultyLog<L>,
+    seed: u64,
+    session: SessionId,
+    acts: &[Act],
+) -> u64 {
     let engine = engine(&log, seed, 0);
     let new = NewSession::new(limits()).policy(Policy::opencode_seed());
     engine
@@ -259,7 +269,7 @@ fn clean_operations(seed: u64, session: SessionId, acts: &[Act]) -> u64 {
 
 /// Ends what is still planned for the checks at the end of a run; whether
 /// the log had to restart (its engine is gone with the process).
-fn settle(log: &FaultyLog) -> bool {
+fn settle<L: Faultable>(log: &FaultyLog<L>) -> bool {
     log.disarm();
     let restart = log.needs_restart();
     if restart {
@@ -277,15 +287,16 @@ struct Summary {
     audited: usize,
 }
 
-#[test]
-fn the_engine_survives_seeded_log_faults() {
+/// Runs every seed (or `CTXLOG_FAULT_SEED` alone) up to `seeds` on logs
+/// from `fresh`; what they went through, in all.
+fn run_seeds<L: Faultable>(fresh: &dyn Fn() -> FaultyLog<L>, seeds: u64, which: &str) -> Summary {
     let seeds: Vec<u64> = match std::env::var("CTXLOG_FAULT_SEED") {
         Ok(one) => vec![one.parse().expect("CTXLOG_FAULT_SEED is a number")],
-        Err(_) => (0..SEEDS).collect(),
+        Err(_) => (0..seeds).collect(),
     };
     let mut total = Summary::default();
     for seed in seeds {
-        match run_seed(seed) {
+        match run_seed(fresh, seed) {
             Ok(s) => {
                 total.struck += s.struck;
                 total.recoveries += s.recoveries;
@@ -293,47 +304,90 @@ fn the_engine_survives_seeded_log_faults() {
                 total.audited += s.audited;
             }
             Err(e) => panic!(
-                "seed {seed}: {e}\nreplay it alone: CTXLOG_FAULT_SEED={seed} cargo test -p ctxlog-engine --test faults"
+                "seed {seed} on {which}: {e}\nreplay it alone: CTXLOG_FAULT_SEED={seed} cargo test -p ctxlog-engine --test faults"
             ),
         }
     }
-    eprintln!("{total:?}");
+    eprintln!("{which}: {total:?}");
     // The faults struck and were recovered from; a run without them would
-    // prove nothing.
-    assert!(
-        total.struck > 0 && total.recoveries > 0 && total.restarts > 0,
-        "{total:?}"
-    );
+    // prove nothing (one seed alone may have no restart).
+    assert!(total.struck > 0 && total.recoveries > 0, "{total:?}");
     assert!(total.audited > 0);
+    total
+}
+
+/// Fresh sled stores for one test, each in its own directory (removed
+/// when the test ends).
+struct SledStores(RefCell<Vec<TempDir>>);
+
+impl SledStores {
+    fn fresh(&self) -> FaultyLog<SledStore> {
+        let dir = TempDir::new("faults");
+        let store = SledStore::open(dir.path()).expect("a fresh store opens");
+        self.0.borrow_mut().push(dir);
+        FaultyLog::over(store)
+    }
 }
 
 #[test]
-fn a_fault_at_every_operation_of_one_session_is_survived() {
-    // One short script, a fault of each kind at each of its operations.
-    let kinds = [
-        Fault::Fail,
-        Fault::LostAck,
-        Fault::Crash { written: false },
-        Fault::Crash { written: true },
-        Fault::SyncError { survives: false },
-        Fault::SyncError { survives: true },
-        Fault::Outage { calls: 2 },
-    ];
-    let clean = FaultyLog::new();
+fn the_engine_survives_seeded_log_faults() {
+    let total = run_seeds(
+        &|| FaultyLog::over(MemoryLog::new()),
+        SEEDS,
+        "the memory log",
+    );
+    if std::env::var_os("CTXLOG_FAULT_SEED").is_none() {
+        assert!(total.restarts > 0, "{total:?}");
+    }
+}
+
+#[test]
+fn the_engine_survives_seeded_faults_of_the_sled_store() {
+    // Fewer seeds: every append here is a durable one (an fsync).
+    let stores = SledStores(RefCell::new(Vec::new()));
+    run_seeds(&|| stores.fresh(), SLED_SEEDS, "the sled store");
+}
+
+/// The fault kinds of the exhaustive tests.
+const KINDS: [Fault; 7] = [
+    Fault::Fail,
+    Fault::LostAck,
+    Fault::Crash { written: false },
+    Fault::Crash { written: true },
+    Fault::SyncError { survives: false },
+    Fault::SyncError { survives: true },
+    Fault::Outage { calls: 2 },
+];
+
+/// A fault of each kind at each operation of the short script, on logs
+/// from `fresh`.
+fn every_fault_everywhere<L: Faultable>(fresh: &dyn Fn() -> FaultyLog<L>) {
+    let clean = fresh();
     drive_clean(&clean);
     let operations = clean.operations();
     assert!(operations >= 8, "{operations} operations");
     for op in 1..=operations {
-        for kind in kinds {
-            if let Err(e) = drive_with(op, kind) {
+        for kind in KINDS {
+            if let Err(e) = drive_with(fresh(), op, kind) {
                 panic!("{kind:?} at operation {op}: {e}");
             }
         }
     }
 }
 
+#[test]
+fn a_fault_at_every_operation_of_one_session_is_survived() {
+    every_fault_everywhere(&|| FaultyLog::over(MemoryLog::new()));
+}
+
+#[test]
+fn a_fault_at_every_operation_of_one_session_on_sled_is_survived() {
+    let stores = SledStores(RefCell::new(Vec::new()));
+    every_fault_everywhere(&|| stores.fresh());
+}
+
 /// The short script of the exhaustive test, on `log`, with no fault.
-fn drive_clean(log: &FaultyLog) {
+fn drive_clean<L: Faultable>(log: &FaultyLog<L>) {
     let e = engine(log, 7, 0);
     let s = SessionId(uuid::Uuid::from_u64_pair(7, 7));
     e.start_session_as(s, NewSession::new(limits())).unwrap();
@@ -364,8 +418,7 @@ fn short_script() -> Vec<Act> {
 
 /// The short script with `fault` at operation `op`, recovering as
 /// `run_seed` does.
-fn drive_with(op: u64, fault: Fault) -> Result<(), String> {
-    let log = FaultyLog::new();
+fn drive_with<L: Faultable>(log: FaultyLog<L>, op: u64, fault: Fault) -> Result<(), String> {
     log.fail_at(op, fault);
     let s = SessionId(uuid::Uuid::from_u64_pair(7, 7));
     let mut generation = 0;

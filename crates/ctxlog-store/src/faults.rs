@@ -1,7 +1,9 @@
-//! [`FaultyLog`]: a [`MemoryLog`] that fails on schedule (feature
-//! `testing`), so that what a log failure does to the engine is tested
-//! from a seed and replays exactly: the same seed gives the same faults at
-//! the same calls, without a clock, a kill or a mount.
+//! [`FaultyLog`]: a log that fails on schedule (feature `testing`), over
+//! the memory log or the sled store, so that what a log failure does to
+//! the engine is tested from a seed and replays exactly: the same seed
+//! gives the same faults at the same calls, without a clock, a kill or a
+//! mount. The faults strike at the call boundary; what sled itself does
+//! when its process is killed is the kill tests' subject.
 //!
 //! Every call to the log is one numbered operation (from 1). A [`Fault`]
 //! planned at operation `n` strikes the `n`-th call. The log remembers
@@ -17,6 +19,7 @@ use crate::error::{AppendError, BackendError, Expected, ReadError};
 use crate::follower::Followable;
 use crate::log::{Appended, EventLog, LoadedState, NewEvent};
 use crate::memory::MemoryLog;
+use crate::sled::store::SledStore;
 use crate::subscribe::Subscription;
 use ctxlog_core::{Envelope, EventId, Seq, SessionId, SessionState};
 use std::collections::BTreeMap;
@@ -78,12 +81,33 @@ struct Plan {
     struck: Vec<(u64, Fault)>,
 }
 
-/// A [`MemoryLog`] that fails on schedule; see the module doc. Clones
-/// share the log and its plan, so a test keeps one while an engine uses
-/// another, and hands it to a new engine after a restart.
+/// A log under a [`FaultyLog`]: what a failed sync can do to it.
+pub trait Faultable: Followable + Clone + Send + Sync + 'static {
+    /// Drops `session`'s events from seq `first` on, as a disk that lost
+    /// an unsynced write would; `false` when this log cannot (its writes
+    /// are durable once made, so a failed sync's write survives).
+    fn drop_unsynced(&self, session: SessionId, first: Seq) -> bool;
+}
+
+impl Faultable for MemoryLog {
+    fn drop_unsynced(&self, session: SessionId, first: Seq) -> bool {
+        self.drop_tail(session, first);
+        true
+    }
+}
+
+impl Faultable for SledStore {
+    fn drop_unsynced(&self, _session: SessionId, _first: Seq) -> bool {
+        false
+    }
+}
+
+/// A log that fails on schedule; see the module doc. Clones share the log
+/// and its plan, so a test keeps one while an engine uses another, and
+/// hands it to a new engine after a restart.
 #[derive(Debug, Clone)]
-pub struct FaultyLog {
-    inner: MemoryLog,
+pub struct FaultyLog<L = MemoryLog> {
+    inner: L,
     plan: Arc<Mutex<Plan>>,
 }
 
@@ -103,10 +127,17 @@ impl Default for FaultyLog {
 }
 
 impl FaultyLog {
-    /// An empty log with no fault planned.
+    /// An empty memory log with no fault planned.
     pub fn new() -> Self {
+        FaultyLog::over(MemoryLog::new())
+    }
+}
+
+impl<L: Faultable> FaultyLog<L> {
+    /// `inner` (empty), with no fault planned.
+    pub fn over(inner: L) -> Self {
         FaultyLog {
-            inner: MemoryLog::new(),
+            inner,
             plan: Arc::new(Mutex::new(Plan {
                 operations: 0,
                 faults: BTreeMap::new(),
@@ -158,9 +189,10 @@ impl FaultyLog {
     pub fn restart(&self) {
         let mut plan = self.plan();
         if let Down::Poisoned(_, Some((session, first, last))) = plan.down {
-            self.inner.drop_tail(session, first);
-            plan.acknowledged
-                .retain(|&(s, seq, _)| s != session || seq < first || seq > last);
+            if self.inner.drop_unsynced(session, first) {
+                plan.acknowledged
+                    .retain(|&(s, seq, _)| s != session || seq < first || seq > last);
+            }
         }
         plan.down = Down::Up;
     }
@@ -295,7 +327,7 @@ impl FaultyLog {
     }
 }
 
-impl EventLog for FaultyLog {
+impl<L: Faultable> EventLog for FaultyLog<L> {
     fn append(
         &self,
         session: SessionId,
@@ -363,7 +395,7 @@ impl EventLog for FaultyLog {
     }
 }
 
-impl Followable for FaultyLog {
+impl<L: Faultable> Followable for FaultyLog<L> {
     fn subscribe(&self) -> Subscription {
         self.inner.subscribe()
     }
