@@ -8,7 +8,7 @@
 //! `":memory:"` path is a log of its own, in memory, for each opener.
 
 use ctxlog_agents::{AgentError, AgentStore, ItemView, NewItem, Settings};
-use ctxlog_app::catalog::{self, resolve_session, CatalogError};
+use ctxlog_app::catalog::{resolve_session, CatalogError};
 use ctxlog_app::sessions::{self, Filter, Listed, SortBy};
 use ctxlog_app::simulation;
 use ctxlog_app::views::{self, At, WindowView};
@@ -212,7 +212,7 @@ impl NativeStore {
         let view = py.detach(|| {
             on_store!(self.backend, s => {
                 let id = resolve(s.engine(), &self.path, session)?;
-                let events = events_of(s.engine(), &self.path, session)?;
+                let events = views::events(s.engine().store(), id).map_err(py_err)?;
                 let at = step.map_or(At::Head, At::Step);
                 let (state, seq) = views::state_at(id, &events, at).map_err(py_err)?;
                 let w = ctxlog_core::window::window(&state);
@@ -252,14 +252,8 @@ impl NativeStore {
     fn report(&self, py: Python<'_>, session: &str, out: PathBuf) -> PyResult<usize> {
         py.detach(|| {
             on_store!(self.backend, s => {
-                let mut events = events_of(s.engine(), &self.path, session)?;
-                if let Some(first) = events.first() {
-                    let (id, head) = (first.session, events.len() as u64);
-                    events.extend(
-                        catalog::descriptions_after(s.engine().store(), id, head)
-                            .map_err(py_err)?,
-                    );
-                }
+                let id = resolve(s.engine(), &self.path, session)?;
+                let events = views::described_events(s.engine().store(), id).map_err(py_err)?;
                 let curves = [ctxlog_report::Curve {
                     label: label_of(&events),
                     events: &events,
@@ -470,12 +464,7 @@ fn events_of<L: EventLog>(
     text: &str,
 ) -> PyResult<Vec<ctxlog_core::Envelope>> {
     let id = resolve(engine, path, text)?;
-    engine
-        .store()
-        .read(id, 1)
-        .map_err(py_err)?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(py_err)
+    views::events(engine.store(), id).map_err(py_err)
 }
 
 /// How the report names a session: its name, else its id.

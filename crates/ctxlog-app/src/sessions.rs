@@ -120,6 +120,7 @@ impl Filter {
 
 /// What the list is ordered by.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum SortBy {
     /// When the session started.
     #[default]

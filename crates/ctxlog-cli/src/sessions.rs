@@ -24,42 +24,11 @@ pub struct SessionsArgs {
     #[arg(long)]
     pub until: Option<String>,
     /// The order of the rows.
-    #[arg(long, value_enum, default_value_t = SortArg::Date)]
-    pub sort: SortArg,
+    #[arg(long, value_enum, default_value_t = SortBy::Date)]
+    pub sort: SortBy,
     /// Largest first (newest first for dates).
     #[arg(long)]
     pub desc: bool,
-}
-
-/// What `sessions --sort` orders by.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum SortArg {
-    /// When the session started.
-    #[default]
-    Date,
-    /// The agent's name.
-    Agent,
-    /// Model steps.
-    Steps,
-    /// The largest total tokens a step reported.
-    Peak,
-    /// Events stored.
-    Events,
-    /// The title.
-    Title,
-}
-
-impl From<SortArg> for SortBy {
-    fn from(a: SortArg) -> SortBy {
-        match a {
-            SortArg::Date => SortBy::Date,
-            SortArg::Agent => SortBy::Agent,
-            SortArg::Steps => SortBy::Steps,
-            SortArg::Peak => SortBy::Peak,
-            SortArg::Events => SortBy::Events,
-            SortArg::Title => SortBy::Title,
-        }
-    }
 }
 
 /// A day (`2025-09-25`, its start; with `end`, the start of the next day)
@@ -122,7 +91,7 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
             .transpose()?,
     };
     let store = crate::store::open_existing(db)?;
-    let listing = ctxlog_app::sessions::list(&store, &filter, a.sort.into(), a.desc)
+    let listing = ctxlog_app::sessions::list(&store, &filter, a.sort, a.desc)
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let unreadable = listing.unreadable();
     let outcome = if unreadable.is_empty() {

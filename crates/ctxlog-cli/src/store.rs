@@ -189,30 +189,22 @@ pub(crate) fn stored_session_to_write(
     Ok((store, session))
 }
 
+/// Every event of `session` (`ctxlog_app::views::events`).
 pub(crate) fn read_log(
     store: &impl EventLog,
     session: SessionId,
 ) -> Result<Vec<Envelope>, CliError> {
-    store
-        .read(session, 1)
-        .map_err(|e| CliError::Failed(e.to_string()))?
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CliError::Failed(e.to_string()))
+    ctxlog_app::views::events(store, session).map_err(|e| CliError::Failed(e.to_string()))
 }
 
 /// [`read_log`], then the session's descriptions placed after its events
-/// (`catalog::descriptions_after`): what a report or a transcript reads.
+/// (`ctxlog_app::views::described_events`): what a report or a transcript
+/// reads.
 pub(crate) fn read_described(
     store: &impl EventLog,
     session: SessionId,
 ) -> Result<Vec<Envelope>, CliError> {
-    let mut events = read_log(store, session)?;
-    let head = events.last().map_or(0, |e| e.seq);
-    events.extend(
-        catalog::descriptions_after(store, session, head)
-            .map_err(|e| CliError::Failed(e.to_string()))?,
-    );
-    Ok(events)
+    ctxlog_app::views::described_events(store, session).map_err(|e| CliError::Failed(e.to_string()))
 }
 
 /// Resolves SESSION: a ctxlog id, or a recording's own session id.

@@ -1,34 +1,13 @@
 //! The store against a real sled database on disk.
 
-use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::*;
+use ctxlog_store::conformance::{session_events, sid};
 use ctxlog_store::record;
 use ctxlog_store::*;
 use ctxlog_testkit::TempDir;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-
 use std::time::Duration;
-
-/// A valid session log of about `n` events, as events to append.
-fn session_events(seed: u64, n: usize) -> (SessionId, Vec<NewEvent>) {
-    let cfg = GenerateConfig {
-        seed,
-        turns: (n / 12 + 2) as u32,
-        max_output_chars: 4_000,
-        ..GenerateConfig::default()
-    };
-    let events = generate(&cfg).unwrap();
-    let session = events[0].session;
-    (
-        session,
-        events.into_iter().take(n).map(NewEvent::from).collect(),
-    )
-}
-
-fn sid(n: u8) -> SessionId {
-    SessionId(uuid::Uuid::from_bytes([n; 16]))
-}
 
 #[test]
 fn expected_version_cases() {
