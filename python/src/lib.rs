@@ -10,8 +10,8 @@
 use ctxlog_agents::{AgentError, AgentStore, ItemView, NewItem, Settings};
 use ctxlog_app::catalog::{resolve_session, CatalogError};
 use ctxlog_app::sessions::{self, Filter, Listed, SortBy};
-use ctxlog_app::simulation;
 use ctxlog_app::views::{self, At, WindowView};
+use ctxlog_app::{pages, simulation};
 use ctxlog_core::{timeline, FinishReason, ModelLimits, Policy, SessionId, TokenUsage};
 use ctxlog_engine::simulate::SimulateConfig;
 use ctxlog_engine::summarize::{
@@ -22,7 +22,6 @@ use ctxlog_store::EventLog;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -253,12 +252,8 @@ impl NativeStore {
         py.detach(|| {
             on_store!(self.backend, s => {
                 let id = resolve(s.engine(), &self.path, session)?;
-                let events = views::described_events(s.engine().store(), id).map_err(py_err)?;
-                let curves = [ctxlog_report::Curve {
-                    label: label_of(&events),
-                    events: &events,
-                }];
-                let html = ctxlog_report::report(&curves).map_err(py_err)?;
+                let page = pages::report(s.engine().store(), &[id], false).map_err(py_err)?;
+                let html = page.text;
                 write_file(&out, &html)?;
                 Ok(html.len())
             })
@@ -420,31 +415,10 @@ impl NativeSession {
             cache_read: cached,
             cache_write: 0,
         });
-        let done = py.detach(|| {
-            on_store!(self.backend, s => {
-                let c = s.compact(self.id, usage, force).map_err(agent_err)?;
-                let jobs: Vec<_> = c.jobs.iter().map(|j| match j {
-                    ctxlog_engine::JobOutcome::Completed { job, summary, continued, paused, .. } => json!({
-                        "job": job.to_string(), "status": "completed", "summary": summary.to_string(),
-                        "continued": continued, "paused": paused,
-                    }),
-                    ctxlog_engine::JobOutcome::Failed { job, error, paused } => json!({
-                        "job": job.to_string(), "status": "failed", "error": error, "paused": paused,
-                    }),
-                }).collect();
-                let pruned = c.pruned.map(|p| json!({
-                    "parts": p.parts.iter().map(|x| json!({"part": x.part.to_string(), "tokens": x.tokens})).collect::<Vec<_>>(),
-                    "tokens": p.tokens,
-                }));
-                Ok::<_, PyErr>(json!({
-                    "step": c.step.map(|m| m.to_string()),
-                    "overflow": c.overflow,
-                    "jobs": jobs,
-                    "pruned": pruned,
-                }))
-            })
-        })?;
-        views_py::to_py(py, &done)
+        let done = py.detach(
+            || on_store!(self.backend, s => s.compact(self.id, usage, force).map_err(agent_err)),
+        )?;
+        views_py::serde_to_py(py, &done)
     }
 }
 
@@ -465,19 +439,6 @@ fn events_of<L: EventLog>(
 ) -> PyResult<Vec<ctxlog_core::Envelope>> {
     let id = resolve(engine, path, text)?;
     views::events(engine.store(), id).map_err(py_err)
-}
-
-/// How the report names a session: its name, else its id.
-fn label_of(events: &[ctxlog_core::Envelope]) -> String {
-    match events.first().map(|e| &e.event) {
-        Some(ctxlog_core::Event::SessionStarted {
-            source_id: Some(s), ..
-        }) => s.clone(),
-        _ => events
-            .first()
-            .map(|e| e.session.to_string())
-            .unwrap_or_default(),
-    }
 }
 
 fn write_file(out: &Path, text: &str) -> PyResult<()> {

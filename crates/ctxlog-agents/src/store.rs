@@ -39,8 +39,9 @@ pub struct Settings {
     pub limits: Option<ModelLimits>,
 }
 
-/// What [`AgentStore::compact`] did.
-#[derive(Debug, Clone, PartialEq)]
+/// What [`AgentStore::compact`] did (Python gets it as a dict of the
+/// same fields).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Compaction {
     /// The assistant message whose step it finished with the usage given.
     pub step: Option<MessageId>,

@@ -6,9 +6,11 @@
 //! replaced by it (readable, never deleted).
 
 use crate::catalog::{self, Adopt, CatalogError, Stored};
+use crate::inputs::{self, Input, InputError};
 use ctxlog_core::SessionId;
-use ctxlog_import::Imported;
+use ctxlog_import::{Format, ImportOptions, Imported, LimitOverrides};
 use ctxlog_store::EventLog;
+use serde::Serialize;
 use thiserror::Error;
 
 /// The most versions of one recording that are stored.
@@ -108,5 +110,142 @@ pub fn store_newest<E>(
         imported = reread(version)
             .map_err(VersionError::Reread)?
             .ok_or(VersionError::Gone)?;
+    }
+}
+
+/// How an import reads and stores each input.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The format named (`None`: sniffed, or the found session's own).
+    pub format: Option<Format>,
+    /// How the recording is read.
+    pub options: ImportOptions,
+    /// A recording the stored version does not extend is stored as a new
+    /// version (else refused).
+    pub replace: bool,
+}
+
+impl Request {
+    /// How a recording read under this request is stored: limits or a
+    /// policy given by hand are adopted by a session stored before with
+    /// others (recorded as `LimitsChanged` or `PolicyChanged`); without
+    /// them, what the session has in force stays.
+    pub fn versioning(&self) -> Versioning {
+        Versioning {
+            adopt: Adopt {
+                limits: self.options.limits != LimitOverrides::default(),
+                policy: !self.options.detect_policy,
+            },
+            replace: self.replace,
+            version: self.options.version,
+        }
+    }
+}
+
+/// Stores `imported`, read from `input` under `request`, as the newest
+/// version of its recording ([`store_newest`]): the input is read again
+/// as the next version when one is needed, which standard input cannot be.
+pub fn store_input(
+    log: &impl EventLog,
+    input: &Input,
+    imported: Imported,
+    request: &Request,
+) -> Result<Versioned, VersionError<InputError>> {
+    let reread = |version| {
+        if matches!(input, Input::Stdin) {
+            return Err(InputError::StdinAgain);
+        }
+        let options = ImportOptions {
+            version,
+            ..request.options.clone()
+        };
+        inputs::read(input, request.format, &options, &())
+    };
+    store_newest(log, imported, request.versioning(), reread)
+}
+
+impl<E> VersionError<E> {
+    /// Whether the input is refused (bad input, or a stored session it does
+    /// not extend), not the log failing.
+    pub fn is_refusal(&self) -> bool {
+        !matches!(self, VersionError::Catalog(_))
+    }
+}
+
+/// What became of one input of an import.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Stored (see [`Versioned`]).
+    Imported(Box<Versioned>),
+    /// A recording still being written holds no session yet.
+    NothingYet,
+    /// Refused: why, naming the input.
+    Refused(String),
+}
+
+impl Outcome {
+    /// One word for what became of the input: imported, extended,
+    /// unchanged, replaced, waiting, refused.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Outcome::Imported(v) if v.replaced.is_some() => "replaced",
+            Outcome::Imported(v) if v.stored.new_events == 0 => "unchanged",
+            Outcome::Imported(v) if v.stored.grew => "extended",
+            Outcome::Imported(_) => "imported",
+            Outcome::NothingYet => "waiting",
+            Outcome::Refused(_) => "refused",
+        }
+    }
+}
+
+/// What became of one input, as the front doors report it.
+#[derive(Debug, Clone, Serialize)]
+pub struct InputReport {
+    /// The input's name.
+    pub file: String,
+    /// [`Outcome::word`].
+    pub result: &'static str,
+    /// The recording's format, when stored.
+    pub format: Option<&'static str>,
+    /// The session it is stored as.
+    pub session: Option<String>,
+    /// The recording's own session id.
+    pub source_session: Option<String>,
+    /// The stored session's events.
+    pub events: Option<usize>,
+    /// Of those, appended by this import.
+    pub new_events: Option<usize>,
+    /// The version it replaced.
+    pub replaced: Option<String>,
+    /// What was read leniently.
+    pub warnings: Vec<String>,
+    /// Why it was refused.
+    pub error: Option<String>,
+}
+
+impl InputReport {
+    /// The report of `outcome` of the input named `file`.
+    pub fn new(file: String, outcome: &Outcome) -> InputReport {
+        let stored = match outcome {
+            Outcome::Imported(v) => Some(v.as_ref()),
+            _ => None,
+        };
+        InputReport {
+            file,
+            result: outcome.word(),
+            format: stored.map(|v| v.imported.format.name()),
+            session: stored.map(|v| v.imported.session.to_string()),
+            source_session: stored.and_then(|v| v.imported.source_session.clone()),
+            events: stored.map(|v| v.stored.events),
+            new_events: stored.map(|v| v.stored.new_events),
+            replaced: stored.and_then(|v| v.replaced).map(|s| s.to_string()),
+            warnings: stored
+                .map(|v| v.imported.warnings.clone())
+                .unwrap_or_default(),
+            error: match outcome {
+                Outcome::Refused(why) => Some(why.clone()),
+                _ => None,
+            },
+        }
     }
 }

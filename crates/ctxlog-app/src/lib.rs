@@ -6,11 +6,17 @@
 //! - [`catalog`]: storing recordings (whole, grown, versioned), resolving a
 //!   session by its ctxlog id, its recording's id or a prefix, manual
 //!   copies and kept simulations;
+//! - [`inputs`]: what an import reads (files, directories, databases,
+//!   standard input, discovered sessions), read into recordings;
+//! - [`compaction`]: a stored session compacted now (a recording in its
+//!   manual copy);
 //! - [`importing`]: a recording stored as the newest version of its
-//!   session;
+//!   session, and what became of each input;
 //! - [`sessions`]: the session list, one [`sessions::SessionRow`] per
 //!   session;
 //! - [`views`]: a session's audit trail and its window at a step;
+//! - [`pages`]: the HTML report, the Markdown transcript and OpenCode's
+//!   export of sessions, redacted when asked;
 //! - [`simulation`]: a stored session run again under another policy, and
 //!   kept.
 //!
@@ -20,7 +26,10 @@
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod compaction;
 pub mod importing;
+pub mod inputs;
+pub mod pages;
 pub mod sessions;
 pub mod simulation;
 pub mod views;

@@ -1,7 +1,6 @@
 //! `export`: a stored session written back as a file (ctxlog's events,
 //! JSON lines, or a Markdown transcript, redacted when asked).
 
-use crate::redaction::redacted_copy;
 use crate::redaction::redaction_json;
 use crate::redaction::redaction_line;
 use crate::redaction::write_page;
@@ -9,42 +8,18 @@ use crate::store::resolve_session;
 use crate::store::stored_session;
 use crate::Cli;
 use crate::CliError;
-use ctxlog_app::catalog::{self};
 use ctxlog_import::export::ExportError;
-use ctxlog_store::EventLog;
 use serde_json::json;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-
-use ctxlog_report::redacted::RedactionCounts;
 
 /// `export SESSION --format opencode`: the export itself on stdout, or to
 /// `--out` with a short report (JSON with `--json`) on stdout.
 pub fn export(json: bool, db: &Path, session: &str, out: Option<&PathBuf>) -> Result<(), CliError> {
     let store = crate::store::open_existing(db)?;
     let session = resolve_session(&store, db, session)?;
-    // The events are folded as they are read, and sealed content read back
-    // from the log: memory holds the state, not the session.
-    let contents = ctxlog_store::SessionContents::new(&store, session);
-    let write = |out: &mut dyn std::io::Write| {
-        // The descriptions follow the events, as if they were the
-        // session's own (`catalog::descriptions_after`).
-        let head = store
-            .head(session)
-            .map_err(|e| ExportError::Read(e.to_string()))?;
-        let events = store
-            .read(session, 1)
-            .map_err(|e| ExportError::Read(e.to_string()))?
-            .take_while(move |e| e.as_ref().map_or(true, |e| e.seq <= head))
-            .map(|e| e.map_err(|e| ExportError::Read(e.to_string())));
-        let descriptions = catalog::descriptions_after(&store, session, head)
-            .map_err(|e| ExportError::Read(e.to_string()))?;
-        ctxlog_import::export::opencode_streamed(
-            events.chain(descriptions.into_iter().map(Ok)),
-            &contents,
-            out,
-        )
-    };
+    let write =
+        |out: &mut dyn std::io::Write| ctxlog_app::pages::export_opencode(&store, session, out);
     let result = match out {
         Some(path) => {
             let f = File::create(path)
@@ -85,28 +60,24 @@ pub(crate) fn export_markdown(
     redact: bool,
 ) -> Result<(), CliError> {
     let (store, id) = stored_session(cli, session)?;
-    let mut events = crate::store::read_described(&store, id)?;
-    let mut redacted = RedactionCounts::new();
-    if redact {
-        events = redacted_copy(id, &events, &mut redacted)?;
-        if !cli.json || out.is_none() {
-            eprintln!("{}", redaction_line(&redacted));
-        }
+    let page = ctxlog_app::pages::markdown(&store, id, redact)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    if let (Some(redacted), false) = (&page.redacted, cli.json && out.is_some()) {
+        eprintln!("{}", redaction_line(redacted));
     }
-    let text = ctxlog_report::markdown(&events)
-        .map_err(|e| CliError::Failed(format!("session {id}: {e}")))?;
+    let text = &page.text;
+    let events = page.sessions.first().map_or(0, |s| s.events);
     match out {
         Some(path) => {
-            write_page(path, &text)?;
+            write_page(path, text)?;
             if cli.json {
                 println!(
                     "{}",
-                    json!({"session": id.to_string(), "format": "markdown", "out": path.display().to_string(), "events": events.len(), "bytes": text.len(), "redacted": redact.then(|| redaction_json(&redacted))})
+                    json!({"session": id.to_string(), "format": "markdown", "out": path.display().to_string(), "events": events, "bytes": text.len(), "redacted": page.redacted.as_ref().map(redaction_json)})
                 );
             } else {
                 println!(
-                    "exported {id} ({} events) to {} ({} bytes)",
-                    events.len(),
+                    "exported {id} ({events} events) to {} ({} bytes)",
                     path.display(),
                     text.len()
                 );

@@ -1,16 +1,14 @@
 //! Reading a recording: the file (or standard input) an agent wrote, in
 //! its format, into events, with the limits and policy it is read under.
 
-use crate::ui::{self, Counting};
+use crate::ui;
 use crate::CliError;
+pub(crate) use ctxlog_app::inputs::{self, Input};
 use ctxlog_core::{Envelope, EventPack, Policy};
-use ctxlog_import::discover::{Found, Layout};
-use ctxlog_import::{
-    opencode_db, opencode_storage, Format, ImportOptions, Imported, LimitOverrides,
-};
+use ctxlog_import::{Format, ImportOptions, Imported, LimitOverrides};
 use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::io::BufReader;
+use std::path::Path;
 
 /// `--format` of `import` and `simulate`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -122,124 +120,75 @@ pub fn read_recording(
     format: FormatArg,
     options: &ImportOptions,
 ) -> Result<Option<Imported>, CliError> {
-    read_input(json, &Input::File(file.to_path_buf()), format, options)
+    read_input(
+        json,
+        &Input::File(file.to_path_buf()),
+        format.format(),
+        options,
+    )
 }
 
-/// One thing `import` reads.
-#[derive(Debug, Clone)]
-pub enum Input {
-    /// A file, in the format named or sniffed.
-    File(PathBuf),
-    /// Standard input (`-`).
-    Stdin,
-    /// A session found where its agent keeps it (`--discover`).
-    Found(Found),
-}
-
-impl Input {
-    /// How it is named in messages.
-    pub(crate) fn name(&self) -> String {
+impl FormatArg {
+    /// The format named (`None`: detect it).
+    pub(crate) fn format(self) -> Option<Format> {
         match self {
-            Input::File(p) => p.display().to_string(),
-            Input::Stdin => "stdin".into(),
-            Input::Found(f) => f.name(),
+            FormatArg::Opencode => Some(Format::OpenCode),
+            FormatArg::ClaudeCode => Some(Format::ClaudeCode),
+            FormatArg::Codex => Some(Format::Codex),
+            FormatArg::Pi => Some(Format::Pi),
+            FormatArg::Auto => None,
         }
     }
 }
 
-/// Reads and imports one input (see [`read_recording`]). The format is
-/// sniffed from the first bytes buffered, so a stream is read once.
+/// Reads and imports one input ([`inputs::read`]) with a progress bar on
+/// a terminal, and its warnings on stderr, unless `json`.
 pub(crate) fn read_input(
     json: bool,
     input: &Input,
-    format: FormatArg,
+    format: Option<Format>,
     options: &ImportOptions,
 ) -> Result<Option<Imported>, CliError> {
-    let name = input.name();
-    let bad = |m: String| CliError::BadInput(format!("{name}: {m}"));
-    let named = match format {
-        FormatArg::Opencode => Some(Format::OpenCode),
-        FormatArg::ClaudeCode => Some(Format::ClaudeCode),
-        FormatArg::Codex => Some(Format::Codex),
-        FormatArg::Pi => Some(Format::Pi),
-        FormatArg::Auto => None,
+    let bar = Bar {
+        json,
+        bar: std::cell::OnceCell::new(),
     };
-    let open = |path: &Path| -> Result<(Box<dyn std::io::Read>, u64), CliError> {
-        let f = File::open(path).map_err(|e| bad(format!("cannot open: {e}")))?;
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        Ok((Box::new(f), len))
-    };
-    // An OpenCode storage tree, to name the file an error is about.
-    let mut tree: Option<opencode_storage::Assembled> = None;
-    let (source, len, format): (Box<dyn std::io::Read>, u64, Option<Format>) = match input {
-        Input::File(path) => {
-            let (f, len) = open(path)?;
-            (f, len, named)
-        }
-        Input::Stdin => (Box::new(std::io::stdin()), 0, named),
-        Input::Found(found) => match found.layout {
-            Layout::File => {
-                let (f, len) = open(&found.path)?;
-                (f, len, Some(found.format))
-            }
-            Layout::OpenCodeStorage => {
-                let assembled = opencode_storage::assemble(&found.path, options.max_line_bytes)
-                    .map_err(|e| CliError::BadInput(e.to_string()))?;
-                let bytes = std::mem::take(&mut tree.insert(assembled).bytes);
-                let len = bytes.len() as u64;
-                (
-                    Box::new(std::io::Cursor::new(bytes)),
-                    len,
-                    Some(Format::OpenCode),
-                )
-            }
-            Layout::OpenCodeDatabase => {
-                let bytes = match &found.session {
-                    Some(id) => opencode_db::assemble(&found.path, id, options.max_line_bytes),
-                    None => opencode_db::sessions(&found.path).map(|_| Vec::new()),
-                }
-                .map_err(|e| CliError::BadInput(e.to_string()))?;
-                let len = bytes.len() as u64;
-                (
-                    Box::new(std::io::Cursor::new(bytes)),
-                    len,
-                    Some(Format::OpenCode),
-                )
-            }
-        },
-    };
-    let bar = ui::progress(json, len, ui::PROGRESS_MIN_BYTES, "import", true);
-    let mut reader = BufReader::with_capacity(256 << 10, Counting::new(source, bar.clone()));
-    let format = match format {
-        Some(f) => f,
-        None => {
-            let head = reader
-                .fill_buf()
-                .map_err(|e| bad(format!("cannot read: {e}")))?;
-            Format::sniff(head).ok_or_else(|| {
-                bad("unknown format (use --format opencode|claude-code|codex|pi)".into())
-            })?
-        }
-    };
-    let imported = ctxlog_import::import(reader, &name, format, options);
-    bar.finish_and_clear();
-    let imported = match imported {
-        Ok(imported) => imported,
-        Err(e) if e.holds_no_session() => return Ok(None),
-        Err(e) => {
-            let e = match &tree {
-                Some(t) => t.locate(e),
-                None => e,
-            };
-            return Err(CliError::BadInput(e.to_string()));
-        }
-    };
-    if !json {
+    let imported = inputs::read(input, format, options, &bar)
+        .map_err(|e| CliError::BadInput(e.to_string()))?;
+    if let (Some(imported), false) = (&imported, json) {
         for w in &imported.warnings {
-            eprintln!("ctxlog: warning: {name}: {w}");
+            eprintln!("ctxlog: warning: {}: {w}", input.name());
         }
     }
-    Ok(Some(imported))
+    Ok(imported)
+}
+
+/// The progress bar of reading an input, shown once its length is known.
+struct Bar {
+    json: bool,
+    bar: std::cell::OnceCell<indicatif::ProgressBar>,
+}
+
+impl inputs::Progress for Bar {
+    fn begin(&self, len: u64) {
+        let _ = self.bar.set(ui::progress(
+            self.json,
+            len,
+            ui::PROGRESS_MIN_BYTES,
+            "import",
+            true,
+        ));
+    }
+    fn advance(&self, bytes: u64) {
+        if let Some(bar) = self.bar.get() {
+            bar.inc(bytes);
+        }
+    }
+    fn end(&self) {
+        if let Some(bar) = self.bar.get() {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 pub(crate) fn read_policy(path: &Path) -> Result<Policy, CliError> {

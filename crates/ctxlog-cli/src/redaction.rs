@@ -1,27 +1,10 @@
-//! What views and exports share: a session's events with their secrets
-//! redacted and how many were, counts in words, and the page file a view
-//! or an export writes.
+//! What views and exports share: how many secrets were redacted, in
+//! words and as JSON, and the page file a view or an export writes.
 
 use crate::CliError;
-use ctxlog_core::{Envelope, SessionId};
 use ctxlog_report::redacted::RedactionCounts;
 use serde_json::json;
 use std::path::Path;
-
-/// A copy of a session's events with their secrets redacted, the counts
-/// added to `counts`.
-pub(crate) fn redacted_copy(
-    id: SessionId,
-    events: &[Envelope],
-    counts: &mut RedactionCounts,
-) -> Result<Vec<Envelope>, CliError> {
-    let (events, found) = ctxlog_report::redacted::redacted_events(events)
-        .map_err(|e| CliError::Failed(format!("session {id}: {e}")))?;
-    for (kind, n) in found {
-        *counts.entry(kind).or_insert(0) += n;
-    }
-    Ok(events)
-}
 
 /// `redacted 3 secrets (2 github-token, 1 private-key)`.
 pub(crate) fn redaction_line(counts: &RedactionCounts) -> String {

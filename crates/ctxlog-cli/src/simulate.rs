@@ -211,7 +211,7 @@ fn run_one(
 /// The HTML report of the recording and its simulations, at `path`.
 fn write_report(path: &Path, recording: &[Envelope], runs: &[Simulated]) -> Result<(), CliError> {
     let mut curves = vec![ctxlog_report::Curve {
-        label: crate::views::label(recording),
+        label: ctxlog_app::pages::label(recording),
         events: recording,
     }];
     for r in runs {

@@ -197,16 +197,6 @@ pub(crate) fn read_log(
     ctxlog_app::views::events(store, session).map_err(|e| CliError::Failed(e.to_string()))
 }
 
-/// [`read_log`], then the session's descriptions placed after its events
-/// (`ctxlog_app::views::described_events`): what a report or a transcript
-/// reads.
-pub(crate) fn read_described(
-    store: &impl EventLog,
-    session: SessionId,
-) -> Result<Vec<Envelope>, CliError> {
-    ctxlog_app::views::described_events(store, session).map_err(|e| CliError::Failed(e.to_string()))
-}
-
 /// Resolves SESSION: a ctxlog id, or a recording's own session id.
 pub fn resolve_session(
     store: &impl EventLog,

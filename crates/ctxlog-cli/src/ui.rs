@@ -3,7 +3,7 @@
 //! terminal and `NO_COLOR` is unset.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 
 /// Inputs smaller than this get no progress bar.
 pub const PROGRESS_MIN_BYTES: u64 = 4 << 20;
@@ -30,27 +30,6 @@ pub fn progress(json: bool, len: u64, min: u64, what: &str, bytes: bool) -> Prog
     bar.set_style(style);
     bar.set_message(what.to_owned());
     bar
-}
-
-/// A reader that advances a progress bar by the bytes read.
-pub struct Counting<R> {
-    inner: R,
-    bar: ProgressBar,
-}
-
-impl<R> Counting<R> {
-    /// Wraps `inner`.
-    pub fn new(inner: R, bar: ProgressBar) -> Self {
-        Counting { inner, bar }
-    }
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bar.inc(n as u64);
-        Ok(n)
-    }
 }
 
 /// Whether to colour stdout.

@@ -3,7 +3,6 @@
 
 use crate::redaction::outputs;
 use crate::redaction::plural;
-use crate::redaction::redacted_copy;
 use crate::redaction::redaction_json;
 use crate::redaction::redaction_line;
 use crate::redaction::write_page;
@@ -11,8 +10,6 @@ use crate::store::stored_session;
 use crate::{ui, Cli, CliError};
 use ctxlog_core::{timeline, Envelope, StepEvent, StepRow, Timeline};
 use ctxlog_import::time::format_rfc3339_ms;
-use ctxlog_report::redacted::RedactionCounts;
-use ctxlog_report::Curve;
 use serde_json::json;
 use std::path::Path;
 
@@ -190,72 +187,33 @@ pub(crate) fn write_report(
     redact: bool,
 ) -> Result<(), CliError> {
     let store = crate::store::open_existing(&cli.db)?;
-    let mut logs = Vec::new();
-    let mut labels: Vec<String> = Vec::new();
-    let mut redacted = RedactionCounts::new();
-    for text in std::iter::once(session).chain(with.iter().map(String::as_str)) {
-        let id = crate::store::resolve_session(&store, &cli.db, text)?;
-        let mut events = crate::store::read_described(&store, id)?;
-        if redact {
-            events = redacted_copy(id, &events, &mut redacted)?;
-        }
-        let base = label(&events);
-        let same = labels.iter().filter(|l| **l == base).count();
-        labels.push(base.clone());
-        let name = if same == 0 {
-            base
-        } else {
-            format!("{base} #{}", same + 1)
-        };
-        logs.push((name, id, events));
-    }
-    let curves: Vec<Curve<'_>> = logs
-        .iter()
-        .map(|(label, _, events)| Curve {
-            label: label.clone(),
-            events,
-        })
-        .collect();
-    let html = ctxlog_report::report(&curves).map_err(|e| CliError::Failed(e.to_string()))?;
-    write_page(out, &html)?;
+    let ids = std::iter::once(session)
+        .chain(with.iter().map(String::as_str))
+        .map(|text| crate::store::resolve_session(&store, &cli.db, text))
+        .collect::<Result<Vec<_>, _>>()?;
+    let page = ctxlog_app::pages::report(&store, &ids, redact)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let html = &page.text;
+    write_page(out, html)?;
     if cli.json {
         println!(
             "{}",
-            json!({"out": out.display().to_string(), "bytes": html.len(), "sessions": logs.iter().map(|(l, id, e)| json!({"session": id.to_string(), "label": l, "events": e.len()})).collect::<Vec<_>>(), "redacted": redact.then(|| redaction_json(&redacted))})
+            json!({"out": out.display().to_string(), "bytes": html.len(), "sessions": page.sessions, "redacted": page.redacted.as_ref().map(redaction_json)})
         );
     } else {
-        if redact {
-            eprintln!("{}", redaction_line(&redacted));
+        if let Some(redacted) = &page.redacted {
+            eprintln!("{}", redaction_line(redacted));
         }
         println!(
             "wrote {} ({} bytes): {}",
             out.display(),
             html.len(),
-            logs.iter()
-                .map(|(l, id, _)| format!("{l} ({id})"))
+            page.sessions
+                .iter()
+                .map(|s| format!("{} ({})", s.label, s.session))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
     }
     Ok(())
-}
-
-/// How the page names a session: a kept simulation by its policy, a
-/// recording as `recorded (<policy>)`.
-pub(crate) fn label(events: &[Envelope]) -> String {
-    let policy = events.iter().rev().find_map(|e| match &e.event {
-        ctxlog_core::Event::SessionStarted { policy, .. }
-        | ctxlog_core::Event::PolicyChanged { policy } => Some(policy.name.clone()),
-        _ => None,
-    });
-    let policy = policy.unwrap_or_else(|| "-".into());
-    let source = events.first().and_then(|e| match &e.event {
-        ctxlog_core::Event::SessionStarted { source_id, .. } => source_id.as_deref(),
-        _ => None,
-    });
-    match source.and_then(|s| s.split_once('@')) {
-        Some((_, ctxlog_app::catalog::MANUAL)) => format!("by hand ({policy})"),
-        Some(_) => policy,
-        None => format!("recorded ({policy})"),
-    }
 }

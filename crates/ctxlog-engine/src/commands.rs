@@ -23,7 +23,7 @@ pub(crate) fn step_outcome(message: MessageId, decided: &[Decided]) -> StepOutco
 }
 
 /// What a prune marked: the parts with their estimated tokens, and the sum.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Pruned {
     /// The pruned tool parts, newest first.
     pub parts: Vec<PrunedPart>,

@@ -25,8 +25,10 @@ pub struct RequestCheck {
     pub queued: Option<MessageId>,
 }
 
-/// What became of one compaction job.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What became of one compaction job (as JSON, tagged by `status`:
+/// `completed` or `failed`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
 pub enum JobOutcome {
     /// The summary completed; the window now starts at the marker.
     Completed {

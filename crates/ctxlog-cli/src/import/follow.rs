@@ -12,23 +12,22 @@
 
 use crate::import::once::import_input;
 use crate::import::once::inputs;
-use crate::import::once::How;
 use crate::import::once::ImportArgs;
-use crate::import::once::Outcome;
-use crate::recording::Input;
 use crate::store::open_store;
 use crate::CliError;
-use ctxlog_import::discover::Layout;
-use serde_json::json;
+use ctxlog_app::importing::{InputReport, Outcome, Request};
+use ctxlog_app::inputs::Stamp;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, SystemTime};
-
-/// What a file looked like when it was read: length and modification time.
-type Stamp = Vec<Option<(u64, SystemTime)>>;
+use std::time::Duration;
 
 /// `import --follow`: never returns but with an error that ends it.
-pub(crate) fn follow(json: bool, db: &Path, a: &ImportArgs, how: How) -> Result<(), CliError> {
+pub(crate) fn follow(
+    json: bool,
+    db: &Path,
+    a: &ImportArgs,
+    request: Request,
+) -> Result<(), CliError> {
     if a.files.iter().any(|f| f.as_os_str() == "-") {
         return Err(CliError::BadInput(
             "--follow reads files as they grow, not standard input".into(),
@@ -41,11 +40,11 @@ pub(crate) fn follow(json: bool, db: &Path, a: &ImportArgs, how: How) -> Result<
     loop {
         for input in inputs(a)? {
             let name = input.name();
-            let now = stamp(&input);
+            let now: Stamp = input.stamp();
             if seen.get(&name) == Some(&now) {
                 continue;
             }
-            let outcome = import_input(db, &mut store, &input, &how)?;
+            let outcome = import_input(db, &mut store, &input, &request)?;
             report(json, &name, &outcome);
             seen.insert(name, now);
         }
@@ -53,71 +52,30 @@ pub(crate) fn follow(json: bool, db: &Path, a: &ImportArgs, how: How) -> Result<
     }
 }
 
-/// The stamps of the files `input` is read from.
-fn stamp(input: &Input) -> Stamp {
-    let of = |p: &Path| {
-        std::fs::metadata(p)
-            .ok()
-            .and_then(|m| Some((m.len(), m.modified().ok()?)))
-    };
-    match input {
-        Input::File(p) => vec![of(p)],
-        Input::Stdin => vec![None],
-        Input::Found(f) => match f.layout {
-            Layout::File => vec![of(&f.path)],
-            // Messages are files of their own, in a directory by session.
-            Layout::OpenCodeStorage => {
-                let messages = f
-                    .path
-                    .parent()
-                    .and_then(Path::parent)
-                    .and_then(Path::parent);
-                let session = f.path.file_stem().map(|s| s.to_owned());
-                let dir = messages
-                    .zip(session)
-                    .map(|(storage, s)| storage.join("message").join(s));
-                vec![of(&f.path), dir.as_deref().and_then(of)]
-            }
-            Layout::OpenCodeDatabase => {
-                let mut wal = f.path.clone().into_os_string();
-                wal.push("-wal");
-                vec![of(&f.path), of(Path::new(&wal))]
-            }
-        },
-    }
-}
-
 /// A line for what changed: imported, extended, replaced or refused
 /// (unchanged and waiting inputs are quiet).
 fn report(json: bool, name: &str, outcome: &Outcome) {
-    let result = outcome.result();
-    if matches!(result, "unchanged" | "waiting") {
-        return;
-    }
-    let (detail, doc) = match outcome {
-        Outcome::Imported(i, stored, replaced) => (
-            match replaced {
-                Some(old) => format!("{} (replaces {old})", i.session),
-                None if stored.grew => format!("+{} events, {}", stored.new_events, i.session),
-                None => format!("{} events, {}", stored.events, i.session),
-            },
-            json!({
-                "file": name,
-                "result": result,
-                "session": i.session.to_string(),
-                "events": stored.events,
-                "new_events": stored.new_events,
-                "replaced": replaced.map(|s| s.to_string()),
-            }),
-        ),
-        Outcome::Refused(why) => (
-            why.clone(),
-            json!({"file": name, "result": result, "error": why}),
-        ),
+    let detail = match outcome {
+        Outcome::Imported(v) => match v.replaced {
+            Some(old) => format!("{} (replaces {old})", v.imported.session),
+            None if v.stored.grew => {
+                format!("+{} events, {}", v.stored.new_events, v.imported.session)
+            }
+            None => format!("{} events, {}", v.stored.events, v.imported.session),
+        },
+        Outcome::Refused(why) => why.clone(),
         Outcome::NothingYet => return,
     };
+    let result = outcome.word();
+    if result == "unchanged" {
+        return;
+    }
     if json {
-        println!("{doc}");
+        let report = InputReport::new(name.to_owned(), outcome);
+        match serde_json::to_string(&report) {
+            Ok(line) => println!("{line}"),
+            Err(e) => eprintln!("ctxlog: {name}: {e}"),
+        }
     } else {
         println!("{result:<9} {name}: {detail}");
     }

@@ -26,18 +26,18 @@ pub fn import(json: bool, db: &Path, a: &ImportArgs) -> Result<(), CliError> {
         version: 0,
     };
     let inputs = inputs(a)?;
-    let how = How {
-        format: a.format,
+    let request = ctxlog_app::importing::Request {
+        format: a.format.format(),
         options,
         replace: a.replace,
     };
     if a.follow {
-        return crate::import::follow::follow(json, db, a, how);
+        return crate::import::follow::follow(json, db, a, request);
     }
     match inputs.as_slice() {
         [Input::File(file)] if !a.discover && a.files.len() == 1 && !a.files[0].is_dir() => {
-            import_one(json, db, file, &how)
+            import_one(json, db, file, &request)
         }
-        _ => import_many(json, db, &inputs, &how),
+        _ => import_many(json, db, &inputs, &request),
     }
 }

@@ -2,7 +2,6 @@
 //! `--discover` finds, each stored whole, grown or as a new version.
 
 use crate::recording::read_input;
-use crate::recording::read_recording;
 use crate::recording::FormatArg;
 use crate::recording::Input;
 use crate::recording::LimitArgs;
@@ -10,10 +9,11 @@ use crate::store::open_store;
 use crate::ui::{self};
 use crate::CliError;
 use ctxlog_app::catalog::{self, CatalogError, Stored};
-use ctxlog_app::importing::{self, VersionError, Versioning};
-use ctxlog_core::{EventPack, SessionId};
-use ctxlog_import::discover::{database_sessions, discover, recordings_in, Places};
-use ctxlog_import::{opencode_db, ImportOptions, Imported};
+use ctxlog_app::importing::{self, InputReport, Outcome, Request, VersionError, Versioned};
+use ctxlog_app::inputs;
+use ctxlog_core::EventPack;
+use ctxlog_import::discover::Places;
+use ctxlog_import::Imported;
 use ctxlog_store::SledStore;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -67,121 +67,39 @@ pub struct ImportArgs {
     pub interval: u64,
 }
 
-/// How `import` reads and stores each input.
-pub(crate) struct How {
-    pub(crate) format: FormatArg,
-    pub(crate) options: ImportOptions,
-    pub(crate) replace: bool,
-}
-
 /// Stores `imported`, read from `input`, as the newest version of its
-/// recording (`ctxlog_app::importing::store_newest`): the input is read
-/// again as the next version when one is needed, which standard input
-/// cannot be.
+/// recording ([`importing::store_input`]); refusals are bad input.
 fn store_versions(
     store: &SledStore,
     input: &Input,
     imported: Imported,
-    how: &How,
-) -> Result<(Imported, Stored, Option<SessionId>), CliError> {
-    // Limits or a policy given on the command line are adopted by a session
-    // stored before with others (recorded as `LimitsChanged` or
-    // `PolicyChanged`); without them, what the session has in force stays.
-    let versioning = Versioning {
-        adopt: catalog::Adopt {
-            limits: how.options.limits != ctxlog_import::LimitOverrides::default(),
-            policy: !how.options.detect_policy,
-        },
-        replace: how.replace,
-        version: how.options.version,
-    };
-    let reread = |version| {
-        if matches!(input, Input::Stdin) {
-            return Err(CliError::BadInput(
-                "stdin: a newer version of this recording is stored (or --replace stores one), \
-                 and standard input cannot be read again as it: save it to a file and import that"
-                    .into(),
-            ));
-        }
-        let options = ImportOptions {
-            version,
-            ..how.options.clone()
-        };
-        read_input(true, input, how.format, &options)
-    };
-    match importing::store_newest(store, imported, versioning, reread) {
-        Ok(v) => Ok((v.imported, v.stored, v.replaced)),
+    request: &Request,
+) -> Result<Versioned, CliError> {
+    importing::store_input(store, input, imported, request).map_err(|e| match e {
         // A stored session with other events names itself; the others
         // are said of the input.
-        Err(VersionError::Diverged(e)) => Err(CliError::BadInput(e.to_string())),
-        Err(e @ VersionError::TooMany) => Err(CliError::BadInput(format!("{}: {e}", input.name()))),
-        Err(VersionError::Gone) => Err(CliError::BadInput(format!(
-            "{}: holds no session any more",
-            input.name()
-        ))),
-        Err(VersionError::Reread(e)) => Err(e),
-        Err(e @ VersionError::Catalog(_)) => Err(CliError::Failed(e.to_string())),
-    }
+        VersionError::Diverged(e) => CliError::BadInput(e.to_string()),
+        e @ VersionError::TooMany => CliError::BadInput(format!("{}: {e}", input.name())),
+        VersionError::Gone => {
+            CliError::BadInput(format!("{}: holds no session any more", input.name()))
+        }
+        VersionError::Reread(e) => CliError::BadInput(e.to_string()),
+        e @ VersionError::Catalog(_) => CliError::Failed(e.to_string()),
+    })
 }
 
-/// What `import` reads: the files named (directories expanded, `-` for
-/// standard input) and, with `--discover`, the sessions found.
+/// What `import` reads: the files named and, with `--discover`, the
+/// sessions found ([`inputs::named`]).
 pub(crate) fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
-    let mut out = Vec::new();
-    for p in &a.files {
-        if p.as_os_str() == "-" {
-            out.push(Input::Stdin);
-        } else if p.is_dir() {
-            let files = recordings_in(p)
-                .map_err(|e| CliError::BadInput(format!("{}: cannot list: {e}", p.display())))?;
-            if files.is_empty() {
-                return Err(CliError::BadInput(format!(
-                    "{}: a directory with no recording in it (no .json or .jsonl file in it or below \
-                     it): nothing was imported",
-                    p.display()
-                )));
-            }
-            out.extend(files.into_iter().map(Input::File));
-        } else if opencode_db::is_database_file(p) {
-            out.extend(database_sessions(p).into_iter().map(Input::Found));
-        } else {
-            out.push(Input::File(p.clone()));
-        }
-    }
-    if a.discover {
-        out.extend(discover(&Places::from_env()).into_iter().map(Input::Found));
-    }
-    Ok(out)
-}
-
-/// What became of one input of a many-input import.
-pub(crate) enum Outcome {
-    /// Stored; the version it replaced (`--replace`).
-    Imported(Box<Imported>, Stored, Option<SessionId>),
-    NothingYet,
-    Refused(String),
-}
-
-impl Outcome {
-    /// One word for the table: imported, extended, unchanged, replaced,
-    /// waiting, refused.
-    pub(crate) fn result(&self) -> &'static str {
-        match self {
-            Outcome::Imported(_, _, Some(_)) => "replaced",
-            Outcome::Imported(_, Stored { new_events: 0, .. }, _) => "unchanged",
-            Outcome::Imported(_, Stored { grew: true, .. }, _) => "extended",
-            Outcome::Imported(..) => "imported",
-            Outcome::NothingYet => "waiting",
-            Outcome::Refused(_) => "refused",
-        }
-    }
+    let places = a.discover.then(Places::from_env);
+    inputs::named(&a.files, places.as_ref()).map_err(|e| CliError::BadInput(e.to_string()))
 }
 
 pub(crate) fn import_many(
     json: bool,
     db: &Path,
     inputs: &[Input],
-    how: &How,
+    request: &Request,
 ) -> Result<(), CliError> {
     if inputs.is_empty() {
         return Err(CliError::BadInput(
@@ -194,7 +112,7 @@ pub(crate) fn import_many(
     let bar = ui::progress(json, inputs.len() as u64, 2, "import", false);
     let mut outcomes = Vec::with_capacity(inputs.len());
     for input in inputs {
-        let outcome = import_input(db, &mut store, input, how)?;
+        let outcome = import_input(db, &mut store, input, request)?;
         outcomes.push(outcome);
         bar.inc(1);
     }
@@ -218,26 +136,20 @@ pub(crate) fn import_input(
     db: &Path,
     store: &mut Option<SledStore>,
     input: &Input,
-    how: &How,
+    request: &Request,
 ) -> Result<Outcome, CliError> {
-    Ok(match read_input(true, input, how.format, &how.options) {
-        Ok(Some(imported)) => {
-            let store = match store {
-                Some(s) => s,
-                None => store.insert(open_store(db)?),
-            };
-            match store_versions(store, input, imported, how) {
-                Ok((imported, stored, replaced)) => {
-                    Outcome::Imported(Box::new(imported), stored, replaced)
-                }
-                Err(e @ CliError::BadInput(_)) => {
-                    Outcome::Refused(format!("{}: {e}", input.name()))
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(None) => Outcome::NothingYet,
-        Err(e @ CliError::BadInput(_)) => Outcome::Refused(e.to_string()),
+    let imported = match inputs::read(input, request.format, &request.options, &()) {
+        Ok(Some(imported)) => imported,
+        Ok(None) => return Ok(Outcome::NothingYet),
+        Err(e) => return Ok(Outcome::Refused(e.to_string())),
+    };
+    let store = match store {
+        Some(s) => s,
+        None => store.insert(open_store(db)?),
+    };
+    Ok(match store_versions(store, input, imported, request) {
+        Ok(versioned) => Outcome::Imported(Box::new(versioned)),
+        Err(e @ CliError::BadInput(_)) => Outcome::Refused(format!("{}: {e}", input.name())),
         Err(e) => return Err(e),
     })
 }
@@ -249,50 +161,29 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
     let mut rows = Vec::new();
     let mut docs = Vec::new();
     for (input, outcome) in inputs.iter().zip(outcomes) {
-        let result = outcome.result();
-        *counts.entry(result).or_default() += 1;
-        let (imported, events, new_events, replaced) = match outcome {
-            Outcome::Imported(i, stored, replaced) => (
-                Some(i.as_ref()),
-                Some(stored.events),
-                Some(stored.new_events),
-                *replaced,
-            ),
-            _ => (None, None, None, None),
-        };
-        let error = match outcome {
-            Outcome::Refused(why) => Some(why.clone()),
-            _ => None,
-        };
+        let report = InputReport::new(input.name(), outcome);
+        *counts.entry(report.result).or_default() += 1;
         let detail = match outcome {
-            Outcome::Imported(i, stored, Some(old)) => {
-                format!("{} events, {} (replaces {old})", stored.events, i.session)
-            }
-            Outcome::Imported(i, stored, _) if stored.grew => {
-                format!("+{} events, {}", stored.new_events, i.session)
-            }
-            Outcome::Imported(i, stored, _) => format!("{} events, {}", stored.events, i.session),
+            Outcome::Imported(v) => match v.replaced {
+                Some(old) => format!(
+                    "{} events, {} (replaces {old})",
+                    v.stored.events, v.imported.session
+                ),
+                None if v.stored.grew => {
+                    format!("+{} events, {}", v.stored.new_events, v.imported.session)
+                }
+                None => format!("{} events, {}", v.stored.events, v.imported.session),
+            },
             Outcome::NothingYet => "no session written yet".into(),
             Outcome::Refused(why) => why.clone(),
         };
-        docs.push(json!({
-            "file": input.name(),
-            "result": result,
-            "format": imported.map(|i| i.format.name()),
-            "session": imported.map(|i| i.session.to_string()),
-            "source_session": imported.and_then(|i| i.source_session.clone()),
-            "events": events,
-            "new_events": new_events,
-            "replaced": replaced.map(|s| s.to_string()),
-            "warnings": imported.map(|i| i.warnings.clone()).unwrap_or_default(),
-            "error": error,
-        }));
         rows.push(vec![
-            result.to_string(),
-            imported.map_or("-".into(), |i| i.format.name().to_string()),
-            input.name(),
+            report.result.to_string(),
+            report.format.unwrap_or("-").to_string(),
+            report.file.clone(),
             detail,
         ]);
+        docs.push(report);
     }
     let count = |k: &str| counts.get(k).copied().unwrap_or(0);
     if json {
@@ -312,8 +203,8 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
     }
     ui::table(&["RESULT", "FORMAT", "FILE", "WHAT"], &rows);
     for (input, outcome) in inputs.iter().zip(outcomes) {
-        if let Outcome::Imported(i, ..) = outcome {
-            for w in &i.warnings {
+        if let Outcome::Imported(v) = outcome {
+            for w in &v.imported.warnings {
                 eprintln!("ctxlog: warning: {}: {w}", input.name());
             }
         }
@@ -331,8 +222,14 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
 }
 
 /// `import FILE` of one file.
-pub(crate) fn import_one(json: bool, db: &Path, file: &Path, how: &How) -> Result<(), CliError> {
-    let Some(imported) = read_recording(json, file, how.format, &how.options)? else {
+pub(crate) fn import_one(
+    json: bool,
+    db: &Path,
+    file: &Path,
+    request: &Request,
+) -> Result<(), CliError> {
+    let input = Input::File(file.to_path_buf());
+    let Some(imported) = read_input(json, &input, request.format, &request.options)? else {
         if json {
             println!(
                 "{}",
@@ -346,12 +243,14 @@ pub(crate) fn import_one(json: bool, db: &Path, file: &Path, how: &How) -> Resul
         return Ok(());
     };
     let store = open_store(db)?;
-    let input = Input::File(file.to_path_buf());
-    let (imported, stored, replaced) =
-        store_versions(&store, &input, imported, how).map_err(|e| match e {
-            CliError::BadInput(m) => CliError::BadInput(format!("{}: {m}", file.display())),
-            e => e,
-        })?;
+    let Versioned {
+        imported,
+        stored,
+        replaced,
+    } = store_versions(&store, &input, imported, request).map_err(|e| match e {
+        CliError::BadInput(m) => CliError::BadInput(format!("{}: {m}", file.display())),
+        e => e,
+    })?;
     let doc = json!({
         "session": imported.session.to_string(),
         "format": imported.format.name(),
