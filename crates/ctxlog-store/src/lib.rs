@@ -60,6 +60,13 @@ mod subscribe;
 
 pub use error::{AppendError, BackendError, Expected, OpenError, ReadError, StoreError};
 pub use follower::{Followable, Follower};
+/// What a log implemented outside this crate (the PostgreSQL log) shares
+/// with the ones inside: the rules every log applies to an append, and the
+/// doorbell of subscriptions.
+pub mod backend {
+    pub use crate::log::{check_expected, evolve_to_head, repeated_id, retried_position};
+    pub use crate::subscribe::Hub;
+}
 pub use log::{Appended, EventLog, LoadedState, NewEvent, SessionContents};
 pub use memory::MemoryLog;
 pub use sled::config::{Durability, StoreConfig, DEFAULT_CACHE_BYTES};

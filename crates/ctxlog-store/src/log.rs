@@ -47,7 +47,7 @@ impl NewEvent {
 
     /// Whether `stored` is this event (at any position): the idempotency
     /// check of a retried append.
-    pub(crate) fn is_stored_as(&self, stored: &Envelope) -> bool {
+    pub fn is_stored_as(&self, stored: &Envelope) -> bool {
         self.id == stored.id
             && self.recorded_at == stored.recorded_at
             && self.causation == stored.causation
@@ -163,7 +163,7 @@ pub trait EventLog: Send + Sync {
 
 /// Evolves `state` with the session's events after `state.head`; returns how
 /// many were applied.
-pub(crate) fn evolve_to_head<L: EventLog + ?Sized>(
+pub fn evolve_to_head<L: EventLog + ?Sized>(
     log: &L,
     session: SessionId,
     state: &mut SessionState,
@@ -186,7 +186,7 @@ pub(crate) fn evolve_to_head<L: EventLog + ?Sized>(
 /// original position is returned. Anything else is refused. `abort` turns a
 /// refusal into the caller's error type (the sled writer aborts its
 /// transaction with it).
-pub(crate) fn retried_position<E>(
+pub fn retried_position<E>(
     session: SessionId,
     events: &[NewEvent],
     stored: &[(&NewEvent, SessionId, Seq)],
@@ -224,13 +224,13 @@ pub(crate) fn retried_position<E>(
 }
 
 /// The first id repeated inside one batch (such a batch can never be stored).
-pub(crate) fn repeated_id(events: &[NewEvent]) -> Option<EventId> {
+pub fn repeated_id(events: &[NewEvent]) -> Option<EventId> {
     let mut seen = std::collections::BTreeSet::new();
     events.iter().find(|e| !seen.insert(e.id)).map(|e| e.id)
 }
 
 /// Whether a head satisfies `expected`; the error names the actual head.
-pub(crate) fn check_expected(
+pub fn check_expected(
     session: SessionId,
     expected: Expected,
     head: Seq,

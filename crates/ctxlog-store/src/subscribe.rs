@@ -36,13 +36,13 @@ struct Slot {
 
 /// The log's side: the list of subscribers.
 #[derive(Default)]
-pub(crate) struct Hub {
+pub struct Hub {
     slots: Mutex<Vec<Slot>>,
 }
 
 impl Hub {
     /// A new subscriber.
-    pub(crate) fn subscribe(&self) -> Subscription {
+    pub fn subscribe(&self) -> Subscription {
         let (bell, rx) = bounded(1);
         let pending = Arc::new(Mutex::new(BTreeMap::new()));
         lock(&self.slots).push(Slot {
@@ -53,7 +53,7 @@ impl Hub {
     }
 
     /// Records that `committed` is durable and wakes every subscriber.
-    pub(crate) fn notify(&self, committed: &BTreeMap<SessionId, Seq>) {
+    pub fn notify(&self, committed: &BTreeMap<SessionId, Seq>) {
         if committed.is_empty() {
             return;
         }

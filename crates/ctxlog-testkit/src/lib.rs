@@ -56,3 +56,24 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The PostgreSQL server the tests may use: the URL in
+/// `CTXLOG_TEST_POSTGRES` (`.ci/postgres start` prints one). Without it the
+/// test is skipped with a message, unless `CTXLOG_REQUIRE_POSTGRES` is set
+/// (CI), where a missing server fails the test.
+pub fn postgres_url(test: &str) -> Option<String> {
+    match std::env::var("CTXLOG_TEST_POSTGRES") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ if std::env::var_os("CTXLOG_REQUIRE_POSTGRES").is_some() => panic!(
+            "{test}: CTXLOG_REQUIRE_POSTGRES is set but CTXLOG_TEST_POSTGRES names no server \
+             (start one with `.ci/postgres start DIR`)"
+        ),
+        _ => {
+            eprintln!(
+                "skipped {test}: no PostgreSQL server (set CTXLOG_TEST_POSTGRES to the URL \
+                 `.ci/postgres start DIR` prints)"
+            );
+            None
+        }
+    }
+}

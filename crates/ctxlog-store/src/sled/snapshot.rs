@@ -1,12 +1,12 @@
 //! Snapshots: a cache of derived states, never the truth.
 //!
 //! Key: session (16 bytes) ‖ reducer version (u32 BE) ‖ seq (u64 BE).
-//! Value: chain of the record at seq ‖ state (`SessionState::to_snapshot`) ‖
-//! CRC32C (LE) of the rest. A snapshot whose chain no longer matches the log,
+//! Value: [`record::snapshot_value`] (the chain of the record at seq ‖ the
+//! state ‖ CRC32C). A snapshot whose chain no longer matches the log,
 //! whose key or value does not decode, or of another reducer version is
 //! ignored, and the state is replayed instead.
 
-use crate::record::{self, Chain};
+use crate::record;
 use crate::sled::failure::Failure;
 use crate::sled::trees::Trees;
 use ctxlog_core::{Seq, SessionId, SessionState, REDUCER_VERSION};
@@ -37,23 +37,6 @@ fn seq_of(k: &[u8]) -> Option<Seq> {
         .map(|(_, seq)| Seq::from_be_bytes(*seq))
 }
 
-fn encode(chain: &Chain, state: &SessionState) -> Vec<u8> {
-    let mut bytes = chain.to_vec();
-    bytes.extend_from_slice(&state.to_snapshot());
-    let crc = crc32c::crc32c(&bytes);
-    bytes.extend_from_slice(&crc.to_le_bytes());
-    bytes
-}
-
-fn decode(v: &[u8]) -> Option<(Chain, SessionState)> {
-    let (body, crc) = v.split_last_chunk::<4>()?;
-    if crc32c::crc32c(body) != u32::from_le_bytes(*crc) {
-        return None;
-    }
-    let (chain, state) = body.split_first_chunk::<{ record::CHAIN_LEN }>()?;
-    Some((*chain, SessionState::from_snapshot(state).ok()?))
-}
-
 /// Saves a snapshot of `state` (keyed by session, reducer version and seq;
 /// older snapshots of the session are dropped). Nothing is saved for a state
 /// of no session or whose head record is not stored and sound.
@@ -72,7 +55,7 @@ pub(crate) fn save(trees: &Trees, state: &SessionState) -> Result<(), Failure> {
     }
     batch.insert(
         key(session, REDUCER_VERSION, state.head),
-        encode(&chain, state),
+        record::snapshot_value(&chain, state),
     );
     trees.snapshots.apply_batch(batch)?;
     Ok(())
@@ -98,7 +81,7 @@ pub(crate) fn newest_usable(
         if seq > head {
             continue;
         }
-        match decode(&v) {
+        match record::parse_snapshot_value(&v) {
             Some((chain, state))
                 if state.session == Some(session)
                     && state.head == seq

@@ -1,0 +1,51 @@
+//! ctxlog-postgres: ctxlog's event log on PostgreSQL, for everything
+//! beyond one process (several worker processes, several hosts, a CI farm
+//! writing into one place). sled stays the embedded default.
+//!
+//! [`PgLog`] implements `ctxlog_store::EventLog` and `Followable` with the
+//! same promises as the sled store, checked by the same conformance suite:
+//!
+//! - **Expected versions**: an append locks its session's head row, checks
+//!   the expected head and inserts at head+1…; `(session, seq)` is the
+//!   primary key, so a second writer can never store a duplicate or leave
+//!   a gap; a conflict is `AppendError::WrongExpectedVersion`.
+//! - **Idempotent ids**: event ids are unique; a retried batch with the
+//!   same ids and content returns its original position and writes
+//!   nothing; the same id with other content is refused.
+//! - **The same records**: each row keeps the record exactly as the sled
+//!   store does (`ctxlog_store::record`: header, envelope, chain, CRC32C),
+//!   so `verify` means the same thing and a session copied between
+//!   backends has the same digest.
+//! - **Durable when acknowledged**: an append is acknowledged when its
+//!   transaction commits (the server's `synchronous_commit` decides what
+//!   commit means; its default waits for the WAL flush). A connection lost
+//!   during the commit is an error that says the outcome is unknown; a
+//!   retry with the same ids is safe.
+//! - **Subscriptions**: `LISTEN`/`NOTIFY` only wakes subscribers; what is
+//!   new is read from the tables, and every reconnection re-reads every
+//!   head, so a lost notification loses nothing.
+//! - **Snapshots** are a cache keyed by session and reducer version, tied
+//!   to the log by the chain of their head record.
+//! - **Migrations** are versioned (`ctxlog_schema`) and applied on open
+//!   (see [`schema`]); nothing here assumes ctxlog is the database's only
+//!   client.
+//!
+//! The client is the synchronous `postgres` crate (a small tokio runtime
+//! inside), which fits the synchronous engine; connections are pooled per
+//! handle and re-made after a server restart. Connection strings are shown
+//! without their passwords ([`Target`]).
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod append;
+mod error;
+mod listen;
+mod log;
+mod pool;
+pub mod schema;
+mod target;
+mod verify;
+
+pub use log::{PgLog, PgOptions};
+pub use target::{is_postgres_url, without_password, Target};

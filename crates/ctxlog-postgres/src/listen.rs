@@ -1,0 +1,122 @@
+//! Waking subscribers when other processes append: a thread `LISTEN`s on
+//! the log's channel and rings the log's doorbell for each notification.
+//! A notification is only a wake-up: after every (re)connection the thread
+//! rings for every session's head, because notifications sent while it was
+//! disconnected are never delivered again; what is new is always read
+//! from the tables.
+
+use crate::log::Inner;
+use ctxlog_store::EventLog;
+use postgres::fallible_iterator::FallibleIterator;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// How long the thread waits for a notification before it checks that the
+/// log is still open.
+const WAIT: Duration = Duration::from_millis(250);
+
+/// How long it waits before connecting again after a failure.
+const RECONNECT_AFTER: Duration = Duration::from_millis(500);
+
+/// The listening thread of one log; it ends when the log is dropped.
+pub(crate) struct Listener {
+    stopped: Arc<AtomicBool>,
+}
+
+impl Listener {
+    pub(crate) fn start(log: Weak<Inner>) -> Listener {
+        let stopped = Arc::new(AtomicBool::new(false));
+        let flag = stopped.clone();
+        let spawned = std::thread::Builder::new()
+            .name("ctxlog-pg-listen".into())
+            .spawn(move || {
+                listen(&log);
+                flag.store(true, Ordering::Release);
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the listening thread: {e}; subscribers wake only on this process's appends");
+            stopped.store(true, Ordering::Release);
+        }
+        Listener { stopped }
+    }
+
+    /// Whether the thread has ended.
+    pub(crate) fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+}
+
+/// Listens until the log is dropped, reconnecting as needed.
+fn listen(log: &Weak<Inner>) {
+    loop {
+        let Some(inner) = log.upgrade() else { return };
+        let connected = inner.pool.connect().and_then(|mut client| {
+            let quoted = format!("\"{}\"", inner.channel.replace('"', "\"\""));
+            client
+                .batch_execute(&format!("LISTEN {quoted}"))
+                .map_err(|e| crate::error::backend(inner.pool.target(), "cannot listen", e))?;
+            Ok(client)
+        });
+        let mut client = match connected {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("{e}; listening again shortly");
+                drop(inner);
+                std::thread::sleep(RECONNECT_AFTER);
+                continue;
+            }
+        };
+        // Whatever was appended while nobody listened.
+        ring_for_every_head(&inner);
+        drop(inner);
+        loop {
+            let mut woken: BTreeMap<_, _> = BTreeMap::new();
+            let waited = {
+                let mut notifications = client.notifications();
+                let mut iter = notifications.timeout_iter(WAIT);
+                let mut result = Ok(());
+                loop {
+                    match iter.next() {
+                        Ok(Some(n)) => {
+                            if let Some((session, seq)) = parse(n.payload()) {
+                                let e = woken.entry(session).or_insert(0);
+                                *e = seq.max(*e);
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            result = Err(e);
+                            break;
+                        }
+                    }
+                }
+                result
+            };
+            let Some(inner) = log.upgrade() else { return };
+            inner.hub.notify(&woken);
+            if waited.is_err() || client.is_closed() {
+                tracing::warn!("the listening connection was lost; listening again");
+                break;
+            }
+        }
+    }
+}
+
+fn ring_for_every_head(inner: &Arc<Inner>) {
+    let log = crate::PgLog::from_inner(inner.clone());
+    match log.sessions() {
+        Ok(heads) => inner.hub.notify(&heads.into_iter().collect()),
+        Err(e) => tracing::warn!("cannot read the heads after connecting: {e}"),
+    }
+}
+
+/// A notification's payload: `<session> <seq>`.
+fn parse(payload: &str) -> Option<(ctxlog_core::SessionId, ctxlog_core::Seq)> {
+    let (session, seq) = payload.split_once(' ')?;
+    Some((
+        ctxlog_core::SessionId(uuid::Uuid::parse_str(session).ok()?),
+        seq.parse().ok()?,
+    ))
+}

@@ -1,0 +1,350 @@
+//! [`PgLog`]: the event log on PostgreSQL.
+
+use crate::append::{self, seq_of, sql_seq, Attempt};
+use crate::error::backend;
+use crate::listen::Listener;
+use crate::pool::Pool;
+use crate::schema;
+use crate::target::Target;
+use ctxlog_core::{Envelope, Seq, SessionId, SessionState, REDUCER_VERSION};
+use ctxlog_store::backend::{evolve_to_head, Hub};
+use ctxlog_store::record::{self, Chain};
+use ctxlog_store::{
+    AppendError, Appended, EventLog, Expected, Followable, LoadedState, NewEvent, OpenError,
+    ReadError, Subscription,
+};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Events read per query.
+const PAGE: i64 = 512;
+
+/// Connections kept open per log handle.
+const KEEP_CONNECTIONS: usize = 4;
+
+/// How a [`PgLog`] is opened.
+#[derive(Debug, Clone, Default)]
+pub struct PgOptions {
+    /// The schema the tables live in (made when missing); `None`: the
+    /// connection's `search_path` (`public` by default).
+    pub schema: Option<String>,
+}
+
+/// The event log on PostgreSQL: the same records (bytes, CRC, chain),
+/// expected versions, idempotent ids, snapshots and subscriptions as the
+/// sled store, for any number of processes and hosts at once. Cloning
+/// gives another handle on the same connections.
+#[derive(Clone)]
+pub struct PgLog {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) pool: Pool,
+    pub(crate) hub: Hub,
+    /// The `NOTIFY` channel appends ring (one per schema).
+    pub(crate) channel: String,
+    listener: Mutex<Option<Listener>>,
+}
+
+impl std::fmt::Debug for PgLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PgLog({})", self.inner.pool.target())
+    }
+}
+
+impl PgLog {
+    /// Opens the log at `url` (a `postgresql://` connection string),
+    /// applying the schema's migrations when needed.
+    pub fn open(url: &str) -> Result<PgLog, OpenError> {
+        PgLog::open_with(url, PgOptions::default())
+    }
+
+    /// [`PgLog::open`] with options.
+    pub fn open_with(url: &str, options: PgOptions) -> Result<PgLog, OpenError> {
+        let target = Target::parse(url).map_err(OpenError::InvalidConfig)?;
+        let channel = match &options.schema {
+            Some(schema) => format!("ctxlog:{schema}"),
+            None => "ctxlog".to_owned(),
+        };
+        let pool = Pool::new(target, options.schema, KEEP_CONNECTIONS);
+        let mut client = pool.connect()?;
+        schema::migrate(&mut client).map_err(|e| match e {
+            schema::SchemaError::Sql(e) => {
+                OpenError::Backend(backend(pool.target(), "cannot migrate the schema", e))
+            }
+            e => OpenError::InvalidConfig(format!("{}: {e}", pool.target())),
+        })?;
+        drop(client);
+        Ok(PgLog {
+            inner: Arc::new(Inner {
+                pool,
+                hub: Hub::default(),
+                channel,
+                listener: Mutex::new(None),
+            }),
+        })
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> PgLog {
+        PgLog { inner }
+    }
+
+    /// Where the log is (the connection string without its password).
+    pub fn target(&self) -> String {
+        self.inner.pool.target().to_string()
+    }
+
+    fn read_error(&self, what: &str) -> impl Fn(postgres::Error) -> ReadError + '_ {
+        let what = what.to_owned();
+        move |e| ReadError::Backend(backend(self.inner.pool.target(), &what, e))
+    }
+
+    /// One page of `session`'s records from `from`.
+    fn page(&self, session: SessionId, from: Seq) -> Result<Vec<Envelope>, ReadError> {
+        if i64::try_from(from).is_err() {
+            // Past any seq the log can hold: nothing.
+            return Ok(Vec::new());
+        }
+        let rows = self.inner.pool.with(|c| {
+            c.query(
+                "SELECT seq, record FROM ctxlog_events \
+                 WHERE session = $1 AND seq >= $2 ORDER BY seq LIMIT $3",
+                &[&session.0, &sql_seq(from)?, &PAGE],
+            )
+            .map_err(self.read_error("cannot read events"))
+        })?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (want, row) in (from..).zip(rows) {
+            let seq = seq_of(row.get(0))?;
+            if seq != want {
+                return Err(ReadError::Lost {
+                    session,
+                    detail: format!(
+                        "events {want}..{} are missing from the log (the next stored is {seq}); \
+                         `ctxlog verify` lists what is damaged",
+                        seq - 1
+                    ),
+                });
+            }
+            let decoded =
+                record::decode(row.get(1), session, seq).map_err(|problem| ReadError::Corrupt {
+                    session,
+                    seq,
+                    problem,
+                })?;
+            out.push(decoded.envelope);
+        }
+        Ok(out)
+    }
+
+    /// The chain of the record at (`session`, `seq`), if it is stored and
+    /// sound.
+    fn chain_at(&self, session: SessionId, seq: Seq) -> Result<Option<Chain>, ReadError> {
+        let row = self.inner.pool.with(|c| {
+            c.query_opt(
+                "SELECT record FROM ctxlog_events WHERE session = $1 AND seq = $2",
+                &[&session.0, &sql_seq(seq)?],
+            )
+            .map_err(self.read_error("cannot read a record"))
+        })?;
+        Ok(row.and_then(|r| record::decode(r.get(0), session, seq).ok().map(|d| d.chain)))
+    }
+
+    /// The newest usable snapshot of `session` at or below `head`.
+    fn snapshot(&self, session: SessionId, head: Seq) -> Result<Option<SessionState>, ReadError> {
+        let row = self.inner.pool.with(|c| {
+            c.query_opt(
+                "SELECT seq, value FROM ctxlog_snapshots WHERE session = $1 AND reducer = $2",
+                &[&session.0, &(REDUCER_VERSION as i32)],
+            )
+            .map_err(self.read_error("cannot read a snapshot"))
+        })?;
+        let Some(row) = row else { return Ok(None) };
+        let seq = seq_of(row.get(0))?;
+        if seq > head {
+            return Ok(None);
+        }
+        match record::parse_snapshot_value(row.get(1)) {
+            Some((chain, state))
+                if state.session == Some(session)
+                    && state.head == seq
+                    && self.chain_at(session, seq)? == Some(chain) =>
+            {
+                Ok(Some(state))
+            }
+            _ => {
+                tracing::warn!(%session, seq, "snapshot unusable; falling back to replay");
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl EventLog for PgLog {
+    fn append(
+        &self,
+        session: SessionId,
+        expected: Expected,
+        events: Vec<NewEvent>,
+    ) -> Result<Appended, AppendError> {
+        if events.is_empty() {
+            return Err(AppendError::EmptyAppend);
+        }
+        let inner = &self.inner;
+        // A lost race on a unique key means another writer stored some of
+        // these ids meanwhile: the second attempt finds them.
+        for _ in 0..2 {
+            let attempt = inner.pool.with(|c| {
+                append::append(
+                    c,
+                    inner.pool.target(),
+                    &inner.channel,
+                    session,
+                    expected,
+                    &events,
+                )
+            })?;
+            if let Attempt::Done(done) = attempt {
+                if !done.duplicate {
+                    inner.hub.notify(&BTreeMap::from([(session, done.last)]));
+                }
+                return Ok(done);
+            }
+        }
+        Err(AppendError::WrongExpectedVersion {
+            session,
+            expected,
+            actual: self.head(session)?,
+        })
+    }
+
+    fn read(
+        &self,
+        session: SessionId,
+        from: Seq,
+    ) -> Result<Box<dyn Iterator<Item = Result<Envelope, ReadError>> + '_>, ReadError> {
+        Ok(Box::new(Pages {
+            log: self,
+            session,
+            next: from.max(1),
+            buffer: VecDeque::new(),
+            done: false,
+        }))
+    }
+
+    fn head(&self, session: SessionId) -> Result<Seq, ReadError> {
+        let row = self.inner.pool.with(|c| {
+            c.query_opt(
+                "SELECT seq FROM ctxlog_heads WHERE session = $1",
+                &[&session.0],
+            )
+            .map_err(self.read_error("cannot read a head"))
+        })?;
+        row.map_or(Ok(0), |r| seq_of(r.get(0)))
+    }
+
+    fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, ReadError> {
+        let rows = self.inner.pool.with(|c| {
+            c.query("SELECT session, seq FROM ctxlog_heads WHERE seq > 0", &[])
+                .map_err(self.read_error("cannot list sessions"))
+        })?;
+        let mut out = rows
+            .into_iter()
+            .map(|r| Ok((SessionId(r.get(0)), seq_of(r.get(1))?)))
+            .collect::<Result<Vec<_>, ReadError>>()?;
+        out.sort();
+        Ok(out)
+    }
+
+    fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
+        let head = self.head(session)?;
+        let (mut state, snapshot) = match self.snapshot(session, head)? {
+            Some(state) => {
+                let at = state.head;
+                (state, Some(at))
+            }
+            None => (SessionState::new(), None),
+        };
+        let replayed = evolve_to_head(self, session, &mut state)?;
+        Ok(LoadedState {
+            state,
+            snapshot,
+            replayed,
+        })
+    }
+
+    fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
+        let Some(session) = state.session else {
+            return Ok(());
+        };
+        let Some(chain) = self.chain_at(session, state.head)? else {
+            return Ok(());
+        };
+        let value = record::snapshot_value(&chain, state);
+        let target = self.inner.pool.target();
+        self.inner.pool.with(|c| {
+            c.execute(
+                "INSERT INTO ctxlog_snapshots (session, reducer, seq, value) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (session, reducer) DO UPDATE SET seq = $3, value = $4 \
+                 WHERE ctxlog_snapshots.seq <= $3",
+                &[&session.0, &(REDUCER_VERSION as i32), &sql_seq(state.head)?, &value],
+            )
+            .map_err(|e| AppendError::Backend(backend(target, "cannot save a snapshot", e)))
+        })?;
+        Ok(())
+    }
+}
+
+impl Followable for PgLog {
+    fn subscribe(&self) -> Subscription {
+        let sub = self.inner.hub.subscribe();
+        let mut listener = self
+            .inner
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if listener.as_ref().is_none_or(|l| l.stopped()) {
+            *listener = Some(Listener::start(Arc::downgrade(&self.inner)));
+        }
+        sub
+    }
+
+    fn durable_heads(&self) -> Result<BTreeMap<SessionId, Seq>, ReadError> {
+        Ok(self.sessions()?.into_iter().collect())
+    }
+}
+
+/// A session's events read a page at a time.
+struct Pages<'a> {
+    log: &'a PgLog,
+    session: SessionId,
+    next: Seq,
+    buffer: VecDeque<Envelope>,
+    done: bool,
+}
+
+impl Iterator for Pages<'_> {
+    type Item = Result<Envelope, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.buffer.is_empty() && !self.done {
+            match self.log.page(self.session, self.next) {
+                Ok(page) => {
+                    self.done = (page.len() as i64) < PAGE;
+                    self.next += page.len() as Seq;
+                    self.buffer = page.into();
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        self.buffer.pop_front().map(Ok)
+    }
+}

@@ -1,0 +1,103 @@
+//! The tables, and the migrations that make them: versioned, applied on
+//! open in one transaction under an advisory lock, so that processes
+//! opening a new database at once apply each migration exactly once.
+//!
+//! - `ctxlog_events`: one row per event. `(session, seq)` is the primary
+//!   key (the expected-version check: a second writer of the same seq
+//!   fails on it), `id` is unique (idempotent retries), `record` is the
+//!   record exactly as the sled store keeps it (`ctxlog_store::record`:
+//!   header, envelope, chain, CRC32C), `kind` its event kind (for `psql`
+//!   users), `position` a global order and `tx` the writing transaction
+//!   (`pg_current_xact_id()`), which subscriptions read below the oldest
+//!   running transaction so that none is ever passed over.
+//! - `ctxlog_heads`: each session's last seq and the chain of that record;
+//!   the row an append locks, so appends to one session are serialized.
+//! - `ctxlog_snapshots`: a cache of derived states (never the truth),
+//!   keyed by session and reducer version.
+//! - `ctxlog_schema`: the migrations applied.
+
+use postgres::Client;
+
+/// The migrations, in order: (version, what it does, its SQL).
+pub const MIGRATIONS: &[(i32, &str, &str)] = &[(
+    1,
+    "events, heads, snapshots",
+    "CREATE TABLE ctxlog_events (
+        session  uuid     NOT NULL,
+        seq      bigint   NOT NULL CHECK (seq >= 1),
+        id       uuid     NOT NULL UNIQUE,
+        kind     smallint NOT NULL,
+        record   bytea    NOT NULL,
+        position bigint   GENERATED ALWAYS AS IDENTITY UNIQUE,
+        tx       xid8     NOT NULL DEFAULT pg_current_xact_id(),
+        PRIMARY KEY (session, seq)
+    );
+    CREATE INDEX ctxlog_events_commit_order ON ctxlog_events (tx, position);
+    CREATE TABLE ctxlog_heads (
+        session uuid   PRIMARY KEY,
+        seq     bigint NOT NULL CHECK (seq >= 0),
+        chain   bytea  NOT NULL
+    );
+    CREATE TABLE ctxlog_snapshots (
+        session uuid    NOT NULL,
+        reducer integer NOT NULL,
+        seq     bigint  NOT NULL,
+        value   bytea   NOT NULL,
+        PRIMARY KEY (session, reducer)
+    );",
+)];
+
+/// The advisory lock key migrations are applied under ("ctxlog" in ASCII).
+const MIGRATION_LOCK: i64 = 0x6374_786c_6f67;
+
+/// The schema version this build knows.
+pub fn current_version() -> i32 {
+    MIGRATIONS.last().map_or(0, |m| m.0)
+}
+
+/// Why the schema could not be brought up to date.
+#[derive(Debug, thiserror::Error)]
+pub enum SchemaError {
+    /// The database was migrated by a newer ctxlog.
+    #[error("the database's ctxlog schema is version {found}, newer than this ctxlog knows ({known}): use a newer ctxlog")]
+    Newer {
+        /// The version found.
+        found: i32,
+        /// The newest this build knows.
+        known: i32,
+    },
+    /// A statement failed.
+    #[error(transparent)]
+    Sql(#[from] postgres::Error),
+}
+
+/// Applies the migrations not yet applied; returns the versions applied now.
+pub fn migrate(client: &mut Client) -> Result<Vec<i32>, SchemaError> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS ctxlog_schema (
+            version     integer     PRIMARY KEY,
+            description text        NOT NULL,
+            applied_at  timestamptz NOT NULL DEFAULT now()
+        )",
+    )?;
+    let found: i32 = tx
+        .query_one("SELECT coalesce(max(version), 0) FROM ctxlog_schema", &[])?
+        .get(0);
+    let known = current_version();
+    if found > known {
+        return Err(SchemaError::Newer { found, known });
+    }
+    let mut applied = Vec::new();
+    for &(version, description, sql) in MIGRATIONS.iter().filter(|m| m.0 > found) {
+        tx.batch_execute(sql)?;
+        tx.execute(
+            "INSERT INTO ctxlog_schema (version, description) VALUES ($1, $2)",
+            &[&version, &description],
+        )?;
+        applied.push(version);
+    }
+    tx.commit()?;
+    Ok(applied)
+}
