@@ -17,6 +17,10 @@ use ctxlog_store::{EventLog, Expected, NewEvent};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+/// How many times a command is decided again when other writers keep
+/// moving its session's head (see `Engine::run`).
+pub const MAX_CONFLICT_RETRIES: u32 = 16;
+
 /// The fewest events between two snapshots of a session's state.
 pub const SNAPSHOT_EVERY: u64 = 10_000;
 
@@ -179,6 +183,27 @@ impl<L: EventLog> Engine<L> {
         let mut decisions = Vec::new();
         let mut next = Some(command);
         while let Some(command) = next {
+            let decided = self.decide_and_commit(session, state, command)?;
+            next = decided.then.clone();
+            decisions.push(decided);
+        }
+        Ok(decisions)
+    }
+
+    /// Decides `command` on `state` and commits it. When another writer
+    /// (another process or host on a shared log) moved the session's head
+    /// meanwhile, the append is refused, the state caught up from the log
+    /// and the command decided again on it, at most
+    /// [`MAX_CONFLICT_RETRIES`] times: every decision is made on the state
+    /// it follows.
+    fn decide_and_commit(
+        &self,
+        session: SessionId,
+        state: &mut SessionState,
+        command: Command,
+    ) -> Result<Decided, EngineError> {
+        let mut conflicts = 0;
+        loop {
             let decided = {
                 // The ids lock is taken per id, never for a whole decision:
                 // decisions on other sessions go on meanwhile.
@@ -188,15 +213,24 @@ impl<L: EventLog> Engine<L> {
                     at: self.clock.now_ms(),
                     guard: self.loop_guard,
                 };
-                decide(state, command, &mut context)?
+                decide(state, command.clone(), &mut context)?
             };
-            if !decided.events.is_empty() {
-                self.commit(session, state, decided.events.clone())?;
+            if decided.events.is_empty() {
+                return Ok(decided);
             }
-            next = decided.then.clone();
-            decisions.push(decided);
+            match self.commit(session, state, decided.events.clone()) {
+                Ok(()) => return Ok(decided),
+                Err(e) if e.is_version_conflict() && conflicts < MAX_CONFLICT_RETRIES => {
+                    conflicts += 1;
+                    tracing::debug!(%session, conflicts, "another writer moved the head; deciding again");
+                    if state.session.is_none() {
+                        // The commit could not reload it: the error says why.
+                        self.reload(session, state)?;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
         }
-        Ok(decisions)
     }
 
     /// Applies `drafts` to `state` and appends them, atomically: if the

@@ -36,6 +36,19 @@ pub enum EngineError {
 
 ctxlog_store::log_errors_into!(EngineError, EngineError::Store);
 
+impl EngineError {
+    /// Whether an append was refused because another writer moved the
+    /// session's head first.
+    pub fn is_version_conflict(&self) -> bool {
+        matches!(
+            self,
+            EngineError::Store(ctxlog_store::StoreError::Append(
+                ctxlog_store::AppendError::WrongExpectedVersion { .. }
+            ))
+        )
+    }
+}
+
 impl From<ctxlog_core::Refused> for EngineError {
     fn from(r: ctxlog_core::Refused) -> Self {
         match r {

@@ -72,7 +72,7 @@ pub use ctxlog_core::{
     TokenUsage,
 };
 pub use ctxlog_store::{MemoryLog, SledStore};
-pub use engine::{snapshot_due, Engine, SNAPSHOT_EVERY};
+pub use engine::{snapshot_due, Engine, MAX_CONFLICT_RETRIES, SNAPSHOT_EVERY};
 pub use error::EngineError;
 pub use jobs::{summary_prompts, summary_request};
 pub use outcome::{JobOutcome, Notice, RequestCheck, StepOutcome};

@@ -14,6 +14,10 @@ use postgres::Client;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
+/// The first key of the advisory locks that queue a session's appends
+/// (the second is a hash of the session id).
+const SESSION_LOCKS: i32 = 0x6374_786c;
+
 /// What an attempt came to: done, or lost a race on a unique key to a
 /// writer of the same ids (the caller tries once more, and then finds them).
 pub(crate) enum Attempt {
@@ -59,6 +63,15 @@ pub(crate) fn append(
     let mut tx = client
         .transaction()
         .map_err(sql("cannot begin an append"))?;
+    // First, before anything gives the transaction an id: appends to one
+    // session queue here, so a later append's transaction id is always
+    // greater than that of the append before it, and the order
+    // subscriptions read (`tail.rs`) keeps each session's seq order.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        &[&SESSION_LOCKS, &session.to_string()],
+    )
+    .map_err(sql("cannot lock the session"))?;
     tx.execute(
         "INSERT INTO ctxlog_heads (session, seq, chain) VALUES ($1, 0, $2) \
          ON CONFLICT (session) DO NOTHING",

@@ -21,9 +21,12 @@
 //!   commit means; its default waits for the WAL flush). A connection lost
 //!   during the commit is an error that says the outcome is unknown; a
 //!   retry with the same ids is safe.
-//! - **Subscriptions**: `LISTEN`/`NOTIFY` only wakes subscribers; what is
-//!   new is read from the tables, and every reconnection re-reads every
-//!   head, so a lost notification loses nothing.
+//! - **Subscriptions**: per session (`ctxlog_store::Follower`), or every
+//!   session in one order ([`Tail`], read below the oldest running
+//!   transaction so that no event is ever passed over). `LISTEN`/`NOTIFY`
+//!   only wakes subscribers; what is new is read from the tables, and every
+//!   reconnection re-reads every head, so a lost notification loses
+//!   nothing.
 //! - **Snapshots** are a cache keyed by session and reducer version, tied
 //!   to the log by the chain of their head record.
 //! - **Migrations** are versioned (`ctxlog_schema`) and applied on open
@@ -44,8 +47,10 @@ mod listen;
 mod log;
 mod pool;
 pub mod schema;
+mod tail;
 mod target;
 mod verify;
 
 pub use log::{PgLog, PgOptions};
+pub use tail::{Position, Tail};
 pub use target::{is_postgres_url, without_password, Target};
