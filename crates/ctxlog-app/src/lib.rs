@@ -10,6 +10,8 @@
 //!   standard input, discovered sessions), read into recordings;
 //! - [`compaction`]: a stored session compacted now (a recording in its
 //!   manual copy);
+//! - [`copying`]: a whole store copied into another (sled and PostgreSQL,
+//!   either way), checked by reading both back;
 //! - [`importing`]: a recording stored as the newest version of its
 //!   session, and what became of each input;
 //! - [`sessions`]: the session list, one [`sessions::SessionRow`] per
@@ -20,15 +22,20 @@
 //! - [`simulation`]: a stored session run again under another policy, and
 //!   kept.
 //!
-//! Everything here works over any [`ctxlog_store::EventLog`].
+//! - [`logs`]: which log a store's name means (a sled directory or a
+//!   PostgreSQL URL) and [`logs::AnyLog`], any of them opened.
+//!
+//! Everything else works over any [`ctxlog_store::EventLog`].
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod catalog;
 pub mod compaction;
+pub mod copying;
 pub mod importing;
 pub mod inputs;
+pub mod logs;
 pub mod pages;
 pub mod sessions;
 pub mod simulation;

@@ -5,11 +5,11 @@
 
 use crate::memory;
 use crate::{ui, CliError};
+use ctxlog_app::logs::Location;
 use ctxlog_bench::{BenchError, ChildRun, Report, Scratch, GOALS, STAGES};
 use ctxlog_core::SessionId;
 use serde_json::{json, Map, Value};
 use std::ffi::OsString;
-use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -91,11 +91,16 @@ fn spawn_ctxlog(args: &[OsString]) -> Result<std::process::Child, BenchError> {
 }
 
 /// The hidden child of the RSS figure: open, replay, report `VmHWM`.
-pub fn replay_rss_child(json_out: bool, db: &Path, session: &str) -> Result<(), CliError> {
+pub fn replay_rss_child(json_out: bool, db: &Location, session: &str) -> Result<(), CliError> {
     let session = uuid::Uuid::parse_str(session)
         .map(SessionId)
         .map_err(|e| CliError::BadInput(format!("{session:?}: {e}")))?;
-    let r = ctxlog_bench::replay_for_rss(db, session)?;
+    let Some(dir) = db.dir() else {
+        return Err(CliError::BadInput(format!(
+            "{db}: the replay memory figure is measured on a sled store"
+        )));
+    };
+    let r = ctxlog_bench::replay_for_rss(dir, session)?;
     if json_out {
         println!(
             "{}",

@@ -2,7 +2,8 @@
 //! intact copied out of a damaged one.
 
 use crate::store::open_existing;
-use crate::store::open_store;
+use crate::store::open_existing_dir;
+use crate::store::open_store_dir;
 use crate::{Cli, CliError};
 use serde_json::json;
 use std::path::Path;
@@ -26,7 +27,10 @@ pub(crate) fn verify(cli: &Cli) -> Result<(), CliError> {
                     "kind": e.kind,
                     "session": e.session.map(|s| s.to_string()),
                     "seq": e.seq,
-                    "file": e.file.as_ref().map(|f| cli.db.join(f).display().to_string()),
+                    "file": e.file.as_ref().map(|f| match cli.db.dir() {
+                        Some(dir) => dir.join(f).display().to_string(),
+                        None => f.clone(),
+                    }),
                     "offset": e.offset,
                     "detail": e.detail,
                 })
@@ -39,9 +43,7 @@ pub(crate) fn verify(cli: &Cli) -> Result<(), CliError> {
     } else {
         println!(
             "{}: {} sessions, {} events",
-            cli.db.display(),
-            report.sessions,
-            report.events
+            cli.db, report.sessions, report.events
         );
         for e in &report.errors {
             println!("error: {e}");
@@ -62,8 +64,8 @@ pub(crate) fn salvage(json_out: bool, from: &Path, to: &Path) -> Result<(), CliE
             to.display()
         )));
     }
-    let source = open_existing(from)?;
-    let target = open_store(to)?;
+    let source = open_existing_dir(from)?;
+    let target = open_store_dir(to)?;
     let report = ctxlog_store::salvage(&source, &target)
         .map_err(|e| CliError::Failed(format!("salvage failed: {e}")))?;
     target

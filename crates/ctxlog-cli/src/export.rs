@@ -8,6 +8,7 @@ use crate::store::resolve_session;
 use crate::store::stored_session;
 use crate::Cli;
 use crate::CliError;
+use ctxlog_app::logs::Location;
 use ctxlog_import::export::ExportError;
 use serde_json::json;
 use std::fs::File;
@@ -15,7 +16,12 @@ use std::path::{Path, PathBuf};
 
 /// `export SESSION --format opencode`: the export itself on stdout, or to
 /// `--out` with a short report (JSON with `--json`) on stdout.
-pub fn export(json: bool, db: &Path, session: &str, out: Option<&PathBuf>) -> Result<(), CliError> {
+pub fn export(
+    json: bool,
+    db: &Location,
+    session: &str,
+    out: Option<&PathBuf>,
+) -> Result<(), CliError> {
     let store = crate::store::open_existing(db)?;
     let session = resolve_session(&store, db, session)?;
     let write =

@@ -12,6 +12,7 @@ use crate::store::remove_read_copies;
 use crate::window::show_window;
 use crate::window::WindowFormat;
 use clap::{Parser, Subcommand};
+use ctxlog_app::logs::Location;
 use ctxlog_core::generate::GenerateConfig;
 use ctxlog_core::{ModelLimits, Policy};
 use serde_json::json;
@@ -42,6 +43,7 @@ mod audit;
 mod bench;
 mod check;
 mod compact;
+mod copy;
 mod damaged;
 mod demo;
 mod events;
@@ -90,6 +92,7 @@ Check the store:
   verify         every record against the witness of what was acknowledged
   salvage        copy what is intact out of a damaged store
   replay         re-derive a session's state and its digest
+  copy           a whole store into another: sled to PostgreSQL and back
 
 Try and measure:
   demo           the Quick start: import, audit and simulate the built-in fixture
@@ -117,11 +120,13 @@ pub(crate) struct Cli {
     /// Print one JSON document on stdout instead of human output.
     #[arg(long, global = true)]
     json: bool,
-    /// The store directory (a sled database, private to its owner), before
-    /// or after the command; default `$CTXLOG_DB`, else
+    /// The store: a directory (a sled database, private to its owner) or a
+    /// PostgreSQL URL (`postgresql://user@host/db`, shared by processes
+    /// and hosts), before or after the command; default `$CTXLOG_DB`, else
     /// `$XDG_DATA_HOME/ctxlog`, else `~/.local/share/ctxlog`.
-    #[arg(long, global = true, env = "CTXLOG_DB", default_value_os_t = default_store())]
-    db: PathBuf,
+    #[arg(long, global = true, env = "CTXLOG_DB", hide_env_values = true,
+          value_parser = LocationParser, default_value_os_t = Location::Dir(default_store()))]
+    db: Location,
     #[command(subcommand)]
     command: Command,
 }
@@ -205,6 +210,23 @@ enum Command {
         from: PathBuf,
         /// The new store (a path that does not exist yet).
         to: PathBuf,
+    },
+    /// Copy every session of a store into another, sled and PostgreSQL
+    /// either way (`--db` is not used): the same events, ids and seqs,
+    /// checked by reading both back. Running it again finishes a copy cut
+    /// short and appends nothing to a finished one; a target holding other
+    /// events for a session is refused. `--json` prints `{"from", "to",
+    /// "streams", "events", "appended", "digest"}`.
+    #[command(
+        after_help = "Examples:\n  ctxlog copy ~/.local/share/ctxlog postgresql://me@db.example/ctxlog\n  ctxlog copy postgresql://me@db.example/ctxlog ./ctxlog-backup"
+    )]
+    Copy {
+        /// The store to copy: a directory or a PostgreSQL URL.
+        #[arg(value_parser = LocationParser)]
+        from: Location,
+        /// The store to copy into (made when missing).
+        #[arg(value_parser = LocationParser)]
+        to: Location,
     },
     /// Import a recorded session (OpenCode export, Claude Code, Codex or pi)
     /// into the store; bad input writes nothing, and an import killed
@@ -394,6 +416,30 @@ fn default_store() -> PathBuf {
         .map_or_else(|| PathBuf::from("ctxlog-data"), |d| d.join("ctxlog"))
 }
 
+/// Parses `--db` (a directory, or a PostgreSQL URL whose password is never
+/// shown).
+#[derive(Clone)]
+struct LocationParser;
+
+impl clap::builder::TypedValueParser for LocationParser {
+    type Value = Location;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Location, clap::Error> {
+        Location::parse(value).map_err(|e| {
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!("--db: {e}\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
+}
+
 /// A failure, with the exit code it maps to.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CliError {
@@ -550,6 +596,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         } => stress::run(&cli.db, *sessions, *events, *batch, *seed),
         Command::Verify => verify(cli),
         Command::Salvage { from, to } => salvage(cli.json, from, to),
+        Command::Copy { from, to } => copy::copy(cli.json, from, to),
         Command::Import(args) => import::import(cli.json, &cli.db, args),
         Command::Sessions(args) => sessions::sessions(cli.json, &cli.db, args),
         Command::Replay { session } => replay::replay(cli.json, &cli.db, session),

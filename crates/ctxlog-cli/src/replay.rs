@@ -4,13 +4,13 @@
 use crate::store::resolve_session;
 use crate::ui::{self};
 use crate::CliError;
+use ctxlog_app::logs::Location;
 use ctxlog_core::SessionState;
 use ctxlog_store::EventLog;
 use serde_json::json;
-use std::path::Path;
 
 /// `replay SESSION`: re-derives the state from the whole log.
-pub fn replay(json: bool, db: &Path, session: &str) -> Result<(), CliError> {
+pub fn replay(json: bool, db: &Location, session: &str) -> Result<(), CliError> {
     let store = crate::store::open_existing(db)?;
     let session = resolve_session(&store, db, session)?;
     let fail = |e: ctxlog_store::ReadError| CliError::Failed(e.to_string());

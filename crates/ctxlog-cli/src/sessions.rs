@@ -4,9 +4,9 @@
 use crate::ui::{self};
 use crate::CliError;
 use ctxlog_app::catalog::{self};
+use ctxlog_app::logs::Location;
 use ctxlog_app::sessions::{Filter, Listed, Listing, SessionRow, SortBy};
 use serde_json::json;
-use std::path::Path;
 
 /// `sessions`' filters and order.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -76,7 +76,7 @@ fn short_names(names: &[String], universe: &[String]) -> Vec<String> {
 }
 
 /// `sessions`.
-pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError> {
+pub fn sessions(json: bool, db: &Location, a: &SessionsArgs) -> Result<(), CliError> {
     let filter = Filter {
         agent: a.agent.clone(),
         since: a
@@ -112,7 +112,7 @@ pub fn sessions(json: bool, db: &Path, a: &SessionsArgs) -> Result<(), CliError>
         } else {
             ""
         };
-        println!("no sessions in {}{filtered}", db.display());
+        println!("no sessions in {}{filtered}", db);
         return outcome;
     }
     print_sessions(&listing);

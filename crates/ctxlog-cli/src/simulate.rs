@@ -5,12 +5,13 @@ use crate::recording::{decoded, parse_tokens, preset, read_recording, FormatArg,
 use crate::store::open_store;
 use crate::{ui, CliError};
 use ctxlog_app::catalog::CatalogError;
+use ctxlog_app::logs::{AnyLog, Location};
 use ctxlog_app::simulation::SimulationError;
 use ctxlog_core::{Envelope, Policy, Timeline};
 use ctxlog_engine::simulate::{Decision, SimulateConfig};
 use ctxlog_import::limits::resolve;
 use ctxlog_import::{ImportOptions, Imported};
-use ctxlog_store::SledStore;
+use ctxlog_store::EventLog;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
@@ -114,7 +115,7 @@ struct Simulated {
 }
 
 /// `simulate FILE ...`.
-pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError> {
+pub fn simulate(json: bool, db: &Location, a: &SimulateArgs) -> Result<(), CliError> {
     let policies = simulated_policies(a)?;
     // The recording is labelled with its agent's preset (else the seed's),
     // never with a policy under test.
@@ -153,7 +154,7 @@ pub fn simulate(json: bool, db: &Path, a: &SimulateArgs) -> Result<(), CliError>
     if let Some(store) = &store {
         store
             .flush()
-            .map_err(|e| CliError::Failed(format!("{}: {e}", db.display())))?;
+            .map_err(|e| CliError::Failed(format!("{}: {e}", db)))?;
     }
     let recorded = crate::views::timeline_of(&recording)?;
     if let Some(path) = &a.report {
@@ -173,7 +174,7 @@ fn run_one(
     json: bool,
     recording: &[Envelope],
     config: SimulateConfig,
-    store: Option<&SledStore>,
+    store: Option<&AnyLog>,
 ) -> Result<Simulated, CliError> {
     let policy = config.policy.clone();
     let bar = ui::progress(

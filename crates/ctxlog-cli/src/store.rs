@@ -1,12 +1,14 @@
-//! Opening the store a command works on: read through its holder, read
-//! through a private copy when it cannot be written, opened to write; and
-//! naming a session in it.
+//! Opening the store a command works on (a sled directory or a PostgreSQL
+//! URL): a sled store read through its holder, read through a private copy
+//! when it cannot be written, opened to write; and naming a session in it.
 
 use crate::damaged;
 use crate::{Cli, CliError};
 use ctxlog_app::catalog::{self, CatalogError};
+use ctxlog_app::logs::{AnyLog, Location};
 use ctxlog_core::Envelope;
 use ctxlog_core::SessionId;
+use ctxlog_postgres::{PgLog, PgOptions, Target};
 use ctxlog_store::{EventLog, OpenError, Reader, SledStore};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -15,13 +17,47 @@ use std::path::{Path, PathBuf};
 /// command ends.
 static READ_COPIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
-/// Opens the store at `db` for a command that only reads: a path that is not
+/// Opens the store at `db` for a command that only reads (see
+/// [`open_existing_dir`] for a sled store).
+pub(crate) fn open_existing(db: &Location) -> Result<AnyLog, CliError> {
+    match db {
+        Location::Dir(dir) => open_existing_dir(dir).map(AnyLog::Reader),
+        Location::Postgres(target) => open_postgres(target),
+    }
+}
+
+/// Opens the store at `db` for a command that writes: a sled store is
+/// opened (and made when missing), never a copy.
+pub(crate) fn open_store(db: &Location) -> Result<AnyLog, CliError> {
+    match db {
+        Location::Dir(dir) => open_store_dir(dir).map(AnyLog::Sled),
+        Location::Postgres(target) => open_postgres(target),
+    }
+}
+
+/// Bad input (exit 2) unless `db` is a store (a PostgreSQL log always is:
+/// opening it makes its tables when missing).
+pub(crate) fn require_store(db: &Location) -> Result<(), CliError> {
+    match db {
+        Location::Dir(dir) => require_store_dir(dir),
+        Location::Postgres(_) => Ok(()),
+    }
+}
+
+/// Opens the PostgreSQL log at `target` (its tables made or migrated).
+fn open_postgres(target: &Target) -> Result<AnyLog, CliError> {
+    PgLog::open_at(target.clone(), PgOptions::default())
+        .map(AnyLog::Postgres)
+        .map_err(|e| CliError::Failed(e.to_string()))
+}
+
+/// Opens the sled store at `db` for a command that only reads: a path that is not
 /// a store is bad input (exit 2) and nothing is created; a store another
 /// process holds is read through that process; a store that cannot be
 /// written (a read-only file system or copy) is read through a copy in the
 /// temp directory, since sled opens its files for writing.
-pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
-    require_store(db)?;
+pub(crate) fn open_existing_dir(db: &Path) -> Result<Reader, CliError> {
+    require_store_dir(db)?;
     let cannot_open = |e: OpenError| match e {
         // These name the store and its holder already.
         e @ (OpenError::InUse { .. } | OpenError::Unanswered { .. }) => {
@@ -68,7 +104,7 @@ pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
                 "ctxlog: {} cannot be written: reading a copy of it",
                 db.display()
             );
-            Ok(Reader::from(open_store(&copy)?))
+            Ok(Reader::from(open_store_dir(&copy)?))
         }
         Err(e) => Err(CliError::Failed(format!(
             "{}: {e}",
@@ -79,7 +115,7 @@ pub(crate) fn open_existing(db: &Path) -> Result<Reader, CliError> {
 
 /// Bad input (exit 2) unless `db` is a store; a store this user may not
 /// read says so.
-pub(crate) fn require_store(db: &Path) -> Result<(), CliError> {
+fn require_store_dir(db: &Path) -> Result<(), CliError> {
     if let Err(e) = std::fs::read_dir(db) {
         if e.kind() == std::io::ErrorKind::PermissionDenied {
             return Err(CliError::Failed(
@@ -147,7 +183,7 @@ pub(crate) fn remove_read_copies() {
     }
 }
 
-pub(crate) fn open_store(db: &Path) -> Result<SledStore, CliError> {
+pub(crate) fn open_store_dir(db: &Path) -> Result<SledStore, CliError> {
     // A store whose log is gone is never quietly replaced by an empty one.
     if let Some(gone) = damaged::log_gone(db) {
         return Err(gone);
@@ -171,7 +207,7 @@ fn tell_widened(db: &Path, widened: &[String]) {
 
 /// Opens the store for reading (see [`open_existing`]) and finds `text` in
 /// it (a ctxlog id or a source id).
-pub(crate) fn stored_session(cli: &Cli, text: &str) -> Result<(Reader, SessionId), CliError> {
+pub(crate) fn stored_session(cli: &Cli, text: &str) -> Result<(AnyLog, SessionId), CliError> {
     let store = open_existing(&cli.db)?;
     let session = resolve_session(&store, &cli.db, text)?;
     Ok((store, session))
@@ -182,7 +218,7 @@ pub(crate) fn stored_session(cli: &Cli, text: &str) -> Result<(Reader, SessionId
 pub(crate) fn stored_session_to_write(
     cli: &Cli,
     text: &str,
-) -> Result<(SledStore, SessionId), CliError> {
+) -> Result<(AnyLog, SessionId), CliError> {
     require_store(&cli.db)?;
     let store = open_store(&cli.db)?;
     let session = resolve_session(&store, &cli.db, text)?;
@@ -200,11 +236,11 @@ pub(crate) fn read_log(
 /// Resolves SESSION: a ctxlog id, or a recording's own session id.
 pub fn resolve_session(
     store: &impl EventLog,
-    db: &Path,
+    db: &Location,
     text: &str,
 ) -> Result<SessionId, CliError> {
     catalog::resolve_session(store, text).map_err(|e| match e {
-        CatalogError::NotFound(_) => CliError::BadInput(format!("{e} in {}", db.display())),
+        CatalogError::NotFound(_) => CliError::BadInput(format!("{e} in {db}")),
         e @ CatalogError::Ambiguous { .. } => CliError::BadInput(e.to_string()),
         e => CliError::Failed(e.to_string()),
     })

@@ -3,11 +3,11 @@
 //! parent process that kills this one knows exactly what was acknowledged.
 
 use crate::CliError;
+use ctxlog_app::logs::{AnyLog, Location};
 use ctxlog_core::generate::{generate_into, GenerateConfig};
 use ctxlog_core::SessionId;
-use ctxlog_store::{EventLog, Expected, NewEvent, SledStore};
+use ctxlog_store::{EventLog, Expected, NewEvent};
 use std::io::Write;
-use std::path::Path;
 use std::sync::PoisonError;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -29,7 +29,7 @@ fn synthetic(seed: u64, events: u64) -> GenerateConfig {
 }
 
 pub(crate) fn run(
-    db: &Path,
+    db: &Location,
     sessions: u32,
     events: u32,
     batch: u32,
@@ -80,7 +80,7 @@ pub(crate) fn run(
 /// Generates a session and appends it as it goes, `batch` events per
 /// append, printing each acknowledgement: the session is never whole in
 /// memory, and the first acknowledgement comes after the first turn.
-fn write_session(store: &SledStore, seed: u64, events: u64, batch: usize) -> Result<(), String> {
+fn write_session(store: &AnyLog, seed: u64, events: u64, batch: usize) -> Result<(), String> {
     let mut writer = Writer {
         store,
         session: None,
@@ -115,7 +115,7 @@ fn write_session(store: &SledStore, seed: u64, events: u64, batch: usize) -> Res
 
 /// Appends what the generator made, in batches.
 struct Writer<'a> {
-    store: &'a SledStore,
+    store: &'a AnyLog,
     session: Option<SessionId>,
     head: u64,
     pending: Vec<NewEvent>,

@@ -4,11 +4,12 @@
 use crate::compact::engine;
 use crate::store::stored_session;
 use crate::{Cli, CliError, SummarizerKind};
+use ctxlog_app::logs::AnyLog;
 use ctxlog_core::window::ToolResult;
 use ctxlog_core::{window, SessionState};
 use ctxlog_core::{Role, SessionId, Window, WindowPart};
 use ctxlog_engine::{Engine, EngineError};
-use ctxlog_store::{EventLog, Reader};
+use ctxlog_store::EventLog;
 use serde_json::json;
 
 /// How `window` prints the model input.
@@ -60,7 +61,7 @@ pub(crate) fn show_window(
 /// Prints the window of `state` (see [`show_window`]).
 fn print_window(
     cli: &Cli,
-    engine: &Engine<Reader>,
+    engine: &Engine<AnyLog>,
     session: SessionId,
     state: &SessionState,
     format: WindowFormat,

@@ -14,7 +14,10 @@ pub(crate) fn backend(target: &Target, what: &str, error: postgres::Error) -> Ba
     let detail = match error.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None if error.is_closed() => "the connection to the server was lost".to_owned(),
-        None => error.to_string(),
+        None => match std::error::Error::source(&error) {
+            Some(cause) => format!("{error}: {cause}"),
+            None => error.to_string(),
+        },
     };
     BackendError::with_source(format!("{target}: {what}: {detail}"), error)
 }

@@ -63,6 +63,11 @@ impl PgLog {
     /// [`PgLog::open`] with options.
     pub fn open_with(url: &str, options: PgOptions) -> Result<PgLog, OpenError> {
         let target = Target::parse(url).map_err(OpenError::InvalidConfig)?;
+        PgLog::open_at(target, options)
+    }
+
+    /// [`PgLog::open_with`] of a connection string already parsed.
+    pub fn open_at(target: Target, options: PgOptions) -> Result<PgLog, OpenError> {
         let channel = match &options.schema {
             Some(schema) => format!("ctxlog:{schema}"),
             None => "ctxlog".to_owned(),

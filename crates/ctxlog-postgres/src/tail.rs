@@ -59,13 +59,18 @@ impl PgLog {
         rows.into_iter()
             .map(|row| {
                 let tx: &str = row.get(0);
-                let tx = tx
-                    .parse()
-                    .map_err(|_| ReadError::Damaged(format!("a transaction id {tx:?} is stored")))?;
+                let tx = tx.parse().map_err(|_| {
+                    ReadError::Damaged(format!("a transaction id {tx:?} is stored"))
+                })?;
                 let session = SessionId(row.get(2));
                 let seq = seq_of(row.get(3))?;
-                let decoded = record::decode(row.get(4), session, seq)
-                    .map_err(|problem| ReadError::Corrupt { session, seq, problem })?;
+                let decoded = record::decode(row.get(4), session, seq).map_err(|problem| {
+                    ReadError::Corrupt {
+                        session,
+                        seq,
+                        problem,
+                    }
+                })?;
                 let position = Position {
                     tx,
                     position: row.get(1),

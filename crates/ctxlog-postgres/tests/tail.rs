@@ -90,7 +90,10 @@ fn eight_writers_one_tail() {
     let mut delivered = Vec::with_capacity(total);
     let deadline = Instant::now() + Duration::from_secs(180);
     while delivered.len() < total && Instant::now() < deadline {
-        delivered.extend(tail.poll(Duration::from_millis(500)).expect("the tail reads"));
+        delivered.extend(
+            tail.poll(Duration::from_millis(500))
+                .expect("the tail reads"),
+        );
     }
     for mut child in children {
         assert!(child.wait().unwrap().success(), "a writer failed");
@@ -115,7 +118,10 @@ fn eight_writers_one_tail() {
         let (k, j) = owner[&e.session];
         let append = (e.seq - 1) / BATCH as Seq * SESSIONS + j;
         let last = last_append.entry(k).or_insert(0);
-        assert!(append >= *last, "writer {k}'s appends in the order it made them");
+        assert!(
+            append >= *last,
+            "writer {k}'s appends in the order it made them"
+        );
         *last = append;
     }
     assert_eq!(tail.checkpoint(), delivered.last().unwrap().0);
@@ -124,7 +130,10 @@ fn eight_writers_one_tail() {
     let middle = delivered[total / 2].0;
     let mut again = log.tail(middle);
     let rest = again.poll(Duration::from_millis(100)).unwrap();
-    assert_eq!(rest.first().map(|(p, _)| *p), Some(delivered[total / 2 + 1].0));
+    assert_eq!(
+        rest.first().map(|(p, _)| *p),
+        Some(delivered[total / 2 + 1].0)
+    );
 
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     client

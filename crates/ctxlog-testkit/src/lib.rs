@@ -77,3 +77,61 @@ pub fn postgres_url(test: &str) -> Option<String> {
         }
     }
 }
+
+/// A database of its own on the test server ([`postgres_url`]), made for
+/// one test and dropped with it.
+#[derive(Debug)]
+pub struct PgDatabase {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl PgDatabase {
+    /// A new, empty database named after `label` and the process; `None`
+    /// (the test skipped, with a message) without a server outside CI.
+    pub fn create(label: &str) -> Option<PgDatabase> {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let admin = postgres_url(label)?;
+        let name = format!(
+            "t_{}_{}_{}",
+            label.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        )
+        .to_lowercase();
+        let mut client = postgres::Client::connect(&admin, postgres::NoTls)
+            .unwrap_or_else(|e| panic!("{label}: the test server refused a connection: {e}"));
+        client
+            .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+            .unwrap_or_else(|e| panic!("{label}: cannot create a database: {e}"));
+        let url = match admin.rsplit_once('/') {
+            Some((server, _)) => format!("{server}/{name}"),
+            None => panic!("{label}: CTXLOG_TEST_POSTGRES names no database: {admin}"),
+        };
+        Some(PgDatabase { admin, name, url })
+    }
+
+    /// Its connection string (password included).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The password in the connection string, to check it is never shown.
+    pub fn password(&self) -> Option<String> {
+        let rest = self.url.split_once("://")?.1;
+        let user_info = rest.split_once('@')?.0;
+        Some(user_info.split_once(':')?.1.to_owned())
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        if let Ok(mut client) = postgres::Client::connect(&self.admin, postgres::NoTls) {
+            let _ = client.batch_execute(&format!(
+                "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+                self.name
+            ));
+        }
+    }
+}

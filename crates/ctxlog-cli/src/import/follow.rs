@@ -17,14 +17,14 @@ use crate::store::open_store;
 use crate::CliError;
 use ctxlog_app::importing::{InputReport, Outcome, Request};
 use ctxlog_app::inputs::Stamp;
+use ctxlog_app::logs::Location;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 
 /// `import --follow`: never returns but with an error that ends it.
 pub(crate) fn follow(
     json: bool,
-    db: &Path,
+    db: &Location,
     a: &ImportArgs,
     request: Request,
 ) -> Result<(), CliError> {

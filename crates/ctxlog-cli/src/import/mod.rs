@@ -11,12 +11,12 @@ use crate::import::once::import_one;
 use crate::recording::preset;
 use crate::recording::Input;
 use crate::CliError;
+use ctxlog_app::logs::Location;
 use ctxlog_import::ImportOptions;
-use std::path::Path;
 
 /// `import FILE…`: one file as before; several, a directory, standard
 /// input or `--discover`, each on its own with a summary table.
-pub fn import(json: bool, db: &Path, a: &ImportArgs) -> Result<(), CliError> {
+pub fn import(json: bool, db: &Location, a: &ImportArgs) -> Result<(), CliError> {
     let policy = a.policy.as_deref();
     let options = ImportOptions {
         policy: preset(policy.unwrap_or(ctxlog_core::policy::PRESET_OPENCODE_SEED))?,

@@ -11,10 +11,11 @@ use crate::CliError;
 use ctxlog_app::catalog::{self, CatalogError, Stored};
 use ctxlog_app::importing::{self, InputReport, Outcome, Request, VersionError, Versioned};
 use ctxlog_app::inputs;
+use ctxlog_app::logs::{AnyLog, Location};
 use ctxlog_core::EventPack;
 use ctxlog_import::discover::Places;
 use ctxlog_import::Imported;
-use ctxlog_store::SledStore;
+use ctxlog_store::EventLog;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -70,7 +71,7 @@ pub struct ImportArgs {
 /// Stores `imported`, read from `input`, as the newest version of its
 /// recording ([`importing::store_input`]); refusals are bad input.
 fn store_versions(
-    store: &SledStore,
+    store: &AnyLog,
     input: &Input,
     imported: Imported,
     request: &Request,
@@ -97,7 +98,7 @@ pub(crate) fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
 
 pub(crate) fn import_many(
     json: bool,
-    db: &Path,
+    db: &Location,
     inputs: &[Input],
     request: &Request,
 ) -> Result<(), CliError> {
@@ -108,7 +109,7 @@ pub(crate) fn import_many(
     }
     // Opened once something is to be stored: refusing everything creates
     // nothing.
-    let mut store: Option<SledStore> = None;
+    let mut store: Option<AnyLog> = None;
     let bar = ui::progress(json, inputs.len() as u64, 2, "import", false);
     let mut outcomes = Vec::with_capacity(inputs.len());
     for input in inputs {
@@ -133,8 +134,8 @@ pub(crate) fn import_many(
 /// store is opened when there is something to store. Bad input is a
 /// refused outcome, not an error.
 pub(crate) fn import_input(
-    db: &Path,
-    store: &mut Option<SledStore>,
+    db: &Location,
+    store: &mut Option<AnyLog>,
     input: &Input,
     request: &Request,
 ) -> Result<Outcome, CliError> {
@@ -224,7 +225,7 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
 /// `import FILE` of one file.
 pub(crate) fn import_one(
     json: bool,
-    db: &Path,
+    db: &Location,
     file: &Path,
     request: &Request,
 ) -> Result<(), CliError> {
@@ -299,13 +300,13 @@ pub(crate) fn import_one(
 
 /// Stores an imported session (see [`catalog::store_recording`]); a stored
 /// session that diverges is bad input.
-pub fn store_import(store: &SledStore, imported: Imported) -> Result<Stored, CliError> {
+pub fn store_import(store: &impl EventLog, imported: Imported) -> Result<Stored, CliError> {
     store_import_events(store, imported.events)
 }
 
 /// Stores a simulated session's events whole (or what is new of them).
 pub(crate) fn store_import_events(
-    store: &SledStore,
+    store: &impl EventLog,
     events: EventPack,
 ) -> Result<Stored, CliError> {
     catalog::store_recording(store, events).map_err(|e| match e {
