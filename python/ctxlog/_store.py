@@ -25,7 +25,8 @@ class Store:
     A store is opened once per path per process: every `Store` and
     `CtxlogSession` naming the same path share it (the store's directory is
     locked while this process holds it; other processes read it through
-    `ctxlog`). Sessions are named by a name, a ctxlog id or a unique prefix
+    `ctxlog`). A `postgresql://` URL names a PostgreSQL log instead, which
+    any number of processes and hosts share. Sessions are named by a name, a ctxlog id or a unique prefix
     of at least 4 characters, as the CLI takes them.
     """
 
@@ -34,7 +35,8 @@ class Store:
 
     @property
     def path(self) -> str:
-        """The path the store was opened with."""
+        """The path the store was opened with (a PostgreSQL connection
+        string without its password)."""
         return self._native.path
 
     def sessions(self) -> list[SessionInfo]:

@@ -194,8 +194,10 @@ class CtxlogSession:
 
     `session_id` names the stored session (`ctxlog sessions` lists it by
     that name; `ctxlog report <session_id>` draws it). `db_path` is a store
-    directory, shared by every session of this process that names it, or
-    `":memory:"` (a store of its own, gone with the object). `policy` is a
+    directory, shared by every session of this process that names it, a
+    `postgresql://` URL (a log that worker processes and hosts share: a
+    session written by several at once keeps every item, each writer's in
+    its order), or `":memory:"` (a store of its own, gone with the object). `policy` is a
     ctxlog preset (`opencode-seed`, both layers on, for a new session;
     `opencode-1.18` prunes nothing, as OpenCode today); `context_limit` the
     model's context window in tokens (without it ctxlog never compacts on
@@ -238,8 +240,9 @@ class CtxlogSession:
             if session_settings is None
             else coerce_session_settings(session_settings)
         )
-        self._path = os.fspath(db_path)
         self._store: Store | None = Store(db_path)
+        # As the store shows it: a connection string without its password.
+        self._path = self._store.path
         self._native: _native.NativeSession | None = self._store._native.open_session(
             session_id, policy, context_limit, summarizer
         )

@@ -18,11 +18,13 @@ use ctxlog_engine::summarize::{
     ExtractiveSummarizer, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
 };
 use ctxlog_engine::{Engine, EngineBuilder, MemoryLog, SledStore};
+use ctxlog_postgres::PgLog;
 use ctxlog_store::EventLog;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -45,12 +47,14 @@ fn py_err(e: impl std::fmt::Display) -> PyErr {
 enum Backend {
     Disk(AgentStore<SledStore>, Arc<Summarizers>),
     Memory(AgentStore<MemoryLog>, Arc<Summarizers>),
+    /// A PostgreSQL log, shared with other processes and hosts.
+    Postgres(AgentStore<PgLog>, Arc<Summarizers>),
 }
 
 impl Backend {
     fn summarizers(&self) -> &Summarizers {
         match self {
-            Backend::Disk(_, s) | Backend::Memory(_, s) => s,
+            Backend::Disk(_, s) | Backend::Memory(_, s) | Backend::Postgres(_, s) => s,
         }
     }
 }
@@ -102,13 +106,15 @@ macro_rules! on_store {
         match &*$backend {
             Backend::Disk($s, _) => $body,
             Backend::Memory($s, _) => $body,
+            Backend::Postgres($s, _) => $body,
         }
     };
 }
 
-/// The stores this process holds open, by canonical path. Weak: a store
-/// closes when its last `Store` and session are gone.
-static OPEN: Mutex<BTreeMap<PathBuf, Weak<Backend>>> = Mutex::new(BTreeMap::new());
+/// The stores this process holds open, by canonical path (or connection
+/// string). Weak: a store closes when its last `Store` and session are
+/// gone.
+static OPEN: Mutex<BTreeMap<OsString, Weak<Backend>>> = Mutex::new(BTreeMap::new());
 
 /// The store at `path`, opened once per process.
 fn backend(path: &str) -> PyResult<Arc<Backend>> {
@@ -121,15 +127,28 @@ fn backend(path: &str) -> PyResult<Arc<Backend>> {
             summarizers,
         )));
     }
+    if ctxlog_postgres::is_postgres_url(path) {
+        // No canonical path begins so: the key cannot name a directory.
+        let key = OsString::from(format!("postgresql-url:{path}"));
+        let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(b) = open.get(&key).and_then(Weak::upgrade) {
+            return Ok(b);
+        }
+        let log = PgLog::open(path).map_err(py_err)?;
+        let engine = builder.build(log).map_err(py_err)?;
+        let b = Arc::new(Backend::Postgres(AgentStore::new(engine), summarizers));
+        open.insert(key, Arc::downgrade(&b));
+        return Ok(b);
+    }
     std::fs::create_dir_all(path).map_err(|e| py_err(format!("{path}: {e}")))?;
     let key = std::fs::canonicalize(path).map_err(|e| py_err(format!("{path}: {e}")))?;
     let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(b) = open.get(&key).and_then(Weak::upgrade) {
+    if let Some(b) = open.get(key.as_os_str()).and_then(Weak::upgrade) {
         return Ok(b);
     }
     let engine = builder.open(&key).map_err(py_err)?;
     let b = Arc::new(Backend::Disk(AgentStore::new(engine), summarizers));
-    open.insert(key, Arc::downgrade(&b));
+    open.insert(key.into_os_string(), Arc::downgrade(&b));
     Ok(b)
 }
 
@@ -150,10 +169,17 @@ impl NativeStore {
     #[new]
     fn new(py: Python<'_>, path: String) -> PyResult<Self> {
         let backend = py.detach(|| backend(&path))?;
+        // A connection string is kept and shown without its password.
+        let path = if ctxlog_postgres::is_postgres_url(&path) {
+            ctxlog_postgres::without_password(&path)
+        } else {
+            path
+        };
         Ok(NativeStore { backend, path })
     }
 
-    /// The path it was opened with.
+    /// The path it was opened with (a connection string without its
+    /// password).
     #[getter]
     fn path(&self) -> &str {
         &self.path

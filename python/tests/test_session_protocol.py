@@ -42,13 +42,18 @@ def run(coro):
     return asyncio.run(coro)
 
 
-@pytest.fixture(params=["memory", "disk"])
+@pytest.fixture(params=["memory", "disk", "postgres"])
 def make(request, tmp_path: Path):
-    """A factory of sessions, in memory or in a store on disk."""
+    """A factory of sessions, in memory, in a store on disk, or in a
+    PostgreSQL database of the test's own."""
     opened: list[CtxlogSession] = []
+    where: object = {
+        "memory": ":memory:",
+        "disk": tmp_path / "store",
+    }.get(request.param) or request.getfixturevalue("pg_url")
 
     def new(name: str = "s", **kw) -> CtxlogSession:
-        path = ":memory:" if request.param == "memory" else tmp_path / "store"
+        path = where
         s = CtxlogSession(name, path, **kw)
         opened.append(s)
         return s

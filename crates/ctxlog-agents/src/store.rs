@@ -115,7 +115,20 @@ impl<L: EventLog> AgentStore<L> {
                 title: Some(name.into()),
                 source_id: Some(name.into()),
             };
-            self.engine.start_session_as(session, new)?;
+            match self.engine.start_session_as(session, new) {
+                Ok(()) => {}
+                // Another process (sharing a PostgreSQL log) started it
+                // first: open it as it stands.
+                Err(_) if self.engine.store().head(session)? > 0 => {
+                    self.engine.settle(
+                        session,
+                        settings.policy.clone(),
+                        settings.limits.clone(),
+                    )?;
+                    return Ok(session);
+                }
+                Err(e) => return Err(e.into()),
+            }
             let about = SessionAbout {
                 title: Some(name.into()),
                 agent: Some(FORMAT.into()),

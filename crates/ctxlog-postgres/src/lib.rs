@@ -43,6 +43,7 @@
 
 mod append;
 mod error;
+mod inner;
 mod listen;
 mod log;
 mod pool;

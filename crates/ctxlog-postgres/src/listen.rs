@@ -5,8 +5,7 @@
 //! disconnected are never delivered again; what is new is always read
 //! from the tables.
 
-use crate::log::Inner;
-use ctxlog_store::EventLog;
+use crate::inner::{Inner, Listening};
 use postgres::fallible_iterator::FallibleIterator;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,32 +19,24 @@ const WAIT: Duration = Duration::from_millis(250);
 /// How long it waits before connecting again after a failure.
 const RECONNECT_AFTER: Duration = Duration::from_millis(500);
 
-/// The listening thread of one log; it ends when the log is dropped.
-pub(crate) struct Listener {
-    stopped: Arc<AtomicBool>,
-}
-
-impl Listener {
-    pub(crate) fn start(log: Weak<Inner>) -> Listener {
-        let stopped = Arc::new(AtomicBool::new(false));
-        let flag = stopped.clone();
-        let spawned = std::thread::Builder::new()
-            .name("ctxlog-pg-listen".into())
-            .spawn(move || {
-                listen(&log);
-                flag.store(true, Ordering::Release);
-            });
-        if let Err(e) = spawned {
-            tracing::warn!("cannot start the listening thread: {e}; subscribers wake only on this process's appends");
-            stopped.store(true, Ordering::Release);
-        }
-        Listener { stopped }
+/// Starts the listening thread of one log; it ends when the log is
+/// dropped.
+pub(crate) fn start(log: Weak<Inner>) -> Listening {
+    let stopped = Arc::new(AtomicBool::new(false));
+    let flag = stopped.clone();
+    let spawned = std::thread::Builder::new()
+        .name("ctxlog-pg-listen".into())
+        .spawn(move || {
+            listen(&log);
+            flag.store(true, Ordering::Release);
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(
+            "cannot start the listening thread: {e}; subscribers wake only on this process's appends"
+        );
+        stopped.store(true, Ordering::Release);
     }
-
-    /// Whether the thread has ended.
-    pub(crate) fn stopped(&self) -> bool {
-        self.stopped.load(Ordering::Acquire)
-    }
+    Listening { stopped }
 }
 
 /// Listens until the log is dropped, reconnecting as needed.
@@ -104,9 +95,8 @@ fn listen(log: &Weak<Inner>) {
     }
 }
 
-fn ring_for_every_head(inner: &Arc<Inner>) {
-    let log = crate::PgLog::from_inner(inner.clone());
-    match log.sessions() {
+fn ring_for_every_head(inner: &Inner) {
+    match inner.heads() {
         Ok(heads) => inner.hub.notify(&heads.into_iter().collect()),
         Err(e) => tracing::warn!("cannot read the heads after connecting: {e}"),
     }

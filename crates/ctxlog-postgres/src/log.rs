@@ -2,7 +2,8 @@
 
 use crate::append::{self, seq_of, sql_seq, Attempt};
 use crate::error::backend;
-use crate::listen::Listener;
+use crate::inner::{Inner, Listening};
+use crate::listen;
 use crate::pool::Pool;
 use crate::schema;
 use crate::target::Target;
@@ -37,14 +38,6 @@ pub struct PgOptions {
 #[derive(Clone)]
 pub struct PgLog {
     inner: Arc<Inner>,
-}
-
-pub(crate) struct Inner {
-    pub(crate) pool: Pool,
-    pub(crate) hub: Hub,
-    /// The `NOTIFY` channel appends ring (one per schema).
-    pub(crate) channel: String,
-    listener: Mutex<Option<Listener>>,
 }
 
 impl std::fmt::Debug for PgLog {
@@ -93,10 +86,6 @@ impl PgLog {
 
     pub(crate) fn inner(&self) -> &Inner {
         &self.inner
-    }
-
-    pub(crate) fn from_inner(inner: Arc<Inner>) -> PgLog {
-        PgLog { inner }
     }
 
     /// Where the log is (the connection string without its password).
@@ -254,16 +243,7 @@ impl EventLog for PgLog {
     }
 
     fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, ReadError> {
-        let rows = self.inner.pool.with(|c| {
-            c.query("SELECT session, seq FROM ctxlog_heads WHERE seq > 0", &[])
-                .map_err(self.read_error("cannot list sessions"))
-        })?;
-        let mut out = rows
-            .into_iter()
-            .map(|r| Ok((SessionId(r.get(0)), seq_of(r.get(1))?)))
-            .collect::<Result<Vec<_>, ReadError>>()?;
-        out.sort();
-        Ok(out)
+        self.inner.heads()
     }
 
     fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
@@ -313,8 +293,8 @@ impl Followable for PgLog {
             .listener
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if listener.as_ref().is_none_or(|l| l.stopped()) {
-            *listener = Some(Listener::start(Arc::downgrade(&self.inner)));
+        if listener.as_ref().is_none_or(Listening::stopped) {
+            *listener = Some(listen::start(Arc::downgrade(&self.inner)));
         }
         sub
     }
