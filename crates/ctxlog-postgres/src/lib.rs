@@ -50,8 +50,10 @@ mod pool;
 pub mod schema;
 mod tail;
 mod target;
+mod tls;
 mod verify;
 
 pub use log::{PgLog, PgOptions};
 pub use tail::{Position, Tail};
 pub use target::{is_postgres_url, without_password, Target};
+pub use tls::SslMode;

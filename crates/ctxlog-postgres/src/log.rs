@@ -88,6 +88,19 @@ impl PgLog {
         &self.inner
     }
 
+    /// Whether its connections are encrypted (TLS), as the server sees
+    /// them.
+    pub fn encrypted(&self) -> Result<bool, ReadError> {
+        let row = self.inner.pool.with(|c| {
+            c.query_opt(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .map_err(self.read_error("cannot ask about TLS"))
+        })?;
+        Ok(row.is_some_and(|r| r.get(0)))
+    }
+
     /// Where the log is (the connection string without its password).
     pub fn target(&self) -> String {
         self.inner.pool.target().to_string()

@@ -5,7 +5,7 @@
 use crate::error::backend;
 use crate::target::Target;
 use ctxlog_store::BackendError;
-use postgres::{Client, NoTls};
+use postgres::Client;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -44,7 +44,7 @@ impl Pool {
         }
         config.application_name("ctxlog");
         let mut client = config
-            .connect(NoTls)
+            .connect(self.target.tls())
             .map_err(|e| backend(&self.target, "cannot connect", e))?;
         if let Some(schema) = &self.schema {
             let quoted = format!("\"{}\"", schema.replace('"', "\"\""));

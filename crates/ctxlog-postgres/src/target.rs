@@ -1,35 +1,109 @@
 //! Where a log is: a `postgresql://` (or `postgres://`) connection string,
 //! parsed once, and shown everywhere with its password left out.
 
+use crate::tls::{self, SslMode};
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// Whether `text` names a PostgreSQL log rather than a directory.
 pub fn is_postgres_url(text: &str) -> bool {
     text.starts_with("postgresql://") || text.starts_with("postgres://")
 }
 
-/// A connection string and its parsed form. Its [`fmt::Display`] never
-/// shows the password.
+/// A connection string and its parsed form, with the TLS its `sslmode`
+/// asks for (see `tls.rs`). Its [`fmt::Display`] never shows the password.
 #[derive(Clone)]
 pub struct Target {
     config: postgres::Config,
+    tls: MakeRustlsConnect,
+    ssl_mode: SslMode,
     shown: String,
 }
 
 impl Target {
-    /// Parses `url` (libpq's URL form, `sslmode` included).
+    /// Parses `url` (libpq's URL form; `sslmode` and `sslrootcert` as
+    /// libpq reads them).
     pub fn parse(url: &str) -> Result<Target, String> {
         let shown = without_password(url);
-        let config = postgres::Config::from_str(url)
+        let bad = |e: String| format!("{shown}: {e}");
+        let (rest, ssl_mode, root_cert) = take_tls_params(url).map_err(bad)?;
+        let mut config = postgres::Config::from_str(&rest)
             .map_err(|e| format!("{shown}: not a PostgreSQL connection string: {e}"))?;
-        Ok(Target { config, shown })
+        config.ssl_mode(ssl_mode.client_mode());
+        let tls = tls::connector(ssl_mode, root_cert.as_deref()).map_err(bad)?;
+        Ok(Target {
+            config,
+            tls,
+            ssl_mode,
+            shown,
+        })
     }
 
     /// The parsed configuration.
     pub fn config(&self) -> &postgres::Config {
         &self.config
     }
+
+    /// The TLS connector its `sslmode` asks for.
+    pub(crate) fn tls(&self) -> MakeRustlsConnect {
+        self.tls.clone()
+    }
+
+    /// What its `sslmode` asks for.
+    pub fn ssl_mode(&self) -> SslMode {
+        self.ssl_mode
+    }
+}
+
+/// `url` without its `sslmode` and `sslrootcert` parameters (which the
+/// client library reads otherwise, or not at all), and what they say
+/// (`prefer` without one, as libpq).
+fn take_tls_params(url: &str) -> Result<(String, SslMode, Option<PathBuf>), String> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_owned(), SslMode::Prefer, None));
+    };
+    let mut mode = SslMode::Prefer;
+    let mut root_cert = None;
+    let mut kept = Vec::new();
+    for param in query.split('&').filter(|p| !p.is_empty()) {
+        match param.split_once('=') {
+            Some(("sslmode", v)) => mode = SslMode::parse(&percent_decoded(v))?,
+            Some(("sslrootcert", v)) => root_cert = Some(tls::root_cert_path(&percent_decoded(v))),
+            _ => kept.push(param),
+        }
+    }
+    let rest = if kept.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    Ok((rest, mode, root_cert))
+}
+
+/// `%XX` escapes of a URL parameter decoded (anything else kept).
+fn percent_decoded(v: &str) -> String {
+    let bytes = v.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 impl fmt::Display for Target {
