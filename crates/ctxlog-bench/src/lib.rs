@@ -11,6 +11,7 @@
 //! JSONL file with `fdatasync` ([`bench_baselines`]), and the rate of
 //! durable appends while other processes read the store ([`bench_readers`]). Each figure is measured in the same run as its baseline
 //! and reported as a ratio: absolute speeds drift on a shared machine;
+//! the log on PostgreSQL against a plain insert loop ([`bench_postgres`]);
 //! ratios measured side by side do not.
 //!
 //! Every measurement runs once to warm up (discarded), then `runs` times;
@@ -29,6 +30,7 @@ mod baseline;
 mod import;
 mod measure;
 mod memory;
+mod postgres;
 mod raw;
 mod readers;
 mod replay;
@@ -43,6 +45,7 @@ pub use baseline::bench_baselines;
 pub use import::bench_import;
 pub use measure::{measure, median, Scratch};
 pub use memory::{bench_memory, ChildRun, RunCtxlog};
+pub use postgres::bench_postgres;
 pub use raw::{encoded, raw_db, raw_scan_rate, Record};
 pub use readers::{bench_readers, SpawnCtxlog};
 pub use replay::{bench_replay, replay_for_rss, RssReport};
@@ -68,15 +71,17 @@ pub(crate) fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BenchErro
 }
 
 /// The number of times [`run`] calls `progress`.
-pub const STAGES: u64 = 10;
+pub const STAGES: u64 = 11;
 
-/// Runs the benchmark at [`Sizes::QUICK`] or [`Sizes::FULL`]; `progress`
-/// is called [`STAGES`] times as it goes.
+/// Runs the benchmark at [`Sizes::QUICK`] or [`Sizes::FULL`], the
+/// PostgreSQL figures on the server `postgres` names; `progress` is called
+/// [`STAGES`] times as it goes.
 pub fn run(
     quick: bool,
     progress: &mut dyn FnMut(),
     run_ctxlog: RunCtxlog<'_>,
     spawn_ctxlog: SpawnCtxlog<'_>,
+    postgres: Option<&str>,
 ) -> Result<Report, BenchError> {
     let z = Sizes::of(quick);
     let started = Instant::now();
@@ -90,6 +95,9 @@ pub fn run(
     bench_durable(&z, &events, &records, &mut r)?;
     progress();
     bench_group_commit(&z, &events, &mut r)?;
+    progress();
+    // The same appends on PostgreSQL, when a server is named.
+    bench_postgres(&z, postgres, &events, &records, &mut r)?;
     drop(events);
     drop(records);
     progress();

@@ -86,6 +86,9 @@ pub const GOALS: &[Goal] = &[
     goal("import_rss_vs_file", 3.0, false),
     goal("acks_one_reader_vs_none", 0.7, true),
     goal("acks_20_readers_vs_none", 0.4, true),
+    goal("pg_append_vs_insert_floor", 0.8, true),
+    goal("pg_writers_gain", 4.0, true),
+    goal("pg_step_cost_growth", 1.5, false),
 ];
 
 /// The machine the bench ran on: cores, cpu, memory, kernel, os, arch and

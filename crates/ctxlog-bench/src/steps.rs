@@ -99,7 +99,7 @@ pub(crate) fn step_session(
 
 /// A summarizer whose summary is the same whatever the history, so the step
 /// benchmark compares equal windows.
-struct FixedSummarizer;
+pub(crate) struct FixedSummarizer;
 
 impl Summarizer for FixedSummarizer {
     fn name(&self) -> &str {
@@ -118,8 +118,8 @@ impl Summarizer for FixedSummarizer {
 /// One agent step as an agent makes it: record the step (message, a text
 /// part, a tool output, its usage; the overflow check runs), then build the
 /// window for the next call. Seconds.
-pub(crate) fn one_step(
-    engine: &Engine<SledStore>,
+pub(crate) fn one_step<L: EventLog>(
+    engine: &Engine<L>,
     session: SessionId,
     parent: ctxlog_core::MessageId,
     i: usize,

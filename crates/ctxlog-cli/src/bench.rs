@@ -179,7 +179,7 @@ fn stalled(stage: u64, limit: Duration) -> ! {
 }
 
 /// Runs the benchmark.
-pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
+pub fn run(json_out: bool, quick: bool, postgres: Option<&str>) -> Result<(), CliError> {
     let bar = ui::progress(json_out, STAGES, 0, "bench", false);
     if cfg!(debug_assertions) && !json_out {
         eprintln!(
@@ -201,6 +201,7 @@ pub fn run(json_out: bool, quick: bool) -> Result<(), CliError> {
         },
         &run_ctxlog,
         &spawn_ctxlog,
+        postgres,
     )?;
     drop(watchdog);
     bar.finish_and_clear();

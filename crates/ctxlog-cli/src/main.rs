@@ -291,6 +291,10 @@ enum Command {
         /// A smaller run (under a minute), as CI runs it.
         #[arg(long)]
         quick: bool,
+        /// A PostgreSQL server to measure the log on (a database the bench
+        /// may make schemas in); without it those figures are skipped.
+        #[arg(long, env = "CTXLOG_BENCH_POSTGRES", hide_env_values = true)]
+        postgres: Option<String>,
     },
     /// The bench's child process: replay a session and report peak memory.
     #[command(hide = true)]
@@ -622,7 +626,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         } => export::export_markdown(cli, session, out.as_deref(), *redact),
         Command::Simulate(args) => simulate::simulate(cli.json, &cli.db, args),
         #[cfg(feature = "bench")]
-        Command::Bench { quick } => bench::run(cli.json, *quick),
+        Command::Bench { quick, postgres } => bench::run(cli.json, *quick, postgres.as_deref()),
         #[cfg(feature = "bench")]
         Command::BenchReplayRss { session } => bench::replay_rss_child(cli.json, &cli.db, session),
         Command::Window {

@@ -188,3 +188,52 @@ fn a_failed_connection_names_the_server_but_never_the_password() {
         }
     }
 }
+
+#[test]
+fn import_follow_writes_to_postgres_as_recordings_arrive() {
+    let Some(pg) = PgDatabase::create("cli_follow") else {
+        return;
+    };
+    let password = pg.password().unwrap();
+    let dir = TempDir::created("cli-pg-follow");
+    let files = fixtures();
+    std::fs::copy(&files[1], dir.join("a.jsonl")).unwrap();
+    let mut follower = common::ctxlog_on(
+        Path::new(pg.url()),
+        &[
+            "import",
+            "--follow",
+            "--interval",
+            "50",
+            dir.path().to_str().unwrap(),
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let count = || {
+        json(pg.url(), &password, &["sessions"])["sessions"]
+            .as_array()
+            .map_or(0, Vec::len)
+    };
+    let wait_for = |n: usize| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while count() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the follower did not import"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    wait_for(1);
+    // A recording that arrives while it follows.
+    std::fs::copy(&files[2], dir.join("b.jsonl")).unwrap();
+    wait_for(2);
+    follower.kill().unwrap();
+    let out = follower.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("b.jsonl"), "{said}");
+    assert!(!said.contains(&password), "{said}");
+}

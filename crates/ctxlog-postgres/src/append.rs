@@ -1,8 +1,8 @@
-//! One append: one transaction that locks the session's head row, answers
-//! a retry of stored ids with their original position, checks the
-//! expected version, inserts the records chained from the head, moves the
-//! head and rings the wake-up channel. Nothing is stored unless it
-//! commits.
+//! The slow path of an append (the usual one is `fast.rs`): one
+//! transaction that takes the session's lock and its head row, answers a
+//! retry of stored ids with their original position, checks the expected
+//! version, inserts the records chained from the head and moves the head.
+//! Nothing is stored unless it commits.
 
 use crate::error::{backend, is_unique_violation};
 use crate::target::Target;
@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 /// The first key of the advisory locks that queue a session's appends
 /// (the second is a hash of the session id).
-const SESSION_LOCKS: i32 = 0x6374_786c;
+pub(crate) const SESSION_LOCKS: i32 = 0x6374_786c;
 
 /// What an attempt came to: done, or lost a race on a unique key to a
 /// writer of the same ids (the caller tries once more, and then finds them).
@@ -51,7 +51,6 @@ pub(crate) fn chain_of(session: SessionId, bytes: &[u8]) -> Result<Chain, ReadEr
 pub(crate) fn append(
     client: &mut Client,
     target: &Target,
-    channel: &str,
     session: SessionId,
     expected: Expected,
     events: &[NewEvent],
@@ -121,11 +120,6 @@ pub(crate) fn append(
         &[&sid, &sql_seq(last)?, &chain.as_slice()],
     )
     .map_err(sql("cannot move the session's head"))?;
-    tx.execute(
-        "SELECT pg_notify($1, $2)",
-        &[&channel, &format!("{session} {last}")],
-    )
-    .map_err(sql("cannot notify"))?;
     tx.commit().map_err(|e| {
         AppendError::Backend(backend(
             target,

@@ -6,7 +6,9 @@ use crate::error::backend;
 use crate::pool::Pool;
 use ctxlog_core::{Seq, SessionId};
 use ctxlog_store::backend::Hub;
+use ctxlog_store::record::Chain;
 use ctxlog_store::ReadError;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +19,16 @@ pub(crate) struct Inner {
     pub(crate) channel: String,
     /// The listening thread, once a subscriber asked for one.
     pub(crate) listener: Mutex<Option<Listening>>,
+    /// The head (and its chain) this process last saw of each session it
+    /// appended to: what the next append is encoded from. A guess the
+    /// database checks; at most [`KNOWN_HEADS`].
+    pub(crate) known: Mutex<BTreeMap<SessionId, (Seq, Chain)>>,
+    /// Where new heads go to be rung (`notify.rs`), once one was.
+    pub(crate) ringer: Mutex<Option<crossbeam_channel::Sender<(SessionId, Seq)>>>,
 }
+
+/// The most heads [`Inner::known`] keeps (it starts again past that).
+pub(crate) const KNOWN_HEADS: usize = 4_096;
 
 /// A listening thread: whether it has ended.
 pub(crate) struct Listening {

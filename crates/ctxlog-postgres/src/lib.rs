@@ -43,9 +43,11 @@
 
 mod append;
 mod error;
+mod fast;
 mod inner;
 mod listen;
 mod log;
+mod notify;
 mod pool;
 pub mod schema;
 mod tail;

@@ -71,7 +71,7 @@ fn listen(log: &Weak<Inner>) {
                 loop {
                     match iter.next() {
                         Ok(Some(n)) => {
-                            if let Some((session, seq)) = parse(n.payload()) {
+                            for (session, seq) in n.payload().lines().filter_map(parse) {
                                 let e = woken.entry(session).or_insert(0);
                                 *e = seq.max(*e);
                             }
@@ -102,7 +102,7 @@ fn ring_for_every_head(inner: &Inner) {
     }
 }
 
-/// A notification's payload: `<session> <seq>`.
+/// A line of a notification's payload: `<session> <seq>`.
 fn parse(payload: &str) -> Option<(ctxlog_core::SessionId, ctxlog_core::Seq)> {
     let (session, seq) = payload.split_once(' ')?;
     Some((

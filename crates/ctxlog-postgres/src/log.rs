@@ -2,13 +2,15 @@
 
 use crate::append::{self, seq_of, sql_seq, Attempt};
 use crate::error::backend;
-use crate::inner::{Inner, Listening};
+use crate::fast::{self, Called};
+use crate::inner::{Inner, Listening, KNOWN_HEADS};
 use crate::listen;
+use crate::notify;
 use crate::pool::Pool;
 use crate::schema;
 use crate::target::Target;
 use ctxlog_core::{Envelope, Seq, SessionId, SessionState, REDUCER_VERSION};
-use ctxlog_store::backend::{evolve_to_head, Hub};
+use ctxlog_store::backend::{check_expected, evolve_to_head, repeated_id, Hub};
 use ctxlog_store::record::{self, Chain};
 use ctxlog_store::{
     AppendError, Appended, EventLog, Expected, Followable, LoadedState, NewEvent, OpenError,
@@ -20,8 +22,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// Events read per query.
 const PAGE: i64 = 512;
 
-/// Connections kept open per log handle.
-const KEEP_CONNECTIONS: usize = 4;
+/// Connections kept open per log (its handles share them): as many as
+/// threads that append at once, so none connects again per append.
+const KEEP_CONNECTIONS: usize = 16;
 
 /// How a [`PgLog`] is opened.
 #[derive(Debug, Clone, Default)]
@@ -80,6 +83,8 @@ impl PgLog {
                 hub: Hub::default(),
                 channel,
                 listener: Mutex::new(None),
+                known: Mutex::new(BTreeMap::new()),
+                ringer: Mutex::new(None),
             }),
         })
     }
@@ -192,6 +197,121 @@ impl PgLog {
     }
 }
 
+impl PgLog {
+    /// An append in one round trip (`fast.rs`), from the head this process
+    /// last saw; `None` when it must take the slow path (ids already
+    /// stored, a race on a unique key, a head that kept moving).
+    fn append_fast(
+        &self,
+        session: SessionId,
+        expected: Expected,
+        events: &[NewEvent],
+    ) -> Result<Option<Appended>, AppendError> {
+        let inner = &self.inner;
+        let target = inner.pool.target();
+        let known = lock(&inner.known).get(&session).copied();
+        inner.pool.with_conn(|conn| {
+            let (mut at, mut fresh) = match (expected, known) {
+                (Expected::NoStream, _) => ((0, record::genesis(session)), false),
+                (_, Some(k)) => (k, false),
+                (_, None) => (fast::head(conn, target, session)?, true),
+            };
+            for _ in 0..MOVES_BEFORE_SLOW_PATH {
+                if check_expected(session, expected, at.0).is_err() {
+                    if fresh {
+                        // A conflict, or a retry of stored events: the slow
+                        // path tells them apart.
+                        return Ok(None);
+                    }
+                    at = fast::head(conn, target, session)?;
+                    fresh = true;
+                    continue;
+                }
+                match fast::call(conn, target, session, at, events)? {
+                    Called::Stored(last, chain) => {
+                        remember(&inner.known, session, (last, chain));
+                        return Ok(Some(Appended {
+                            session,
+                            first: at.0 + 1,
+                            last,
+                            duplicate: false,
+                        }));
+                    }
+                    Called::Moved(head, chain) => {
+                        at = (head, chain);
+                        fresh = true;
+                    }
+                    Called::TakeTheSlowPath => return Ok(None),
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    /// An append in a transaction of its own (`append.rs`), which answers
+    /// a retry of stored ids; tried twice, since a lost race on a unique
+    /// key means another writer stored some of these ids meanwhile.
+    fn append_slow(
+        &self,
+        session: SessionId,
+        expected: Expected,
+        events: &[NewEvent],
+    ) -> Result<Appended, AppendError> {
+        let inner = &self.inner;
+        lock(&inner.known).remove(&session);
+        for _ in 0..2 {
+            let attempt = inner
+                .pool
+                .with(|c| append::append(c, inner.pool.target(), session, expected, events))?;
+            if let Attempt::Done(done) = attempt {
+                return Ok(done);
+            }
+        }
+        Err(AppendError::WrongExpectedVersion {
+            session,
+            expected,
+            actual: self.head(session)?,
+        })
+    }
+}
+
+impl PgLog {
+    /// Hands a new head to the thread that wakes other processes
+    /// (`notify.rs`), starting it on first use.
+    fn ring(&self, session: SessionId, head: Seq) {
+        let mut ringer = lock(&self.inner.ringer);
+        if ringer.is_none() {
+            *ringer = notify::start(Arc::downgrade(&self.inner));
+        }
+        if let Some(tx) = ringer.as_ref() {
+            if tx.send((session, head)).is_err() {
+                *ringer = None;
+            }
+        }
+    }
+}
+
+/// How often the fast path follows a head that moved before it takes the
+/// slow path, which queues on the session's lock.
+const MOVES_BEFORE_SLOW_PATH: usize = 8;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Keeps `head` as the one this process last saw of `session`.
+fn remember(
+    known: &Mutex<BTreeMap<SessionId, (Seq, Chain)>>,
+    session: SessionId,
+    head: (Seq, Chain),
+) {
+    let mut known = lock(known);
+    if known.len() >= KNOWN_HEADS {
+        known.clear();
+    }
+    known.insert(session, head);
+}
+
 impl EventLog for PgLog {
     fn append(
         &self,
@@ -202,32 +322,20 @@ impl EventLog for PgLog {
         if events.is_empty() {
             return Err(AppendError::EmptyAppend);
         }
-        let inner = &self.inner;
-        // A lost race on a unique key means another writer stored some of
-        // these ids meanwhile: the second attempt finds them.
-        for _ in 0..2 {
-            let attempt = inner.pool.with(|c| {
-                append::append(
-                    c,
-                    inner.pool.target(),
-                    &inner.channel,
-                    session,
-                    expected,
-                    &events,
-                )
-            })?;
-            if let Attempt::Done(done) = attempt {
-                if !done.duplicate {
-                    inner.hub.notify(&BTreeMap::from([(session, done.last)]));
-                }
-                return Ok(done);
-            }
+        if let Some(id) = repeated_id(&events) {
+            return Err(AppendError::PartialDuplicate { id });
         }
-        Err(AppendError::WrongExpectedVersion {
-            session,
-            expected,
-            actual: self.head(session)?,
-        })
+        let done = match self.append_fast(session, expected, &events)? {
+            Some(done) => done,
+            None => self.append_slow(session, expected, &events)?,
+        };
+        if !done.duplicate {
+            self.inner
+                .hub
+                .notify(&BTreeMap::from([(session, done.last)]));
+            self.ring(session, done.last);
+        }
+        Ok(done)
     }
 
     fn read(

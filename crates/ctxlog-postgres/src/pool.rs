@@ -5,7 +5,8 @@
 use crate::error::backend;
 use crate::target::Target;
 use ctxlog_store::BackendError;
-use postgres::Client;
+use postgres::{Client, Statement};
+use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ pub(crate) struct Pool {
     target: Target,
     /// A schema to work in (`search_path`), made when missing.
     schema: Option<String>,
-    idle: Mutex<Vec<Client>>,
+    idle: Mutex<Vec<Conn>>,
     /// The most connections kept idle.
     keep: usize,
 }
@@ -62,22 +63,52 @@ impl Pool {
     where
         E: From<BackendError>,
     {
+        self.with_conn(|conn| f(&mut conn.client))
+    }
+
+    /// [`Pool::with`], with the connection's prepared statements.
+    pub(crate) fn with_conn<T, E>(&self, f: impl FnOnce(&mut Conn) -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<BackendError>,
+    {
         let lent = self
             .idle
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
-        let mut client = match lent {
-            Some(c) if !c.is_closed() => c,
-            _ => self.connect()?,
+        let mut conn = match lent {
+            Some(c) if !c.client.is_closed() => c,
+            _ => Conn {
+                client: self.connect()?,
+                prepared: BTreeMap::new(),
+            },
         };
-        let out = f(&mut client);
-        if !client.is_closed() {
+        let out = f(&mut conn);
+        if !conn.client.is_closed() {
             let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
             if idle.len() < self.keep {
-                idle.push(client);
+                idle.push(conn);
             }
         }
         out
+    }
+}
+
+/// A connection and the statements prepared on it.
+pub(crate) struct Conn {
+    pub(crate) client: Client,
+    prepared: BTreeMap<&'static str, Statement>,
+}
+
+impl Conn {
+    /// `sql` prepared on this connection (once: a call after the first
+    /// costs no round trip for it).
+    pub(crate) fn prepared(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+        if let Some(s) = self.prepared.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql)?;
+        self.prepared.insert(sql, s.clone());
+        Ok(s)
     }
 }

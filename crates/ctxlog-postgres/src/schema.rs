@@ -15,20 +15,23 @@
 //! - `ctxlog_snapshots`: a cache of derived states (never the truth),
 //!   keyed by session and reducer version.
 //! - `ctxlog_schema`: the migrations applied.
+//! - `ctxlog_append(…)`: an append in one round trip (see
+//!   [`MIGRATIONS`] 2).
 
 use postgres::Client;
 
 /// The migrations, in order: (version, what it does, its SQL).
-pub const MIGRATIONS: &[(i32, &str, &str)] = &[(
-    1,
-    "events, heads, snapshots",
-    "CREATE TABLE ctxlog_events (
+pub const MIGRATIONS: &[(i32, &str, &str)] = &[
+    (
+        1,
+        "events, heads, snapshots",
+        "CREATE TABLE ctxlog_events (
         session  uuid     NOT NULL,
         seq      bigint   NOT NULL CHECK (seq >= 1),
         id       uuid     NOT NULL UNIQUE,
         kind     smallint NOT NULL,
         record   bytea    NOT NULL,
-        position bigint   GENERATED ALWAYS AS IDENTITY UNIQUE,
+        position bigint   GENERATED ALWAYS AS IDENTITY,
         tx       xid8     NOT NULL DEFAULT pg_current_xact_id(),
         PRIMARY KEY (session, seq)
     );
@@ -45,7 +48,56 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[(
         value   bytea   NOT NULL,
         PRIMARY KEY (session, reducer)
     );",
-)];
+    ),
+    (
+        2,
+        "ctxlog_append: an append in one round trip",
+        APPEND_FUNCTION,
+    ),
+];
+
+/// `ctxlog_append`: an append in one statement (one round trip, one
+/// transaction), when the caller knows the session's head and its chain:
+/// takes the session's lock, moves the head if it is still the one given
+/// (else returns `moved` with the head as it is), inserts the records (an
+/// id stored already fails the call with a unique violation, and the
+/// caller answers the retry in a transaction of its own, `append.rs`);
+/// `ok` with the new head. The wake-up is rung after the commit (`fast.rs`).
+const APPEND_FUNCTION: &str = "
+    CREATE FUNCTION ctxlog_append(
+        p_session uuid, p_head bigint, p_chain bytea,
+        p_seqs bigint[], p_ids uuid[], p_kinds smallint[], p_records bytea[],
+        p_last_chain bytea, p_lock integer
+    ) RETURNS TABLE (o_status text, o_head bigint, o_chain bytea)
+    LANGUAGE plpgsql AS $fn$
+    #variable_conflict use_column
+    DECLARE
+        cur_seq bigint;
+        cur_chain bytea;
+        last bigint := p_seqs[array_upper(p_seqs, 1)];
+    BEGIN
+        PERFORM pg_advisory_xact_lock(p_lock, hashtext(p_session::text));
+        -- The head moves only if it is the one the records follow.
+        UPDATE ctxlog_heads SET seq = last, chain = p_last_chain
+            WHERE session = p_session AND seq = p_head AND chain = p_chain;
+        IF NOT FOUND THEN
+            SELECT h.seq, h.chain INTO cur_seq, cur_chain
+                FROM ctxlog_heads h WHERE h.session = p_session;
+            IF FOUND AND cur_seq > 0 OR p_head <> 0 THEN
+                RETURN QUERY SELECT 'moved'::text, coalesce(cur_seq, 0), coalesce(cur_chain, p_chain);
+                RETURN;
+            END IF;
+            -- A new session (or one whose first append failed).
+            INSERT INTO ctxlog_heads (session, seq, chain) VALUES (p_session, last, p_last_chain)
+                ON CONFLICT (session) DO UPDATE SET seq = EXCLUDED.seq, chain = EXCLUDED.chain;
+        END IF;
+        -- An id stored already fails this with a unique violation: the
+        -- caller answers the retry on its slow path.
+        INSERT INTO ctxlog_events (session, seq, id, kind, record)
+            SELECT p_session, u.* FROM unnest(p_seqs, p_ids, p_kinds, p_records) AS u;
+        RETURN QUERY SELECT 'ok'::text, last, p_last_chain;
+    END
+    $fn$;";
 
 /// The advisory lock key migrations are applied under ("ctxlog" in ASCII).
 const MIGRATION_LOCK: i64 = 0x6374_786c_6f67;

@@ -46,6 +46,12 @@ impl Target {
         &self.config
     }
 
+    /// A plain client connection to it, with the TLS its `sslmode` asks
+    /// for (for tools beside the log: the bench's floor, tests).
+    pub fn connect(&self) -> Result<postgres::Client, postgres::Error> {
+        self.config.connect(self.tls())
+    }
+
     /// The TLS connector its `sslmode` asks for.
     pub(crate) fn tls(&self) -> MakeRustlsConnect {
         self.tls.clone()
