@@ -339,14 +339,17 @@ def _random_item(rng, n: int, calls: list[str]) -> dict:
     return {"type": "file_search_call", "id": f"fs_{n}", "queries": ["q"], "status": "completed"}
 
 
+@pytest.mark.parametrize("where", ["disk", "postgres"])
 @pytest.mark.parametrize("seed", range(6))
-def test_random_operations_match_the_sdks_sqlite_session(seed, tmp_path):
+def test_random_operations_match_the_sdks_sqlite_session(seed, where, tmp_path, request):
     """Any sequence of adds, pops, limited gets and clears gives what the
-    SDK's SQLiteSession gives, step by step (nothing is compacted here)."""
+    SDK's SQLiteSession gives, step by step (nothing is compacted here), on
+    disk and on PostgreSQL."""
     import random
 
     rng = random.Random(seed)
-    ours = CtxlogSession("same", tmp_path / "db")
+    store = tmp_path / "db" if where == "disk" else request.getfixturevalue("pg_url")
+    ours = CtxlogSession("same", store)
     theirs = SQLiteSession("same", str(tmp_path / "sdk.db"))
     calls: list[str] = []
     n = 0
