@@ -1,20 +1,24 @@
 //! Waking subscribers when other processes append: a thread `LISTEN`s on
 //! the log's channel and rings the log's doorbell for each notification.
-//! A notification is only a wake-up: after every (re)connection the thread
-//! rings for every session's head, because notifications sent while it was
-//! disconnected are never delivered again; what is new is always read
-//! from the tables.
+//! A notification is only a wake-up: after every (re)connection, and every
+//! [`SWEEP_EVERY`] in any case, the thread rings for every session's head,
+//! because notifications sent while it was disconnected (or never sent, by
+//! a writer that exited first) are not delivered again; what is new is
+//! always read from the tables.
 
 use crate::inner::{Inner, Listening};
 use postgres::fallible_iterator::FallibleIterator;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How long the thread waits for a notification before it checks that the
 /// log is still open.
 const WAIT: Duration = Duration::from_millis(250);
+
+/// How often it rings for every head whatever it was told.
+const SWEEP_EVERY: Duration = Duration::from_secs(2);
 
 /// How long it waits before connecting again after a failure.
 const RECONNECT_AFTER: Duration = Duration::from_millis(500);
@@ -62,37 +66,48 @@ fn listen(log: &Weak<Inner>) {
         // Whatever was appended while nobody listened.
         ring_for_every_head(&inner);
         drop(inner);
+        let mut swept = Instant::now();
         loop {
             let mut woken: BTreeMap<_, _> = BTreeMap::new();
-            let waited = {
-                let mut notifications = client.notifications();
-                let mut iter = notifications.timeout_iter(WAIT);
-                let mut result = Ok(());
-                loop {
-                    match iter.next() {
-                        Ok(Some(n)) => {
-                            for (session, seq) in n.payload().lines().filter_map(parse) {
-                                let e = woken.entry(session).or_insert(0);
-                                *e = seq.max(*e);
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            result = Err(e);
-                            break;
-                        }
-                    }
-                }
-                result
-            };
+            let waited = wait(&mut client, &mut woken);
             let Some(inner) = log.upgrade() else { return };
             inner.hub.notify(&woken);
+            if swept.elapsed() >= SWEEP_EVERY {
+                // A wake-up lost on the way (its writer exited before
+                // sending it) costs a subscriber at most this long.
+                ring_for_every_head(&inner);
+                swept = Instant::now();
+            }
             if waited.is_err() || client.is_closed() {
                 tracing::warn!("the listening connection was lost; listening again");
                 break;
             }
         }
     }
+}
+
+/// Waits up to [`WAIT`] for a notification, then takes those already
+/// received; their heads into `woken`.
+fn wait(
+    client: &mut postgres::Client,
+    woken: &mut BTreeMap<ctxlog_core::SessionId, ctxlog_core::Seq>,
+) -> Result<(), postgres::Error> {
+    let mut notifications = client.notifications();
+    let mut add = |payload: &str| {
+        for (session, seq) in payload.lines().filter_map(parse) {
+            let e = woken.entry(session).or_insert(0);
+            *e = seq.max(*e);
+        }
+    };
+    let first = notifications.timeout_iter(WAIT).next()?;
+    if let Some(n) = first {
+        add(n.payload());
+        let mut pending = notifications.iter();
+        while let Some(n) = pending.next()? {
+            add(n.payload());
+        }
+    }
+    Ok(())
 }
 
 fn ring_for_every_head(inner: &Inner) {

@@ -140,3 +140,42 @@ fn eight_writers_one_tail() {
         .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
         .unwrap();
 }
+
+/// A follower of one handle sees what another handle (as another process
+/// would) appends: woken by its notifications, or by the listener's sweep.
+#[test]
+fn a_follower_sees_another_writers_appends() {
+    let Some(url) = ctxlog_testkit::postgres_url("a_follower_sees_another_writers_appends") else {
+        return;
+    };
+    let schema = format!("follow_{}", std::process::id());
+    let (reader, writer) = (open(&url, &schema), open(&url, &schema));
+    let mut follower = ctxlog_store::Follower::new(&reader, BTreeMap::new());
+    assert!(follower.poll(Duration::from_millis(50)).unwrap().is_empty());
+    let (s, events) = session(99, 0);
+    for (at, e) in (0..).zip(events) {
+        let expected = if at == 0 {
+            Expected::NoStream
+        } else {
+            Expected::Exactly(at)
+        };
+        writer.append(s, expected, vec![e]).unwrap();
+    }
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while seen.len() < ROUNDS as usize * BATCH && Instant::now() < deadline {
+        seen.extend(
+            follower
+                .poll(Duration::from_millis(500))
+                .unwrap()
+                .into_iter()
+                .map(|e| e.seq),
+        );
+    }
+    assert_eq!(seen, (1..=(ROUNDS * BATCH as u64)).collect::<Vec<_>>());
+    drop((reader, writer));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .unwrap();
+}
