@@ -66,7 +66,7 @@ pub fn keep(log: &impl EventLog, report: &SimulationReport) -> Result<String, Si
         .ok_or_else(|| SimulationError::Empty(name.clone()))?;
     let before = match catalog::resolve_session(log, &name) {
         Ok(s) => Some(s),
-        Err(CatalogError::NotFound(_)) => None,
+        Err(CatalogError::NotFound(_) | CatalogError::TooShort { .. }) => None,
         Err(e) => return Err(not_kept(e)),
     };
     let pack = EventPack::try_from(report.log.as_slice())

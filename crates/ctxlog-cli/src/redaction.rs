@@ -44,6 +44,29 @@ pub(crate) fn plural(n: usize, word: &str) -> String {
 }
 
 /// Writes `html` to `out` (a failure names the file).
+/// Bad input unless a page can be written at `path`: its directory exists
+/// and it is not a directory itself.
+pub(crate) fn check_page_path(path: &Path) -> Result<(), CliError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(CliError::BadInput(format!(
+            "{}: no such directory {}: nothing was done",
+            path.display(),
+            dir.display()
+        )));
+    }
+    if path.is_dir() {
+        return Err(CliError::BadInput(format!(
+            "{}: a directory, not a file: nothing was done",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn write_page(out: &Path, html: &str) -> Result<(), CliError> {
     std::fs::write(out, html).map_err(|e| CliError::Failed(format!("{}: {e}", out.display())))
 }

@@ -117,6 +117,11 @@ struct Simulated {
 /// `simulate FILE ...`.
 pub fn simulate(json: bool, db: &Location, a: &SimulateArgs) -> Result<(), CliError> {
     let policies = simulated_policies(a)?;
+    // The page is written last: a path it cannot go to is refused before
+    // anything is simulated or kept.
+    if let Some(path) = &a.report {
+        crate::redaction::check_page_path(path)?;
+    }
     // The recording is labelled with its agent's preset (else the seed's),
     // never with a policy under test.
     let options = ImportOptions {

@@ -241,7 +241,9 @@ pub fn resolve_session(
 ) -> Result<SessionId, CliError> {
     catalog::resolve_session(store, text).map_err(|e| match e {
         CatalogError::NotFound(_) => CliError::BadInput(format!("{e} in {db}")),
-        e @ CatalogError::Ambiguous { .. } => CliError::BadInput(e.to_string()),
+        e @ (CatalogError::Ambiguous { .. } | CatalogError::TooShort { .. }) => {
+            CliError::BadInput(e.to_string())
+        }
         e => CliError::Failed(e.to_string()),
     })
 }

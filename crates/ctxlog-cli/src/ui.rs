@@ -32,6 +32,15 @@ pub fn progress(json: bool, len: u64, min: u64, what: &str, bytes: bool) -> Prog
     bar
 }
 
+/// `n` and `noun`, plural when `n` is not 1: `1 recording`, `2 recordings`.
+pub fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Whether to colour stdout.
 pub fn color() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()

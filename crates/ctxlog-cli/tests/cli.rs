@@ -789,3 +789,68 @@ fn a_store_that_cannot_be_written_is_still_read_and_verified() {
 fn ctxlog(args: &[&str]) -> Output {
     common::ctxlog().args(args).output().expect("run ctxlog")
 }
+
+/// Day-two papercuts: a short prefix says how long a prefix must be, a
+/// report path that cannot be written is refused before anything is
+/// simulated or kept, one recording is "1 recording", and no help shows a
+/// Rust path.
+#[test]
+fn short_prefixes_bad_page_paths_plurals_and_help() {
+    let dir = ctxlog_testkit::TempDir::new("cli-papercuts");
+    let db = dir.path().display().to_string();
+    let recordings = ctxlog_testkit::TempDir::created("cli-papercuts-in");
+    let fixture = common::root().join("fixtures/sessions/claude-code/edge-cases.jsonl");
+    std::fs::copy(&fixture, recordings.join("a.jsonl")).unwrap();
+    let imported = ctxlog(&["--db", &db, "import", recordings.path().to_str().unwrap()]);
+    assert!(imported.status.success());
+    let said = String::from_utf8_lossy(&imported.stdout);
+    assert!(said.contains("1 recording: 1 imported"), "{said}");
+
+    let short = ctxlog(&["--db", &db, "timeline", "7f1"]);
+    assert_eq!(short.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&short.stderr);
+    assert!(err.contains("from 4 characters on"), "{err}");
+
+    let before = json(&ctxlog(&["--db", &db, "sessions", "--json"]));
+    let fixture = fixture.to_str().unwrap();
+    let refused = ctxlog(&[
+        "--db",
+        &db,
+        "simulate",
+        fixture,
+        "--policy",
+        "codex",
+        "--keep",
+        "--report",
+        "/nonexistent/r.html",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("/nonexistent/r.html") && err.contains("nothing was done"),
+        "{err}"
+    );
+    let after = json(&ctxlog(&["--db", &db, "sessions", "--json"]));
+    assert_eq!(before["sessions"], after["sessions"], "nothing was kept");
+
+    let help = ctxlog(&["--help"]);
+    let commands: Vec<String> = String::from_utf8_lossy(&help.stdout)
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("  ")?
+                .split_whitespace()
+                .next()
+                .map(str::to_owned)
+        })
+        .filter(|c| c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-'))
+        .collect();
+    assert!(commands.len() > 10, "{commands:?}");
+    for c in commands {
+        let out = ctxlog(&[&c, "--help"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !text.contains("ctxlog_") && !text.contains("::"),
+            "`{c} --help` shows a Rust path:\n{text}"
+        );
+    }
+}

@@ -54,7 +54,7 @@ pub fn manual_copy(
     }
     let earlier = match resolve_named(log, &name) {
         Ok(s) if s != copy => Some(s),
-        Ok(_) | Err(CatalogError::NotFound(_)) => None,
+        Ok(_) | Err(CatalogError::NotFound(_) | CatalogError::TooShort { .. }) => None,
         Err(e) => return Err(e),
     };
     copy_events(log, session, copy, copied_head, head, &name)?;

@@ -29,6 +29,14 @@ pub enum CatalogError {
     /// An event of the recording did not decode.
     #[error("an imported event did not decode: {0}")]
     Unreadable(String),
+    /// A prefix shorter than a prefix may be, which names no session whole.
+    #[error("no session {text:?}: a prefix names a session from {min} characters on (`ctxlog sessions` lists them)")]
+    TooShort {
+        /// What was given.
+        text: String,
+        /// The shortest prefix taken.
+        min: usize,
+    },
     /// Neither a ctxlog id nor a recording's id of a stored session.
     #[error("no session {0:?} (neither a ctxlog id nor a source session id)")]
     NotFound(String),

@@ -75,11 +75,17 @@ pub const MIN_PREFIX: usize = 4;
 /// newest. A kept simulation is found by its preset's alias too
 /// (`…@claude-code` for `…@claude-code-2.1`, its name).
 pub fn resolve_session(log: &impl EventLog, text: &str) -> Result<SessionId, CatalogError> {
+    let (base, policy) = split_policy(text);
     let not_found = match resolve_named(log, text) {
+        Err(CatalogError::NotFound(_)) if base.chars().count() < MIN_PREFIX => {
+            CatalogError::TooShort {
+                text: text.to_owned(),
+                min: MIN_PREFIX,
+            }
+        }
         Err(CatalogError::NotFound(_)) => CatalogError::NotFound(text.to_owned()),
         found => return found,
     };
-    let (base, policy) = split_policy(text);
     let preset = policy.and_then(|p| {
         ctxlog_core::Policy::preset_aliases()
             .iter()

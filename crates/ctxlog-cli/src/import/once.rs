@@ -29,7 +29,8 @@ pub struct ImportArgs {
     #[arg(required_unless_present = "discover")]
     pub files: Vec<PathBuf>,
     /// Also import every session found where the agents keep them
-    /// (Claude Code, Codex, pi, OpenCode; see `ctxlog_import::discover`).
+    /// (Claude Code, Codex, pi, OpenCode; where each is looked for:
+    /// docs/formats.md).
     #[arg(long)]
     pub discover: bool,
     /// Its format.
@@ -211,8 +212,8 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
         }
     }
     println!(
-        "{} recordings: {} imported, {} extended, {} unchanged, {} replaced, {} waiting, {} refused",
-        inputs.len(),
+        "{}: {} imported, {} extended, {} unchanged, {} replaced, {} waiting, {} refused",
+        crate::ui::counted(inputs.len(), "recording"),
         count("imported"),
         count("extended"),
         count("unchanged"),
