@@ -9,16 +9,15 @@ use crate::measure::{measure, median, Scratch};
 use crate::raw::Record;
 use crate::report::Report;
 use crate::sizes::{generated, Sizes};
-use crate::steps::{one_step, FixedSummarizer};
+use crate::steps::{compacted_at_head, one_step};
 use crate::stores::store;
 use crate::{failed, BenchError};
-use ctxlog_core::{Envelope, SeededIds, SessionId};
-use ctxlog_engine::{Engine, EngineBuilder, ManualClock};
+use ctxlog_core::{Envelope, SessionId};
+use ctxlog_engine::Engine;
 use ctxlog_postgres::{PgLog, PgOptions, Target};
 use ctxlog_store::{Durability, EventLog, Expected, NewEvent};
 use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 use std::time::Instant;
 
 /// Histories the step cost is measured at.
@@ -267,20 +266,5 @@ fn ready<L: EventLog>(
         .first()
         .map(|(s, _)| *s)
         .ok_or_else(|| BenchError::Failed("bench: no session loaded".into()))?;
-    let engine = EngineBuilder::new()
-        .clock(Arc::new(ManualClock::new(1_800_000_000_000)))
-        .ids(SeededIds::new(23))
-        .summarizer(Arc::new(FixedSummarizer))
-        .build(log)
-        .map_err(|e| failed("engine")(&e))?;
-    engine
-        .request_compaction(session)
-        .map_err(|e| failed("compact")(&e))?;
-    engine
-        .run_pending(session)
-        .map_err(|e| failed("compact")(&e))?;
-    let parent = engine
-        .user_message(session, "go on with the next file")
-        .map_err(|e| failed("prompt")(&e))?;
-    Ok((engine, session, parent))
+    compacted_at_head(log, session)
 }

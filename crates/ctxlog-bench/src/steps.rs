@@ -79,11 +79,20 @@ pub(crate) fn step_session(
     events: &[Envelope],
 ) -> Result<(Engine<SledStore>, SessionId, ctxlog_core::MessageId), BenchError> {
     let session = write_log(dir, events)?;
+    compacted_at_head(store(dir, Durability::Buffered)?, session)
+}
+
+/// An engine on `log`'s `session`, compacted at its head by a fixed
+/// summary, with a user message to answer: (engine, session, parent).
+pub(crate) fn compacted_at_head<L: EventLog>(
+    log: L,
+    session: SessionId,
+) -> Result<(Engine<L>, SessionId, ctxlog_core::MessageId), BenchError> {
     let engine = EngineBuilder::new()
         .clock(Arc::new(ManualClock::new(1_800_000_000_000)))
         .ids(SeededIds::new(23))
         .summarizer(Arc::new(FixedSummarizer))
-        .build(store(dir, Durability::Buffered)?)
+        .build(log)
         .map_err(|e| failed("engine")(&e))?;
     engine
         .request_compaction(session)
@@ -99,7 +108,7 @@ pub(crate) fn step_session(
 
 /// A summarizer whose summary is the same whatever the history, so the step
 /// benchmark compares equal windows.
-pub(crate) struct FixedSummarizer;
+struct FixedSummarizer;
 
 impl Summarizer for FixedSummarizer {
     fn name(&self) -> &str {

@@ -78,6 +78,16 @@ fn engine(log: PgLog) -> Engine<PgLog> {
     Engine::new(log, cfg).unwrap()
 }
 
+/// An engine on the log at `url`, and a new session in it.
+fn engine_with_session(url: &str) -> (Engine<PgLog>, SessionId) {
+    let engine = engine(PgLog::open(url).unwrap());
+    let session = engine
+        .create_session(NewSession::new(ModelLimits::default()))
+        .unwrap()
+        .id();
+    (engine, session)
+}
+
 /// Appends user messages for `for_how_long`, calling `fault` once after
 /// `after` acknowledgements; the acknowledged messages and the errors.
 fn append_through(
@@ -135,11 +145,7 @@ fn a_server_killed_and_restarted_loses_nothing_acknowledged() {
     let Some(cluster) = Cluster::start("pg_killed") else {
         return;
     };
-    let engine = engine(PgLog::open(&cluster.url).unwrap());
-    let session = engine
-        .create_session(NewSession::new(ModelLimits::default()))
-        .unwrap()
-        .id();
+    let (engine, session) = engine_with_session(&cluster.url);
     let (acked, errors) = append_through(&engine, session, 100, Duration::from_secs(3), || {
         cluster.run("kill");
         let down = PgLog::open(&cluster.url).unwrap_err().to_string();
@@ -171,11 +177,7 @@ fn connections_terminated_mid_transaction_and_a_statement_timeout() {
     let Some(cluster) = Cluster::start("pg_terminated") else {
         return;
     };
-    let engine = engine(PgLog::open(&cluster.url).unwrap());
-    let session = engine
-        .create_session(NewSession::new(ModelLimits::default()))
-        .unwrap()
-        .id();
+    let (engine, session) = engine_with_session(&cluster.url);
     // The killer holds the lock an append to the session takes first, so
     // the next append waits inside its transaction; that backend is then
     // terminated, mid-transaction, five times over.
