@@ -64,6 +64,9 @@ class SessionInfo:
     @property
     def directory(self) -> str | None: ...
     @property
+    def project(self) -> str | None:
+        """The directory's last two components."""
+    @property
     def agent(self) -> str | None:
         """The agent that wrote it (`openai-agents`, `opencode-1.18.33`, ...)."""
     @property
@@ -77,6 +80,9 @@ class SessionInfo:
     def interrupted(self) -> bool:
         """Its last import was cut short: importing the recording again
         completes it."""
+    @property
+    def simulation(self) -> dict[str, str] | None:
+        """For a kept simulation: `{"of": <recording id>, "policy": <name>}`."""
 
 class AuditEntry:
     """One line of a session's audit trail: an entry of `ctxlog audit --json`."""
@@ -139,6 +145,12 @@ class Step:
     @property
     def open(self) -> bool:
         """Its end is not recorded yet (the last step only)."""
+    @property
+    def no_usage(self) -> bool:
+        """It reported no usage (an aborted or interrupted call)."""
+    @property
+    def error(self) -> str | None:
+        """The error its message ended with (`MessageAbortedError`)."""
 
 class Window:
     """The model input at a point of a session: `ctxlog window --json`."""

@@ -198,14 +198,14 @@ impl NativeStore {
         if !unreadable.is_empty() {
             return Err(py_err(unreadable.join("; ")));
         }
-        Ok(listing
+        listing
             .rows
             .into_iter()
             .filter_map(|r| match r {
-                Listed::Row(row) => Some((*row).into()),
+                Listed::Row(row) => Some(PySessionInfo::new(py, *row)),
                 Listed::Unreadable(_) => None,
             })
-            .collect())
+            .collect()
     }
 
     /// A session's per-step timeline.

@@ -73,11 +73,13 @@ pub(crate) struct PySessionInfo {
     context_limit: u64,
     window_tokens: u64,
     directory: Option<String>,
+    project: Option<String>,
     agent: Option<String>,
     model: Option<String>,
     cost_usd: Option<f64>,
     replaced_by: Option<String>,
     interrupted: bool,
+    simulation: Option<Py<PyAny>>,
 }
 
 #[pymethods]
@@ -103,9 +105,14 @@ impl PySessionInfo {
     }
 }
 
-impl From<SessionRow> for PySessionInfo {
-    fn from(r: SessionRow) -> Self {
-        PySessionInfo {
+impl PySessionInfo {
+    pub(crate) fn new(py: Python<'_>, r: SessionRow) -> PyResult<Self> {
+        let simulation = r
+            .simulation
+            .as_ref()
+            .map(|s| serde_to_py(py, s))
+            .transpose()?;
+        Ok(PySessionInfo {
             session: r.session,
             source_session: r.source_session,
             title: r.title,
@@ -122,12 +129,14 @@ impl From<SessionRow> for PySessionInfo {
             context_limit: r.context_limit,
             window_tokens: r.window_tokens,
             directory: r.directory,
+            project: r.project,
             agent: r.agent,
             model: r.model,
             cost_usd: r.cost_usd,
             replaced_by: r.replaced_by,
             interrupted: r.interrupted,
-        }
+            simulation,
+        })
     }
 }
 
@@ -188,6 +197,8 @@ pub(crate) struct PyStep {
     window_estimate: u64,
     events: Py<PyAny>,
     open: bool,
+    no_usage: bool,
+    error: Option<String>,
 }
 
 #[pymethods]
@@ -212,6 +223,8 @@ impl PyStep {
             window_estimate: row.window_estimate,
             events: serde_to_py(py, &row.events)?,
             open: row.open,
+            no_usage: row.no_usage,
+            error: row.error.clone(),
         })
     }
 }

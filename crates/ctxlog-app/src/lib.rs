@@ -20,7 +20,13 @@
 //! - [`pages`]: the HTML report, the Markdown transcript and OpenCode's
 //!   export of sessions, redacted when asked;
 //! - [`simulation`]: a stored session run again under another policy, and
-//!   kept.
+//!   kept;
+//! - [`dates`]: times in the user's zone, and the dates a command line
+//!   accepts;
+//! - [`titles`]: what a session is called in a list (the agent's title,
+//!   else its first prompt);
+//! - [`usage`]: tokens, steps and cost summed by day, project, model, …,
+//!   priced by [`pricing`] where the recording has no cost.
 //!
 //! - [`logs`]: which log a store's name means (a sled directory or a
 //!   PostgreSQL URL) and [`logs::AnyLog`], any of them opened.
@@ -33,10 +39,14 @@
 pub mod catalog;
 pub mod compaction;
 pub mod copying;
+pub mod dates;
 pub mod importing;
 pub mod inputs;
 pub mod logs;
 pub mod pages;
+pub mod pricing;
 pub mod sessions;
 pub mod simulation;
+pub mod titles;
+pub mod usage;
 pub mod views;

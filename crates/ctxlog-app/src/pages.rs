@@ -104,6 +104,7 @@ pub fn report(
         .iter()
         .map(|(shown, events)| Curve {
             label: shown.label.clone(),
+            title: crate::titles::first_prompt_in(events),
             events,
         })
         .collect();

@@ -16,7 +16,8 @@ pub struct SessionRow {
     /// Its name: the recording's own id, the Agents SDK's `session_id`, or
     /// `<source>@<policy>` for a kept simulation.
     pub source_session: Option<String>,
-    /// Its title (the latest description's, else the recorded one).
+    /// Its title: the agent's own (the latest description's, else the
+    /// recorded one), else its first real prompt ([`crate::titles`]).
     pub title: Option<String>,
     /// When it started, ms since the epoch.
     pub started_at: u64,
@@ -45,6 +46,9 @@ pub struct SessionRow {
     pub window_tokens: u64,
     /// The directory the agent ran in.
     pub directory: Option<String>,
+    /// The project: the directory's last [`PROJECT_COMPONENTS`]
+    /// components.
+    pub project: Option<String>,
     /// The agent that recorded it (`simulated` for a kept simulation).
     pub agent: Option<String>,
     /// The model.
@@ -56,6 +60,47 @@ pub struct SessionRow {
     /// Its last import was cut short: importing the recording again
     /// completes it.
     pub interrupted: bool,
+    /// For a kept simulation: what it simulates, under which policy.
+    pub simulation: Option<Simulation>,
+}
+
+/// What a kept simulation simulates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Simulation {
+    /// The recording's own id (the session simulated).
+    pub of: String,
+    /// The policy it ran under.
+    pub policy: String,
+}
+
+/// What a session named `source_id` that runs `policy` simulates: a kept
+/// simulation is named `<recording id>@<policy>` after the policy it ran
+/// ([`ctxlog_engine::simulate::kept_name`]). Any other `@` in a name (an
+/// Agents SDK `session_id` such as `alice@support`, a `@manual` copy) is
+/// not one.
+pub fn simulation_of(source_id: &str, policy: &str) -> Option<Simulation> {
+    let (of, suffix) = source_id.rsplit_once('@')?;
+    (suffix == policy && suffix != catalog::MANUAL).then(|| Simulation {
+        of: of.to_owned(),
+        policy: policy.to_owned(),
+    })
+}
+
+/// How many of a directory's last components name its project.
+pub const PROJECT_COMPONENTS: usize = 2;
+
+/// The project of a directory: its last [`PROJECT_COMPONENTS`] components
+/// (`/home/ada/src/ctxlog` → `src/ctxlog`; Windows separators too).
+pub fn project_of(directory: &str) -> String {
+    let parts: Vec<&str> = directory
+        .split(['/', '\\'])
+        .filter(|p| !p.is_empty())
+        .collect();
+    let from = parts.len().saturating_sub(PROJECT_COMPONENTS);
+    match parts[from..].join("/") {
+        p if p.is_empty() => directory.to_owned(),
+        p => p,
+    }
 }
 
 /// A session that does not read (damage, or acknowledged events the
@@ -93,8 +138,13 @@ impl Listed {
 /// Which sessions to list.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
+    /// `Some(true)`: only the kept simulations; `Some(false)`: only the
+    /// recordings and native sessions (`ctxlog sessions`); `None`: all.
+    pub simulations: Option<bool>,
     /// Only those whose agent contains this text (case ignored).
     pub agent: Option<String>,
+    /// Only those whose directory contains this text (case ignored).
+    pub project: Option<String>,
     /// Only those started at or after this time, ms.
     pub since: Option<u64>,
     /// Only those started before this time, ms.
@@ -104,15 +154,24 @@ pub struct Filter {
 impl Filter {
     /// Whether any filter is set.
     pub fn is_set(&self) -> bool {
-        self.agent.is_some() || self.since.is_some() || self.until.is_some()
+        self.agent.is_some()
+            || self.project.is_some()
+            || self.since.is_some()
+            || self.until.is_some()
     }
 
-    fn keeps(&self, row: &SessionRow) -> bool {
-        let agent_ok = self.agent.as_ref().is_none_or(|want| {
-            let have = row.agent.as_deref().unwrap_or("").to_lowercase();
-            have.contains(&want.to_lowercase())
-        });
-        agent_ok
+    /// Whether the list keeps `row`.
+    pub fn keeps(&self, row: &SessionRow) -> bool {
+        let contains = |have: &Option<String>, want: &Option<String>| {
+            want.as_ref().is_none_or(|want| {
+                let have = have.as_deref().unwrap_or("").to_lowercase();
+                have.contains(&want.to_lowercase())
+            })
+        };
+        self.simulations
+            .is_none_or(|s| row.simulation.is_some() == s)
+            && contains(&row.agent, &self.agent)
+            && contains(&row.directory, &self.project)
             && self.since.is_none_or(|t| row.started_at >= t)
             && self.until.is_none_or(|t| row.started_at < t)
     }
@@ -188,11 +247,16 @@ pub fn list(
                 continue;
             }
         };
-        let row = row_of(s, head, &loaded.state, interrupted);
+        let mut row = row_of(s, head, &loaded.state, interrupted);
         listing
             .all_names
             .push(row.source_session.clone().unwrap_or_else(|| s.to_string()));
         if filter.keeps(&row) {
+            if row.title.is_none() {
+                // A session whose first events do not read is untitled; its
+                // state read, so it is listed.
+                row.title = crate::titles::first_prompt(log, s).ok().flatten();
+            }
             listing.rows.push(Listed::Row(Box::new(row)));
         }
     }
@@ -200,13 +264,18 @@ pub fn list(
     Ok(listing)
 }
 
-/// The row of session `s` (head `head`) in state `st`.
+/// The row of session `s` (head `head`) in state `st`, titled by the
+/// agent's own title only (a [`list`] falls back to the first prompt).
 pub fn row_of(s: SessionId, head: u64, st: &SessionState, interrupted: bool) -> SessionRow {
     let about = st.about.as_ref();
-    let simulated = st.source_id.as_deref().is_some_and(|s| s.contains('@'));
+    let simulation = st
+        .source_id
+        .as_deref()
+        .and_then(|s| simulation_of(s, &st.policy.name));
     let agent = about
         .and_then(|a| a.agent.clone())
-        .or_else(|| simulated.then(|| "simulated".to_owned()));
+        .or_else(|| simulation.is_some().then(|| "simulated".to_owned()));
+    let directory = about.and_then(|a| a.directory.clone());
     let (steps, peak_tokens) = steps_and_peak(st);
     SessionRow {
         session: s.to_string(),
@@ -230,12 +299,14 @@ pub fn row_of(s: SessionId, head: u64, st: &SessionState, interrupted: bool) -> 
         policy: st.policy.name.clone(),
         context_limit: st.limits.context,
         window_tokens: ctxlog_core::window::estimate_window(st),
-        directory: about.and_then(|a| a.directory.clone()),
+        project: directory.as_deref().map(project_of),
+        directory,
         agent,
         model: about.and_then(|a| a.model.clone()),
         cost_usd: about.and_then(|a| a.cost_usd),
         replaced_by: st.replaced_by.map(|r| r.to_string()),
         interrupted,
+        simulation,
     }
 }
 

@@ -68,6 +68,8 @@ pub fn described_events(
     Ok(events)
 }
 
+pub use ctxlog_report::data::streamed_outputs;
+
 /// One line of a session's audit trail: a prune, restore, withdrawal,
 /// compaction step, pause or synthetic continue.
 #[derive(Debug, Clone, PartialEq, Serialize)]

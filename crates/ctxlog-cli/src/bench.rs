@@ -223,7 +223,7 @@ fn print_report(json_out: bool, r: Report) {
     if json_out {
         println!(
             "{}",
-            json!({"ratios": ratios, "figures": figures, "machine": m, "mode": mode, "runs": runs})
+            json!({"ok": true, "ratios": ratios, "figures": figures, "machine": m, "mode": mode, "runs": runs})
         );
         return;
     }

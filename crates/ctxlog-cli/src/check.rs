@@ -84,7 +84,7 @@ pub(crate) fn salvage(json_out: bool, from: &Path, to: &Path) -> Result<(), CliE
             .collect();
         println!(
             "{}",
-            json!({"complete": report.complete(), "saved": saved, "unsaved": unsaved})
+            json!({"ok": report.complete(), "complete": report.complete(), "saved": saved, "unsaved": unsaved})
         );
     } else {
         let events: u64 = report.saved.values().sum();

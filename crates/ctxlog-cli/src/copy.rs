@@ -31,6 +31,7 @@ pub(crate) fn copy(json: bool, from: &Location, to: &Location) -> Result<(), Cli
         let mut doc = serde_json::to_value(&done).map_err(|e| CliError::Failed(e.to_string()))?;
         doc["from"] = json!(from.to_string());
         doc["to"] = json!(to.to_string());
+        doc["ok"] = json!(true);
         println!("{doc}");
     } else {
         println!(

@@ -63,6 +63,7 @@ pub fn run(json: bool) -> Result<(), CliError> {
         println!(
             "{}",
             json!({
+                "ok": true,
                 "fixture": FIXTURE_NAME,
                 "import": {
                     "session": imported.session.to_string(),
@@ -92,7 +93,7 @@ pub fn run(json: bool) -> Result<(), CliError> {
         imported.events.len()
     );
     println!("\naudit of what OpenCode already did (read back from the log):");
-    print_audit(&trail);
+    print_audit(&trail, &ctxlog_app::dates::Zone::system());
     println!("\ndigest {}", state.digest());
     println!(
         "\nsimulated under {} (prune protect {}, minimum {}):",

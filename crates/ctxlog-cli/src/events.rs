@@ -51,12 +51,18 @@ fn write_events(path: &Path, events: &[Envelope]) -> Result<(), CliError> {
     out.flush().map_err(fail)
 }
 
-/// Reads envelopes, one per non-empty line; errors name the file and line.
+/// Reads envelopes, one per non-empty line, from `path` (`-`: standard
+/// input); errors name the file and line.
 fn read_events(path: &Path) -> Result<Vec<(usize, Envelope)>, CliError> {
-    let file = File::open(path)
-        .map_err(|e| CliError::BadInput(format!("{}: cannot open: {e}", path.display())))?;
+    let reader: Box<dyn BufRead> = if path == Path::new("-") {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file = File::open(path)
+            .map_err(|e| CliError::BadInput(format!("{}: cannot open: {e}", path.display())))?;
+        Box::new(BufReader::new(file))
+    };
     let mut events = Vec::new();
-    for (i, line) in BufReader::new(file).lines().enumerate() {
+    for (i, line) in reader.lines().enumerate() {
         let n = i + 1;
         let line = line.map_err(|e| CliError::BadInput(format!("{}:{n}: {e}", path.display())))?;
         if line.trim().is_empty() {
@@ -94,6 +100,7 @@ fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
     let plan = plan_prune(state, &state.policy);
     let overflow = state.overflow();
     let doc = json!({
+        "ok": true,
         "session": state.session.map(|s| s.to_string()),
         "events": events.len(),
         "head": state.head,

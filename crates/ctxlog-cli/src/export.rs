@@ -36,7 +36,7 @@ pub fn export(
                 if json {
                     println!(
                         "{}",
-                        json!({"session": session.to_string(), "format": "opencode", "out": path.display().to_string(), "events": events, "bytes": bytes})
+                        json!({"ok": true, "session": session.to_string(), "format": "opencode", "out": path.display().to_string(), "events": events, "bytes": bytes})
                     );
                 } else {
                     println!(
@@ -79,7 +79,7 @@ pub(crate) fn export_markdown(
             if cli.json {
                 println!(
                     "{}",
-                    json!({"session": id.to_string(), "format": "markdown", "out": path.display().to_string(), "events": events, "bytes": text.len(), "redacted": page.redacted.as_ref().map(redaction_json)})
+                    json!({"ok": true, "session": id.to_string(), "format": "markdown", "out": path.display().to_string(), "events": events, "bytes": text.len(), "redacted": page.redacted.as_ref().map(redaction_json)})
                 );
             } else {
                 println!(
@@ -89,6 +89,11 @@ pub(crate) fn export_markdown(
                 );
             }
         }
+        // With --json, stdout is one JSON document: the transcript in it.
+        None if cli.json => println!(
+            "{}",
+            json!({"ok": true, "session": id.to_string(), "format": "markdown", "events": events, "text": text, "redacted": page.redacted.as_ref().map(redaction_json)})
+        ),
         None => crate::write_stdout(format_args!("{text}")),
     }
     Ok(())

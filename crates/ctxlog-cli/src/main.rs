@@ -11,11 +11,10 @@ use crate::recording::read_policy;
 use crate::store::remove_read_copies;
 use crate::window::show_window;
 use crate::window::WindowFormat;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use ctxlog_app::logs::Location;
 use ctxlog_core::generate::GenerateConfig;
 use ctxlog_core::{ModelLimits, Policy};
-use serde_json::json;
 use simulate::SimulateArgs;
 
 /// `println!` that never panics on output: a closed stdout (`ctxlog sessions
@@ -50,6 +49,7 @@ mod events;
 mod export;
 mod import;
 mod memory;
+mod output;
 mod recording;
 mod redaction;
 mod replay;
@@ -58,12 +58,12 @@ mod simulate;
 mod store;
 mod stress;
 mod ui;
+mod usage;
 mod views;
 mod window;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 /// `ctxlog --help`: the commands grouped by task (a test checks that every
 /// command is listed).
@@ -81,6 +81,7 @@ See a session:
   report         one HTML page: the context curve, prunes and compactions, the window at any step
   window         the exact model input, at the head or right after --at SEQ
   audit          every prune and compaction, with the agent's ids and the tokens
+  usage          tokens and cost by day, week, month, session, project, model or agent
   export         an OpenCode export or a Markdown transcript
 
 Compare policies:
@@ -93,6 +94,9 @@ Check the store:
   salvage        copy what is intact out of a damaged store
   replay         re-derive a session's state and its digest
   copy           a whole store into another: sled to PostgreSQL and back
+
+Set up:
+  completions    a shell's completion script: bash, zsh or fish
 
 Try and measure:
   demo           the Quick start: import, audit and simulate the built-in fixture
@@ -120,6 +124,10 @@ pub(crate) struct Cli {
     /// Print one JSON document on stdout instead of human output.
     #[arg(long, global = true)]
     json: bool,
+    /// Show and group times in UTC (by default in local time: `TZ` when
+    /// set, else the system's zone).
+    #[arg(long, global = true)]
+    utc: bool,
     /// The store: a directory (a sled database, private to its owner) or a
     /// PostgreSQL URL (`postgresql://user@host/db`, shared by processes
     /// and hosts), before or after the command; default `$CTXLOG_DB`, else
@@ -156,10 +164,13 @@ enum Command {
         /// Model output limit, tokens.
         #[arg(long, default_value_t = 8_000)]
         output: u64,
-        /// Policy preset (`opencode-seed`, `opencode-1.17`).
-        #[arg(long, default_value = "opencode-seed", conflicts_with = "policy_file")]
-        policy: String,
-        /// Policy as a JSON file (every constant configurable); see `ctxlog presets`.
+        /// Policy preset (`opencode-seed`, `opencode-1.17`); with
+        /// --policy-file, the one of the file's policies to use
+        /// [default: opencode-seed].
+        #[arg(long)]
+        policy: Option<String>,
+        /// Policy as a JSON file (every constant configurable): one policy,
+        /// or several (`ctxlog presets > p.json`) and --policy NAME to pick.
         #[arg(long)]
         policy_file: Option<PathBuf>,
         /// Also write the events as JSON lines to this file.
@@ -169,7 +180,8 @@ enum Command {
     /// Replay a JSON-lines file of event envelopes and report the state.
     #[command(after_help = "Example:\n  ctxlog replay-events session.jsonl")]
     ReplayEvents {
-        /// The file (one envelope per line, as `generate --events-out` writes).
+        /// The file (one envelope per line, as `generate --events-out`
+        /// writes; `-`: standard input).
         file: PathBuf,
     },
     /// Print the built-in policy presets as JSON.
@@ -245,6 +257,23 @@ enum Command {
         after_help = "Example:\n  ctxlog sessions\n  ctxlog sessions --agent claude --since 2025-09-01 --sort peak --desc\n  ctxlog --db other-store sessions --json"
     )]
     Sessions(sessions::SessionsArgs),
+    /// Print the completion script of a shell on stdout.
+    #[command(
+        after_help = "Example:\n  ctxlog completions bash > ~/.local/share/bash-completion/completions/ctxlog\n  ctxlog completions zsh > ~/.zfunc/_ctxlog\n  ctxlog completions fish > ~/.config/fish/completions/ctxlog.fish"
+    )]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Tokens, steps, compactions, prunes and cost of every recorded model
+    /// call, summed by day, week, month, session, project, model or agent,
+    /// with a total row. Cost is the recording's own where it has one,
+    /// else estimated from list prices (marked `~`).
+    #[command(
+        after_help = "Example:\n  ctxlog usage\n  ctxlog usage --by project --since 7d\n  ctxlog usage --by model --agent claude --since 20261101 --until yesterday --json"
+    )]
+    Usage(usage::UsageArgs),
     /// Re-derive a session's state from its whole log; prints its digest.
     #[command(after_help = "Example:\n  ctxlog replay ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v --json")]
     Replay {
@@ -467,67 +496,31 @@ impl CliError {
             CliError::Failed(_) | CliError::Reported(_) => 1,
         }
     }
-}
 
-/// Writes to stdout; see the `println!` above.
-/// Recorded text is made inert on the way out ([`inert`]).
-pub(crate) fn write_stdout(args: std::fmt::Arguments<'_>) {
-    let text = std::fmt::format(args);
-    write_stdout_raw(&inert(&text, JSON_OUTPUT.load(Ordering::Relaxed)));
-}
-
-/// Writes `text` to stdout as it is: only for what ctxlog itself styles
-/// (a bold table header), never recorded text.
-pub(crate) fn write_stdout_raw(text: &str) {
-    if let Err(e) = std::io::stdout().lock().write_all(text.as_bytes()) {
-        stdout_failed(&e);
-    }
-}
-
-/// Writes to stderr, recorded text made inert; a closed stderr is ignored.
-pub(crate) fn write_stderr(args: std::fmt::Arguments<'_>) {
-    let text = std::fmt::format(args);
-    let _ = std::io::stderr()
-        .lock()
-        .write_all(inert(&text, false).as_bytes());
-}
-
-/// Whether stdout carries JSON (`--json`), set once at start.
-static JSON_OUTPUT: AtomicBool = AtomicBool::new(false);
-
-/// `text` with nothing that can act on a terminal: in text output, control
-/// characters and bidirectional overrides become visible symbols
-/// ([`ctxlog_core::printable::lines`]); in JSON (whose strings already
-/// escape C0) the C1 and bidirectional characters left are written as
-/// `\uXXXX` escapes, the same value.
-fn inert(text: &str, json: bool) -> std::borrow::Cow<'_, str> {
-    if !json {
-        return ctxlog_core::printable::lines(text);
-    }
-    let active = |c: char| matches!(c, '\u{80}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{7f}');
-    if !text.chars().any(active) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if active(c) {
-            let _ = std::fmt::Write::write_fmt(&mut out, format_args!("\\u{:04x}", c as u32));
-        } else {
-            out.push(c);
+    /// The error's kind in the JSON envelope.
+    fn kind(&self) -> &'static str {
+        match self {
+            CliError::BadInput(_) => "bad_input",
+            CliError::Failed(_) => "failed",
+            CliError::Reported(_) => "reported",
+            CliError::Refused(_) => "refused",
         }
     }
-    std::borrow::Cow::Owned(out)
 }
 
-/// Ends the program after a failed write to stdout: quietly (exit 0) when
-/// the reader went away, else with the error (exit 1).
-pub(crate) fn stdout_failed(e: &std::io::Error) -> ! {
-    if e.kind() == std::io::ErrorKind::BrokenPipe {
-        std::process::exit(0);
+impl Cli {
+    /// The zone times are shown in: UTC with `--utc`, else the system's
+    /// (`TZ` honoured).
+    pub(crate) fn zone(&self) -> ctxlog_app::dates::Zone {
+        if self.utc {
+            ctxlog_app::dates::Zone::utc()
+        } else {
+            ctxlog_app::dates::Zone::system()
+        }
     }
-    eprintln!("ctxlog: cannot write to stdout: {e}");
-    std::process::exit(1);
 }
+
+pub(crate) use output::{stdout_failed, write_stderr, write_stdout, write_stdout_raw};
 
 fn main() -> ExitCode {
     memory::limit_arenas();
@@ -539,8 +532,8 @@ fn main() -> ExitCode {
             default_hook(info);
         }
     }));
-    let cli = Cli::parse();
-    JSON_OUTPUT.store(cli.json, Ordering::Relaxed);
+    let cli = Cli::try_parse().unwrap_or_else(|e| output::command_line_refused(e));
+    output::JSON_OUTPUT.store(cli.json, Ordering::Relaxed);
     let result = run(&cli);
     // A reader this process serves is not cut off by its exit.
     ctxlog_store::wait_for_readers(std::time::Duration::from_secs(30));
@@ -548,15 +541,8 @@ fn main() -> ExitCode {
     memory::report_peak();
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e @ (CliError::Reported(_) | CliError::Refused(_))) => {
-            eprintln!("ctxlog: {e}");
-            ExitCode::from(e.code())
-        }
         Err(e) => {
-            if cli.json {
-                println!("{}", json!({"ok": false, "error": e.to_string()}));
-            }
-            eprintln!("ctxlog: {e}");
+            output::report_failure(&e, cli.json);
             ExitCode::from(e.code())
         }
     }
@@ -575,8 +561,13 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             events_out,
         } => {
             let policy = match policy_file {
-                Some(path) => read_policy(path)?,
-                None => Policy::named(policy).map_err(|e| CliError::BadInput(e.to_string()))?,
+                Some(path) => read_policy(path, policy.as_deref())?,
+                None => Policy::named(
+                    policy
+                        .as_deref()
+                        .unwrap_or(ctxlog_core::policy::PRESET_OPENCODE_SEED),
+                )
+                .map_err(|e| CliError::BadInput(e.to_string()))?,
             };
             let cfg = GenerateConfig {
                 seed: *seed,
@@ -602,7 +593,8 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Salvage { from, to } => salvage(cli.json, from, to),
         Command::Copy { from, to } => copy::copy(cli.json, from, to),
         Command::Import(args) => import::import(cli.json, &cli.db, args),
-        Command::Sessions(args) => sessions::sessions(cli.json, &cli.db, args),
+        Command::Sessions(args) => sessions::sessions(cli.json, &cli.zone(), &cli.db, args),
+        Command::Usage(args) => usage::usage(cli.json, &cli.zone(), cli.utc, &cli.db, args),
         Command::Replay { session } => replay::replay(cli.json, &cli.db, session),
         Command::Export {
             format: ExportFormat::Opencode,
@@ -646,20 +638,20 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             session,
             summarizer,
         } => compact::compact(cli, session, *summarizer),
-        Command::Presets => presets(),
+        Command::Presets => recording::print_presets(),
+        Command::Completions { shell } => {
+            output::print_completions(*shell, &mut Cli::command());
+            Ok(())
+        }
     }
 }
 
-/// `presets`: the built-in policies as pretty JSON.
-fn presets() -> Result<(), CliError> {
-    let presets: Vec<Policy> = Policy::preset_names()
-        .iter()
-        .filter_map(|n| Policy::preset(n))
-        .collect();
-    let text = serde_json::to_string_pretty(&presets)
-        .map_err(|e| CliError::Failed(format!("cannot serialize the presets: {e}")))?;
-    println!("{text}");
-    Ok(())
+/// Now, ms since the epoch: the command line's clock, for relative dates
+/// (`7d`, `yesterday`) and the zone's offset today.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A fresh directory name under the system temp dir for a throw-away store

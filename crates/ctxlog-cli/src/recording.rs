@@ -111,21 +111,21 @@ pub(crate) fn preset(name: &str) -> Result<Policy, CliError> {
     Policy::named(name).map_err(|e| CliError::BadInput(e.to_string()))
 }
 
-/// Reads and imports `file`; every input problem is exit code 2. `None`:
-/// a recording still being written ([`ImportOptions::live`]) holds no
-/// session yet.
+/// Reads and imports `file` (`-`: standard input); every input problem is
+/// exit code 2. `None`: a recording still being written
+/// ([`ImportOptions::live`]) holds no session yet.
 pub fn read_recording(
     json: bool,
     file: &Path,
     format: FormatArg,
     options: &ImportOptions,
 ) -> Result<Option<Imported>, CliError> {
-    read_input(
-        json,
-        &Input::File(file.to_path_buf()),
-        format.format(),
-        options,
-    )
+    let input = if file == Path::new("-") {
+        Input::Stdin
+    } else {
+        Input::File(file.to_path_buf())
+    };
+    read_input(json, &input, format.format(), options)
 }
 
 impl FormatArg {
@@ -191,11 +191,91 @@ impl inputs::Progress for Bar {
     }
 }
 
-pub(crate) fn read_policy(path: &Path) -> Result<Policy, CliError> {
-    let file = File::open(path)
-        .map_err(|e| CliError::BadInput(format!("{}: cannot open: {e}", path.display())))?;
-    let policy: Policy = serde_json::from_reader(BufReader::new(file))
-        .map_err(|e| CliError::BadInput(format!("{}: not a policy: {e}", path.display())))?;
+/// `presets`: the built-in policies as JSON, the form `--policy-file`
+/// reads.
+pub(crate) fn print_presets() -> Result<(), CliError> {
+    let presets: Vec<Policy> = Policy::preset_names()
+        .iter()
+        .filter_map(|n| Policy::preset(n))
+        .collect();
+    let text = serde_json::to_string_pretty(&presets)
+        .map_err(|e| CliError::Failed(format!("cannot serialize the presets: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+/// The policies of a `--policy-file` (`-`: standard input): one policy,
+/// or a list of them (as `ctxlog presets` prints), each checked.
+pub(crate) fn read_policies(path: &Path) -> Result<Vec<Policy>, CliError> {
+    let not_json =
+        |e: serde_json::Error| CliError::BadInput(format!("{}: not JSON: {e}", path.display()));
+    let doc: serde_json::Value = if path == Path::new("-") {
+        serde_json::from_reader(std::io::stdin().lock()).map_err(not_json)?
+    } else {
+        let file = File::open(path)
+            .map_err(|e| CliError::BadInput(format!("{}: cannot open: {e}", path.display())))?;
+        serde_json::from_reader(BufReader::new(file)).map_err(not_json)?
+    };
+    let one = |v: serde_json::Value, at: &str| {
+        serde_json::from_value::<Policy>(v).map_err(|e| {
+            CliError::BadInput(format!(
+                "{}{at}: not a policy (`ctxlog presets` prints policies in this form): {e}",
+                path.display()
+            ))
+        })
+    };
+    let policies = match doc {
+        serde_json::Value::Array(items) => items
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| one(v, &format!(" [{i}]")))
+            .collect::<Result<Vec<_>, _>>()?,
+        other => vec![one(other, "")?],
+    };
+    if policies.is_empty() {
+        return Err(CliError::BadInput(format!(
+            "{}: holds no policy",
+            path.display()
+        )));
+    }
+    for policy in &policies {
+        check_policy(path, policy)?;
+    }
+    Ok(policies)
+}
+
+/// The policy of a `--policy-file`: its only one, or the one named `pick`
+/// (`--policy NAME`) when it holds several.
+pub(crate) fn read_policy(path: &Path, pick: Option<&str>) -> Result<Policy, CliError> {
+    let mut policies = read_policies(path)?;
+    match pick {
+        Some(name) => {
+            let names: Vec<String> = policies.iter().map(|p| p.name.clone()).collect();
+            match policies.iter().position(|p| p.name == name) {
+                Some(i) => Ok(policies.swap_remove(i)),
+                None => Err(CliError::BadInput(format!(
+                    "{}: no policy named {name:?} (it holds {})",
+                    path.display(),
+                    names.join(", ")
+                ))),
+            }
+        }
+        None if policies.len() == 1 => Ok(policies.swap_remove(0)),
+        None => Err(CliError::BadInput(format!(
+            "{}: holds {} policies ({}): pick one with --policy NAME",
+            path.display(),
+            policies.len(),
+            policies
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// Refuses a policy whose constants cannot work.
+fn check_policy(path: &Path, policy: &Policy) -> Result<(), CliError> {
     if !(1..=100).contains(&policy.threshold_percent) {
         return Err(CliError::BadInput(format!(
             "{}: `threshold_percent` must be from 1 to 100, not {}",
@@ -203,7 +283,7 @@ pub(crate) fn read_policy(path: &Path) -> Result<Policy, CliError> {
             policy.threshold_percent
         )));
     }
-    Ok(policy)
+    Ok(())
 }
 
 /// An imported recording's events, decoded (for the commands that need

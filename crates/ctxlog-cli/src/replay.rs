@@ -35,7 +35,7 @@ pub fn replay(json: bool, db: &Location, session: &str) -> Result<(), CliError> 
     if json {
         println!(
             "{}",
-            json!({"session": session.to_string(), "events": events, "head": state.head, "digest": digest, "derived": derived})
+            json!({"ok": true, "session": session.to_string(), "events": events, "head": state.head, "digest": digest, "derived": derived})
         );
     } else {
         println!(

@@ -4,6 +4,7 @@
 use crate::ui::{self};
 use crate::CliError;
 use ctxlog_app::catalog::{self};
+use ctxlog_app::dates::Zone;
 use ctxlog_app::logs::Location;
 use ctxlog_app::sessions::{Filter, Listed, Listing, SessionRow, SortBy};
 use serde_json::json;
@@ -11,12 +12,19 @@ use serde_json::json;
 /// `sessions`' filters and order.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct SessionsArgs {
+    /// List the kept simulations (`simulate --keep`) instead of the
+    /// recordings and native sessions.
+    #[arg(long)]
+    pub simulations: bool,
     /// Only sessions whose agent contains this text (`claude`, `codex`,
-    /// `opencode`, `pi`; `simulated` for kept simulations).
+    /// `opencode`, `pi`).
     #[arg(long)]
     pub agent: Option<String>,
+    /// Only sessions whose directory contains this text.
+    #[arg(long)]
+    pub project: Option<String>,
     /// Only sessions started on or after this day or time (`2025-09-25`,
-    /// RFC 3339).
+    /// `20250925`, `today`, `yesterday`, `7d`, RFC 3339).
     #[arg(long)]
     pub since: Option<String>,
     /// Only sessions started before the end of this day (or before this
@@ -29,22 +37,6 @@ pub struct SessionsArgs {
     /// Largest first (newest first for dates).
     #[arg(long)]
     pub desc: bool,
-}
-
-/// A day (`2025-09-25`, its start; with `end`, the start of the next day)
-/// or an RFC 3339 time, in ms since the epoch.
-fn parse_day(text: &str, end: bool, flag: &str) -> Result<u64, CliError> {
-    let bad = || {
-        CliError::BadInput(format!(
-            "--{flag} {text:?}: not a day (2025-09-25) or an RFC 3339 time"
-        ))
-    };
-    if text.len() == 10 {
-        let start =
-            ctxlog_import::time::parse_rfc3339_ms(&format!("{text}T00:00:00Z")).ok_or_else(bad)?;
-        return Ok(if end { start + 86_400_000 } else { start });
-    }
-    ctxlog_import::time::parse_rfc3339_ms(text).ok_or_else(bad)
 }
 
 /// The shortest prefix of each of `names`, at least 8 characters, that no
@@ -76,19 +68,20 @@ fn short_names(names: &[String], universe: &[String]) -> Vec<String> {
 }
 
 /// `sessions`.
-pub fn sessions(json: bool, db: &Location, a: &SessionsArgs) -> Result<(), CliError> {
+pub fn sessions(json: bool, zone: &Zone, db: &Location, a: &SessionsArgs) -> Result<(), CliError> {
+    let now = crate::now_ms();
+    let bound = |t: &Option<String>, end: bool, flag: &str| {
+        t.as_deref()
+            .map(|t| zone.parse(t, end, now))
+            .transpose()
+            .map_err(|e| CliError::BadInput(format!("--{flag} {e}")))
+    };
     let filter = Filter {
+        simulations: Some(a.simulations),
         agent: a.agent.clone(),
-        since: a
-            .since
-            .as_deref()
-            .map(|t| parse_day(t, false, "since"))
-            .transpose()?,
-        until: a
-            .until
-            .as_deref()
-            .map(|t| parse_day(t, true, "until"))
-            .transpose()?,
+        project: a.project.clone(),
+        since: bound(&a.since, false, "since")?,
+        until: bound(&a.until, true, "until")?,
     };
     let store = crate::store::open_existing(db)?;
     let listing = ctxlog_app::sessions::list(&store, &filter, a.sort, a.desc)
@@ -112,10 +105,15 @@ pub fn sessions(json: bool, db: &Location, a: &SessionsArgs) -> Result<(), CliEr
         } else {
             ""
         };
-        println!("no sessions in {}{filtered}", db);
+        let what = if a.simulations {
+            "kept simulations"
+        } else {
+            "sessions"
+        };
+        println!("no {what} in {db}{filtered}");
         return outcome;
     }
-    print_sessions(&listing);
+    print_sessions(&listing, zone);
     for u in &unreadable {
         println!("error: {u}");
     }
@@ -124,7 +122,7 @@ pub fn sessions(json: bool, db: &Location, a: &SessionsArgs) -> Result<(), CliEr
 
 /// The list as a table: the shortest unique name of each session, its
 /// date, agent, model and numbers, and a title that says what it is.
-fn print_sessions(listing: &Listing) {
+fn print_sessions(listing: &Listing, zone: &Zone) {
     let name = |r: &Listed| match r {
         Listed::Row(r) => r
             .source_session
@@ -148,30 +146,47 @@ fn print_sessions(listing: &Listing) {
         .iter()
         .enumerate()
         .map(|(i, r)| match r {
-            Listed::Row(r) if r.source_session.is_some() => session_line(by_source[i].clone(), r),
-            Listed::Row(r) => session_line(by_id[i].clone(), r),
+            Listed::Row(r) if r.source_session.is_some() => {
+                session_line(by_source[i].clone(), r, zone)
+            }
+            Listed::Row(r) => session_line(by_id[i].clone(), r, zone),
             Listed::Unreadable(_) => {
                 let mut line = vec![by_id[i].clone()];
-                line.extend(std::iter::repeat_n("-".to_owned(), 7));
+                line.extend(std::iter::repeat_n(
+                    "-".to_owned(),
+                    SESSION_COLUMNS.len() - 2,
+                ));
                 line.push("UNREADABLE (below)".into());
                 line
             }
         })
         .collect();
-    // The id is never cut (it names the session); agent and model are,
-    // when a long id leaves the title too little room.
-    ui::table_fit_cutting(
-        &[
-            "ID", "DATE", "AGENT", "MODEL", "STEPS", "PEAK", "COMP", "PRUNE", "TITLE",
-        ],
-        &table,
-        ui::MAX_TABLE_WIDTH,
-        &[2, 3],
-    );
+    let mut columns: Vec<ui::Column<'_>> = SESSION_COLUMNS.to_vec();
+    let date = match listing.rows.first() {
+        Some(Listed::Row(r)) => format!("DATE ({})", zone.offset(r.started_at)),
+        _ => "DATE".to_owned(),
+    };
+    columns[1].header = &date;
+    ui::print_table(&columns, &table, ui::terminal_width());
 }
 
+/// The columns of `sessions`.
+const SESSION_COLUMNS: [ui::Column<'static>; 11] = [
+    ui::keep("ID"),
+    ui::keep("DATE"),
+    ui::text("AGENT").optional(6),
+    ui::text("MODEL").optional(3),
+    ui::text("PROJECT").at_least(8).optional(5),
+    ui::number("STEPS"),
+    ui::number("PEAK").optional(4),
+    ui::number("COST"),
+    ui::number("COMP").optional(2),
+    ui::number("PRUNE").optional(1),
+    ui::text("TITLE").at_least(20),
+];
+
 /// One session's line of the table, named `id`.
-fn session_line(id: String, r: &SessionRow) -> Vec<String> {
+fn session_line(id: String, r: &SessionRow, zone: &Zone) -> Vec<String> {
     let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
     let mut title = text(&r.title);
     if r.replaced_by.is_some() {
@@ -180,23 +195,19 @@ fn session_line(id: String, r: &SessionRow) -> Vec<String> {
     if r.interrupted {
         title = format!("(import interrupted: import it again) {title}");
     }
-    match r.source_session.as_deref().and_then(|s| s.split_once('@')) {
-        Some((_, catalog::MANUAL)) => title = format!("(ctxlog's work on it) {title}"),
-        Some((_, policy)) => title = format!("(simulated under {policy}) {title}"),
-        None => {}
+    if let Some((_, catalog::MANUAL)) = r.source_session.as_deref().and_then(|s| s.split_once('@'))
+    {
+        title = format!("(ctxlog's work on it) {title}");
     }
-    let date = r.date.as_str();
     vec![
         id,
-        format!(
-            "{} {}",
-            date.get(..10).unwrap_or(date),
-            date.get(11..16).unwrap_or("")
-        ),
-        ui::cut(without_version(&text(&r.agent)), 11),
-        ui::cut(without_date(&text(&r.model)), 17),
+        zone.minute(r.started_at),
+        without_version(&text(&r.agent)).to_owned(),
+        without_date(&text(&r.model)).to_owned(),
+        text(&r.project),
         r.steps.to_string(),
         ui::tokens(r.peak_tokens),
+        r.cost_usd.map_or("-".into(), ui::dollars),
         r.compactions.to_string(),
         r.pruned_parts.to_string(),
         title,

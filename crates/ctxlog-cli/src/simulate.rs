@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 /// `simulate FILE` options beyond the file.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimulateArgs {
-    /// The recording.
+    /// The recording (`-`: standard input).
     pub file: PathBuf,
     /// Its format.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
@@ -27,8 +27,9 @@ pub struct SimulateArgs {
     /// see `ctxlog presets` [default: opencode-seed, unless --policy-file].
     #[arg(long, value_delimiter = ',')]
     pub policy: Vec<String>,
-    /// One more policy, as a JSON file (every constant; `ctxlog presets`
-    /// prints the built-in ones in this form).
+    /// Policies as a JSON file (every constant; `ctxlog presets` prints
+    /// the built-in ones in this form): its one policy is simulated too;
+    /// of several, those --policy names are taken from it.
     #[arg(long)]
     pub policy_file: Option<PathBuf>,
     #[command(flatten)]
@@ -71,12 +72,34 @@ fn simulated_policies(a: &SimulateArgs) -> Result<Vec<Policy>, CliError> {
     if names.is_empty() && a.policy_file.is_none() {
         names.push(ctxlog_core::policy::PRESET_OPENCODE_SEED.to_owned());
     }
+    let from_file = match &a.policy_file {
+        Some(path) => crate::recording::read_policies(path)?,
+        None => Vec::new(),
+    };
+    let named_in_file = |name: &str| from_file.iter().find(|p| p.name == name);
     let mut policies = names
         .iter()
-        .map(|p| preset(p))
+        .map(|p| named_in_file(p).cloned().map_or_else(|| preset(p), Ok))
         .collect::<Result<Vec<_>, _>>()?;
-    if let Some(path) = &a.policy_file {
-        policies.push(crate::recording::read_policy(path)?);
+    if let (Some(path), false) = (
+        &a.policy_file,
+        names.iter().any(|n| named_in_file(n).is_some()),
+    ) {
+        match from_file.as_slice() {
+            [only] => policies.push(only.clone()),
+            several => {
+                return Err(CliError::BadInput(format!(
+                    "{}: holds {} policies ({}): name those to simulate with --policy",
+                    path.display(),
+                    several.len(),
+                    several
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )))
+            }
+        }
     }
     for policy in &mut policies {
         if let Some(v) = a.auto {
@@ -218,11 +241,13 @@ fn run_one(
 fn write_report(path: &Path, recording: &[Envelope], runs: &[Simulated]) -> Result<(), CliError> {
     let mut curves = vec![ctxlog_report::Curve {
         label: ctxlog_app::pages::label(recording),
+        title: ctxlog_app::titles::first_prompt_in(recording),
         events: recording,
     }];
     for r in runs {
         curves.push(ctxlog_report::Curve {
             label: r.policy.name.clone(),
+            title: None,
             events: &r.report.log,
         });
     }
@@ -256,6 +281,7 @@ fn print_json(imported: &Imported, recorded: &Timeline, runs: &[Simulated], repo
     println!(
         "{}",
         json!({
+            "ok": true,
             // The first policy's figures at the top level, as before
             // several policies could be given.
             "decisions": first.report.decisions,
@@ -373,7 +399,7 @@ fn comparison(recorded: &ctxlog_core::Timeline, runs: &[Simulated]) {
             Some(r.report.final_window),
         ));
     }
-    ui::table_fit(
+    ui::table(
         &[
             "POLICY",
             "COMPACTS AT",
@@ -386,7 +412,6 @@ fn comparison(recorded: &ctxlog_core::Timeline, runs: &[Simulated]) {
             "FINAL WINDOW",
         ],
         &rows,
-        ui::MAX_TABLE_WIDTH,
     );
 }
 

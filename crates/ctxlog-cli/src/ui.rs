@@ -46,35 +46,131 @@ pub fn color() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stdout().is_terminal()
 }
 
-/// The widest a table is printed by [`table_fit`].
-pub const MAX_TABLE_WIDTH: usize = 100;
+/// How a table's column behaves when the table is wider than the
+/// terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// Never cut (an id, a date): it names the row.
+    Keep,
+    /// A number: right-aligned, never cut.
+    Number,
+    /// Free text: gives way first, the widest first, to no less than
+    /// [`MIN_TEXT_WIDTH`].
+    Text,
+}
 
-/// A table: a header and rows, printed with aligned columns (numbers right).
+/// One column of a table: its header and how it fits.
+#[derive(Debug, Clone, Copy)]
+pub struct Column<'a> {
+    /// The header.
+    pub header: &'a str,
+    /// How it fits.
+    pub fit: Fit,
+    /// The narrowest a free-text column is made.
+    pub min: usize,
+    /// When the table does not fit even with its text at its narrowest,
+    /// columns with a rank are left out, the lowest rank first.
+    pub rank: Option<u8>,
+}
+
+impl<'a> Column<'a> {
+    /// The column, left out (lowest `rank` first) when the table cannot
+    /// fit otherwise.
+    pub const fn optional(self, rank: u8) -> Column<'a> {
+        Column {
+            rank: Some(rank),
+            ..self
+        }
+    }
+
+    /// The column, made no narrower than `min`.
+    pub const fn at_least(self, min: usize) -> Column<'a> {
+        Column { min, ..self }
+    }
+}
+
+/// A column that is never cut.
+pub const fn keep(header: &str) -> Column<'_> {
+    Column {
+        header,
+        fit: Fit::Keep,
+        min: MIN_TEXT_WIDTH,
+        rank: None,
+    }
+}
+
+/// A right-aligned number column.
+pub const fn number(header: &str) -> Column<'_> {
+    Column {
+        header,
+        fit: Fit::Number,
+        min: MIN_TEXT_WIDTH,
+        rank: None,
+    }
+}
+
+/// A free-text column.
+pub const fn text(header: &str) -> Column<'_> {
+    Column {
+        header,
+        fit: Fit::Text,
+        min: MIN_TEXT_WIDTH,
+        rank: None,
+    }
+}
+
+/// The narrowest a free-text column is made.
+pub const MIN_TEXT_WIDTH: usize = 6;
+/// Below this width a table's rows are printed in a compact form, each
+/// wrapped over lines.
+pub const COMPACT_BELOW: usize = 60;
+
+/// The terminal's width: `COLUMNS` when set to a number, else stdout's
+/// width when it is a terminal; `None` (no limit) when piped.
+pub fn terminal_width() -> Option<usize> {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        return Some(n);
+    }
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    console::Term::stdout()
+        .size_checked()
+        .map(|(_, cols)| usize::from(cols))
+}
+
+/// A table: a header and rows with aligned columns (numbers right), the
+/// last column free text, fitted to the terminal ([`print_table`]).
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
-    print_table(header, rows, usize::MAX, &[]);
+    let last = header.len().saturating_sub(1);
+    let columns: Vec<Column> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let numeric = !rows.is_empty()
+                && rows
+                    .iter()
+                    .all(|r| r.get(i).is_some_and(|c| c == "-" || is_number(c)))
+                && rows.iter().any(|r| r.get(i).is_some_and(|c| is_number(c)));
+            match (numeric, i == last) {
+                (true, _) => number(h),
+                (false, true) => text(h),
+                (false, false) => keep(h),
+            }
+        })
+        .collect();
+    print_table(&columns, rows, terminal_width());
 }
-
-/// [`table`] within `max` columns: the last column is cut (`…`) where a
-/// row would be wider.
-pub fn table_fit(header: &[&str], rows: &[Vec<String>], max: usize) {
-    print_table(header, rows, max, &[]);
-}
-
-/// [`table_fit`], first narrowing the `cuttable` columns (the widest first,
-/// to no less than [`MIN_CUT_WIDTH`]) while the table is wider than `max`
-/// with at least [`MIN_LAST_WIDTH`] for the last column.
-pub fn table_fit_cutting(header: &[&str], rows: &[Vec<String>], max: usize, cuttable: &[usize]) {
-    print_table(header, rows, max, cuttable);
-}
-
-/// The narrowest [`table_fit_cutting`] makes a column.
-pub const MIN_CUT_WIDTH: usize = 6;
-/// The room [`table_fit_cutting`] leaves the last column.
-pub const MIN_LAST_WIDTH: usize = 10;
 
 /// A cell that reads as a number (`12`, `4.5k`, `87.50%`, `1,200`, `-`
 /// counts as none): right-aligned.
 fn is_number(c: &str) -> bool {
+    let c = c.strip_prefix('~').unwrap_or(c);
+    let c = c.strip_prefix('$').unwrap_or(c);
     c.starts_with(|ch: char| ch.is_ascii_digit())
         && c.chars()
             .all(|ch| ch.is_ascii_digit() || matches!(ch, '.' | ',' | '%' | 'k' | 'M'))
@@ -89,17 +185,48 @@ pub fn tokens(n: u64) -> String {
     }
 }
 
-/// `text` cut to `max` characters, the last one `…` when it was longer.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
+/// A count with thousands separators: `1,204,311`.
+pub fn grouped(n: u64) -> String {
+    let text = n.to_string();
+    let mut out = String::with_capacity(text.len() + text.len() / 3);
+    for (i, c) in text.chars().enumerate() {
+        if i > 0 && (text.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
     }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
     out
 }
 
-fn print_table(header: &[&str], rows: &[Vec<String>], max: usize, cuttable: &[usize]) {
+/// A cost in US dollars for tables: `$0.42`, `$12.30`, `$1,204`.
+pub fn dollars(usd: f64) -> String {
+    if usd >= 1_000.0 {
+        format!("${}", grouped(usd.round() as u64))
+    } else {
+        format!("${usd:.2}")
+    }
+}
+
+/// How many terminal columns `text` takes (a CJK character or an emoji
+/// two, a combining mark none).
+pub fn width(text: &str) -> usize {
+    console::measure_text_width(text)
+}
+
+/// `text` cut to `max` terminal columns, the last one `…` when it was
+/// wider.
+pub fn cut(text: &str, max: usize) -> String {
+    if width(text) <= max {
+        return text.to_owned();
+    }
+    console::truncate_str(text, max, "…").into_owned()
+}
+
+/// Prints `rows` under `columns` within `terminal` columns (`None`:
+/// no limit). When the table is wider, the free-text columns give way, the
+/// widest first; under [`COMPACT_BELOW`] columns each row is printed
+/// compactly instead ([`print_compact`]).
+pub fn print_table(columns: &[Column], rows: &[Vec<String>], terminal: Option<usize>) {
     // A cell is one line: a newline or tab in a recorded title would break
     // the columns, an escape would act on the terminal.
     let rows: Vec<Vec<String>> = rows
@@ -110,85 +237,57 @@ fn print_table(header: &[&str], rows: &[Vec<String>], max: usize, cuttable: &[us
                 .collect()
         })
         .collect();
-    let rows = &rows[..];
-    let cols = header.len();
-    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
+    if let Some(w) = terminal.filter(|w| *w < COMPACT_BELOW) {
+        print_compact(columns, &rows, w);
+        return;
+    }
+    let max = terminal.unwrap_or(usize::MAX);
+    let cols = columns.len();
+    let mut widths: Vec<usize> = columns.iter().map(|c| width(c.header)).collect();
+    for r in &rows {
         for (i, c) in r.iter().enumerate().take(cols) {
-            width[i] = width[i].max(c.chars().count());
+            widths[i] = widths[i].max(width(c));
         }
     }
-    // Narrow the cuttable columns, widest first, until the last one has
-    // its room.
-    let before_last = |w: &[usize]| {
-        w[..cols.saturating_sub(1)]
-            .iter()
-            .map(|w| w + 2)
-            .sum::<usize>()
+    let shown = shown_columns(columns, &rows, &widths, max);
+    let total = |w: &[usize]| {
+        let w: Vec<usize> = shown.iter().map(|&i| w[i]).collect();
+        w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1)
     };
-    while before_last(&width) + MIN_LAST_WIDTH > max {
-        let widest = cuttable
+    while total(&widths) > max {
+        let widest = shown
             .iter()
             .copied()
-            .filter(|&i| i + 1 < cols && width[i] > MIN_CUT_WIDTH)
-            .max_by_key(|&i| (width[i], std::cmp::Reverse(i)));
+            .filter(|&i| columns[i].fit == Fit::Text && widths[i] > columns[i].min)
+            .max_by_key(|&i| (widths[i], std::cmp::Reverse(i)));
         match widest {
-            Some(i) => width[i] -= 1,
+            Some(i) => widths[i] -= 1,
             None => break,
         }
     }
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .enumerate()
-                .map(|(i, c)| match width.get(i) {
-                    Some(&w) if i + 1 < cols => cut(c, w),
-                    _ => c.clone(),
-                })
-                .collect()
-        })
-        .collect();
-    let header: Vec<String> = header
-        .iter()
-        .enumerate()
-        .map(|(i, h)| match width.get(i) {
-            Some(&w) if i + 1 < cols => cut(h, w),
-            _ => (*h).to_owned(),
-        })
-        .collect();
-    let numeric: Vec<bool> = (0..cols)
-        .map(|i| {
-            !rows.is_empty()
-                && rows
-                    .iter()
-                    .all(|r| r.get(i).is_some_and(|c| c == "-" || is_number(c)))
-                && rows.iter().any(|r| r.get(i).is_some_and(|c| is_number(c)))
-        })
-        .collect();
     let line = |cells: Vec<String>| {
         let mut out = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            let w = width.get(i).copied().unwrap_or(0);
-            let pad = w.saturating_sub(c.chars().count());
-            if i > 0 {
+        for (n, &i) in shown.iter().enumerate() {
+            let Some(c) = cells.get(i) else { break };
+            let w = widths[i];
+            let c = cut(c, w);
+            let pad = w.saturating_sub(width(&c));
+            if n > 0 {
                 out.push_str("  ");
             }
-            if numeric.get(i).copied().unwrap_or(false) {
+            if columns[i].fit == Fit::Number {
                 out.push_str(&" ".repeat(pad));
-                out.push_str(c);
-            } else if i + 1 == cells.len() {
-                let room = max.saturating_sub(out.chars().count()).max(1);
-                out.push_str(&cut(c, room));
+                out.push_str(&c);
             } else {
-                out.push_str(c);
+                out.push_str(&c);
                 out.push_str(&" ".repeat(pad));
             }
         }
-        out.truncate(out.trim_end().len());
-        out
+        // A table whose kept columns alone are wider is cut at the edge.
+        let out = cut(out.trim_end(), max);
+        out.trim_end().to_owned()
     };
-    let head = line(header);
+    let head = line(columns.iter().map(|c| c.header.to_owned()).collect());
     if color() {
         // The header's words are ctxlog's own; only they are styled.
         crate::write_stdout_raw(&format!("\x1b[1m{head}\x1b[0m\n"));
@@ -197,5 +296,89 @@ fn print_table(header: &[&str], rows: &[Vec<String>], max: usize, cuttable: &[us
     }
     for r in rows {
         println!("{}", line(r));
+    }
+}
+
+/// The columns shown within `max`: all, or without the ranked ones (those
+/// of only zeros first, then the lowest rank) while the table would not fit
+/// with every free-text column at its narrowest.
+fn shown_columns(
+    columns: &[Column],
+    rows: &[Vec<String>],
+    widths: &[usize],
+    max: usize,
+) -> Vec<usize> {
+    let mut shown: Vec<usize> = (0..columns.len()).collect();
+    let narrowest = |shown: &[usize]| {
+        shown
+            .iter()
+            .map(|&i| match columns[i].fit {
+                Fit::Text => widths[i].min(columns[i].min),
+                _ => widths[i],
+            })
+            .sum::<usize>()
+            + 2 * shown.len().saturating_sub(1)
+    };
+    // A ranked number column that holds only zeros says nothing: it goes
+    // first.
+    let empty = |i: usize| {
+        columns[i].fit == Fit::Number
+            && rows.iter().all(|r| {
+                r.get(i)
+                    .is_none_or(|c| c == "0" || c == "-" || c.is_empty())
+            })
+    };
+    while narrowest(&shown) > max {
+        let lowest = shown
+            .iter()
+            .enumerate()
+            .filter_map(|(at, &i)| columns[i].rank.map(|r| ((!empty(i), r), at)))
+            .min();
+        match lowest {
+            Some((_, at)) => {
+                shown.remove(at);
+            }
+            None => break,
+        }
+    }
+    shown
+}
+
+/// Each row on its own lines for a narrow terminal: the kept columns and
+/// the free-text ones but the last on the first, then `HEADER value` of
+/// the numbers, then the last free-text cell, all within `terminal` columns; a blank
+/// line between rows.
+fn print_compact(columns: &[Column], rows: &[Vec<String>], terminal: usize) {
+    let room = terminal.saturating_sub(2).max(1);
+    for (n, r) in rows.iter().enumerate() {
+        if n > 0 {
+            println!();
+        }
+        let cells = || columns.iter().zip(r);
+        let last_text = columns.iter().rposition(|c| c.fit == Fit::Text);
+        let first: Vec<&str> = cells()
+            .enumerate()
+            .filter(|(i, (c, v))| c.fit != Fit::Number && Some(*i) != last_text && *v != "-")
+            .map(|(_, (_, v))| v.as_str())
+            .collect();
+        println!("{}", cut(&first.join("  "), terminal));
+        let mut line = String::new();
+        for (c, v) in cells().filter(|(c, v)| c.fit == Fit::Number && *v != "-") {
+            let item = format!("{} {v}", c.header);
+            if !line.is_empty() && width(&line) + 2 + width(&item) > room {
+                println!("  {line}");
+                line.clear();
+            }
+            if !line.is_empty() {
+                line.push_str("  ");
+            }
+            line.push_str(&item);
+        }
+        if !line.is_empty() {
+            println!("  {}", cut(&line, room));
+        }
+        if let Some(v) = last_text.and_then(|i| r.get(i)).filter(|v| *v != "-") {
+            println!("  {}", cut(v, room));
+        }
     }
 }

@@ -8,9 +8,10 @@ use crate::redaction::redaction_line;
 use crate::redaction::write_page;
 use crate::store::stored_session;
 use crate::{ui, Cli, CliError};
-use ctxlog_core::{timeline, Envelope, StepEvent, StepRow, Timeline};
-use ctxlog_import::time::format_rfc3339_ms;
+use ctxlog_app::dates::Zone;
+use ctxlog_core::{timeline, Envelope, MessageId, StepEvent, StepRow, Timeline};
 use serde_json::json;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// The timeline of `events`; a log the reducer refuses is a failure that
@@ -31,39 +32,56 @@ pub(crate) fn show_timeline(cli: &Cli, session: &str) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
     let events = crate::store::read_log(&store, session)?;
     let t = timeline_of(&events)?;
+    let head = events.last().map_or(0, |e| e.seq);
+    let descriptions = ctxlog_app::catalog::descriptions_after(&store, session, head)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let streamed = ctxlog_app::views::streamed_outputs(&descriptions);
     if cli.json {
-        println!("{}", timeline_json(&t)?);
+        println!("{}", timeline_json(&t, &streamed)?);
         return Ok(());
     }
-    print_timeline(&t);
+    print_timeline(&t, &streamed, &cli.zone());
     Ok(())
 }
 
-/// `timeline --json`: the timeline as serialized, the session as text.
-pub(crate) fn timeline_json(t: &Timeline) -> Result<serde_json::Value, CliError> {
+/// `timeline --json`: the timeline as serialized, the session as text,
+/// and `output_streamed` on each step whose output count is a streaming
+/// placeholder.
+pub(crate) fn timeline_json(
+    t: &Timeline,
+    streamed: &BTreeSet<MessageId>,
+) -> Result<serde_json::Value, CliError> {
     let mut doc = serde_json::to_value(t)
         .map_err(|e| CliError::Failed(format!("cannot serialize the timeline: {e}")))?;
     doc["session"] = json!(t.session.map(|s| s.to_string()));
+    doc["ok"] = json!(true);
+    let utc = ctxlog_app::dates::Zone::utc();
+    if let Some(rows) = doc["steps"].as_array_mut() {
+        for (row, step) in rows.iter_mut().zip(&t.steps) {
+            row["output_streamed"] = json!(streamed.contains(&step.message));
+            // Beside `time` (ms), the same as RFC 3339.
+            row["date"] = json!(utc.rfc3339(step.time));
+        }
+    }
     Ok(doc)
 }
 
-/// The timeline as a table of at most 100 columns, with a bar of the
-/// context used.
-pub(crate) fn print_timeline(t: &Timeline) {
+/// The timeline as a table fitted to the terminal, with a bar of the
+/// context used; times in `zone`.
+pub(crate) fn print_timeline(t: &Timeline, streamed: &BTreeSet<MessageId>, zone: &Zone) {
     let limits = &t.limits;
     let last = t.steps.last();
-    let day = |ms: u64| {
-        format_rfc3339_ms(ms)
-            .get(..10)
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let day = |ms: u64| zone.day(ms);
     let days = match (t.steps.first(), last) {
         (Some(a), Some(b)) if day(a.time) != day(b.time) => {
             format!(" · {} to {}", day(a.time), day(b.time))
         }
         (Some(a), _) => format!(" · {}", day(a.time)),
         _ => String::new(),
+    };
+    let days = match t.steps.first() {
+        Some(a) => format!("{days} ({})", zone.offset(a.time)),
+        None => days,
     };
     println!(
         "session {}{days} · policy {} · context {} · usable {} · threshold {}",
@@ -87,33 +105,12 @@ pub(crate) fn print_timeline(t: &Timeline) {
     let rows: Vec<Vec<String>> = t
         .steps
         .iter()
-        .map(|s| {
-            vec![
-                s.seq.to_string(),
-                clock(s.time),
-                ui::tokens(s.tokens.input),
-                ui::tokens(s.tokens.output),
-                ui::tokens(s.tokens.cache_read),
-                ui::tokens(s.tokens.total),
-                s.percent.map_or("-".into(), |p| format!("{p:.0}%")),
-                bar(s, peak),
-                ui::tokens(s.window_estimate),
-                match (s.open, what(&s.events)) {
-                    (true, w) if w.is_empty() => "open (its end is not recorded yet)".into(),
-                    (true, w) => format!("open, {w}"),
-                    (false, w) => w,
-                },
-            ]
-        })
+        .map(|s| step_line(s, peak, streamed.contains(&s.message), zone))
         .collect();
-    ui::table_fit(
-        &[
-            "SEQ", "TIME", "INPUT", "OUTPUT", "CACHED", "TOTAL", "USED", "CONTEXT", "WINDOW",
-            "WHAT",
-        ],
-        &rows,
-        ui::MAX_TABLE_WIDTH,
-    );
+    ui::print_table(&TIMELINE_COLUMNS, &rows, ui::terminal_width());
+    if t.steps.iter().any(|s| streamed.contains(&s.message)) {
+        println!("* output as streamed: the recording has no final count for this step (Claude Code wrote only its placeholder)");
+    }
     let compactions = t.count("summary_completed");
     let prunes = t.count("parts_pruned");
     println!(
@@ -124,10 +121,75 @@ pub(crate) fn print_timeline(t: &Timeline) {
     );
 }
 
-/// `HH:MM:SS` of a time (the date is in the header of a day's rows).
-fn clock(ms: u64) -> String {
-    let full = format_rfc3339_ms(ms);
-    full.get(11..19).unwrap_or(&full).to_owned()
+/// The columns of `timeline`.
+const TIMELINE_COLUMNS: [ui::Column<'static>; 12] = [
+    ui::keep("SEQ"),
+    ui::keep("TIME"),
+    ui::number("INPUT"),
+    ui::number("OUTPUT"),
+    ui::number("REASONING").optional(2),
+    ui::number("CACHE READ").optional(4),
+    ui::number("CACHE WRITE").optional(3),
+    ui::number("TOTAL"),
+    ui::number("USED"),
+    ui::keep("CONTEXT").optional(0),
+    ui::number("WINDOW").optional(1),
+    ui::text("WHAT").at_least(16),
+];
+
+/// One step's row of the timeline; a step that reported no usage shows
+/// `-` and says so, never zeros.
+fn step_line(s: &StepRow, peak: u64, streamed: bool, zone: &Zone) -> Vec<String> {
+    let count = |n: u64| {
+        if s.no_usage {
+            "-".into()
+        } else {
+            ui::tokens(n)
+        }
+    };
+    let mut what = what(&s.events);
+    if s.no_usage {
+        let why = match s.error.as_deref() {
+            Some("MessageAbortedError") => " (aborted)".to_owned(),
+            Some(e) => format!(" ({e})"),
+            None => String::new(),
+        };
+        what = join(&format!("no usage recorded{why}"), &what);
+    }
+    if s.open {
+        what = join("open (its end is not recorded yet)", &what);
+    }
+    vec![
+        s.seq.to_string(),
+        zone.clock(s.time),
+        count(s.tokens.input),
+        if streamed {
+            format!("{}*", ui::tokens(s.tokens.output))
+        } else {
+            count(s.tokens.output)
+        },
+        count(s.tokens.reasoning),
+        count(s.tokens.cache_read),
+        count(s.tokens.cache_write),
+        count(s.tokens.total),
+        s.percent.map_or("-".into(), |p| format!("{p:.0}%")),
+        if s.no_usage {
+            String::new()
+        } else {
+            bar(s, peak)
+        },
+        ui::tokens(s.window_estimate),
+        what,
+    ]
+}
+
+/// `a, b`, or `a` alone when `b` is empty.
+fn join(a: &str, b: &str) -> String {
+    if b.is_empty() {
+        a.to_owned()
+    } else {
+        format!("{a}, {b}")
+    }
 }
 
 /// Ten cells of the usable context the step's total used (of the peak when
@@ -163,10 +225,10 @@ fn what(events: &[StepEvent]) -> String {
                 ),
                 "parts_restored" => format!("restore {}", outputs(e.parts)),
                 "compaction_requested" => "compaction".into(),
-                "summary_completed" => format!(
-                    "summary{}",
-                    tokens.map(|t| format!(" {t}")).unwrap_or_default()
-                ),
+                "summary_completed" => match tokens {
+                    Some(t) => format!("summary {t}"),
+                    None => "summary (tokens not recorded)".into(),
+                },
                 "compaction_failed" => "compaction FAILED".into(),
                 "continue" => "continue".into(),
                 "auto_compaction_paused" => "STALL".into(),
@@ -198,7 +260,7 @@ pub(crate) fn write_report(
     if cli.json {
         println!(
             "{}",
-            json!({"out": out.display().to_string(), "bytes": html.len(), "sessions": page.sessions, "redacted": page.redacted.as_ref().map(redaction_json)})
+            json!({"ok": true, "out": out.display().to_string(), "bytes": html.len(), "sessions": page.sessions, "redacted": page.redacted.as_ref().map(redaction_json)})
         );
     } else {
         if let Some(redacted) = &page.redacted {

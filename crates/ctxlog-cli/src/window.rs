@@ -4,6 +4,7 @@
 use crate::compact::engine;
 use crate::store::stored_session;
 use crate::{Cli, CliError, SummarizerKind};
+use ctxlog_app::dates::Zone;
 use ctxlog_app::logs::AnyLog;
 use ctxlog_core::window::ToolResult;
 use ctxlog_core::{window, SessionState};
@@ -90,17 +91,13 @@ fn print_window(
     };
     if let Some((name, key, items)) = sent {
         let mut doc = json!({
+            "ok": true,
             "format": name,
             "omitted": ["system", "tools"],
             "note": "ctxlog does not record the system prompt or the tool definitions; a provider receives them before and beside these messages",
         });
         doc[key] = serde_json::Value::Array(items);
         println!("{doc}");
-        return Ok(());
-    }
-    if cli.json {
-        let view = ctxlog_app::views::WindowView::of(state, &w, state.head, None);
-        println!("{}", json!(view));
         return Ok(());
     }
     let at = engine
@@ -110,7 +107,15 @@ fn print_window(
         .and_then(|mut r| r.next())
         .and_then(Result::ok)
         .map_or(state.started_at, |e| e.recorded_at);
-    window_header(state, &w, session, at);
+    if cli.json {
+        let view = ctxlog_app::views::WindowView::of(state, &w, state.head, None);
+        let mut doc = json!(view);
+        doc["ok"] = json!(true);
+        doc["header"] = header_json(state, session, at);
+        println!("{doc}");
+        return Ok(());
+    }
+    window_header(state, &w, session, at, &cli.zone());
     for m in &w.messages {
         let role = match m.role {
             Role::User => "user",
@@ -143,19 +148,43 @@ fn print_window(
     Ok(())
 }
 
+/// The figures of the text header, for `window --json`: the session,
+/// the seq and time it is taken after, the policy, what the last step
+/// recorded, the usable context and the threshold.
+fn header_json(state: &SessionState, session: SessionId, at: u64) -> serde_json::Value {
+    let recorded = state.last_finished.as_ref().map(|l| {
+        let t = ctxlog_core::StepTokens::of(&l.tokens);
+        json!({"total": t.total, "input": t.input, "output": t.output,
+               "reasoning": t.reasoning, "cache_read": t.cache_read, "cache_write": t.cache_write})
+    });
+    json!({
+        "session": session.to_string(),
+        "source_session": state.source_id,
+        "seq": state.head,
+        "time": ctxlog_app::dates::Zone::utc().rfc3339(at),
+        "time_ms": at,
+        "policy": state.policy.name,
+        "recorded": recorded,
+        "usable": state.policy.usable(&state.limits),
+        "threshold": state.policy.threshold(&state.limits),
+        "context": state.limits.context,
+    })
+}
+
 /// What `window` prints above the messages: where in the session, the
 /// tokens the last step reported against the estimate, the usable budget.
-fn window_header(state: &SessionState, w: &Window, session: SessionId, at: u64) {
+fn window_header(state: &SessionState, w: &Window, session: SessionId, at: u64, zone: &Zone) {
     let estimator = state.policy.estimator;
     println!(
-        "session {session}{} · after seq {} · {} · policy {}",
+        "session {session}{} · after seq {} · {} {} · policy {}",
         state
             .source_id
             .as_deref()
             .map(|s| format!(" ({s})"))
             .unwrap_or_default(),
         state.head,
-        ctxlog_import::time::format_rfc3339_ms(at),
+        zone.minute(at),
+        zone.offset(at),
         state.policy.name
     );
     let recorded = state.last_finished.as_ref().map(|l| {

@@ -635,10 +635,12 @@ fn import_a_real_claude_code_session_once_and_refuse_bad_input_without_writing()
     assert_eq!(again["session"], first["session"]);
     assert_eq!(again["already_imported"], true);
     // The store holds the session's events, and in its description stream
-    // its description and the mark of an import in more than one append
-    // (its events, then its description).
+    // its description, the stop reason of each of its 9 finished steps (the
+    // tenth waits for a tool result) and the mark of an import in more than
+    // one append (its events, then its descriptions).
     let v = json(&ctxlog(&["verify", "--json", "--db", d]));
-    assert_eq!(v["events"], first["events"].as_u64().unwrap() + 2);
+    assert_eq!(first["steps"], 10);
+    assert_eq!(v["events"], first["events"].as_u64().unwrap() + 1 + 9 + 1);
     assert_eq!(v["sessions"], 1);
     // the imported session has a window and an audit
     let session = first["session"].as_str().unwrap();

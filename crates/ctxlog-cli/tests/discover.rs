@@ -28,32 +28,6 @@ fn fixture() -> PathBuf {
         .join("../../fixtures/sessions/opencode/compacted-and-pruned.json")
 }
 
-/// Writes `export` as OpenCode ≤ 1.1 keeps it under `storage`.
-fn write_storage(storage: &Path, export: &Value) {
-    let info = &export["info"];
-    let session = info["id"].as_str().unwrap();
-    let project = info["projectID"].as_str().unwrap_or("global");
-    let put = |path: PathBuf, v: &Value| {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
-    };
-    put(
-        storage.join(format!("session/{project}/{session}.json")),
-        info,
-    );
-    for m in export["messages"].as_array().unwrap() {
-        let id = m["info"]["id"].as_str().unwrap();
-        put(
-            storage.join(format!("message/{session}/{id}.json")),
-            &m["info"],
-        );
-        for p in m["parts"].as_array().unwrap() {
-            let part = p["id"].as_str().unwrap();
-            put(storage.join(format!("part/{id}/{part}.json")), p);
-        }
-    }
-}
-
 /// OpenCode 1.18's `session`, `message` and `part` tables.
 const OPENCODE_TABLES: &str = "
 CREATE TABLE session (id text PRIMARY KEY, project_id text NOT NULL, workspace_id text,
@@ -167,7 +141,7 @@ fn discover_finds_and_imports_every_agents_sessions_once() {
         &home.join(".pi/agent/sessions/--home-dev-proj--"),
     );
     let export: Value = serde_json::from_str(&std::fs::read_to_string(fixture()).unwrap()).unwrap();
-    write_storage(&home.join(".local/share/opencode/storage"), &export);
+    common::write_storage(&home.join(".local/share/opencode/storage"), &export);
     expected += 1;
     // OpenCode ≥ 1.2: the same recording under another session id, in a
     // database OpenCode is writing: it holds a write transaction throughout.
@@ -379,7 +353,7 @@ fn a_bad_file_of_a_storage_tree_is_named() {
             }
         }
     }
-    write_storage(&home.join(".local/share/opencode/storage"), &export);
+    common::write_storage(&home.join(".local/share/opencode/storage"), &export);
     let db = work.join("store");
     let o = ctxlog(&home, &db, &["import", "--discover"]);
     assert_eq!(o.status.code(), Some(2));

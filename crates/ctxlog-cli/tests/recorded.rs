@@ -118,7 +118,7 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
         assert_eq!(r1["digest"].as_str().unwrap().len(), 64);
         assert_eq!(
             r1.as_object().unwrap().keys().collect::<Vec<_>>(),
-            ["derived", "digest", "events", "head", "session"]
+            ["derived", "digest", "events", "head", "ok", "session"]
         );
         // What the replay re-derived agrees with what the import counted.
         assert_eq!(r1["derived"]["messages"], doc["messages"], "{rel}");
@@ -141,7 +141,12 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
     );
     // human table: a header, one row per session within 100 columns, no
     // colour when piped; each row's short id names its session
-    let human = ok(ctxlog(&["sessions", "--db", d]));
+    let human = common::ctxlog()
+        .args(["sessions", "--db", d])
+        .env("COLUMNS", "100")
+        .output()
+        .expect("run ctxlog");
+    let human = ok(human);
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.starts_with("ID "), "{text}");
     assert_eq!(text.lines().count(), 5, "{text}");

@@ -90,26 +90,29 @@ fn the_report_opens_in_chromium_without_errors_and_its_chart_is_the_timeline() {
     for (c, session) in std::iter::once(&main).chain(&others).enumerate() {
         let timeline: Value =
             serde_json::from_str(&run(&db, &["timeline", session, "--json"])).unwrap();
-        let want: Vec<(u64, u64)> = timeline["steps"]
+        // A step without usage is a hollow point with no total: a gap in
+        // the curve, never a zero.
+        let want: Vec<(u64, Option<u64>)> = timeline["steps"]
             .as_array()
             .unwrap()
             .iter()
             .map(|s| {
+                let total = s["tokens"]["total"].as_u64().unwrap();
                 (
                     s["seq"].as_u64().unwrap(),
-                    s["tokens"]["total"].as_u64().unwrap(),
+                    (s["no_usage"] != true).then_some(total),
                 )
             })
             .collect();
         assert!(!want.is_empty(), "{session} has steps");
         let got = browser.eval(&format!(
-            "return Array.from(document.querySelectorAll('circle.pt[data-curve=\"{c}\"]')).map(function(p){{return [Number(p.dataset.seq), Number(p.dataset.total)];}})"
+            "return Array.from(document.querySelectorAll('circle.pt[data-curve=\"{c}\"]')).map(function(p){{return [Number(p.dataset.seq), p.dataset.total===undefined?null:Number(p.dataset.total)];}})"
         ));
-        let got: Vec<(u64, u64)> = got
+        let got: Vec<(u64, Option<u64>)> = got
             .as_array()
             .unwrap()
             .iter()
-            .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+            .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64()))
             .collect();
         assert_eq!(got, want, "curve {c} ({session}) is its timeline");
     }
@@ -164,4 +167,80 @@ fn the_report_opens_in_chromium_without_errors_and_its_chart_is_the_timeline() {
 /// `ctxlog args` on `db`, which must succeed; its output as text.
 fn run(db: &Path, args: &[&str]) -> String {
     String::from_utf8(common::succeeds(db, args)).expect("utf-8")
+}
+
+/// A session of 10,000 steps (a seeded synthetic one, written by
+/// `ctxlog stress`): its page stays under 20 MB and its memory bounded,
+/// because the page keeps each step's window as a change and cuts each
+/// part's text to the page's share. How long Chromium takes to open it is
+/// printed (measured, not asserted).
+#[test]
+fn a_ten_thousand_step_page_is_small_and_opens_in_chromium() {
+    let Some(browser) = Browser::start() else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("ctxlog-report-long-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("store");
+    run(
+        &db,
+        &[
+            "stress",
+            "--sessions",
+            "1",
+            "--events",
+            "67000",
+            "--batch",
+            "2000",
+            "--seed",
+            "1",
+        ],
+    );
+    let listed: Value = serde_json::from_str(&run(&db, &["sessions", "--json"])).unwrap();
+    let row = &listed["sessions"][0];
+    let steps = row["steps"].as_u64().unwrap();
+    assert!(steps >= 10_000, "{row}");
+    let session = row["session"].as_str().unwrap();
+    let page = dir.join("long.html");
+    let peak = dir.join("peak");
+    let out = common::ctxlog_on(&db, &["report", session, "--out", page.to_str().unwrap()])
+        .env("CTXLOG_PEAK_RSS_FILE", &peak)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::metadata(&page).unwrap().len();
+    let peak: u64 = std::fs::read_to_string(&peak)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    eprintln!("{steps} steps: a page of {bytes} bytes, written in a peak of {peak} bytes");
+    assert!(bytes < 20_000_000, "{bytes} bytes");
+    assert!(peak < 800_000_000, "peak memory {peak} bytes");
+
+    let started = std::time::Instant::now();
+    browser.post(
+        "/url",
+        &json!({"url": format!("file://{}", page.display())}),
+    );
+    let points = browser.eval("return document.querySelectorAll('circle.pt').length");
+    eprintln!("Chromium opened it in {:?}", started.elapsed());
+    assert_eq!(points.as_u64(), Some(steps), "a point per step");
+    // The last step's window, rebuilt from the changes, has its size.
+    let last = browser.eval(
+        "var s=JSON.parse(document.getElementById('data').textContent).sessions[0];document.getElementById('pick').value=String(s.steps.length-1);document.getElementById('pick').dispatchEvent(new Event('input'));return [s.steps[s.steps.length-1].size, document.querySelectorAll('#window .msg').length]",
+    );
+    assert_eq!(last[0], last[1], "{last}");
+    let errors: Vec<Value> = browser
+        .console()
+        .into_iter()
+        .filter(|e| e["level"] == "SEVERE" || e["level"] == "WARNING")
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

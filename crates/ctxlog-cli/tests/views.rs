@@ -53,8 +53,13 @@ fn json(db: &Path, args: &[&str]) -> Value {
     })
 }
 
+/// The text output of `args`, tables fitted to a 100-column terminal.
 fn text(db: &Path, args: &[&str]) -> String {
-    String::from_utf8(ok(ctxlog_at(db, args)).stdout).unwrap()
+    let out = common::ctxlog_on(db, args)
+        .env("COLUMNS", "100")
+        .output()
+        .expect("run ctxlog");
+    String::from_utf8(ok(out).stdout).unwrap()
 }
 
 /// The recordings: the checked-in fixtures of every format, and the real
@@ -140,7 +145,7 @@ fn timeline_has_a_row_per_recorded_step_on_every_format() {
         json(&db, &["report", session, "--out", page.to_str().unwrap()]);
         let html = std::fs::read_to_string(&page).unwrap();
         assert_eq!(
-            html.matches("<circle class=\"pt\"").count(),
+            html.matches("<circle class=\"pt").count(),
             steps.len(),
             "{file}"
         );
@@ -257,15 +262,22 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
     }
     // With the simulations kept, every short id still names its own row,
     // and the recording's 8-character prefix names the recording.
-    let table = text(&db, &["sessions"]);
-    let listed = json(&db, &["sessions"]);
-    let listed = listed["sessions"].as_array().unwrap();
-    assert_eq!(listed.len(), 3);
-    for (line, row) in table.lines().skip(1).zip(listed) {
-        let id = line.split_whitespace().next().unwrap();
-        let r = json(&db, &["replay", id]);
-        assert_eq!(r["session"], row["session"], "{id} names its own row");
-        assert!(line.chars().count() <= 100, "{line:?}");
+    // Kept simulations are listed apart from the recordings.
+    for (args, count) in [
+        (&["sessions"][..], 1),
+        (&["sessions", "--simulations"][..], 2),
+    ] {
+        let table = text(&db, args);
+        let listed = json(&db, args);
+        let listed = listed["sessions"].as_array().unwrap();
+        assert_eq!(listed.len(), count, "{args:?}: {listed:?}");
+        for (line, row) in table.lines().skip(1).zip(listed) {
+            let id = line.split_whitespace().next().unwrap();
+            let r = json(&db, &["replay", id]);
+            assert_eq!(r["session"], row["session"], "{id} names its own row");
+            assert!(line.chars().count() <= 100, "{line:?}");
+            assert_eq!(row["simulation"].is_null(), count == 1, "{row}");
+        }
     }
     let t = json(&db, &["timeline", "ses_0a3f9c1e"]);
     assert_eq!(
@@ -446,9 +458,9 @@ fn sessions_filter_sort_and_resolve_short_ids() {
     assert!(day
         .iter()
         .all(|r| r["date"].as_str().unwrap().starts_with(&first_day)));
-    let o = ctxlog_at(&db, &["sessions", "--since", "yesterday"]);
+    let o = ctxlog_at(&db, &["sessions", "--since", "the day before"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--since \"yesterday\""));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--since \"the day before\""));
     let table = text(&db, &["sessions"]);
     for line in table.lines() {
         assert!(line.chars().count() <= 100, "{line:?}");

@@ -7,6 +7,7 @@ use crate::event::{
     CompactionTrigger, Envelope, Event, PartBody, PromptRecord, PrunedPart, ToolState,
 };
 use crate::ids::{MessageId, PartId, Seq, TimestampMs};
+use crate::policy::TokenUsage;
 use crate::window::is_continue_text;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -220,7 +221,7 @@ fn describe(event: &Event, last_text: &str) -> Option<Line> {
             tokens,
             redactions,
             ..
-        } => summary_completed(*job, tokens.output, *redactions, last_text),
+        } => summary_completed(*job, tokens, *redactions, last_text),
         Event::CompactionFailed { job, error } => compaction_failed(*job, error),
         Event::PartsPruned {
             parts,
@@ -283,15 +284,27 @@ fn compaction_attempted(
     }
 }
 
-/// The line of a completed summary: the window pivots.
-fn summary_completed(job: MessageId, output_tokens: u64, redactions: u32, last_text: &str) -> Line {
+/// The line of a completed summary: the window pivots. A summary whose
+/// call reported no usage (pi records none) says its tokens are not
+/// recorded, never 0.
+fn summary_completed(
+    job: MessageId,
+    tokens: &TokenUsage,
+    redactions: u32,
+    last_text: &str,
+) -> Line {
+    let recorded = tokens != &TokenUsage::default();
+    let output = if recorded {
+        format!("{} output tokens", tokens.output)
+    } else {
+        "its tokens not recorded".to_owned()
+    };
     Line {
         kind: "summary_completed",
         ids: vec![job.to_string()],
-        tokens: Some(output_tokens),
+        tokens: recorded.then_some(tokens.output),
         what: format!(
-            "summary completed ({} output tokens, {}): the window pivots here",
-            output_tokens,
+            "summary completed ({output}, {}): the window pivots here",
             redactions_by_kind(redactions, last_text)
         ),
     }
@@ -314,8 +327,8 @@ fn parts_pruned(parts: &[PrunedPart], total_tokens: u64, fired: &str) -> Line {
         ids: parts.iter().map(|p| p.part.to_string()).collect(),
         tokens: Some(total_tokens),
         what: format!(
-            "pruned {} tool outputs, ~{total_tokens} tokens (policy {fired})",
-            parts.len()
+            "pruned {}, ~{total_tokens} tokens (policy {fired})",
+            tool_outputs(parts.len())
         ),
     }
 }
@@ -326,7 +339,16 @@ fn parts_restored(parts: &[PartId], reason: &str) -> Line {
         kind: "parts_restored",
         ids: parts.iter().map(|p| p.to_string()).collect(),
         tokens: None,
-        what: format!("restored {} tool outputs: {reason}", parts.len()),
+        what: format!("restored {}: {reason}", tool_outputs(parts.len())),
+    }
+}
+
+/// `1 tool output`, `3 tool outputs`.
+fn tool_outputs(n: usize) -> String {
+    if n == 1 {
+        "1 tool output".to_owned()
+    } else {
+        format!("{n} tool outputs")
     }
 }
 

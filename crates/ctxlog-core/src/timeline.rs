@@ -81,6 +81,14 @@ pub struct StepRow {
     /// ends.
     #[serde(default)]
     pub open: bool,
+    /// The step reported no usage at all (an aborted or interrupted call):
+    /// its tokens and percent say nothing of the context, which a chart
+    /// leaves as a gap.
+    #[serde(default)]
+    pub no_usage: bool,
+    /// The error its message ended with (`MessageAbortedError`), if any.
+    #[serde(default)]
+    pub error: Option<String>,
 }
 
 /// A step's tokens, as reported.
@@ -216,6 +224,13 @@ pub fn timeline_and_state(
         }
     }
     attach(&mut steps, &audit(events));
+    // A message's error is recorded after its step finished.
+    for row in &mut steps {
+        row.error = state
+            .message(row.message)
+            .and_then(|m| m.error.as_ref())
+            .map(|e| e.name.clone());
+    }
     let timeline = Timeline {
         session: state.session,
         policy: state.policy.name.clone(),
@@ -238,6 +253,7 @@ fn step_row(
 ) -> StepRow {
     let check = state.policy.check_overflow(&state.limits, tokens);
     let reported = StepTokens::of(tokens);
+    let no_usage = reported.total == 0;
     StepRow {
         seq: e.seq,
         time: e.recorded_at,
@@ -245,12 +261,17 @@ fn step_row(
         tokens: reported,
         count: check.count,
         usable: check.usable,
-        percent: check.usable.map(|u| percent(reported.total, u)),
+        percent: check
+            .usable
+            .filter(|_| !no_usage)
+            .map(|u| percent(reported.total, u)),
         threshold: state.policy.threshold(&state.limits),
         overflow: check.overflow && !open,
         window_estimate: estimate_window(state),
         events: Vec::new(),
         open,
+        no_usage,
+        error: None,
     }
 }
 

@@ -3,6 +3,9 @@
 //! - Assistant lines are grouped by `message.id` into one step; its usage is
 //!   counted once (input, cache read and cache write from the group, output
 //!   the maximum seen, since early lines carry a streaming placeholder).
+//!   The step's recorded `stop_reason` is kept as a source field of its
+//!   message (`null` when no line had one: its output count is then the
+//!   streaming placeholder, which the timeline flags).
 //! - `tool_use` blocks become tool parts (pending); a later `tool_result`
 //!   with the same id completes them (or marks them errored). Calls never
 //!   answered stay pending, so the window shows them as interrupted.
@@ -30,7 +33,7 @@ use crate::strict;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
     CompactionTrigger, Event, FinishReason, Json, MessageId, ModelRef, PartBody, Policy, Role,
-    TokenUsage,
+    SourceTarget, TokenUsage,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -115,6 +118,13 @@ impl<'a> Importer<'a> {
             None if g.has_tool => FinishReason::ToolCalls,
             None => FinishReason::Stop,
         };
+        // Whether the output count is final: a line with a stop reason
+        // carries the final count, the others a streaming placeholder.
+        self.b.keep_source(
+            Format::ClaudeCode.name(),
+            SourceTarget::Message(g.message),
+            serde_json::json!({ "stop_reason": g.stop }),
+        );
         self.b
             .finish_step(g.at, g.message, reason, g.usage, None)
             .map(|_| ())

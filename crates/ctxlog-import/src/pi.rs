@@ -4,7 +4,8 @@
 //!   names the first model; `model_change` switches it.
 //! - Each `assistant` message is one step, with source id `line:N` (its own
 //!   line). Its usage is Anthropic-style (`input` uncached, `cacheRead`,
-//!   `cacheWrite`, `output`, `totalTokens`). `stopReason` `aborted` or
+//!   `cacheWrite`, `output`, `totalTokens`) and its cost `usage.cost.total`
+//!   the step's recorded cost. `stopReason` `aborted` or
 //!   `error` also records a message error. A refused request (`error`, no
 //!   content, all-zero usage) is no step: its message only records the
 //!   error, `ContextOverflowError` when its text is one of pi's overflow
@@ -388,7 +389,8 @@ impl<'a> Importer<'a> {
             None => FinishReason::Stop,
         };
         self.last_answer = Some(self.reason_after(&reason, &tokens));
-        self.b.finish_step(at, message, reason, tokens, None)?;
+        let cost = cost_micros(m).map_err(|e| self.err(format!("message.usage.cost: {e}")))?;
+        self.b.finish_step(at, message, reason, tokens, cost)?;
         if !matches!(stop, Some("aborted") | Some("error")) {
             return Ok(());
         }
@@ -568,6 +570,18 @@ fn usage(m: &Value) -> Result<TokenUsage, String> {
         cache_read: n("cacheRead")?,
         cache_write: n("cacheWrite")?,
     })
+}
+
+/// An assistant message's recorded cost (`usage.cost.total`, dollars) in
+/// micro-dollars; absent: not recorded.
+fn cost_micros(m: &Value) -> Result<Option<u64>, String> {
+    let cost = m.get("usage").and_then(|u| u.get("cost"));
+    match cost {
+        None | Some(Value::Null) => Ok(None),
+        Some(c) if c.is_object() => Ok(strict::amount_value(c.get("total"), "total")?
+            .map(|total| (total * 1_000_000.0).round() as u64)),
+        Some(other) => Err(format!("not an object but {}", strict::describe(other))),
+    }
 }
 
 /// Why pi compacted, as read from what came before its `compaction` entry.

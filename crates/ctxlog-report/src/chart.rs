@@ -27,7 +27,7 @@ pub const COLORS: &[&str] = &["#2563eb", "#d97706", "#059669", "#9333ea", "#dc26
 /// and threshold are drawn.
 pub fn chart(curves: &[(String, &Timeline)]) -> String {
     let steps = curves.iter().map(|(_, t)| t.steps.len()).max().unwrap_or(0);
-    let y_max = nice(top(curves) as f64 * 1.05);
+    let y_max = y_max(curves);
     let x = |i: usize| {
         let span = (steps.max(2) - 1) as f64;
         LEFT + (WIDTH - LEFT - RIGHT) * i as f64 / span
@@ -50,19 +50,22 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
     svg
 }
 
-/// The largest value the scale must fit: every point and the usable
-/// budget the sessions ended with; an earlier, larger budget (the model's
+/// The top of the scale: the context limit the sessions ended with, or,
+/// when a step's total is higher (or no limit is known), the peak with a
+/// little room, each rounded up. An earlier, larger budget (the model's
 /// limits were not known yet) is drawn clipped at the top.
-fn top(curves: &[(String, &Timeline)]) -> u64 {
-    curves
+fn y_max(curves: &[(String, &Timeline)]) -> f64 {
+    let limit = curves
         .iter()
-        .flat_map(|(_, t)| {
-            let last = t.steps.last().and_then(|s| s.usable);
-            t.steps.iter().map(|s| s.tokens.total).chain(last)
-        })
+        .map(|(_, t)| t.limits.context)
         .max()
-        .unwrap_or(0)
-        .max(1)
+        .unwrap_or(0);
+    let peak = curves.iter().map(|(_, t)| t.peak()).max().unwrap_or(0);
+    if limit > 0 && peak <= limit {
+        nice(limit as f64)
+    } else {
+        nice(peak.max(1) as f64 * 1.05)
+    }
 }
 
 /// The axes and the grid: five value lines labelled in tokens, at most ten
@@ -152,15 +155,51 @@ fn curve(
     y: &impl Fn(u64) -> f64,
 ) {
     let color = COLORS[c % COLORS.len()];
-    let points = line(t, |s| Some(s.tokens.total), x, y);
     let width = if c == 0 { 4.0 } else { 2.0 };
+    // A step that reported no usage breaks the line: a gap, never a
+    // plunge to zero.
+    let mut path = String::new();
+    let mut pen_down = false;
+    for (i, s) in t.steps.iter().enumerate() {
+        if s.no_usage {
+            pen_down = false;
+            continue;
+        }
+        let _ = write!(
+            path,
+            "{}{:.1},{:.1} ",
+            if pen_down { "L" } else { "M" },
+            x(i),
+            y(s.tokens.total)
+        );
+        pen_down = true;
+    }
     let _ = write!(
         svg,
-        r#"<polyline class="curve" stroke="{color}" stroke-width="{width}" points="{points}"/>"#
+        r#"<path class="curve" stroke="{color}" stroke-width="{width}" fill="none" d="{}"/>"#,
+        path.trim_end()
     );
     for (i, s) in t.steps.iter().enumerate() {
-        let (px, py) = (x(i), y(s.tokens.total));
+        let px = x(i);
         markers(svg, c, i, px, label, s);
+        if s.no_usage {
+            // Still a step one can pick: a hollow point on the axis.
+            let _ = write!(
+                svg,
+                r#"<circle class="pt gap" cx="{px:.1}" cy="{:.1}" r="{radius:.1}" fill="none" stroke="{color}" data-curve="{c}" data-step="{i}" data-seq="{}" tabindex="0"><title>{}: step {} (seq {}): no usage recorded{}</title></circle>"#,
+                HEIGHT - BOTTOM,
+                s.seq,
+                escape(label),
+                i + 1,
+                s.seq,
+                s.error
+                    .as_deref()
+                    .map(|e| format!(" ({})", escape(e)))
+                    .unwrap_or_default()
+            );
+            continue;
+        }
+        let py = y(s.tokens.total);
         let _ = write!(
             svg,
             r#"<circle class="pt" cx="{px:.1}" cy="{py:.1}" r="{radius:.1}" fill="{color}" data-curve="{c}" data-step="{i}" data-seq="{}" data-total="{}" tabindex="0"><title>{}: step {} (seq {}): {} tokens{}</title></circle>"#,
@@ -177,10 +216,16 @@ fn curve(
     }
 }
 
+/// How far apart the marker lines of curves at the same step are drawn.
+const MARKER_SHIFT: f64 = 3.0;
+
 /// The markers of step `i` (at `px`) on curve `c`, labelled `label`: one
-/// per compaction, prune or failure that followed it.
+/// per compaction, prune or failure that followed it. Each curve's are
+/// shifted by [`MARKER_SHIFT`], so curves marking the same step are drawn
+/// side by side.
 fn markers(svg: &mut String, c: usize, i: usize, px: f64, label: &str, s: &StepRow) {
     let color = COLORS[c % COLORS.len()];
+    let px = px + MARKER_SHIFT * c as f64;
     for e in &s.events {
         let kind = match e.kind.as_str() {
             "summary_completed" => "compaction",
@@ -227,7 +272,7 @@ fn line(
 /// A round axis maximum at or above `v`.
 fn nice(v: f64) -> f64 {
     let p = 10f64.powf(v.max(1.0).log10().floor());
-    for m in [1.0, 2.0, 2.5, 5.0, 10.0] {
+    for m in [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0] {
         if m * p >= v {
             return m * p;
         }
@@ -253,6 +298,8 @@ mod tests {
         assert_eq!(nice(0.0), 1.0);
         assert_eq!(nice(168_000.0), 200_000.0);
         assert_eq!(nice(210_000.0), 250_000.0);
+        // A 272k context: its axis ends at 300k, not 500k.
+        assert_eq!(nice(272_000.0 * 1.05), 300_000.0);
         assert_eq!(nice(1_000.0), 1_000.0);
         assert_eq!(short(250_000), "250k");
         assert_eq!(short(1_500_000), "1.5M");

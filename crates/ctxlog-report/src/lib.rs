@@ -88,9 +88,17 @@ impl ReportError {
 pub struct Curve<'a> {
     /// How the page names it.
     pub label: String,
+    /// Its title when the recording gives none (its first prompt): the
+    /// main curve's heads the page.
+    pub title: Option<String>,
     /// Its events.
     pub events: &'a [Envelope],
 }
+
+/// The most characters of recorded text a page holds, shared by its
+/// sessions: each part's text is cut to its share (see
+/// [`data::part_chars`]), so a page of 10,000 steps stays under 20 MB.
+pub const PAGE_TEXT_CHARS: usize = 4_500_000;
 
 /// The page for `curves`; the first is the main one (its title heads the
 /// page, its usable line and threshold are drawn).
@@ -98,11 +106,12 @@ pub fn report(curves: &[Curve<'_>]) -> Result<String, ReportError> {
     if curves.is_empty() {
         return Err(ReportError::Empty);
     }
+    let budget = PAGE_TEXT_CHARS / curves.len();
     let sessions: Vec<SessionData> = curves
         .iter()
-        .map(|c| session_data(&c.label, c.events))
+        .map(|c| session_data(&c.label, c.events, data::part_chars(c.events, budget)))
         .collect::<Result<_, _>>()?;
-    Ok(page(curves, &sessions))
+    Ok(page(curves, sessions))
 }
 
 /// `text` safe inside HTML text and attribute values.
@@ -121,37 +130,47 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// JSON safe inside a `<script>` element (no `</script>`, no `<!--`).
+/// JSON safe inside a `<script>` element (no `</script>`, no `<!--`),
+/// escaped in one pass.
 fn script_json(v: &Value) -> String {
-    v.to_string()
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
+    let text = v.to_string();
+    let mut out = String::with_capacity(text.len() + text.len() / 64);
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
-fn page(curves: &[Curve<'_>], sessions: &[SessionData]) -> String {
+fn page(curves: &[Curve<'_>], mut sessions: Vec<SessionData>) -> String {
     let main = &sessions[0];
     let heading = main
         .title
         .clone()
+        .or_else(|| curves[0].title.clone())
         .or_else(|| main.json["source"].as_str().map(str::to_owned))
         .or_else(|| main.json["session"].as_str().map(str::to_owned))
         .unwrap_or_else(|| "session".into());
     let lines: Vec<(String, &Timeline)> = curves
         .iter()
-        .zip(sessions)
+        .zip(&sessions)
         .map(|(c, s)| (c.label.clone(), &s.timeline))
         .collect();
     let mut html = String::new();
     let _ = write!(
         html,
-        r#"<!doctype html>
+        r##"<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>ctxlog report: {title}</title><link rel="icon" href="data:,"><style>{STYLE}</style></head>
 <body><header><h1>{title}</h1><p class="sub">session <code>{session}</code>{source} · made by ctxlog from the event log</p></header>
-"#,
+<nav id="nav"><a href="#chart-box">Chart</a><a href="#step">Window</a><a href="#events">Compactions and prunes</a><a href="#summaries">Summaries</a><a href="#policies">Policies</a></nav>
+"##,
         title = escape(&heading),
         session = escape(main.json["session"].as_str().unwrap_or("-")),
         source = main.json["source"]
@@ -159,7 +178,7 @@ fn page(curves: &[Curve<'_>], sessions: &[SessionData]) -> String {
             .map(|s| format!(" · recorded as <code>{}</code>", escape(s)))
             .unwrap_or_default(),
     );
-    html.push_str(&policies(&lines, sessions));
+    html.push_str(&policies(&lines, &sessions));
     html.push_str("<section id=\"chart-box\"><h2>Context per step</h2><div class=\"legend\">");
     for (c, (label, _)) in lines.iter().enumerate() {
         let _ = write!(
@@ -173,8 +192,18 @@ fn page(curves: &[Curve<'_>], sessions: &[SessionData]) -> String {
     html.push_str(&chart::chart(&lines));
     html.push_str("</section>\n");
     html.push_str(STEP_PANEL);
-    html.push_str(&events_table(&lines, sessions));
-    html.push_str(&summaries(&lines, sessions));
+    html.push_str(&events_table(&lines, &sessions));
+    html.push_str(&summaries(&lines, &sessions));
+    drop(lines);
+    for s in &mut sessions {
+        let messages = match s.json["messages"].take() {
+            Value::Array(m) => m,
+            _ => Vec::new(),
+        };
+        let (messages, texts) = data::compact_messages(messages);
+        s.json["messages"] = messages;
+        s.json["texts"] = texts;
+    }
     let data = json!({"sessions": sessions.iter().map(|s| &s.json).collect::<Vec<_>>()});
     let _ = write!(
         html,
@@ -216,7 +245,7 @@ fn policies(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
 /// its step, and what it removed from the window.
 fn events_table(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
     let mut out = String::from(
-        "<section id=\"events\"><h2>Prunes and compactions</h2><table><thead><tr><th>session</th><th>step</th><th>seq</th><th>event</th><th>what</th><th>removed from the window</th><th></th></tr></thead><tbody>",
+        "<section id=\"events\"><h2>Prunes and compactions</h2><div class=\"scroll\"><table><thead><tr><th>session</th><th>step</th><th>seq</th><th>event</th><th>what</th><th>removed from the window</th><th></th></tr></thead><tbody>",
     );
     let mut any = false;
     for (c, ((label, t), s)) in lines.iter().zip(sessions).enumerate() {
@@ -257,7 +286,7 @@ fn events_table(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> Stri
     if !any {
         out.push_str("<tr><td colspan=\"7\">nothing was pruned or compacted</td></tr>");
     }
-    out.push_str("</tbody></table></section>\n");
+    out.push_str("</tbody></table></div></section>\n");
     out
 }
 
@@ -271,12 +300,15 @@ fn summaries(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String 
             let cut = j["cut"].as_u64().unwrap_or(0);
             let _ = write!(
                 out,
-                "<details class=\"summary\"><summary>{} · requested at seq {} · {} · {} · ~{} tokens</summary>{}<pre>{}</pre>{}</details>",
+                "<details class=\"summary\"><summary>{} · requested at seq {} · {} · {} · {}</summary>{}<pre>{}</pre>{}</details>",
                 escape(label),
                 j["requested_seq"],
                 if j["auto"] == true { "automatic" } else { "manual" },
                 escape(j["status"].as_str().unwrap_or("")),
-                j["tokens"],
+                match j["output_tokens"].as_u64() {
+                    Some(n) => format!("{n} output tokens (~{} estimated from its text)", j["tokens"]),
+                    None => format!("its tokens not recorded (~{} estimated from its text)", j["tokens"]),
+                },
                 j["error"].as_str().map(|e| format!("<p class=\"error\">{}</p>", escape(e))).unwrap_or_default(),
                 escape(j["text"].as_str().unwrap_or("")),
                 if cut > 0 { format!("<p class=\"cut\">… {cut} more characters</p>") } else { String::new() },
@@ -291,15 +323,18 @@ fn summaries(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String 
 }
 
 /// The step panel; the script fills it.
-const STEP_PANEL: &str = r#"<section id="step"><h2>The window after a step</h2>
+const STEP_PANEL: &str = r#"<section id="step"><h2>The window after the selected step</h2>
 <div class="controls"><label>session <select id="curve"></select></label>
 <button id="prev" type="button">◀</button><input id="pick" type="range" min="0" max="0" value="0"><button id="next" type="button">▶</button>
 <span id="where"></span></div>
-<div id="step-info"></div><div id="step-events"></div><div id="step-removed"></div><div id="window"></div></section>
+<div id="step-info"></div><div id="step-events"></div><div id="step-removed"></div><details id="window-box" open><summary id="window-head">The model input</summary><div id="window"></div></details></section>
 "#;
 
 const STYLE: &str = r#"
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:0 16px 48px;color:#111827;background:#fff}
+#nav{position:sticky;top:0;z-index:2;background:#fff;border-bottom:1px solid #e5e7eb;padding:6px 0;display:flex;gap:16px;flex-wrap:wrap}#nav a{color:#2563eb;text-decoration:none}
+#window{max-height:70vh;overflow:auto}#events .scroll{max-height:60vh;overflow:auto}#window-box>summary{cursor:pointer;font-weight:600}
+.pt.gap{stroke-dasharray:2 2}
 h1{font-size:22px;margin:20px 0 2px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #e5e7eb;padding-bottom:4px}
 .sub{color:#6b7280;margin:0}code{font:12px ui-monospace,monospace;background:#f3f4f6;padding:1px 4px;border-radius:3px}
 table{border-collapse:collapse;width:100%;font-size:13px}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #f3f4f6;vertical-align:top}th{color:#374151;background:#f9fafb}
@@ -331,6 +366,16 @@ data.sessions.forEach(function(s,i){var o=document.createElement('option');o.val
 function el(tag,cls,text){var e=document.createElement(tag);if(cls)e.className=cls;if(text!==undefined)e.textContent=text;return e;}
 function fmt(n){return n===null||n===undefined?'–':Number(n).toLocaleString('en-US');}
 function when(ms){try{return new Date(ms).toISOString().replace('T',' ').replace('Z',' UTC');}catch(e){return String(ms);}}
+// The page keeps messages and parts as arrays (see data::compact_messages).
+function decode(s,m){
+  var kinds={t:'text',r:'reasoning',f:'file',x:'tool'};
+  function part(p){
+    var o={type:kinds[p[0]],text:s.texts[p[1]],cut:p[2],tokens:p[3]};
+    if(p[0]==='x'){o.call_id=p[4];o.tool=p[5];o.input=s.texts[p[6]];o.error=p[7]===1;o.cleared=p[8]===1;}
+    return o;
+  }
+  return {id:m[0],source_id:m[1],role:m[2]==='u'?'user':'assistant',summary:(m[3]&1)!==0,marker:(m[3]&2)!==0,synthetic:(m[3]&4)!==0,tokens:m[4],parts:m[5].map(part)};
+}
 function partView(p){
   var d=el('div','part '+p.type+(p.cleared?' cleared':''));
   if(p.type==='tool'){
@@ -355,6 +400,15 @@ function messageView(m,pivot){
   m.parts.forEach(function(p){d.appendChild(partView(p));});
   return d;
 }
+// A step's window is the window before it changed: its first `keep`
+// messages, then `add`. Rebuilt forward from the last one shown.
+var built={};
+function windowAt(c,i){
+  var s=data.sessions[c],b=built[c];
+  if(!b||b.i>i)b={i:-1,w:[]};
+  while(b.i<i){b.i++;var st=s.steps[b.i];b.w=b.w.slice(0,st.keep).concat(st.add);}
+  built[c]=b;return b.w;
+}
 function show(c,i){
   var s=data.sessions[c];if(!s||!s.steps.length)return;
   cur=c;step=Math.max(0,Math.min(i,s.steps.length-1));
@@ -362,21 +416,22 @@ function show(c,i){
   var st=s.steps[step];
   document.getElementById('where').textContent='step '+(step+1)+' of '+s.steps.length+' · seq '+st.seq;
   var info=document.getElementById('step-info');info.textContent='';
-  info.appendChild(el('div','', when(st.time)+' · total '+fmt(st.total)+' tokens (input '+fmt(st.tokens.input)+', output '+fmt(st.tokens.output)+', cache read '+fmt(st.tokens.cache_read)+', cache write '+fmt(st.tokens.cache_write)+(st.tokens.total_reported?'':', total computed')+') · usable '+fmt(st.usable)+(st.percent===null?'':' ('+st.percent+'% used)')+' · threshold '+fmt(st.threshold)+' · window estimate '+fmt(st.window_estimate)+(st.open?' · open: its end is not recorded yet, the usage is what the model reported so far':'')));
+  info.appendChild(el('div','', when(st.time)+(st.no_usage?' · no usage recorded'+(st.error?' ('+st.error+')':'')+': the call reported no tokens':'')+' · total '+fmt(st.total)+' tokens (input '+fmt(st.tokens[0])+', output '+fmt(st.tokens[1])+(st.tokens[2]?', reasoning '+fmt(st.tokens[2]):'')+', cache read '+fmt(st.tokens[3])+', cache write '+fmt(st.tokens[4])+(st.tokens[5]?'':', total computed')+')'+(st.output_streamed?' · output as streamed: the recording has no final count':'')+' · usable '+fmt(st.usable)+(st.percent===null?'':' ('+st.percent+'% used)')+' · threshold '+fmt(st.threshold)+' · window estimate '+fmt(st.window_estimate)+(st.open?' · open: its end is not recorded yet, the usage is what the model reported so far':'')));
   var evs=document.getElementById('step-events');evs.textContent='';
   st.events.forEach(function(e){var d=el('div','ev');d.appendChild(el('b','',e.kind));d.appendChild(document.createTextNode(' seq '+e.seq+': '+e.what));evs.appendChild(d);});
   var rem=document.getElementById('step-removed');rem.textContent='';
   var r=st.removed;
-  if(r.messages.length||r.cleared.length){
+  if(r&&(r.messages.length||r.cleared.length)){
     var box=el('div','removed');
     box.appendChild(el('div','role','Left the window before the next step: ~'+fmt(r.tokens)+' tokens'));
-    r.messages.forEach(function(x){var m=s.messages[x.message];var first=(m.parts[0]&&m.parts[0].text)||'';box.appendChild(el('div','',m.role+' message, ~'+fmt(x.tokens)+' tokens: '+first.slice(0,160)));});
+    r.messages.forEach(function(x){var m=decode(s,s.messages[x.message]);var first=(m.parts[0]&&m.parts[0].text)||'';box.appendChild(el('div','',m.role+' message, ~'+fmt(x.tokens)+' tokens: '+first.slice(0,160)));});
     r.cleared.forEach(function(x){box.appendChild(el('div','','tool output cleared: '+x.tool+' '+x.call_id+', ~'+fmt(x.tokens)+' tokens'));});
     rem.appendChild(box);
   }
   var w=document.getElementById('window');w.textContent='';
-  w.appendChild(el('div','role','The model input right after this step: '+st.window.length+' messages'+(st.pivot?', starting at a compaction':'')));
-  st.window.forEach(function(ref){var m=s.messages[ref];w.appendChild(messageView(m,m.id===st.pivot));});
+  var refs=windowAt(cur,step);
+  document.getElementById('window-head').textContent='The model input right after step '+(step+1)+': '+refs.length+' messages'+(st.pivot?', starting at a compaction':'');
+  refs.forEach(function(ref){var m=decode(s,s.messages[ref]);w.appendChild(messageView(m,m.id===st.pivot));});
   Array.prototype.forEach.call(document.querySelectorAll('.pt.sel'),function(p){p.classList.remove('sel');});
   var sel=document.querySelector('.pt[data-curve="'+cur+'"][data-step="'+step+'"]');if(sel)sel.classList.add('sel');
 }

@@ -59,12 +59,18 @@ fn each_steps_window_on_the_page_is_the_cores_window_at_that_step() {
     let mut pruned = 0;
     let mut compacted = 0;
     for events in sessions() {
-        let data = session_data("test", &events).expect("replays");
+        let data =
+            session_data("test", &events, ctxlog_report::data::MAX_PART_CHARS).expect("replays");
         let steps = data.json["steps"].as_array().unwrap();
         let messages = data.json["messages"].as_array().unwrap();
+        // Each step keeps only how its window changed; rebuilt, it is the
+        // whole window.
+        let windows = ctxlog_report::data::windows(&data.json);
+        assert_eq!(windows.len(), steps.len());
         let t = timeline(&events).unwrap();
         assert_eq!(steps.len(), t.steps.len());
-        for (row, step) in t.steps.iter().zip(steps) {
+        for ((row, step), refs) in t.steps.iter().zip(steps).zip(&windows) {
+            assert_eq!(step["size"], refs.len());
             assert_eq!(step["seq"], row.seq);
             assert_eq!(step["total"], row.tokens.total);
             let upto: Vec<Envelope> = events
@@ -97,12 +103,8 @@ fn each_steps_window_on_the_page_is_the_cores_window_at_that_step() {
                     (m.id.to_string(), texts)
                 })
                 .collect();
-            let got: Vec<(String, Vec<String>)> = step["window"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| page_message(&messages[r.as_u64().unwrap() as usize]))
-                .collect();
+            let got: Vec<(String, Vec<String>)> =
+                refs.iter().map(|&r| page_message(&messages[r])).collect();
             assert_eq!(got, want, "the window after seq {}", row.seq);
             // The pivot is the window's first message when there is one,
             // and a tool output is flagged cleared exactly when it is the
@@ -115,11 +117,8 @@ fn each_steps_window_on_the_page_is_the_cores_window_at_that_step() {
             if let Some(p) = w.pivot {
                 assert_eq!(got[0].0, p.to_string());
             }
-            for r in step["window"].as_array().unwrap() {
-                for part in messages[r.as_u64().unwrap() as usize]["parts"]
-                    .as_array()
-                    .unwrap()
-                {
+            for &r in refs {
+                for part in messages[r]["parts"].as_array().unwrap() {
                     if part["type"] == "tool" {
                         assert_eq!(
                             part["cleared"] == true,
@@ -137,18 +136,14 @@ fn each_steps_window_on_the_page_is_the_cores_window_at_that_step() {
         }
         // What left the window is what the next step's window lacks.
         for (i, step) in steps.iter().enumerate().take(steps.len().saturating_sub(1)) {
-            let ids = |s: &Value| -> BTreeSet<String> {
-                s["window"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|r| page_message(&messages[r.as_u64().unwrap() as usize]).0)
-                    .collect()
+            let ids = |refs: &[usize]| -> BTreeSet<String> {
+                refs.iter().map(|&r| page_message(&messages[r]).0).collect()
             };
-            let (now, next) = (ids(step), ids(&steps[i + 1]));
+            let (now, next) = (ids(&windows[i]), ids(&windows[i + 1]));
+            // A step that removed nothing has no `removed`.
             let gone: BTreeSet<String> = step["removed"]["messages"]
                 .as_array()
-                .unwrap()
+                .map_or(&[][..], Vec::as_slice)
                 .iter()
                 .map(|m| page_message(&messages[m["message"].as_u64().unwrap() as usize]).0)
                 .collect();
@@ -167,6 +162,7 @@ fn the_page_is_self_contained_deterministic_and_its_points_are_the_timeline() {
     for events in sessions().iter().take(4) {
         let curves = [Curve {
             label: "a <b> & \"c\"".into(),
+            title: None,
             events,
         }];
         let page = report(&curves).unwrap();
@@ -213,6 +209,7 @@ fn a_script_end_tag_in_the_data_cannot_close_the_script() {
     }
     let page = report(&[Curve {
         label: "x".into(),
+        title: None,
         events: &events,
     }])
     .unwrap();

@@ -320,7 +320,8 @@ fn unreadable(e: codec::CodecError) -> CatalogError {
 /// build may label the same recording with another preset, e.g. its
 /// agent's), and the limits of `SessionStarted` and `LimitsChanged`
 /// (overrides such as `--context` change them, never which events a
-/// recording gives: see [`Adopt`]).
+/// recording gives: see [`Adopt`]), and a step's cost where the stored step
+/// has none (builds before issue 33 did not read pi's recorded cost).
 fn same_event(stored: &Envelope, new: &Envelope) -> bool {
     let event_matches = match (&stored.event, &new.event) {
         (
@@ -328,6 +329,22 @@ fn same_event(stored: &Envelope, new: &Envelope) -> bool {
             Event::SessionStarted { source_id: t, .. },
         ) => s == t,
         (Event::LimitsChanged { .. }, Event::LimitsChanged { .. }) => true,
+        (
+            Event::StepFinished {
+                message,
+                part,
+                reason,
+                tokens,
+                cost_micros: None,
+            },
+            Event::StepFinished {
+                message: m,
+                part: p,
+                reason: r,
+                tokens: t,
+                ..
+            },
+        ) => message == m && part == p && reason == r && tokens == t,
         (a, b) => a == b,
     };
     event_matches

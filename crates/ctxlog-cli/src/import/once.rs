@@ -192,6 +192,7 @@ fn report_many(json: bool, inputs: &[Input], outcomes: &[Outcome]) {
         println!(
             "{}",
             json!({
+                "ok": count("refused") == 0,
                 "files": docs,
                 "imported": count("imported"),
                 "extended": count("extended"),

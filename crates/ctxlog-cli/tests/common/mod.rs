@@ -13,11 +13,15 @@ pub fn root() -> std::path::PathBuf {
 }
 
 /// The `ctxlog` binary under test, told of no store by the environment
-/// (`CTXLOG_DB` removed): each test names its own.
+/// (`CTXLOG_DB` removed): each test names its own; nor of a terminal's
+/// width (`COLUMNS` removed): a test that fits tables sets it; in UTC
+/// (`TZ`), so days are the same on every machine.
 #[allow(dead_code)] // not every test uses it
 pub fn ctxlog() -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_ctxlog"));
-    c.env_remove("CTXLOG_DB");
+    c.env_remove("CTXLOG_DB")
+        .env_remove("COLUMNS")
+        .env("TZ", "UTC");
     c
 }
 
@@ -65,4 +69,31 @@ pub fn succeeds(db: &std::path::Path, args: &[&str]) -> Vec<u8> {
 #[allow(dead_code)] // not every test uses it
 pub fn ctxlog_at(db: &std::path::Path, args: &[&str]) -> std::process::Output {
     ctxlog_on(db, args).output().expect("run ctxlog")
+}
+
+/// Writes `export` as OpenCode ≤ 1.1 keeps it under `storage`.
+#[allow(dead_code)] // not every test uses it
+pub fn write_storage(storage: &std::path::Path, export: &serde_json::Value) {
+    let info = &export["info"];
+    let session = info["id"].as_str().unwrap();
+    let project = info["projectID"].as_str().unwrap_or("global");
+    let put = |path: std::path::PathBuf, v: &serde_json::Value| {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
+    };
+    put(
+        storage.join(format!("session/{project}/{session}.json")),
+        info,
+    );
+    for m in export["messages"].as_array().unwrap() {
+        let id = m["info"]["id"].as_str().unwrap();
+        put(
+            storage.join(format!("message/{session}/{id}.json")),
+            &m["info"],
+        );
+        for p in m["parts"].as_array().unwrap() {
+            let part = p["id"].as_str().unwrap();
+            put(storage.join(format!("part/{id}/{part}.json")), p);
+        }
+    }
 }

@@ -28,7 +28,8 @@
 //! - User messages that are wholly injected context (`<environment_context>`,
 //!   `<user_instructions>`, AGENTS.md) and developer/system messages are kept
 //!   as synthetic. `event_msg`
-//!   copies of response items are skipped.
+//!   copies of response items are skipped; `thread_name_updated` (a thread
+//!   the user named) titles the session.
 //!
 //! Codex 0.169 (`cli_version` ≥ 0.169) writes each response's usage in a
 //! `token_usage_record` right after the response's items and before its
@@ -180,6 +181,12 @@ impl<'a> Importer<'a> {
             }
             ("event_msg", Some("token_count")) => self.token_count(p, at),
             ("event_msg", Some("turn_aborted")) => self.turn_aborted(p, at),
+            ("event_msg", Some("thread_name_updated")) => {
+                // The name a user gave the thread (`/rename`): its title.
+                let name = p.get("thread_name").and_then(Value::as_str);
+                self.b.about.title = name.filter(|n| !n.trim().is_empty()).map(str::to_owned);
+                Ok(())
+            }
             ("event_msg", _) => Ok(()), // UI copies of response items
             ("compacted", _) => self.compacted(p, at),
             ("response_item", Some(kind)) => self.item(kind, p, at),

@@ -100,6 +100,7 @@ impl RemoteLog {
             // Its holder lets go of the store shortly: open it then.
             Reply::Closing => Ok(None),
             Reply::Failed(why) => Err(unanswered(why)),
+            Reply::Busy(why) => Err(unanswered(format!("{why}: try again"))),
             other => Err(unanswered(format!("an unexpected answer: {other:?}"))),
         }
     }
@@ -121,40 +122,59 @@ impl RemoteLog {
     }
 
     fn ask_verify(&self) -> Result<VerifyReport, Asked> {
-        let mut reply = self.request(&Request::Verify)?;
-        match self.first_reply(&mut reply)? {
+        match self.answered(&Request::Verify)?.1 {
             Reply::Verify(report) => Ok(report.into()),
             other => Err(Asked::Failed(self.unexpected(other))),
         }
     }
 
     fn ask_head(&self, session: SessionId) -> Result<Seq, Asked> {
-        let mut reply = self.request(&Request::Head(session))?;
-        match self.first_reply(&mut reply)? {
+        match self.answered(&Request::Head(session))?.1 {
             Reply::Head(seq) => Ok(seq),
             other => Err(Asked::Failed(self.unexpected(other))),
         }
     }
 
     fn ask_sessions(&self) -> Result<Vec<(SessionId, Seq)>, Asked> {
-        let mut reply = self.request(&Request::Sessions)?;
-        match self.first_reply(&mut reply)? {
+        match self.answered(&Request::Sessions)?.1 {
             Reply::Sessions(sessions) => Ok(sessions),
             other => Err(Asked::Failed(self.unexpected(other))),
         }
     }
 
     fn ask_read(&self, session: SessionId, from: Seq) -> Result<RemoteRead<'_>, Asked> {
-        let mut reply = self.request(&Request::Read(session, from))?;
         // The first reply tells whether the holder still answers; events
         // that follow arrive as they are read.
-        let first = self.first_reply(&mut reply)?;
+        let (reply, first) = self.answered(&Request::Read(session, from))?;
         Ok(RemoteRead {
             log: self,
             reply,
             first: Some(first),
             done: false,
         })
+    }
+
+    /// Sends `request` until the holder takes it (a holder answering as
+    /// many requests as it will is asked again, after a pause that grows,
+    /// up to [`BUSY_RETRIES`] times); the connection and its first reply.
+    fn answered(&self, request: &Request) -> Result<(BufReader<UnixStream>, Reply), Asked> {
+        let mut pause = BUSY_PAUSE;
+        for _ in 0..BUSY_RETRIES {
+            let mut reply = self.request(request)?;
+            match self.first_reply(&mut reply) {
+                Err(Asked::Busy(_)) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(BUSY_PAUSE_MAX);
+                }
+                answered => return answered.map(|first| (reply, first)),
+            }
+        }
+        let mut reply = self.request(request)?;
+        let first = self.first_reply(&mut reply).map_err(|e| match e {
+            Asked::Busy(why) => Asked::Failed(Failure::Served(format!("{why}: try again"))),
+            e => e,
+        })?;
+        Ok((reply, first))
     }
 
     /// Sends `request` on a new connection; the connection to read the
@@ -187,6 +207,12 @@ impl RemoteLog {
             match read_frame::<Reply>(reply) {
                 Ok(Reply::Working) => continue,
                 Ok(Reply::Failed(message)) => return Err(Asked::Failed(Failure::Served(message))),
+                Ok(Reply::Busy(message)) if first => return Err(Asked::Busy(message)),
+                Ok(Reply::Busy(message)) => {
+                    return Err(Asked::Failed(Failure::Served(format!(
+                        "{message}: try again"
+                    ))))
+                }
                 Ok(Reply::Closing) => return Err(Asked::Gone("it is closing the store".into())),
                 Ok(other) => return Ok(other),
                 Err(e) if first && dropped(&e) => return Err(Asked::Gone(e.to_string())),
@@ -199,6 +225,7 @@ impl RemoteLog {
     fn failure(&self, e: Asked) -> Failure {
         match e {
             Asked::Gone(why) => self.gone(&io::Error::other(why)),
+            Asked::Busy(why) => Failure::Served(format!("{why}: try again")),
             Asked::Failed(e) => e,
         }
     }
@@ -227,7 +254,16 @@ enum Asked {
     Gone(String),
     /// The request failed (the holder's error, or it stopped mid-answer).
     Failed(Failure),
+    /// The holder answers as many requests as it will: ask again shortly.
+    Busy(String),
 }
+
+/// How often a request the holder is too busy to take is sent again.
+const BUSY_RETRIES: u32 = 40;
+/// The first pause before sending it again; each later one doubles.
+const BUSY_PAUSE: Duration = Duration::from_millis(5);
+/// The longest pause (40 tries: about 9 s in all).
+const BUSY_PAUSE_MAX: Duration = Duration::from_millis(250);
 
 /// Whether `e` is a connection the other side dropped (rather than one
 /// that timed out or carried a bad frame).
@@ -412,7 +448,7 @@ impl Reader {
                 match served(remote) {
                     Ok(t) => Ok(t),
                     Err(Asked::Gone(why)) => opened(self.take_over(remote, took_over, &why)?),
-                    Err(Asked::Failed(e)) => Err(e),
+                    Err(e) => Err(remote.failure(e)),
                 }
             }
         }
@@ -478,7 +514,7 @@ impl EventLog for Reader {
                     Err(Asked::Gone(why)) => {
                         self.take_over(remote, took_over, &why)?.read(session, from)
                     }
-                    Err(Asked::Failed(e)) => Err(e.into()),
+                    Err(e) => Err(remote.failure(e).into()),
                 }
             }
         }

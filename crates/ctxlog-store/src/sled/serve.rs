@@ -138,14 +138,12 @@ impl Answering {
         let mine = per_peer.get(&pid).copied().unwrap_or(0);
         if mine >= MAX_PER_PEER {
             return Err(format!(
-                "process {pid} already has {MAX_PER_PEER} requests being answered: try again"
+                "process {pid} already has {MAX_PER_PEER} requests being answered"
             ));
         }
         if ANSWERING.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
             ANSWERING.fetch_sub(1, Ordering::SeqCst);
-            return Err(format!(
-                "{MAX_CONNECTIONS} readers are being served: try again"
-            ));
+            return Err(format!("{MAX_CONNECTIONS} readers are being served"));
         }
         per_peer.insert(pid, mine + 1);
         Ok(Answering { pid })
@@ -222,7 +220,7 @@ fn accept<S: Holder>(listener: &UnixListener, stop: &AtomicBool, owner: u32, ope
             Ok(slot) => slot,
             Err(busy) => {
                 let _ = stream.set_write_timeout(Some(REQUEST_TIMEOUT));
-                let _ = write_frame(&mut stream, &Reply::Failed(busy));
+                let _ = write_frame(&mut stream, &Reply::Busy(busy));
                 continue;
             }
         };

@@ -69,6 +69,9 @@ pub(crate) enum Reply {
     Closing,
     /// The request failed; the owner's error message.
     Failed(String),
+    /// The owner answers as many requests as it will at once: the request
+    /// was not served, and may be sent again shortly.
+    Busy(String),
 }
 
 /// A [`VerifyReport`] as it travels.
