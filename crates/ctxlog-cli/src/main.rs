@@ -76,7 +76,7 @@ Bring sessions in:
   import         recordings: files, directories, opencode.db, stdin; --discover, --follow
 
 See a session:
-  sessions       the stored sessions: date, agent, model, steps, peak tokens, compactions
+  sessions       the stored sessions: date, agent, project, steps, peak, cost, title
   timeline       a row per step: tokens, usable context, percent used, what happened
   report         one HTML page: the context curve, prunes and compactions, the window at any step
   window         the exact model input, at the head or right after --at SEQ
@@ -251,10 +251,11 @@ enum Command {
         after_help = "Example:\n  ctxlog import ~/.codex/sessions/2025/09/25/rollout-….jsonl\n  ctxlog import export.json --format opencode --context 128000\n  ctxlog import ~/.claude/projects/my-project/current-session.jsonl   (while Claude Code writes it)"
     )]
     Import(import::ImportArgs),
-    /// List the stored sessions: date, agent, model, steps, peak tokens,
-    /// compactions, pruned parts and title (every field with --json).
+    /// List the stored sessions: date, agent, model, project, steps, peak
+    /// tokens, cost, compactions, pruned parts and title (every field with
+    /// --json); the table fits the terminal (`COLUMNS`).
     #[command(
-        after_help = "Example:\n  ctxlog sessions\n  ctxlog sessions --agent claude --since 2025-09-01 --sort peak --desc\n  ctxlog --db other-store sessions --json"
+        after_help = "Example:\n  ctxlog sessions\n  ctxlog sessions --agent claude --since 7d --sort peak --desc\n  ctxlog sessions --simulations\n  ctxlog --db other-store sessions --json"
     )]
     Sessions(sessions::SessionsArgs),
     /// Print the completion script of a shell on stdout.

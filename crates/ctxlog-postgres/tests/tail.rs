@@ -22,6 +22,17 @@ fn session(k: u64, j: u64) -> (SessionId, Vec<ctxlog_store::NewEvent>) {
     session_events(10_000 + k * SESSIONS + j, ROUNDS as usize * BATCH)
 }
 
+/// `<name>_<pid>`, dropped first: a run killed before its end leaves its
+/// schema behind, and a later run may get the same process id.
+fn fresh_schema(url: &str, name: &str) -> String {
+    let schema = format!("{name}_{}", std::process::id());
+    postgres::Client::connect(url, postgres::NoTls)
+        .unwrap()
+        .batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+        .unwrap();
+    schema
+}
+
 fn open(url: &str, schema: &str) -> PgLog {
     PgLog::open_with(
         url,
@@ -64,7 +75,7 @@ fn eight_writers_one_tail() {
     let Some(url) = ctxlog_testkit::postgres_url("eight_writers_one_tail") else {
         return;
     };
-    let schema = format!("tail_{}", std::process::id());
+    let schema = fresh_schema(&url, "tail");
     let log = open(&url, &schema);
     let mut tail = log.tail(Position::default());
     let children: Vec<_> = (0..WRITERS)
@@ -148,7 +159,7 @@ fn a_follower_sees_another_writers_appends() {
     let Some(url) = ctxlog_testkit::postgres_url("a_follower_sees_another_writers_appends") else {
         return;
     };
-    let schema = format!("follow_{}", std::process::id());
+    let schema = fresh_schema(&url, "follow");
     let (reader, writer) = (open(&url, &schema), open(&url, &schema));
     let mut follower = ctxlog_store::Follower::new(&reader, BTreeMap::new());
     assert!(follower.poll(Duration::from_millis(50)).unwrap().is_empty());
