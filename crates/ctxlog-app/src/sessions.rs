@@ -363,3 +363,26 @@ fn sort_rows(rows: &mut [Listed], by: SortBy, desc: bool) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_is_a_simulation_only_under_the_policy_it_runs() {
+        assert_eq!(
+            simulation_of("0199812e@codex-0.169", "codex-0.169"),
+            Some(Simulation {
+                of: "0199812e".into(),
+                policy: "codex-0.169".into()
+            })
+        );
+        // An Agents SDK session_id with an @, a manual copy, no @.
+        assert_eq!(simulation_of("alice@support", "opencode-seed"), None);
+        assert_eq!(simulation_of("0199812e@manual", "manual"), None);
+        assert_eq!(simulation_of("0199812e", "codex-0.169"), None);
+        assert_eq!(project_of("/home/ada/src/ctxlog/"), "src/ctxlog");
+        assert_eq!(project_of("C:\\work\\app"), "work/app");
+        assert_eq!(project_of("/"), "/");
+    }
+}

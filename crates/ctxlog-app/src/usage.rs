@@ -216,19 +216,28 @@ pub fn usage(
     })
 }
 
-/// What `session` says about itself, or `None` for a session ctxlog
-/// derived (a kept simulation, a manual copy), whose calls do not count.
+/// What session `session` (whose first event is `first`) says about
+/// itself, or `None` for a session ctxlog derived (a kept simulation, a
+/// `@manual` copy), whose calls never happened or are its recording's.
 fn session_keys(
     log: &impl EventLog,
     session: ctxlog_core::SessionId,
+    first: Option<&Event>,
 ) -> Result<Option<SessionKeys>, ReadError> {
-    let first = log.read(session, 1)?.next().transpose()?.map(|e| e.event);
     let name = match first {
-        Some(Event::SessionStarted { source_id, .. }) => match source_id {
-            Some(s) if s.contains('@') => return Ok(None),
-            Some(s) => s,
-            None => session.to_string(),
-        },
+        Some(Event::SessionStarted {
+            source_id: Some(s),
+            policy,
+            ..
+        }) => {
+            let manual = s
+                .rsplit_once('@')
+                .is_some_and(|(_, suffix)| suffix == catalog::MANUAL);
+            if manual || crate::sessions::simulation_of(s, &policy.name).is_some() {
+                return Ok(None);
+            }
+            s.clone()
+        }
         _ => session.to_string(),
     };
     let mut about = SessionAbout::default();
@@ -264,7 +273,13 @@ fn session_usage(
     prices: &PriceTable,
     groups: &mut BTreeMap<String, Figures>,
 ) -> Result<(), ReadError> {
-    let keys = match session_keys(log, session)? {
+    // One read of the session: its first event says what it is.
+    let mut events = log.read(session, 1)?.peekable();
+    let first = match events.peek() {
+        Some(Ok(e)) => Some(&e.event),
+        _ => None,
+    };
+    let keys = match session_keys(log, session, first)? {
         Some(keys) if keeps(filter, &keys) => keys,
         _ => return Ok(()),
     };
@@ -292,7 +307,7 @@ fn session_usage(
         let priced = model.or(keys.about.model.as_deref());
         figures.add_call(tokens, cost_of(tokens, cost_micros, priced, prices));
     };
-    for e in log.read(session, 1)? {
+    for e in events {
         let e = e?;
         let at = e.recorded_at;
         match &e.event {

@@ -53,6 +53,7 @@ mod output;
 mod recording;
 mod redaction;
 mod replay;
+mod selection;
 mod sessions;
 mod simulate;
 mod store;

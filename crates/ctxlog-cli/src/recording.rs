@@ -249,29 +249,31 @@ pub(crate) fn read_policies(path: &Path) -> Result<Vec<Policy>, CliError> {
 pub(crate) fn read_policy(path: &Path, pick: Option<&str>) -> Result<Policy, CliError> {
     let mut policies = read_policies(path)?;
     match pick {
-        Some(name) => {
-            let names: Vec<String> = policies.iter().map(|p| p.name.clone()).collect();
-            match policies.iter().position(|p| p.name == name) {
-                Some(i) => Ok(policies.swap_remove(i)),
-                None => Err(CliError::BadInput(format!(
-                    "{}: no policy named {name:?} (it holds {})",
-                    path.display(),
-                    names.join(", ")
-                ))),
-            }
-        }
+        Some(name) => match policies.iter().position(|p| p.name == name) {
+            Some(i) => Ok(policies.swap_remove(i)),
+            None => Err(CliError::BadInput(format!(
+                "{}: no policy named {name:?} (it holds {})",
+                path.display(),
+                policy_names(&policies)
+            ))),
+        },
         None if policies.len() == 1 => Ok(policies.swap_remove(0)),
         None => Err(CliError::BadInput(format!(
             "{}: holds {} policies ({}): pick one with --policy NAME",
             path.display(),
             policies.len(),
-            policies
-                .iter()
-                .map(|p| p.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            policy_names(&policies)
         ))),
     }
+}
+
+/// `opencode-seed, codex-0.169`: the names of `policies`, for messages.
+pub(crate) fn policy_names(policies: &[Policy]) -> String {
+    policies
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Refuses a policy whose constants cannot work.

@@ -1,6 +1,7 @@
 //! `sessions`: the stored sessions as a table (or JSON), from
 //! `ctxlog_app::sessions`.
 
+use crate::selection::Selection;
 use crate::ui::{self};
 use crate::CliError;
 use ctxlog_app::catalog::{self};
@@ -16,21 +17,8 @@ pub struct SessionsArgs {
     /// recordings and native sessions.
     #[arg(long)]
     pub simulations: bool,
-    /// Only sessions whose agent contains this text (`claude`, `codex`,
-    /// `opencode`, `pi`).
-    #[arg(long)]
-    pub agent: Option<String>,
-    /// Only sessions whose directory contains this text.
-    #[arg(long)]
-    pub project: Option<String>,
-    /// Only sessions started on or after this day or time (`2025-09-25`,
-    /// `20250925`, `today`, `yesterday`, `7d`, RFC 3339).
-    #[arg(long)]
-    pub since: Option<String>,
-    /// Only sessions started before the end of this day (or before this
-    /// time).
-    #[arg(long)]
-    pub until: Option<String>,
+    #[command(flatten)]
+    pub select: Selection,
     /// The order of the rows.
     #[arg(long, value_enum, default_value_t = SortBy::Date)]
     pub sort: SortBy,
@@ -69,19 +57,13 @@ fn short_names(names: &[String], universe: &[String]) -> Vec<String> {
 
 /// `sessions`.
 pub fn sessions(json: bool, zone: &Zone, db: &Location, a: &SessionsArgs) -> Result<(), CliError> {
-    let now = crate::now_ms();
-    let bound = |t: &Option<String>, end: bool, flag: &str| {
-        t.as_deref()
-            .map(|t| zone.parse(t, end, now))
-            .transpose()
-            .map_err(|e| CliError::BadInput(format!("--{flag} {e}")))
-    };
+    let (since, until) = a.select.span(zone)?;
     let filter = Filter {
         simulations: Some(a.simulations),
-        agent: a.agent.clone(),
-        project: a.project.clone(),
-        since: bound(&a.since, false, "since")?,
-        until: bound(&a.until, true, "until")?,
+        agent: a.select.agent.clone(),
+        project: a.select.project.clone(),
+        since,
+        until,
     };
     let store = crate::store::open_existing(db)?;
     let listing = ctxlog_app::sessions::list(&store, &filter, a.sort, a.desc)

@@ -92,11 +92,7 @@ fn simulated_policies(a: &SimulateArgs) -> Result<Vec<Policy>, CliError> {
                     "{}: holds {} policies ({}): name those to simulate with --policy",
                     path.display(),
                     several.len(),
-                    several
-                        .iter()
-                        .map(|p| p.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    crate::recording::policy_names(several)
                 )))
             }
         }

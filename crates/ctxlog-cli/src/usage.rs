@@ -1,6 +1,7 @@
 //! `usage`: tokens, steps and cost summed by day, week, month, session,
 //! project, model or agent, from `ctxlog_app::usage`.
 
+use crate::selection::Selection;
 use crate::ui;
 use crate::CliError;
 use ctxlog_app::dates::Zone;
@@ -15,20 +16,8 @@ pub struct UsageArgs {
     /// What a row is.
     #[arg(long, value_enum, default_value_t = GroupBy::Day)]
     pub by: GroupBy,
-    /// Only calls made on or after this day or time (`2026-11-26`,
-    /// `20261126`, `today`, `yesterday`, `7d`, RFC 3339).
-    #[arg(long)]
-    pub since: Option<String>,
-    /// Only calls made before the end of this day (or before this time).
-    #[arg(long)]
-    pub until: Option<String>,
-    /// Only sessions whose agent contains this text (`claude`, `codex`,
-    /// `opencode`, `pi`).
-    #[arg(long)]
-    pub agent: Option<String>,
-    /// Only sessions whose directory contains this text.
-    #[arg(long)]
-    pub project: Option<String>,
+    #[command(flatten)]
+    pub select: Selection,
     /// A price table whose models replace or add to the built-in ones (the
     /// shape of the repository's `crates/ctxlog-app/data/pricing.json`).
     #[arg(long, env = "CTXLOG_PRICING")]
@@ -69,18 +58,12 @@ pub fn usage(
     db: &Location,
     a: &UsageArgs,
 ) -> Result<(), CliError> {
-    let now = crate::now_ms();
-    let bound = |t: &Option<String>, end: bool, flag: &str| {
-        t.as_deref()
-            .map(|t| zone.parse(t, end, now))
-            .transpose()
-            .map_err(|e| CliError::BadInput(format!("--{flag} {e}")))
-    };
+    let (since, until) = a.select.span(zone)?;
     let filter = UsageFilter {
-        since: bound(&a.since, false, "since")?,
-        until: bound(&a.until, true, "until")?,
-        agent: a.agent.clone(),
-        project: a.project.clone(),
+        since,
+        until,
+        agent: a.select.agent.clone(),
+        project: a.select.project.clone(),
     };
     let prices = match &a.pricing {
         Some(path) => {
@@ -102,7 +85,7 @@ pub fn usage(
         doc["ok"] = serde_json::json!(rollup.unreadable.is_empty());
         doc["prices"] = serde_json::json!({"source": prices.source, "date": prices.date});
         // The zone days, weeks and months are of: `UTC` or an offset.
-        doc["zone"] = serde_json::json!(zone.offset(now));
+        doc["zone"] = serde_json::json!(zone.offset(crate::now_ms()));
         println!("{doc}");
         return outcome;
     }

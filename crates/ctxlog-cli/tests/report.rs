@@ -50,9 +50,7 @@ fn the_report_opens_in_chromium_without_errors_and_its_chart_is_the_timeline() {
     let Some(browser) = Browser::start() else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("ctxlog-report-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("test");
     let db = dir.join("store");
     let (main, others) = sessions(&db);
     let page = dir.join("report.html");
@@ -145,12 +143,7 @@ fn the_report_opens_in_chromium_without_errors_and_its_chart_is_the_timeline() {
     );
     assert_eq!(pivot, json!([1, 1]), "the pivot and its summary");
 
-    let errors: Vec<Value> = browser
-        .console()
-        .into_iter()
-        .filter(|e| e["level"] == "SEVERE" || e["level"] == "WARNING")
-        .collect();
-    assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert_no_console_errors(&browser);
 
     browser.eval("window.scrollTo(0,0)");
     let png = browser.screenshot();
@@ -162,6 +155,24 @@ fn the_report_opens_in_chromium_without_errors_and_its_chart_is_the_timeline() {
         std::fs::write(common::root().join("docs/report.png"), &png).unwrap();
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An empty directory of this process for the test named `tag`.
+fn fresh_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ctxlog-report-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The page logged no error or warning to the console.
+fn assert_no_console_errors(browser: &Browser) {
+    let errors: Vec<Value> = browser
+        .console()
+        .into_iter()
+        .filter(|e| e["level"] == "SEVERE" || e["level"] == "WARNING")
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
 }
 
 /// `ctxlog args` on `db`, which must succeed; its output as text.
@@ -179,9 +190,7 @@ fn a_ten_thousand_step_page_is_small_and_opens_in_chromium() {
     let Some(browser) = Browser::start() else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("ctxlog-report-long-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("long");
     let db = dir.join("store");
     run(
         &db,
@@ -236,11 +245,6 @@ fn a_ten_thousand_step_page_is_small_and_opens_in_chromium() {
         "var s=JSON.parse(document.getElementById('data').textContent).sessions[0];document.getElementById('pick').value=String(s.steps.length-1);document.getElementById('pick').dispatchEvent(new Event('input'));return [s.steps[s.steps.length-1].size, document.querySelectorAll('#window .msg').length]",
     );
     assert_eq!(last[0], last[1], "{last}");
-    let errors: Vec<Value> = browser
-        .console()
-        .into_iter()
-        .filter(|e| e["level"] == "SEVERE" || e["level"] == "WARNING")
-        .collect();
-    assert!(errors.is_empty(), "console errors: {errors:?}");
+    assert_no_console_errors(&browser);
     let _ = std::fs::remove_dir_all(&dir);
 }
