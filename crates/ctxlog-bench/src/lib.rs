@@ -41,7 +41,7 @@ mod steps;
 mod stores;
 
 pub use appends::{bench_buffered, bench_durable, bench_group_commit};
-pub use baseline::bench_baselines;
+pub use baseline::{bench_baselines, bench_durable_baselines};
 pub use import::bench_import;
 pub use measure::{measure, median, Scratch};
 pub use memory::{bench_memory, ChildRun, RunCtxlog};
@@ -73,11 +73,50 @@ pub(crate) fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BenchErro
 /// The number of times [`run`] calls `progress`.
 pub const STAGES: u64 = 11;
 
-/// Runs the benchmark at [`Sizes::QUICK`] or [`Sizes::FULL`], the
-/// PostgreSQL figures on the server `postgres` names; `progress` is called
-/// [`STAGES`] times as it goes.
+/// A part of a run that `ctxlog bench --only` can run alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Buffered and durable appends, group commit, the log on PostgreSQL,
+    /// and the durable baselines (JSONL with `fdatasync`, SQLite).
+    Appends,
+    /// Replay against a raw scan.
+    Replay,
+    /// One agent step as history grows; OpenCode's storage shape.
+    Steps,
+    /// Import against JSON parsing.
+    Import,
+    /// `simulate` and the peak memory of the commands.
+    Memory,
+    /// Durable appends beside reader processes.
+    Readers,
+}
+
+impl Stage {
+    /// The names `--only` takes, in run order.
+    pub const NAMES: &'static [&'static str] =
+        &["appends", "replay", "steps", "import", "memory", "readers"];
+
+    /// The stage a name from [`Stage::NAMES`] means.
+    pub fn named(name: &str) -> Option<Stage> {
+        let all = [
+            Stage::Appends,
+            Stage::Replay,
+            Stage::Steps,
+            Stage::Import,
+            Stage::Memory,
+            Stage::Readers,
+        ];
+        Self::NAMES.iter().position(|n| *n == name).map(|i| all[i])
+    }
+}
+
+/// Runs the benchmark at [`Sizes::QUICK`] or [`Sizes::FULL`] (only the
+/// stage `only` names, when it names one), the PostgreSQL figures on the
+/// server `postgres` names; `progress` is called [`STAGES`] times as it
+/// goes.
 pub fn run(
     quick: bool,
+    only: Option<Stage>,
     progress: &mut dyn FnMut(),
     run_ctxlog: RunCtxlog<'_>,
     spawn_ctxlog: SpawnCtxlog<'_>,
@@ -86,34 +125,50 @@ pub fn run(
     let z = Sizes::of(quick);
     let started = Instant::now();
     let mut r = Report::new(quick, &z);
+    let on = |stage: Stage| only.is_none_or(|o| o == stage);
 
     // 1–3. Appends (buffered, durable, group commit) on the same events.
-    let events = generated(7, z.append)?;
-    let records = encoded(&events)?;
-    bench_buffered(&z, &events, &records, &mut r)?;
+    if on(Stage::Appends) {
+        let events = generated(7, z.append)?;
+        let records = encoded(&events)?;
+        bench_buffered(&z, &events, &records, &mut r)?;
+        progress();
+        bench_durable(&z, &events, &records, &mut r)?;
+        progress();
+        bench_group_commit(&z, &events, &mut r)?;
+        progress();
+        // The same appends on PostgreSQL, when a server is named.
+        bench_postgres(&z, postgres, &events, &records, &mut r)?;
+        progress();
+        bench_durable_baselines(&z, &mut r)?;
+    } else {
+        (0..4).for_each(|_| progress());
+    }
+    if on(Stage::Replay) {
+        bench_replay(&z, &mut r)?;
+    }
     progress();
-    bench_durable(&z, &events, &records, &mut r)?;
+    if on(Stage::Steps) {
+        bench_steps(&z, &mut r, progress)?;
+        // After the replay: its byte ratio divides that stage's figure.
+        bench_baselines(&z, &mut r)?;
+    } else {
+        // `bench_steps` reports progress twice.
+        (0..2).for_each(|_| progress());
+    }
     progress();
-    bench_group_commit(&z, &events, &mut r)?;
+    if on(Stage::Import) {
+        bench_import(&z, &mut r, run_ctxlog)?;
+    }
     progress();
-    // The same appends on PostgreSQL, when a server is named.
-    bench_postgres(&z, postgres, &events, &records, &mut r)?;
-    drop(events);
-    drop(records);
+    if on(Stage::Memory) {
+        bench_simulate(&z, &mut r)?;
+        bench_memory(&z, &mut r, run_ctxlog)?;
+    }
     progress();
-
-    bench_replay(&z, &mut r)?;
-    progress();
-    bench_steps(&z, &mut r, progress)?;
-    // After the appends and the replay: its ratios divide their figures.
-    bench_baselines(&z, &mut r)?;
-    progress();
-    bench_import(&z, &mut r, run_ctxlog)?;
-    progress();
-    bench_simulate(&z, &mut r)?;
-    bench_memory(&z, &mut r, run_ctxlog)?;
-    progress();
-    bench_readers(&z, &mut r, spawn_ctxlog)?;
+    if on(Stage::Readers) {
+        bench_readers(&z, &mut r, spawn_ctxlog)?;
+    }
     progress();
     r.set_figure("bench_seconds", json!(started.elapsed().as_secs_f64()));
     Ok(r)

@@ -31,6 +31,31 @@ pub fn measure(
     median(v)
 }
 
+/// Measurements taken side by side: a warm-up round (discarded), then
+/// `runs` rounds, each taking every measurement of `takes` in turn, so that
+/// a drift of the machine (the disk's sync rate, the page cache) falls on
+/// all of them alike. One list per measurement, in round order.
+pub fn side_by_side(
+    runs: usize,
+    takes: &mut [&mut dyn FnMut() -> Result<f64, BenchError>],
+) -> Result<Vec<Vec<f64>>, BenchError> {
+    let mut out = vec![Vec::with_capacity(runs); takes.len()];
+    for round in 0..=runs {
+        for (take, list) in takes.iter_mut().zip(out.iter_mut()) {
+            let v = take()?;
+            if round > 0 {
+                list.push(v);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The median over rounds of `a[i] / b[i]`.
+pub fn median_ratio(a: &[f64], b: &[f64]) -> Result<f64, BenchError> {
+    median(a.iter().zip(b).map(|(x, y)| x / y).collect())
+}
+
 /// A fresh directory for one measurement (under the system temp dir),
 /// removed when dropped.
 #[derive(Debug)]

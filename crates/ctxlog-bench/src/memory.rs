@@ -9,7 +9,7 @@ use crate::report::Report;
 use crate::sizes::{generator_config, Sizes};
 use crate::stores::write_generated;
 use crate::{failed, BenchError};
-use ctxlog_store::SledStore;
+use ctxlog_store::{EventLog, SledStore};
 use serde_json::json;
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
@@ -39,7 +39,9 @@ pub(crate) fn ctxlog_args(db: &Path, args: &[&dyn AsRef<OsStr>]) -> Vec<OsString
 /// Stage 9: peak memory, each in a child process: a replay from seq 1
 /// (`bench-replay-rss`), `sessions` and `window` on the same store once a
 /// snapshot is kept (as the engine and the import keep one), and `stress`
-/// writing one session of as many events.
+/// writing one session of as many events and of three times as many
+/// (`stress_rss_growth`: the larger's peak over the smaller's), each
+/// replayed after.
 pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(), BenchError> {
     let big = Scratch::new("rss");
     let (session, head) = write_generated(big.path(), &generator_config(41, z.rss))?;
@@ -66,20 +68,63 @@ pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
     }
     drop(big);
 
+    let small = stress(z.rss, r, run)?;
+    let large = stress(z.rss_large, r, run)?;
+    r.set_ratio(
+        "stress_rss_growth",
+        large as f64 / small.max(1) as f64,
+    );
+    Ok(())
+}
+
+/// `stress` writing one session of `events` events, then a replay of that
+/// session, each in a child process; the stress's peak memory.
+fn stress(events: u64, r: &mut Report, run: RunCtxlog<'_>) -> Result<u64, BenchError> {
     let stressed = Scratch::new("stress");
-    let events = z.rss.to_string();
+    let n = events.to_string();
     let args: [&dyn AsRef<OsStr>; 7] = [
         &"stress",
         &"--sessions",
         &"1",
         &"--events",
-        &events,
+        &n,
         &"--batch",
         &"200",
     ];
-    let stress = run(&ctxlog_args(stressed.path(), &args))?;
-    set_child_figures(r, "stress", z.rss, stress);
-    Ok(())
+    let child = run(&ctxlog_args(stressed.path(), &args))?;
+    set_child_figures(r, "stress", events, child);
+    r.set_figure(
+        format!("stress_rss_{}", short(events)),
+        json!(child.peak_rss_bytes),
+    );
+    let session = {
+        let store = SledStore::open(stressed.path()).map_err(|e| failed("open")(&e))?;
+        let sessions = store.sessions().map_err(|e| failed("sessions")(&e))?;
+        let [(session, _)] = sessions[..] else {
+            return Err(BenchError::Failed(format!(
+                "bench: stress wrote {} sessions, not one",
+                sessions.len()
+            )));
+        };
+        session
+    };
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    let id = session.to_string();
+    let replay = run(&ctxlog_args(stressed.path(), &[&"bench-replay-rss", &id]))?;
+    r.set_figure(
+        format!("replay_rss_{}", short(events)),
+        json!(replay.peak_rss_bytes),
+    );
+    Ok(child.peak_rss_bytes)
+}
+
+/// `1m`, `3m`, `300k`.
+fn short(events: u64) -> String {
+    if events.is_multiple_of(1_000_000) {
+        format!("{}m", events / 1_000_000)
+    } else {
+        format!("{}k", events / 1_000)
+    }
 }
 
 /// `{name}_peak_rss_bytes_{events}_events` and `{name}_seconds_{events}_events`.

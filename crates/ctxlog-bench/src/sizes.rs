@@ -26,8 +26,12 @@ pub struct Sizes {
     pub steps: usize,
     /// Events of the imported OpenCode export.
     pub import: u64,
-    /// Events of the session replayed for peak memory.
+    /// Events of the session replayed for peak memory (and of the smaller
+    /// `stress`).
     pub rss: u64,
+    /// Events of the larger `stress` (and of its replay): memory that does
+    /// not grow with history is the same at both sizes.
+    pub rss_large: u64,
     /// Events of the smaller recording `simulate` runs (the larger has twice).
     pub simulate: u64,
     /// Events of history at which a step is measured against OpenCode's
@@ -54,6 +58,7 @@ impl Sizes {
         steps: 100,
         import: 10_000,
         rss: 100_000,
+        rss_large: 300_000,
         simulate: 10_000,
         baseline_histories: &[1_000, 10_000, 100_000],
         baseline_steps: 15,
@@ -73,6 +78,7 @@ impl Sizes {
         steps: 300,
         import: 100_000,
         rss: 1_000_000,
+        rss_large: 3_000_000,
         simulate: 40_000,
         baseline_histories: &[1_000, 10_000, 100_000],
         baseline_steps: 21,

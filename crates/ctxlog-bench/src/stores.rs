@@ -17,13 +17,19 @@ pub(crate) fn store(path: &Path, durability: Durability) -> Result<SledStore, Be
     SledStore::open_with(c).map_err(|e| failed("store")(&e))
 }
 
-/// An engine over `store` with a fixed clock and ids seeded by `seed`.
-pub(crate) fn engine(store: SledStore, seed: u64) -> Result<Engine<SledStore>, BenchError> {
-    EngineBuilder::new()
-        .clock(Arc::new(ManualClock::new(1_800_000_000_000)))
+/// An engine over `store` with a manual clock (which the caller may
+/// advance) and ids seeded by `seed`; and that clock.
+pub(crate) fn engine_and_clock(
+    store: SledStore,
+    seed: u64,
+) -> Result<(Engine<SledStore>, Arc<ManualClock>), BenchError> {
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    let engine = EngineBuilder::new()
+        .clock(clock.clone())
         .ids(SeededIds::new(seed))
         .build(store)
-        .map_err(|e| failed("engine")(&e))
+        .map_err(|e| failed("engine")(&e))?;
+    Ok((engine, clock))
 }
 
 /// Writes `events` straight to a store at `dir` (batches of 1,000), flushed.

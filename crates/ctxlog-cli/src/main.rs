@@ -318,15 +318,7 @@ enum Command {
         after_help = "Example:\n  cargo run --release -p ctxlog-cli --features bench -- bench --quick --json"
     )]
     #[cfg(feature = "bench")]
-    Bench {
-        /// A smaller run (under a minute), as CI runs it.
-        #[arg(long)]
-        quick: bool,
-        /// A PostgreSQL server to measure the log on (a database the bench
-        /// may make schemas in); without it those figures are skipped.
-        #[arg(long, env = "CTXLOG_BENCH_POSTGRES", hide_env_values = true)]
-        postgres: Option<String>,
-    },
+    Bench(bench::BenchArgs),
     /// The bench's child process: replay a session and report peak memory.
     #[command(hide = true)]
     #[cfg(feature = "bench")]
@@ -620,8 +612,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         } => export::export_markdown(cli, session, out.as_deref(), *redact),
         Command::Simulate(args) => simulate::simulate(cli.json, &cli.db, args),
         #[cfg(feature = "bench")]
-        Command::Bench { quick, postgres } => bench::run(cli.json, *quick, postgres.as_deref()),
-        #[cfg(feature = "bench")]
+        Command::Bench(args) => bench::run(cli.json, args),
         Command::BenchReplayRss { session } => bench::replay_rss_child(cli.json, &cli.db, session),
         Command::Window {
             session,

@@ -4,9 +4,11 @@
 //! its durable implementation on sled 0.34.7, [`MemoryLog`] an in-memory one
 //! for tests, simulations and what-if runs. What the sled store promises:
 //!
-//! - **Atomic appends with an expected version** ([`Expected`]): the check and
-//!   the write of the events, the session head and the event-id index are one
-//!   sled transaction. A batch is all-or-nothing and contiguous.
+//! - **Atomic appends with an expected version** ([`Expected`]): one
+//!   committer checks the head and writes the events, their event-id index
+//!   entries and then the session head, in that order; readers stop at the
+//!   head, and what a crash leaves past one is removed at the next open. A
+//!   batch is all-or-nothing and contiguous.
 //! - **Idempotent retries**: appending the same event ids with the same content
 //!   returns the original position; different content is an error.
 //! - **Durability** ([`Durability::Durable`], the default): an append is
@@ -74,8 +76,8 @@ pub use sled::guard::in_guarded_call;
 pub use sled::remote::{Reader, RemoteLog};
 pub use sled::salvage::{salvage, SalvageReport, Unsaved};
 pub use sled::serve::{wait_for_readers, yield_to_writer};
+pub use sled::shared::StoreStats;
 pub use sled::store::SledStore;
 pub use sled::verify::{VerifyError, VerifyReport};
-pub use sled::writer::StoreStats;
 pub use sled::{private, witness};
 pub use subscribe::{Notification, Subscription};

@@ -7,11 +7,14 @@
 //! Modules, each depending only on those above it: `failure` (sled's own
 //! errors), `config`, `guard` (sled's panics as errors), `trees` (the sled
 //! trees and heads), `snapshot`, `verify`, `witness` (what was
-//! acknowledged, beside sled), `writer` (the writer thread), `wire` (how
+//! acknowledged, beside sled), `append` (one append's writes), `repair`
+//! (what a crash left past a head), `shared`, `ticket`, `writer` (the
+//! committer and the flusher thread), `wire` (how
 //! readers talk to the holder), `os`, `pace`, `serve` (answers other
 //! processes), `store` (the handle), `remote` (asks the holder),
 //! `salvage`; `private` keeps the files to their owner.
 
+pub(crate) mod append;
 pub(crate) mod config;
 pub(crate) mod failure;
 pub(crate) mod guard;
@@ -19,10 +22,13 @@ pub(crate) mod os;
 pub(crate) mod pace;
 pub mod private;
 pub(crate) mod remote;
+pub(crate) mod repair;
 pub(crate) mod salvage;
 pub(crate) mod serve;
+pub(crate) mod shared;
 pub(crate) mod snapshot;
 pub(crate) mod store;
+pub(crate) mod ticket;
 pub(crate) mod trees;
 pub(crate) mod verify;
 pub(crate) mod wire;

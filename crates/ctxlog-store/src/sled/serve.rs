@@ -333,7 +333,7 @@ fn read(
     }
 }
 
-/// Verifies on the writer thread, telling the reader every
+/// Verifies (its end in the committer), telling the reader every
 /// [`WORKING_EVERY`] that the owner is at it.
 fn verify(store: &impl Holder, out: &mut impl Write) -> io::Result<()> {
     let (tx, rx) = bounded(1);

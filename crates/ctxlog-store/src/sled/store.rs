@@ -10,22 +10,23 @@ use crate::sled::config::StoreConfig;
 use crate::sled::failure::Failure;
 use crate::sled::guard::guarded;
 use crate::sled::private;
+use crate::sled::repair;
 use crate::sled::serve::{Holder, Server};
+use crate::sled::shared::{LostHead, Shared, StoreStats};
 use crate::sled::snapshot;
+use crate::sled::ticket::Answer;
 use crate::sled::trees::Trees;
 use crate::sled::verify::VerifyReport;
 use crate::sled::witness;
-use crate::sled::writer::{LostHead, Request, Shared, StoreStats, Writer};
+use crate::sled::writer::{Committer, Request};
 use crate::subscribe::Subscription;
-use crossbeam_channel::{bounded, Sender};
 use ctxlog_core::{Envelope, Seq, SessionId, SessionState};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread::JoinHandle;
 
-/// Locks `m`, recovering it if a holder panicked (the queue and the writer
-/// handle are `Option`s, valid whatever happened).
+/// Locks `m`, recovering it if a holder panicked (the server handle is an
+/// `Option`, valid whatever happened).
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
@@ -33,8 +34,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 struct Inner {
     trees: Trees,
     shared: Arc<Shared>,
-    queue: Mutex<Option<Sender<Request>>>,
-    writer: Mutex<Option<JoinHandle<()>>>,
+    committer: Arc<Committer>,
     /// Answers other processes' reads while the store is open.
     server: Mutex<Option<Server>>,
     path: PathBuf,
@@ -46,11 +46,9 @@ impl Drop for Inner {
     fn drop(&mut self) {
         // No new reader is served by a store that is closing.
         lock(&self.server).take();
-        // Closing the queue stops the writer after it drains and flushes.
-        lock(&self.queue).take();
-        if let Some(w) = lock(&self.writer).take() {
-            let _ = w.join();
-        }
+        // No caller is left (this is the last handle): the committer
+        // flushes what buffered mode acknowledged and stops.
+        self.committer.close();
         if self.shared.check().is_err() {
             // sled 0.34 flushes when its last handle drops, and blocks forever
             // doing so after an I/O error. A poisoned store therefore leaks one
@@ -99,6 +97,8 @@ impl SledStore {
             error: e,
         })?;
         let trees = Trees::open(&config.path, config.in_use_wait, config.cache_bytes)?;
+        // Before anything reads a head: what a crash left past one goes.
+        repair::finish_cut_appends(&trees)?;
         let (file, losses) = witness::check(&trees, &config.path)?;
         let mut lost = BTreeMap::new();
         for l in &losses {
@@ -124,24 +124,12 @@ impl SledStore {
         }
         let durable: BTreeMap<SessionId, Seq> = trees.heads()?.into_iter().collect();
         let shared = Arc::new(Shared::new(durable, lost));
-        let (tx, rx) = bounded(config.queue);
-        let writer = Writer {
-            trees: trees.clone(),
-            witness,
-            shared: shared.clone(),
-            rx,
-            config: config.clone(),
-        };
-        let handle = std::thread::Builder::new()
-            .name("ctxlog-writer".into())
-            .spawn(move || writer.run())
-            .map_err(|e| Failure::Damaged(format!("cannot start the writer thread: {e}")))?;
+        let committer = Committer::start(trees.clone(), witness, shared.clone(), config.clone())?;
         let store = SledStore {
             inner: Arc::new(Inner {
                 trees,
                 shared,
-                queue: Mutex::new(Some(tx)),
-                writer: Mutex::new(Some(handle)),
+                committer,
                 server: Mutex::new(None),
                 path: config.path,
                 widened,
@@ -207,31 +195,12 @@ impl SledStore {
 
     fn flush_now(&self) -> Result<(), Failure> {
         self.inner.shared.check()?;
-        // Route through the writer so that notifications and durable heads follow.
-        let (reply, rx) = bounded(1);
-        self.send(Request::Flush { reply })?;
-        rx.recv().map_err(|_| self.no_reply())?
-    }
-
-    /// Why a request got no reply: the writer dropped it while failing (a
-    /// sled panic poisons the store just after its replies are dropped, so
-    /// the poison is waited for briefly), or the store closed.
-    fn no_reply(&self) -> Failure {
-        for _ in 0..50 {
-            if let Err(e) = self.inner.shared.check() {
-                return e;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
+        // Through the committer, so that notifications and durable heads
+        // follow.
+        match self.inner.committer.submit(Request::Flush)? {
+            Answer::Flushed => Ok(()),
+            other => Err(unexpected("a flush", &other)),
         }
-        Failure::Closed
-    }
-
-    fn send(&self, req: Request) -> Result<(), Failure> {
-        let queue = lock(&self.inner.queue).clone();
-        queue
-            .ok_or(Failure::Closed)?
-            .send(req)
-            .map_err(|_| Failure::Closed)
     }
 
     /// Saves a snapshot of `state` (a cache: keyed by session, reducer
@@ -267,7 +236,7 @@ impl SledStore {
     ///
     /// The records are scanned on the calling thread while appends go on,
     /// up to the heads durable when it starts; the heads and what was
-    /// appended meanwhile are checked on the writer thread between append
+    /// appended meanwhile are checked by the committer between append
     /// groups, so appends in flight never make it report a false error and
     /// the writer is held only for that last part.
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
@@ -281,12 +250,13 @@ impl SledStore {
         let scan = guarded(self.path(), "verifying the store", || {
             crate::sled::verify::scan(&self.inner.trees, &bound, pace)
         })?;
-        let (reply, rx) = bounded(1);
-        self.send(Request::Verify {
+        let request = Request::Verify {
             scan: Box::new(scan),
-            reply,
-        })?;
-        rx.recv().map_err(|_| self.no_reply())?
+        };
+        match self.inner.committer.submit(request)? {
+            Answer::Verified(report) => Ok(*report),
+            other => Err(unexpected("a verification", &other)),
+        }
     }
 }
 
@@ -303,14 +273,15 @@ impl SledStore {
         if events.is_empty() {
             return Err(Failure::EmptyAppend);
         }
-        let (reply, rx) = bounded(1);
-        self.send(Request::Append {
+        let request = Request::Append {
             session,
             expected,
             events,
-            reply,
-        })?;
-        rx.recv().map_err(|_| self.no_reply())?
+        };
+        match self.inner.committer.submit(request)? {
+            Answer::Appended(a) => Ok(a),
+            other => Err(unexpected("an append", &other)),
+        }
     }
 
     /// [`EventLog::read`], failing with the sled log's own error.
@@ -318,7 +289,11 @@ impl SledStore {
         self.inner.shared.check()?;
         let from = from.max(1);
         let head = self.head_now(session)?;
-        let range = record::key(session, from)..=record::key(session, Seq::MAX);
+        let lost = self.inner.shared.lost_head(session);
+        // Records past the head read first are an append still being
+        // written (or one a crash cut short): not part of the session yet.
+        let last = lost.as_ref().map_or(head, |l| l.seq.max(head));
+        let range = record::key(session, from)..=record::key(session, last);
         let inner = guarded(self.path(), "reading a session", || {
             Ok(self.inner.trees.events.range(range))
         })?;
@@ -328,7 +303,7 @@ impl SledStore {
             session,
             expect: Some(from),
             head,
-            lost: self.inner.shared.lost_head(session),
+            lost,
             done: false,
         })
     }
@@ -524,4 +499,9 @@ impl Iterator for ReadIter {
         self.done = item.is_err();
         Some(item)
     }
+}
+
+/// The error of a committer answer of the wrong kind (never expected).
+fn unexpected(asked: &str, answer: &Answer) -> Failure {
+    Failure::Damaged(format!("the committer answered {asked} with {answer:?}"))
 }

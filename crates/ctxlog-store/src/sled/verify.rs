@@ -2,7 +2,7 @@
 //! contiguity, id index) and every head, each problem named by (session,
 //! seq). The records are scanned beside the writer, up to the heads that
 //! were durable when the scan began ([`scan`]); the heads and what was
-//! appended meanwhile are checked on the writer thread between groups
+//! appended meanwhile are checked by the committer between groups
 //! ([`finish`]), so appends in flight never cause a false error and a
 //! verification does not stop the writer for the length of the log.
 
@@ -176,7 +176,7 @@ pub(crate) fn scan(
     })
 }
 
-/// Ends a verification on the writer thread, between append groups, so
+/// Ends a verification in the committer, between append groups, so
 /// that heads and records are read as one state: reads every head, walks
 /// each session's records the scan left (those appended since it started,
 /// and every session it did not bound), and compares. Costs the writer

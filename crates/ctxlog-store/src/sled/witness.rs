@@ -324,7 +324,7 @@ fn parse(bytes: &[u8]) -> WitnessFile {
     w
 }
 
-/// The open witness of a store, written by its writer thread.
+/// The open witness of a store, written by its committer (`writer.rs`).
 pub(crate) struct Witness {
     dir: PathBuf,
     file: File,

@@ -1,381 +1,527 @@
-//! The single writer thread of a [`SledStore`](crate::SledStore): group
-//! commit, the append transaction, flushes, acknowledgements and
-//! notifications, poisoning.
+//! The committer of a [`SledStore`](crate::SledStore): leader-based group
+//! commit on the callers' own threads, flushes, acknowledgements and
+//! notifications, poisoning; and the flusher thread that keeps buffered
+//! mode's deadline and the witness's sync.
 //!
-//! Each group of appends is applied in one sled transaction (each append
-//! with its own outcome; readers wait for the whole group, since sled 0.34
-//! transactions hold its global write lock), flushed once, then acknowledged,
-//! then announced to subscribers. Verification also runs here, between
-//! groups, so it sees no half-applied append.
+//! A caller queues its request. When no other caller is committing, it
+//! leads at once: it takes the queue (its own request first), writes the
+//! group (`append.rs`), flushes once, writes the witness, answers every
+//! request of the group, then hands the lead to the first request that
+//! queued meanwhile, or lets it go. A lone writer therefore commits on its
+//! own thread with no hand-off; writers that arrive while a flush runs
+//! share the next one. Verification ends here too, between groups, so it
+//! sees no half-written append.
 
 use crate::error::Expected;
-use crate::log::{check_expected, repeated_id, retried_position, Appended, NewEvent};
-use crate::record::{self, Chain};
+use crate::log::{Appended, NewEvent};
+use crate::sled::append::{Appender, NotWritten};
 use crate::sled::config::{Durability, StoreConfig};
 use crate::sled::failure::Failure;
 use crate::sled::guard::guarded;
-use crate::sled::trees::{decode_head, encode_head, Trees};
+use crate::sled::repair;
+use crate::sled::shared::Shared;
+use crate::sled::ticket::{Answer, Ticket, Woken};
+use crate::sled::trees::Trees;
 use crate::sled::verify::{finish, Scan, VerifyReport};
 use crate::sled::witness::{self, Witness};
-use crate::subscribe::Hub;
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
-use ctxlog_core::{EventId, Seq, SessionId};
-use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
-use sled::Transactional;
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use crossbeam_channel::{unbounded, Receiver, RecvTimeoutError, Sender};
+use ctxlog_core::{Seq, SessionId};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Counters of the writer's work since the store was opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct StoreStats {
-    /// Appends committed (idempotent retries excluded).
-    pub appends: u64,
-    /// Events committed.
-    pub events: u64,
-    /// Flushes (fsyncs) performed: fewer than `appends` means group commit.
-    pub flushes: u64,
+/// Locks `m`, recovering it if a holder panicked (what these mutexes hold
+/// stays valid: a panic while committing poisons the store instead).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-#[derive(Default)]
-struct Counters {
-    appends: AtomicU64,
-    events: AtomicU64,
-    flushes: AtomicU64,
-}
-
-/// State shared between the store's handles and its writer.
-#[derive(Default)]
-pub(crate) struct Shared {
-    counters: Counters,
-    /// Why the store is poisoned, once it is.
-    poison: Mutex<Option<String>>,
-    /// Heads known to be flushed (initialised from disk at open).
-    durable: RwLock<BTreeMap<SessionId, Seq>>,
-    /// Sessions whose acknowledged events the witness found missing or
-    /// changed at open: reads stop with an error where the loss starts, and
-    /// appends are refused.
-    lost: BTreeMap<SessionId, LostHead>,
-    /// The subscribers, woken after each flush.
-    pub(crate) hub: Hub,
-}
-
-impl Shared {
-    /// Shared state for a store whose flushed heads are `durable` and whose
-    /// `lost` sessions cannot be used.
-    pub(crate) fn new(
-        durable: BTreeMap<SessionId, Seq>,
-        lost: BTreeMap<SessionId, LostHead>,
-    ) -> Shared {
-        Shared {
-            durable: RwLock::new(durable),
-            lost,
-            ..Shared::default()
-        }
-    }
-
-    /// Fails for a session whose acknowledged events are lost.
-    pub(crate) fn check_session(&self, session: SessionId) -> Result<(), Failure> {
-        match self.lost.get(&session) {
-            Some(l) => Err(l.error(session)),
-            None => Ok(()),
-        }
-    }
-
-    /// The sessions whose acknowledged events are lost.
-    pub(crate) fn lost_sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
-        self.lost.keys().copied()
-    }
-
-    /// The witnessed head of a session whose events are lost.
-    pub(crate) fn lost_head(&self, session: SessionId) -> Option<LostHead> {
-        self.lost.get(&session).cloned()
-    }
-
-    /// Fails once the store is poisoned.
-    pub(crate) fn check(&self) -> Result<(), Failure> {
-        // An `Option<String>` is valid whatever a panicking holder did.
-        match &*self.poison.lock().unwrap_or_else(PoisonError::into_inner) {
-            Some(why) => Err(Failure::Poisoned(why.clone())),
-            None => Ok(()),
-        }
-    }
-
-    /// Poisons the store (the first reason is kept).
-    pub(crate) fn poison(&self, why: String) {
-        tracing::error!(%why, "store poisoned");
-        let mut p = self.poison.lock().unwrap_or_else(PoisonError::into_inner);
-        if p.is_none() {
-            *p = Some(why);
-        }
-    }
-
-    /// Every session with its durable head.
-    pub(crate) fn durable_heads(&self) -> BTreeMap<SessionId, Seq> {
-        self.durable
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
-    /// The durable head of `session`.
-    pub(crate) fn durable_head(&self, session: SessionId) -> Seq {
-        self.durable
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&session)
-            .copied()
-            .unwrap_or(0)
-    }
-
-    /// The counters so far.
-    pub(crate) fn stats(&self) -> StoreStats {
-        let c = &self.counters;
-        StoreStats {
-            appends: c.appends.load(Relaxed),
-            events: c.events.load(Relaxed),
-            flushes: c.flushes.load(Relaxed),
-        }
-    }
-}
-
-/// The witnessed head of a session that lost acknowledged events.
-#[derive(Debug, Clone)]
-pub(crate) struct LostHead {
-    /// The last acknowledged seq.
-    pub(crate) seq: Seq,
-    /// The chain of that record.
-    pub(crate) chain: crate::record::Chain,
-    /// What is lost, and what to do.
-    pub(crate) detail: String,
-}
-
-impl LostHead {
-    /// The error of reading or appending past the loss.
-    pub(crate) fn error(&self, session: SessionId) -> Failure {
-        Failure::Lost {
-            session,
-            detail: self.detail.clone(),
-        }
-    }
-}
-
-/// What a handle asks of the writer.
+/// What a handle asks of the committer.
 pub(crate) enum Request {
+    /// Append `events` to `session` after checking `expected`.
     Append {
         session: SessionId,
         expected: Expected,
         events: Vec<NewEvent>,
-        reply: Sender<Result<Appended, Failure>>,
     },
-    Flush {
-        reply: Sender<Result<(), Failure>>,
-    },
-    /// Ends a verification whose records were scanned beside the writer.
-    Verify {
-        scan: Box<Scan>,
-        reply: Sender<Result<VerifyReport, Failure>>,
-    },
+    /// Flush everything committed so far.
+    Flush,
+    /// End a verification whose records were scanned beside the committer.
+    Verify { scan: Box<Scan> },
 }
 
-/// One append of a group, waiting for its outcome.
+/// A request waiting in the queue.
+struct Queued {
+    request: Request,
+    ticket: Arc<Ticket>,
+}
+
+/// The requests waiting, and whether a caller is committing.
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Queued>,
+    /// A caller leads: it (or the caller it hands over to) will serve
+    /// every request queued meanwhile.
+    leading: bool,
+    /// The leader waits for the writers of the last group (`gather`).
+    gathering: bool,
+    closed: bool,
+}
+
+/// What the flusher thread is told.
+enum Tick {
+    /// A due time was set or moved earlier: look again.
+    Due,
+    /// The store closes: flush and stop.
+    Stop,
+}
+
+/// The committer; see the module doc.
+pub(crate) struct Committer {
+    queue: Mutex<Queue>,
+    /// Signalled when the queue has room again.
+    room: Condvar,
+    /// Signalled when a request arrives while the leader gathers.
+    arrived: Condvar,
+    core: Mutex<Core>,
+    shared: Arc<Shared>,
+    path: PathBuf,
+    max_group: usize,
+    capacity: usize,
+    ticks: Sender<Tick>,
+    flusher: Mutex<Option<JoinHandle<()>>>,
+    /// The size of the last group taken.
+    last_group: AtomicUsize,
+    /// Appends are acknowledged before their flush.
+    buffered: bool,
+}
+
+/// The longest a leader waits for the writers of the last group.
+const GATHER: Duration = Duration::from_micros(50);
+
+impl Committer {
+    /// A committer over `trees`, and its flusher thread.
+    pub(crate) fn start(
+        trees: Trees,
+        witness: Witness,
+        shared: Arc<Shared>,
+        config: StoreConfig,
+    ) -> Result<Arc<Committer>, Failure> {
+        let (ticks, rx) = unbounded();
+        let buffered = config.durability == Durability::Buffered;
+        let committer = Arc::new(Committer {
+            queue: Mutex::new(Queue::default()),
+            room: Condvar::new(),
+            arrived: Condvar::new(),
+            shared,
+            path: config.path.clone(),
+            max_group: config.max_group,
+            capacity: config.queue,
+            core: Mutex::new(Core {
+                appender: Appender::new(&trees)?,
+                trees,
+                witness,
+                config,
+                unflushed: BTreeMap::new(),
+                deadline: None,
+                marked: BTreeSet::new(),
+            }),
+            ticks,
+            flusher: Mutex::new(None),
+            last_group: AtomicUsize::new(0),
+            buffered,
+        });
+        // The thread holds the committer until `close` stops it.
+        let held = committer.clone();
+        let handle = std::thread::Builder::new()
+            .name("ctxlog-flusher".into())
+            .spawn(move || held.run_flusher(rx))
+            .map_err(|e| Failure::Damaged(format!("cannot start the flusher thread: {e}")))?;
+        *lock(&committer.flusher) = Some(handle);
+        Ok(committer)
+    }
+
+    /// Queues `request` and waits for its answer, leading the commit when
+    /// no other caller does.
+    pub(crate) fn submit(&self, request: Request) -> Result<Answer, Failure> {
+        let ticket = Arc::new(Ticket::default());
+        let leads = {
+            let mut q = lock(&self.queue);
+            loop {
+                if q.closed {
+                    return Err(Failure::Closed);
+                }
+                if q.waiting.len() < self.capacity {
+                    break;
+                }
+                q = self.room.wait(q).unwrap_or_else(PoisonError::into_inner);
+            }
+            q.waiting.push_back(Queued {
+                request,
+                ticket: ticket.clone(),
+            });
+            if q.gathering {
+                self.arrived.notify_one();
+            }
+            !std::mem::replace(&mut q.leading, true)
+        };
+        if !leads {
+            match ticket.wait() {
+                Woken::Answered(a) => return a,
+                Woken::Lead => {}
+            }
+        }
+        // A leader's request is first in the queue, so the group it takes
+        // answers it.
+        self.lead();
+        match ticket.wait() {
+            Woken::Answered(a) => a,
+            Woken::Lead => Err(Failure::Damaged(
+                "the committer asked a caller to lead twice".into(),
+            )),
+        }
+    }
+
+    /// Serves one group from the front of the queue, then hands the lead
+    /// over.
+    fn lead(&self) {
+        self.gather();
+        let group: Vec<Queued> = {
+            let mut q = lock(&self.queue);
+            let n = q.waiting.len().min(self.max_group);
+            let group = q.waiting.drain(..n).collect();
+            self.room.notify_all();
+            group
+        };
+        self.last_group.store(group.len(), Relaxed);
+        let tickets: Vec<Arc<Ticket>> = group.iter().map(|q| q.ticket.clone()).collect();
+        let served = {
+            let mut core = lock(&self.core);
+            guarded(
+                &self.path,
+                "writing",
+                || Ok(core.serve(&self.shared, group)),
+            )
+        };
+        match served {
+            Ok(true) => {
+                // The flusher outlives every caller (`close`).
+                let _ = self.ticks.send(Tick::Due);
+            }
+            Ok(false) => {}
+            Err(e) => {
+                let why = e.to_string();
+                self.shared.poison(why.clone());
+                for t in tickets.iter().filter(|t| !t.is_answered()) {
+                    t.answer(Err(Failure::Poisoned(why.clone())));
+                }
+            }
+        }
+        let mut q = lock(&self.queue);
+        match q.waiting.front() {
+            Some(next) => next.ticket.lead(),
+            None => q.leading = false,
+        }
+    }
+
+    /// Gives the writers of the last group a moment to queue again before
+    /// a durable group is taken: answered together, they come back
+    /// together, and the first of them would otherwise flush alone while
+    /// the others wait for the next flush. A lone writer (a last group of
+    /// one) never waits; the others wait at most [`GATHER`], asleep until
+    /// each arrives.
+    fn gather(&self) {
+        let last = self.last_group.load(Relaxed);
+        if last < 2 || self.buffered {
+            return;
+        }
+        let until = Instant::now() + GATHER;
+        let mut q = lock(&self.queue);
+        q.gathering = true;
+        while q.waiting.len() < last {
+            let now = Instant::now();
+            if now >= until {
+                break;
+            }
+            q = self
+                .arrived
+                .wait_timeout(q, until - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        q.gathering = false;
+    }
+
+    /// The flusher thread: flushes at buffered mode's deadline and syncs
+    /// the witness when due; at `Stop`, flushes what is left and returns.
+    fn run_flusher(&self, ticks: Receiver<Tick>) {
+        loop {
+            let due = lock(&self.core).due();
+            let tick = match due {
+                None => ticks.recv().unwrap_or(Tick::Stop),
+                Some(d) => match ticks.recv_deadline(d) {
+                    Ok(t) => t,
+                    Err(RecvTimeoutError::Timeout) => Tick::Due,
+                    Err(RecvTimeoutError::Disconnected) => Tick::Stop,
+                },
+            };
+            let stop = matches!(tick, Tick::Stop);
+            let mut core = lock(&self.core);
+            let done = guarded(&self.path, "flushing", || {
+                if stop {
+                    core.close(&self.shared);
+                } else {
+                    core.tick(&self.shared, Instant::now());
+                }
+                Ok(())
+            });
+            if let Err(e) = done {
+                self.shared.poison(e.to_string());
+            }
+            if stop {
+                return;
+            }
+        }
+    }
+
+    /// Refuses new requests, then stops the flusher after its last flush.
+    /// Called when the last handle drops, so no caller is waiting.
+    pub(crate) fn close(&self) {
+        lock(&self.queue).closed = true;
+        self.room.notify_all();
+        let _ = self.ticks.send(Tick::Stop);
+        if let Some(h) = lock(&self.flusher).take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// One append of a group, with its ticket.
 struct AppendRequest {
     session: SessionId,
     expected: Expected,
     events: Vec<NewEvent>,
-    reply: Sender<Result<Appended, Failure>>,
+    ticket: Arc<Ticket>,
 }
 
-/// The requests of one group, sorted by kind.
-#[derive(Default)]
-struct Group {
-    appends: Vec<AppendRequest>,
-    flushes: Vec<Sender<Result<(), Failure>>>,
-    verifies: Vec<(Box<Scan>, VerifyReply)>,
+/// What only the leader (or the flusher) touches: the trees' writes, the
+/// witness, and what is committed but not flushed.
+struct Core {
+    trees: Trees,
+    witness: Witness,
+    config: StoreConfig,
+    /// Committed but not yet flushed: session → last seq.
+    unflushed: BTreeMap<SessionId, Seq>,
+    /// Buffered mode: when the oldest unflushed commit must be flushed by.
+    deadline: Option<Instant>,
+    /// The sessions the marker of recent writes names (`repair.rs`).
+    marked: BTreeSet<SessionId>,
+    appender: Appender,
 }
 
-/// Where a verification's report goes.
-type VerifyReply = Sender<Result<VerifyReport, Failure>>;
-
-impl Group {
-    fn sort(requests: Vec<Request>) -> Group {
-        let mut group = Group::default();
-        for req in requests {
-            match req {
+impl Core {
+    /// Serves a group: commits its appends, flushes (durable mode, or when
+    /// a flush was asked for), answers, runs its verifications. Whether a
+    /// due time was set or moved earlier (the flusher must look).
+    fn serve(&mut self, shared: &Shared, group: Vec<Queued>) -> bool {
+        let due_before = self.due();
+        let mut appends = Vec::new();
+        let mut flushes = Vec::new();
+        let mut verifies = Vec::new();
+        for Queued { request, ticket } in group {
+            match request {
                 Request::Append {
                     session,
                     expected,
                     events,
-                    reply,
-                } => group.appends.push(AppendRequest {
+                } => appends.push(AppendRequest {
                     session,
                     expected,
                     events,
-                    reply,
+                    ticket,
                 }),
-                Request::Flush { reply } => group.flushes.push(reply),
-                Request::Verify { scan, reply } => group.verifies.push((scan, reply)),
+                Request::Flush => flushes.push(ticket),
+                Request::Verify { scan } => verifies.push((scan, ticket)),
             }
         }
-        group
-    }
-}
-
-/// A reply waiting for the group's flush.
-enum Pending {
-    Append(Sender<Result<Appended, Failure>>, Result<Appended, Failure>),
-    Flush(Sender<Result<(), Failure>>),
-}
-
-/// What the writer carries from one group to the next.
-#[derive(Default)]
-struct Unflushed {
-    /// Committed but not yet flushed: session → last seq.
-    heads: BTreeMap<SessionId, Seq>,
-    /// Buffered mode: when the oldest unflushed commit must be flushed by.
-    deadline: Option<Instant>,
-}
-
-/// The single writer; see the module doc.
-pub(crate) struct Writer {
-    pub(crate) trees: Trees,
-    pub(crate) witness: Witness,
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) rx: Receiver<Request>,
-    pub(crate) config: StoreConfig,
-}
-
-/// The result of a step inside the append transaction: `Abort` refuses the
-/// append, any other error fails the transaction.
-type TxResult<T> = Result<T, ConflictableTransactionError<Failure>>;
-
-/// The three trees an append writes, inside the group's transaction.
-struct Tx<'a> {
-    events: &'a TransactionalTree,
-    heads: &'a TransactionalTree,
-    ids: &'a TransactionalTree,
-}
-
-impl Writer {
-    /// Serves requests until every handle is gone, then flushes what buffered
-    /// mode acknowledged.
-    pub(crate) fn run(mut self) {
-        let mut unflushed = Unflushed::default();
-        while let Some(requests) = self.next_group(&mut unflushed) {
-            let path = self.config.path.clone();
-            let served = guarded(&path, "writing", || {
-                self.serve(Group::sort(requests), &mut unflushed);
-                Ok(())
-            });
-            if let Err(e) = served {
-                // The group's replies were dropped while unwinding: their
-                // callers wait for this poison (`SledStore::no_reply`).
-                self.shared.poison(e.to_string());
+        let outcomes = self.commit(shared, &appends);
+        if self.config.durability == Durability::Buffered && flushes.is_empty() {
+            for (a, r) in appends.iter().zip(outcomes) {
+                a.ticket.answer(r.map(Answer::Appended));
             }
-        }
-        // Never after a failure: sled 0.34 can block forever flushing after
-        // an I/O error.
-        if self.shared.check().is_ok() {
-            if let Err(e) = self.trees.db.flush() {
-                self.shared.poison(format!("final flush failed: {e}"));
-            }
-        }
-        if let Err(e) = self.witness.sync() {
-            self.shared.poison(format!("witness sync failed: {e}"));
-        }
-    }
-
-    /// Waits for the next request (flushing at the buffered deadline
-    /// meanwhile) and takes up to `max_group` requests; `None` once closed.
-    fn next_group(&mut self, unflushed: &mut Unflushed) -> Option<Vec<Request>> {
-        let first = loop {
-            if unflushed.deadline.is_some_and(|d| Instant::now() >= d) {
-                self.flush(unflushed, Vec::new(), false);
-            }
-            if self.witness.sync_due().is_some_and(|d| Instant::now() >= d) {
-                if let Err(e) = self.witness.sync() {
-                    self.shared.poison(format!("witness sync failed: {e}"));
-                }
-            }
-            let deadline = match (unflushed.deadline, self.witness.sync_due()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            match deadline {
-                None => break self.rx.recv().ok()?,
-                Some(d) => match self.rx.recv_deadline(d) {
-                    Ok(r) => break r,
-                    Err(RecvTimeoutError::Timeout) => continue,
-                    Err(RecvTimeoutError::Disconnected) => return None,
-                },
-            }
-        };
-        let mut group = vec![first];
-        while group.len() < self.config.max_group {
-            match self.rx.try_recv() {
-                Ok(r) => group.push(r),
-                Err(_) => break,
-            }
-        }
-        Some(group)
-    }
-
-    /// Commits a group, then acknowledges it (after the flush, or at once in
-    /// buffered mode unless a flush was asked for) and runs its verifies.
-    fn serve(&mut self, group: Group, unflushed: &mut Unflushed) {
-        let force = !group.flushes.is_empty();
-        let mut pending = self.commit(group.appends, &mut unflushed.heads);
-        pending.extend(group.flushes.into_iter().map(Pending::Flush));
-        if self.config.durability == Durability::Buffered && !force {
-            for p in pending {
-                if let Pending::Append(reply, r) = p {
-                    let _ = reply.send(r);
-                }
-            }
-            if !unflushed.heads.is_empty() && unflushed.deadline.is_none() {
+            if !self.unflushed.is_empty() && self.deadline.is_none() {
                 let interval = Duration::from_millis(self.config.buffered_flush_ms.max(1));
-                unflushed.deadline = Some(Instant::now() + interval);
+                self.deadline = Some(Instant::now() + interval);
             }
         } else {
-            self.flush(unflushed, pending, force);
+            let (flushed, committed) = self.flush(shared, !flushes.is_empty());
+            for (a, r) in appends.iter().zip(outcomes) {
+                a.ticket.answer(after_flush(&flushed, r));
+            }
+            for t in flushes {
+                t.answer(flushed.as_ref().map(|()| Answer::Flushed).map_err(failed));
+            }
+            if flushed.is_ok() {
+                shared.hub.notify(&committed);
+            }
         }
-        for (scan, reply) in group.verifies {
-            let _ = reply.send(self.shared.check().and_then(|()| self.verify(*scan)));
+        for (scan, t) in verifies {
+            let report = shared.check().and_then(|()| self.verify(*scan));
+            t.answer(report.map(|r| Answer::Verified(Box::new(r))));
+        }
+        match (due_before, self.due()) {
+            (None, Some(_)) => true,
+            (Some(before), Some(now)) => now < before,
+            (_, None) => false,
         }
     }
 
-    /// Applies the appends (all refused if the store is poisoned), counts
-    /// what was committed into `unflushed`, and pairs each outcome with its
-    /// reply.
+    /// Writes the appends (all refused if the store is poisoned) after
+    /// naming their sessions in the marker (`repair.rs`), counts what was
+    /// committed into `unflushed`; one outcome per append, in order.
     fn commit(
-        &self,
-        appends: Vec<AppendRequest>,
-        unflushed: &mut BTreeMap<SessionId, Seq>,
-    ) -> Vec<Pending> {
-        let results = match self.shared.check() {
-            Ok(()) => self.apply_group(&appends),
-            Err(e) => appends.iter().map(|_| Err(e.clone_kind())).collect(),
-        };
-        for a in results.iter().flatten().filter(|a| !a.duplicate) {
-            let c = &self.shared.counters;
-            c.appends.fetch_add(1, Relaxed);
-            c.events.fetch_add(a.last - a.first + 1, Relaxed);
-            let last = unflushed.entry(a.session).or_insert(0);
-            *last = (*last).max(a.last);
+        &mut self,
+        shared: &Shared,
+        appends: &[AppendRequest],
+    ) -> Vec<Result<Appended, Failure>> {
+        if let Err(e) = shared.check() {
+            return appends.iter().map(|_| Err(e.clone_kind())).collect();
         }
-        // One result per append; a reply left without one drops its sender,
-        // which its caller sees as `Closed`.
-        appends
-            .into_iter()
-            .zip(results)
-            .map(|(a, r)| Pending::Append(a.reply, r))
+        if appends.is_empty() {
+            return Vec::new();
+        }
+        let before = self.marked.len();
+        self.marked.extend(appends.iter().map(|a| a.session));
+        if self.marked.len() > before {
+            if let Err(e) = repair::mark(&self.trees, &self.marked) {
+                return self.storage_failed(shared, &e, appends.len());
+            }
+        }
+        let mut outcomes = Vec::with_capacity(appends.len());
+        for a in appends {
+            match self
+                .appender
+                .append(&self.trees, a.session, a.expected, &a.events)
+            {
+                Ok(done) => {
+                    if !done.duplicate {
+                        shared.count_append(done.last - done.first + 1);
+                        let last = self.unflushed.entry(done.session).or_insert(0);
+                        *last = (*last).max(done.last);
+                    }
+                    outcomes.push(Ok(done));
+                }
+                Err(NotWritten::Refused(e)) => outcomes.push(Err(e)),
+                Err(NotWritten::Storage(e)) => {
+                    return self.storage_failed(shared, &e, appends.len());
+                }
+            }
+        }
+        outcomes
+    }
+
+    /// Poisons the store after sled failed while writing a group: none of
+    /// its appends is acknowledged.
+    fn storage_failed(
+        &self,
+        shared: &Shared,
+        e: &sled::Error,
+        appends: usize,
+    ) -> Vec<Result<Appended, Failure>> {
+        let why = format!("write failed: {e}");
+        shared.poison(why.clone());
+        (0..appends)
+            .map(|_| Err(Failure::Poisoned(why.clone())))
             .collect()
     }
 
-    /// Flushes (when anything was committed, or when `force`d), then answers
-    /// `pending` (errors if the flush failed) and notifies subscribers of what
-    /// became durable.
+    /// The next time the flusher has work: buffered mode's deadline or the
+    /// witness's sync.
+    fn due(&self) -> Option<Instant> {
+        match (self.deadline, self.witness.sync_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Does what is due at `now`.
+    fn tick(&mut self, shared: &Shared, now: Instant) {
+        if self.deadline.is_some_and(|d| now >= d) {
+            let (flushed, committed) = self.flush(shared, false);
+            if flushed.is_ok() {
+                shared.hub.notify(&committed);
+            }
+        }
+        if self.witness.sync_due().is_some_and(|d| now >= d) {
+            if let Err(e) = self.witness.sync() {
+                shared.poison(format!("witness sync failed: {e}"));
+            }
+        }
+    }
+
+    /// The last flush (what buffered mode acknowledged) and witness sync.
+    fn close(&mut self, shared: &Shared) {
+        // Never after a failure: sled 0.34 can block forever flushing after
+        // an I/O error.
+        if shared.check().is_ok() {
+            let (flushed, committed) = self.flush(shared, true);
+            if flushed.is_ok() {
+                shared.hub.notify(&committed);
+            }
+        }
+        if let Err(e) = self.witness.sync() {
+            shared.poison(format!("witness sync failed: {e}"));
+        }
+    }
+
+    /// Flushes (when anything was committed, or when `force`d), witnesses
+    /// what became durable and records it; the outcome and the heads it
+    /// made durable (for the subscribers, once the callers are answered).
+    fn flush(
+        &mut self,
+        shared: &Shared,
+        force: bool,
+    ) -> (Result<(), Failure>, BTreeMap<SessionId, Seq>) {
+        self.deadline = None;
+        let committed = std::mem::take(&mut self.unflushed);
+        let poisoned = |why: String| {
+            shared.poison(why.clone());
+            Failure::Poisoned(why)
+        };
+        let flushed = match shared.check() {
+            Err(e) => Err(e),
+            Ok(()) if committed.is_empty() && !force => Ok(()),
+            Ok(()) => {
+                shared.count_flush();
+                self.trees
+                    .db
+                    .flush()
+                    .map(|_| ())
+                    .map_err(|e| poisoned(format!("flush failed: {e}")))
+            }
+        };
+        // What was flushed is witnessed before it is acknowledged.
+        let flushed = match flushed {
+            Ok(()) if !committed.is_empty() => self.witness_heads(&committed).map_err(poisoned),
+            other => other,
+        };
+        if flushed.is_ok() {
+            shared.made_durable(&committed);
+            if self.marked.len() > repair::MARKED_MAX {
+                // Every append so far is whole on disk; the removal itself
+                // comes before any later write.
+                if let Err(e) = repair::unmark(&self.trees) {
+                    return (Err(poisoned(format!("write failed: {e}"))), committed);
+                }
+                self.marked.clear();
+            }
+        }
+        (flushed, committed)
+    }
+
     /// Ends a verification: the heads, what was appended since the scan
     /// began, and the log against the witness.
     fn verify(&self, scan: Scan) -> Result<VerifyReport, Failure> {
@@ -418,222 +564,24 @@ impl Writer {
         }
         Ok(())
     }
-
-    fn flush(&mut self, unflushed: &mut Unflushed, pending: Vec<Pending>, force: bool) {
-        unflushed.deadline = None;
-        let committed = std::mem::take(&mut unflushed.heads);
-        let flushed = match self.shared.check() {
-            Err(e) => Err(e),
-            Ok(()) if committed.is_empty() && !force => Ok(()),
-            Ok(()) => {
-                self.shared.counters.flushes.fetch_add(1, Relaxed);
-                self.trees.db.flush().map(|_| ()).map_err(|e| {
-                    let why = format!("flush failed: {e}");
-                    self.shared.poison(why.clone());
-                    Failure::Poisoned(why)
-                })
-            }
-        };
-        // What was flushed is witnessed before it is acknowledged.
-        let flushed = match flushed {
-            Ok(()) if !committed.is_empty() => self.witness_heads(&committed).map_err(|why| {
-                self.shared.poison(why.clone());
-                Failure::Poisoned(why)
-            }),
-            other => other,
-        };
-        if flushed.is_ok() && !committed.is_empty() {
-            let mut durable = self
-                .shared
-                .durable
-                .write()
-                .unwrap_or_else(PoisonError::into_inner);
-            for (s, q) in &committed {
-                durable.insert(*s, *q);
-            }
-        }
-        answer(pending, &flushed);
-        if flushed.is_ok() {
-            self.shared.hub.notify(&committed);
-        }
-    }
-
-    /// Applies a group of appends in one transaction; one outcome each, in order.
-    fn apply_group(&self, appends: &[AppendRequest]) -> Vec<Result<Appended, Failure>> {
-        // Repeated ids inside a batch can never be stored.
-        let precheck: Vec<Option<EventId>> =
-            appends.iter().map(|a| repeated_id(&a.events)).collect();
-        let t = &self.trees;
-        let result = (&t.events, &t.heads, &t.ids).transaction(|(events, heads, ids)| {
-            let tx = Tx { events, heads, ids };
-            // Built afresh by every attempt of the closure.
-            let mut outcomes = Vec::with_capacity(appends.len());
-            for (a, repeated) in appends.iter().zip(&precheck) {
-                outcomes.push(match repeated {
-                    Some(id) => Err(Failure::PartialDuplicate { id: *id }),
-                    None => tx.apply_one(a.session, a.expected, &a.events)?,
-                });
-            }
-            Ok::<_, ConflictableTransactionError<Failure>>(outcomes)
-        });
-        match result {
-            Ok(outcomes) => outcomes,
-            Err(TransactionError::Abort(e)) => {
-                appends.iter().map(|_| Err(e.clone_kind())).collect()
-            }
-            Err(TransactionError::Storage(e)) => {
-                let why = format!("write failed: {e}");
-                self.shared.poison(why.clone());
-                appends
-                    .iter()
-                    .map(|_| Err(Failure::Poisoned(why.clone())))
-                    .collect()
-            }
-        }
-    }
 }
 
-/// Answers the replies of a group once its flush is done (or failed).
-fn answer(pending: Vec<Pending>, flushed: &Result<(), Failure>) {
-    let failed = |e: &Failure| match e {
+/// A flush's failure as each of its callers sees it.
+fn failed(e: &Failure) -> Failure {
+    match e {
         Failure::Poisoned(why) => Failure::Poisoned(why.clone()),
         _ => Failure::Closed,
-    };
-    for p in pending {
-        match p {
-            Pending::Append(reply, r) => {
-                let r = match (flushed, r) {
-                    (_, Err(e)) => Err(e),
-                    (Err(e), Ok(_)) => Err(failed(e)),
-                    (Ok(()), Ok(a)) => Ok(a),
-                };
-                let _ = reply.send(r);
-            }
-            Pending::Flush(reply) => {
-                let _ = reply.send(flushed.as_ref().map(|_| ()).map_err(failed));
-            }
-        }
     }
 }
 
-fn abort(e: impl Into<Failure>) -> ConflictableTransactionError<Failure> {
-    ConflictableTransactionError::Abort(e.into())
-}
-
-impl Tx<'_> {
-    /// One append inside the group's transaction. The outer `Err` is a
-    /// storage error (the transaction fails); the inner one refuses only this
-    /// append, before it wrote anything.
-    fn apply_one(
-        &self,
-        session: SessionId,
-        expected: Expected,
-        events: &[NewEvent],
-    ) -> TxResult<Result<Appended, Failure>> {
-        match self.append(session, expected, events) {
-            Ok(a) => Ok(Ok(a)),
-            Err(ConflictableTransactionError::Abort(e)) => Ok(Err(e)),
-            Err(other) => Err(other),
-        }
+/// An append's answer once its group's flush is done (or failed).
+fn after_flush(
+    flushed: &Result<(), Failure>,
+    r: Result<Appended, Failure>,
+) -> Result<Answer, Failure> {
+    match (flushed, r) {
+        (_, Err(e)) => Err(e),
+        (Err(e), Ok(_)) => Err(failed(e)),
+        (Ok(()), Ok(a)) => Ok(Answer::Appended(a)),
     }
-
-    fn append(
-        &self,
-        session: SessionId,
-        expected: Expected,
-        events: &[NewEvent],
-    ) -> TxResult<Appended> {
-        // Idempotency first (a retry of a stored batch must not fail the
-        // version check).
-        if let Some(original) = self.stored_position(session, events)? {
-            return Ok(original);
-        }
-        let (head, chain) = match self.heads.get(session.as_bytes())? {
-            Some(v) => decode_head(session, &v).map_err(abort)?,
-            None => (0, record::genesis(session)),
-        };
-        check_expected(session, expected, head).map_err(abort)?;
-        // Encode everything before writing anything: a refused append must
-        // leave no trace in the group's transaction, which commits.
-        let (records, chain) = encode_batch(session, head, chain, events)?;
-        let mut last = head;
-        for (id, seq, bytes) in records {
-            let key = record::key(session, seq);
-            self.events.insert(&key[..], bytes)?;
-            self.ids.insert(id.as_bytes(), &key[..])?;
-            last = seq;
-        }
-        self.heads
-            .insert(session.as_bytes(), &encode_head(last, &chain)[..])?;
-        Ok(Appended {
-            session,
-            first: head + 1,
-            last,
-            duplicate: false,
-        })
-    }
-
-    /// If any event's id is stored: the original position when the whole
-    /// batch is stored unchanged at contiguous seqs of `session`, else the
-    /// refusal. `None` when no id is stored.
-    fn stored_position(
-        &self,
-        session: SessionId,
-        events: &[NewEvent],
-    ) -> TxResult<Option<Appended>> {
-        let mut stored = Vec::new();
-        for e in events {
-            if let Some(pos) = self.ids.get(e.id.as_bytes())? {
-                let (s, seq) = record::parse_key(&pos).ok_or_else(|| {
-                    abort(Failure::Damaged(format!(
-                        "id index entry of event {}",
-                        e.id
-                    )))
-                })?;
-                stored.push((e, s, seq));
-            }
-        }
-        retried_position(session, events, &stored, abort, |e, s, seq| {
-            let bytes = self.events.get(record::key(s, seq))?.ok_or_else(|| {
-                abort(Failure::Damaged(format!(
-                    "event {} indexed at session {s} seq {seq} but not stored",
-                    e.id
-                )))
-            })?;
-            let stored = record::decode(&bytes, s, seq).map_err(|problem| {
-                abort(Failure::Corrupt {
-                    session: s,
-                    seq,
-                    problem,
-                })
-            })?;
-            Ok(e.is_stored_as(&stored.envelope))
-        })
-    }
-}
-
-/// One encoded record: event id, seq, bytes.
-type Record = (EventId, Seq, Vec<u8>);
-
-/// The records of `events` after `head`, and the chain of the last one.
-fn encode_batch(
-    session: SessionId,
-    head: Seq,
-    mut chain: Chain,
-    events: &[NewEvent],
-) -> TxResult<(Vec<Record>, Chain)> {
-    let mut seq = head;
-    let mut records = Vec::with_capacity(events.len());
-    for e in events {
-        seq = seq.checked_add(1).ok_or_else(|| {
-            abort(Failure::Damaged(format!(
-                "head of session {session} is {head}: no seq left"
-            )))
-        })?;
-        let (bytes, next) = record::encode(&e.at(session, seq), &chain)
-            .map_err(|source| abort(Failure::Encode { id: e.id, source }))?;
-        chain = next;
-        records.push((e.id, seq, bytes));
-    }
-    Ok((records, chain))
 }

@@ -1,0 +1,204 @@
+//! One append written into the trees with plain inserts: its records and
+//! their id-index entries first, the session's head last.
+//!
+//! No sled transaction: sled 0.34 seals an IO buffer per transaction,
+//! which cost more than the inserts themselves. Atomicity comes from the
+//! order instead. Only the committer writes these trees, one append at a
+//! time, and sled recovers a prefix of its log in the order it was written
+//! (its "unstable tail" rule: see `sled/src/pagecache/segment.rs`): a head
+//! that survived a crash has every record and index entry before it. What
+//! a crash can leave is the other way round, records past a head; the
+//! group marker of `repair.rs` names their sessions and the next open
+//! removes them. Readers never see them meanwhile: a read stops at the
+//! head it read first.
+//!
+//! Everything that can refuse an append (the expected head, an id stored
+//! elsewhere, an event too large to encode) is decided before the first
+//! insert, so a refused append writes nothing; an error after it is sled's
+//! own, and the committer poisons the store.
+
+use crate::error::Expected;
+use crate::log::{check_expected, repeated_id, retried_position, Appended, NewEvent};
+use crate::record::{self, Chain};
+use crate::sled::failure::Failure;
+use crate::sled::trees::{encode_head, Trees};
+use ctxlog_core::{EventId, Seq, SessionId};
+use std::collections::BTreeMap;
+
+/// Why an append was not written: refused (nothing was written) or sled
+/// failed (the store must be poisoned).
+pub(crate) enum NotWritten {
+    /// The append is refused; the store is untouched.
+    Refused(Failure),
+    /// sled failed, possibly half way.
+    Storage(sled::Error),
+}
+
+impl From<sled::Error> for NotWritten {
+    fn from(e: sled::Error) -> Self {
+        NotWritten::Storage(e)
+    }
+}
+
+fn refused(e: impl Into<Failure>) -> NotWritten {
+    NotWritten::Refused(e.into())
+}
+
+/// The most heads [`Appender`] keeps before it forgets them all.
+const HEADS_KEPT: usize = 4096;
+
+/// Writes appends into the trees; it is the only writer of the events,
+/// ids and heads trees while the store is open, so what it remembers of
+/// them stays true.
+pub(crate) struct Appender {
+    /// The greatest key of the id index. Event ids are UUIDv7 (time
+    /// first), so a new event's id is nearly always greater: such an id
+    /// cannot be stored, and the index is not searched for it.
+    greatest_id: Option<[u8; 16]>,
+    /// Heads this appender wrote (or read), so that the next append to the
+    /// session need not read its head again.
+    heads: BTreeMap<SessionId, (Seq, Chain)>,
+}
+
+impl Appender {
+    /// An appender over `trees` as they are now.
+    pub(crate) fn new(trees: &Trees) -> Result<Appender, Failure> {
+        let greatest_id = match trees.ids.last()? {
+            Some((k, _)) => Some(
+                <[u8; 16]>::try_from(&k[..])
+                    .map_err(|_| Failure::Damaged(format!("id index key of {} bytes", k.len())))?,
+            ),
+            None => None,
+        };
+        Ok(Appender {
+            greatest_id,
+            heads: BTreeMap::new(),
+        })
+    }
+
+    /// Appends `events` to `session` after checking `expected`; a retry
+    /// of a batch already stored whole returns its original position.
+    pub(crate) fn append(
+        &mut self,
+        trees: &Trees,
+        session: SessionId,
+        expected: Expected,
+        events: &[NewEvent],
+    ) -> Result<Appended, NotWritten> {
+        if let Some(id) = repeated_id(events) {
+            return Err(refused(Failure::PartialDuplicate { id }));
+        }
+        // Idempotency first (a retry of a stored batch must not fail the
+        // version check).
+        if let Some(original) = self.stored_position(trees, session, events)? {
+            return Ok(original);
+        }
+        let (head, chain) = self.head(trees, session)?;
+        check_expected(session, expected, head).map_err(refused)?;
+        let (records, chain) = encode_batch(session, head, chain, events)?;
+        let mut last = head;
+        for (id, seq, bytes) in records {
+            let key = record::key(session, seq);
+            trees.events.insert(&key[..], bytes)?;
+            trees.ids.insert(id.as_bytes(), &key[..])?;
+            if self.greatest_id.is_none_or(|g| *id.as_bytes() > g) {
+                self.greatest_id = Some(*id.as_bytes());
+            }
+            last = seq;
+        }
+        // Forgotten first: were the insert to fail, the store is poisoned.
+        self.heads.remove(&session);
+        trees
+            .heads
+            .insert(session.as_bytes(), &encode_head(last, &chain)[..])?;
+        if self.heads.len() >= HEADS_KEPT {
+            self.heads.clear();
+        }
+        self.heads.insert(session, (last, chain));
+        Ok(Appended {
+            session,
+            first: head + 1,
+            last,
+            duplicate: false,
+        })
+    }
+
+    /// The head of `session` and the chain of its record (genesis for none).
+    fn head(&self, trees: &Trees, session: SessionId) -> Result<(Seq, Chain), NotWritten> {
+        if let Some(h) = self.heads.get(&session) {
+            return Ok(*h);
+        }
+        match trees.head(session) {
+            Ok(Some(h)) => Ok(h),
+            Ok(None) => Ok((0, record::genesis(session))),
+            Err(Failure::Sled(e)) => Err(NotWritten::Storage(e)),
+            Err(e) => Err(refused(e)),
+        }
+    }
+
+    /// If any event's id is stored: the original position when the whole
+    /// batch is stored unchanged at contiguous seqs of `session`, else the
+    /// refusal. `None` when no id is stored.
+    fn stored_position(
+        &self,
+        trees: &Trees,
+        session: SessionId,
+        events: &[NewEvent],
+    ) -> Result<Option<Appended>, NotWritten> {
+        let mut stored = Vec::new();
+        let may_be_stored = |e: &NewEvent| self.greatest_id.is_some_and(|g| *e.id.as_bytes() <= g);
+        for e in events.iter().filter(|e| may_be_stored(e)) {
+            if let Some(pos) = trees.ids.get(e.id.as_bytes())? {
+                let (s, seq) = record::parse_key(&pos).ok_or_else(|| {
+                    refused(Failure::Damaged(format!(
+                        "id index entry of event {}",
+                        e.id
+                    )))
+                })?;
+                stored.push((e, s, seq));
+            }
+        }
+        retried_position(session, events, &stored, refused, |e, s, seq| {
+            let bytes = trees.events.get(record::key(s, seq))?.ok_or_else(|| {
+                refused(Failure::Damaged(format!(
+                    "event {} indexed at session {s} seq {seq} but not stored",
+                    e.id
+                )))
+            })?;
+            let stored = record::decode(&bytes, s, seq).map_err(|problem| {
+                refused(Failure::Corrupt {
+                    session: s,
+                    seq,
+                    problem,
+                })
+            })?;
+            Ok(e.is_stored_as(&stored.envelope))
+        })
+    }
+}
+
+/// One encoded record: event id, seq, bytes.
+type Record = (EventId, Seq, Vec<u8>);
+
+/// The records of `events` after `head`, and the chain of the last one.
+fn encode_batch(
+    session: SessionId,
+    head: Seq,
+    mut chain: Chain,
+    events: &[NewEvent],
+) -> Result<(Vec<Record>, Chain), NotWritten> {
+    let mut seq = head;
+    let mut records = Vec::with_capacity(events.len());
+    for e in events {
+        seq = seq.checked_add(1).ok_or_else(|| {
+            refused(Failure::Damaged(format!(
+                "head of session {session} is {head}: no seq left"
+            )))
+        })?;
+        let (bytes, next) = record::encode(&e.at(session, seq), &chain)
+            .map_err(|source| refused(Failure::Encode { id: e.id, source }))?;
+        chain = next;
+        records.push((e.id, seq, bytes));
+    }
+    Ok((records, chain))
+}

@@ -1,0 +1,212 @@
+//! The marker of recent writes, and what the next open does when a crash
+//! cut an append short.
+//!
+//! Before the committer first writes to a session, the marker (in `meta`)
+//! is rewritten to name it among the sessions written since the marker was
+//! last cleared (see `append.rs` for why there is no transaction). sled
+//! recovers a prefix of its log, so after a crash every session that may
+//! hold records past its head (an append whose head was never written,
+//! hence never acknowledged as durable) is named by the marker.
+//! [`finish_cut_appends`] removes exactly those records, newest first, so
+//! that a crash while it works leaves what it can finish on the next open.
+//! The committer clears the marker after a flush once it names more than
+//! [`MARKED_MAX`] sessions, so a lone session costs one marker write per
+//! process, and opening checks at most that many sessions (plus a group's).
+
+use crate::record;
+use crate::sled::failure::Failure;
+use crate::sled::trees::Trees;
+use ctxlog_core::{Seq, SessionId};
+use uuid::Uuid;
+
+/// The `meta` key of the marker.
+const MARKER_KEY: &[u8] = b"sessions-being-written";
+
+/// The most sessions the marker names before a flush clears it.
+pub(crate) const MARKED_MAX: usize = 64;
+
+/// Writes the marker naming `sessions`.
+pub(crate) fn mark(
+    trees: &Trees,
+    sessions: &std::collections::BTreeSet<SessionId>,
+) -> Result<(), sled::Error> {
+    let mut value = Vec::with_capacity(sessions.len() * 16);
+    for s in sessions {
+        value.extend_from_slice(s.as_bytes());
+    }
+    trees.meta.insert(MARKER_KEY, value)?;
+    Ok(())
+}
+
+/// Removes the marker (after a flush: every append before it is whole).
+pub(crate) fn unmark(trees: &Trees) -> Result<(), sled::Error> {
+    trees.meta.remove(MARKER_KEY)?;
+    Ok(())
+}
+
+/// Records a crash left past a session's head, removed at open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CutAppend {
+    /// The session.
+    pub(crate) session: SessionId,
+    /// The seqs removed (after the head).
+    pub(crate) first: Seq,
+    /// The last seq removed.
+    pub(crate) last: Seq,
+}
+
+/// When the marker is there, removes what appends to the sessions it names
+/// wrote past their heads: the records that follow the head
+/// without a gap and whose chain continues from it, and the index entries
+/// that point at them. Anything else past a head is left for `verify` to
+/// report. Returns what was removed.
+pub(crate) fn finish_cut_appends(trees: &Trees) -> Result<Vec<CutAppend>, Failure> {
+    let Some(marker) = trees.meta.get(MARKER_KEY)? else {
+        return Ok(Vec::new());
+    };
+    let mut cut = Vec::new();
+    for chunk in marker.chunks(16) {
+        let Ok(bytes) = <[u8; 16]>::try_from(chunk) else {
+            return Err(Failure::Damaged(format!(
+                "the marker of sessions being written is {} bytes, not a list of session ids",
+                marker.len()
+            )));
+        };
+        let session = SessionId(Uuid::from_bytes(bytes));
+        if let Some(c) = remove_past_head(trees, session)? {
+            tracing::warn!(
+                session = %session,
+                "removed seqs {}–{}: an append a crash cut short before its head was written (never acknowledged as durable)",
+                c.first,
+                c.last
+            );
+            cut.push(c);
+        }
+    }
+    unmark(trees)?;
+    trees.db.flush()?;
+    Ok(cut)
+}
+
+/// Removes the records of `session` that continue its chain past its head.
+fn remove_past_head(trees: &Trees, session: SessionId) -> Result<Option<CutAppend>, Failure> {
+    let (head, mut chain) = trees
+        .head(session)?
+        .unwrap_or_else(|| (0, record::genesis(session)));
+    let mut past = Vec::new();
+    let range = record::key(session, head + 1)..=record::key(session, Seq::MAX);
+    for (expect, kv) in (head + 1..).zip(trees.events.range(range)) {
+        let (k, v) = kv?;
+        let Some((_, seq)) = record::parse_key(&k) else {
+            break;
+        };
+        let Ok(d) = record::decode(&v, session, seq) else {
+            break;
+        };
+        if seq != expect || !d.chain_follows(&chain, &v) {
+            break;
+        }
+        chain = d.chain;
+        past.push((k, d.envelope.id));
+    }
+    let (Some(first), Some(last)) = (past.first(), past.last()) else {
+        return Ok(None);
+    };
+    let c = CutAppend {
+        session,
+        first: record::parse_key(&first.0).map_or(0, |(_, q)| q),
+        last: record::parse_key(&last.0).map_or(0, |(_, q)| q),
+    };
+    for (k, id) in past.iter().rev() {
+        if trees.ids.get(id.as_bytes())?.as_deref() == Some(&k[..]) {
+            trees.ids.remove(id.as_bytes())?;
+        }
+        trees.events.remove(k)?;
+    }
+    Ok(Some(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::NewEvent;
+    use crate::sled::append::Appender;
+    use crate::{EventLog, Expected, SledStore};
+    use ctxlog_core::generate::{generate, GenerateConfig};
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    /// A store at a fresh directory holding three events of a session
+    /// whose next two events were written past its head, as a crash
+    /// between their records and their head leaves them; the marker is
+    /// left when `marked`. (session, the five events, directory).
+    fn cut_append(marked: bool) -> (SessionId, Vec<NewEvent>, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "ctxlog-repair-{}-{marked}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = GenerateConfig {
+            seed: 5,
+            turns: 2,
+            ..GenerateConfig::default()
+        };
+        let generated = generate(&config).unwrap();
+        let session = generated[0].session;
+        let events: Vec<NewEvent> = generated.into_iter().take(5).map(NewEvent::from).collect();
+        let trees = Trees::open(&dir, Duration::from_secs(1), 1 << 20).unwrap();
+        let mut appender = Appender::new(&trees).unwrap();
+        let ok = |r: Result<_, crate::sled::append::NotWritten>| match r {
+            Ok(a) => a,
+            Err(_) => panic!("append refused"),
+        };
+        ok(appender.append(&trees, session, Expected::NoStream, &events[..3]));
+        let head = trees.heads.get(session.as_bytes()).unwrap().unwrap();
+        if marked {
+            mark(&trees, &BTreeSet::from([session])).unwrap();
+        }
+        ok(appender.append(&trees, session, Expected::Exactly(3), &events[3..]));
+        trees.heads.insert(session.as_bytes(), head).unwrap();
+        trees.db.flush().unwrap();
+        drop(trees);
+        (session, events, dir)
+    }
+
+    #[test]
+    fn records_a_crash_left_past_a_marked_head_are_removed_at_open() {
+        let (session, events, dir) = cut_append(true);
+        let store = SledStore::open(&dir).unwrap();
+        assert_eq!(store.head(session).unwrap(), 3);
+        assert_eq!(store.read(session, 1).unwrap().count(), 3);
+        let report = store.verify().unwrap();
+        assert!(report.ok(), "{:?}", report.errors);
+        // Their ids went with them: the same events append as new ones.
+        let again = store
+            .append(session, Expected::Exactly(3), events[3..].to_vec())
+            .unwrap();
+        assert_eq!((again.first, again.last, again.duplicate), (4, 5, false));
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn without_the_marker_records_past_a_head_are_left_for_verify_to_report() {
+        let (session, _, dir) = cut_append(false);
+        let store = SledStore::open(&dir).unwrap();
+        // Never read as part of the session...
+        assert_eq!(store.read(session, 1).unwrap().count(), 3);
+        // ...and reported, not removed.
+        let report = store.verify().unwrap();
+        assert!(
+            report
+                .errors
+                .iter()
+                .any(|e| e.session == Some(session) && e.seq == Some(4)),
+            "{:?}",
+            report.errors
+        );
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
