@@ -2,7 +2,7 @@
 //! file, and the whole `ctxlog import`'s peak memory against the file's
 //! size ([`bench_import`]).
 
-use crate::measure::{measure, Scratch};
+use crate::measure::{median, median_ratio, side_by_side, Scratch};
 use crate::memory::{ctxlog_args, RunCtxlog};
 use crate::report::Report;
 use crate::sizes::{generated, Sizes};
@@ -25,7 +25,7 @@ pub fn bench_import(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
     }
     let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
     let mb = bytes as f64 / 1e6;
-    let import_rate = measure(z.runs, || {
+    let mut import_rate = || {
         let t = Instant::now();
         let f = std::fs::File::open(&file).map_err(|e| failed("open")(&e))?;
         let imported = ctxlog_import::import(
@@ -41,8 +41,8 @@ pub fn bench_import(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
             ));
         }
         Ok(mb / t.elapsed().as_secs_f64())
-    })?;
-    let parse_rate = measure(z.runs, || {
+    };
+    let mut parse_rate = || {
         let t = Instant::now();
         let f = std::fs::File::open(&file).map_err(|e| failed("open")(&e))?;
         let v: Value =
@@ -53,8 +53,14 @@ pub fn bench_import(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
             ));
         }
         Ok(mb / t.elapsed().as_secs_f64())
-    })?;
-    r.set_ratio("import_vs_parse", import_rate / parse_rate);
+    };
+    // In turns, so that the machine's drift falls on both alike.
+    let rates = side_by_side(z.runs, &mut [&mut import_rate, &mut parse_rate])?;
+    let [imports, parses] = &rates[..] else {
+        return Err(BenchError::Failed("bench: import: two measurements".into()));
+    };
+    r.set_ratio("import_vs_parse", median_ratio(imports, parses)?);
+    let (import_rate, parse_rate) = (median(imports.clone())?, median(parses.clone())?);
     r.set_figure("import_mb_per_s", json!(import_rate));
     r.set_figure("serde_json_parse_mb_per_s", json!(parse_rate));
     r.set_figure("import_file_bytes", json!(bytes));

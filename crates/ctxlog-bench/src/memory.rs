@@ -70,10 +70,7 @@ pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
 
     let small = stress(z.rss, r, run)?;
     let large = stress(z.rss_large, r, run)?;
-    r.set_ratio(
-        "stress_rss_growth",
-        large as f64 / small.max(1) as f64,
-    );
+    r.set_ratio("stress_rss_growth", large as f64 / small.max(1) as f64);
     Ok(())
 }
 

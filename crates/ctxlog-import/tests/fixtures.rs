@@ -790,3 +790,42 @@ fn pi_entries_before_their_header_keep_their_times() {
     .unwrap_err()
     .holds_no_session());
 }
+
+/// An OpenCode message longer than `--max-line-bytes` is refused by name,
+/// and a limit above every message lets the export through (the bound is
+/// counted under the parser's buffer, within a sixteenth of the limit).
+#[test]
+fn an_opencode_message_longer_than_the_limit_is_refused() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/sessions/opencode/compacted-and-pruned.json"),
+    )
+    .unwrap();
+    let export: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let compact = serde_json::to_string(&export).unwrap();
+    let longest = export["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.to_string().len() as u64)
+        .max()
+        .unwrap();
+    let with_limit = |max_line_bytes: u64| {
+        let options = ImportOptions {
+            max_line_bytes,
+            ..ImportOptions::default()
+        };
+        import(
+            compact.as_bytes(),
+            "export.json",
+            Format::OpenCode,
+            &options,
+        )
+    };
+    assert!(with_limit(longest * 2).is_ok());
+    let refused = with_limit(longest / 2).unwrap_err().to_string();
+    assert!(
+        refused.contains(&format!("longer than {} bytes", longest / 2)),
+        "{refused}"
+    );
+}

@@ -305,6 +305,13 @@ pub fn import<R: BufRead>(
     }
     let (reader, used) = Bounded::new(reader, options.max_line_bytes);
     im.message_bytes = Some(used);
+    // serde_json reads a byte at a time, which std answers from the buffer
+    // only when the reader is a `BufReader`: the bound goes under one
+    // (it then counts what the buffer takes in, in chunks of at most a
+    // sixteenth of the limit, so a message is refused once it is longer
+    // than the limit and accepted up to a sixteenth beyond it).
+    let chunk = (options.max_line_bytes / 16).clamp(1, 64 << 10);
+    let reader = std::io::BufReader::with_capacity(chunk as usize, reader);
     let mut de = serde_json::Deserializer::from_reader(reader);
     let parsed = Top(&mut im).deserialize(&mut de).and_then(|()| de.end());
     if let Some(e) = im.failed.take() {

@@ -1,5 +1,5 @@
-//! One append written into the trees with plain inserts: its records and
-//! their id-index entries first, the session's head last.
+//! One append written into the trees with plain inserts: its records,
+//! then their id-index entries, the session's head last.
 //!
 //! No sled transaction: sled 0.34 seals an IO buffer per transaction,
 //! which cost more than the inserts themselves. Atomicity comes from the
@@ -96,10 +96,17 @@ impl Appender {
         let (head, chain) = self.head(trees, session)?;
         check_expected(session, expected, head).map_err(refused)?;
         let (records, chain) = encode_batch(session, head, chain, events)?;
-        let mut last = head;
+        // The records, then their index entries: one tree after the other
+        // (interleaved, sled kept 65 % more memory after a million events:
+        // 179 MB against 107 MB in a one-off measurement).
+        let mut placed = Vec::with_capacity(records.len());
         for (id, seq, bytes) in records {
             let key = record::key(session, seq);
             trees.events.insert(&key[..], bytes)?;
+            placed.push((id, seq, key));
+        }
+        let mut last = head;
+        for (id, seq, key) in placed {
             trees.ids.insert(id.as_bytes(), &key[..])?;
             if self.greatest_id.is_none_or(|g| *id.as_bytes() > g) {
                 self.greatest_id = Some(*id.as_bytes());

@@ -10,8 +10,10 @@
 //! [`finish_cut_appends`] removes exactly those records, newest first, so
 //! that a crash while it works leaves what it can finish on the next open.
 //! The committer clears the marker after a flush once it names more than
-//! [`MARKED_MAX`] sessions, so a lone session costs one marker write per
-//! process, and opening checks at most that many sessions (plus a group's).
+//! [`MARKED_MAX`] sessions, and after its last flush when the store
+//! closes: a lone session costs one marker write and one removal per
+//! process, and opening after a crash checks at most that many sessions
+//! (plus a group's).
 
 use crate::record;
 use crate::sled::failure::Failure;

@@ -470,6 +470,15 @@ impl Core {
             let (flushed, committed) = self.flush(shared, true);
             if flushed.is_ok() {
                 shared.hub.notify(&committed);
+                // Everything is whole on disk: the next open has nothing to
+                // look at (and a reading command writes nothing).
+                if !self.marked.is_empty() {
+                    let cleared = repair::unmark(&self.trees).and_then(|()| self.trees.db.flush());
+                    if let Err(e) = cleared {
+                        shared.poison(format!("clearing the marker failed: {e}"));
+                    }
+                    self.marked.clear();
+                }
             }
         }
         if let Err(e) = self.witness.sync() {
