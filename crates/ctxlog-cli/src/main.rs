@@ -613,6 +613,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Simulate(args) => simulate::simulate(cli.json, &cli.db, args),
         #[cfg(feature = "bench")]
         Command::Bench(args) => bench::run(cli.json, args),
+        #[cfg(feature = "bench")]
         Command::BenchReplayRss { session } => bench::replay_rss_child(cli.json, &cli.db, session),
         Command::Window {
             session,

@@ -8,8 +8,8 @@
 //! (its "unstable tail" rule: see `sled/src/pagecache/segment.rs`): a head
 //! that survived a crash has every record and index entry before it. What
 //! a crash can leave is the other way round, records past a head; the
-//! group marker of `repair.rs` names their sessions and the next open
-//! removes them. Readers never see them meanwhile: a read stops at the
+//! marker of `repair.rs` names their sessions and the next open removes
+//! them. Readers never see them meanwhile: a read stops at the
 //! head it read first.
 //!
 //! Everything that can refuse an append (the expected head, an id stored
@@ -55,25 +55,25 @@ pub(crate) struct Appender {
     /// first), so a new event's id is nearly always greater: such an id
     /// cannot be stored, and the index is not searched for it.
     greatest_id: Option<[u8; 16]>,
-    /// Heads this appender wrote (or read), so that the next append to the
-    /// session need not read its head again.
+    /// Heads this appender wrote, so that the next append to the session
+    /// need not read its head again.
     heads: BTreeMap<SessionId, (Seq, Chain)>,
 }
 
 impl Appender {
-    /// An appender over `trees` as they are now.
-    pub(crate) fn new(trees: &Trees) -> Result<Appender, Failure> {
-        let greatest_id = match trees.ids.last()? {
-            Some((k, _)) => Some(
-                <[u8; 16]>::try_from(&k[..])
-                    .map_err(|_| Failure::Damaged(format!("id index key of {} bytes", k.len())))?,
-            ),
-            None => None,
+    /// An appender over `trees` as they are now. An index whose last key
+    /// does not read (damage `verify` reports) only costs the shortcut:
+    /// every id is then searched for.
+    pub(crate) fn new(trees: &Trees) -> Appender {
+        let greatest_id = match trees.ids.last() {
+            Ok(None) => None,
+            Ok(Some((k, _))) => Some(<[u8; 16]>::try_from(&k[..]).unwrap_or([u8::MAX; 16])),
+            Err(_) => Some([u8::MAX; 16]),
         };
-        Ok(Appender {
+        Appender {
             greatest_id,
             heads: BTreeMap::new(),
-        })
+        }
     }
 
     /// Appends `events` to `session` after checking `expected`; a retry
@@ -208,4 +208,42 @@ fn encode_batch(
         records.push((e.id, seq, bytes));
     }
     Ok((records, chain))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ctxlog_core::generate::{generate, GenerateConfig};
+    use std::time::Duration;
+
+    /// An index whose last key is not an event id (damage) costs only the
+    /// shortcut: appends go on, and a retry is still told from a new batch.
+    #[test]
+    fn an_index_whose_last_key_does_not_read_still_finds_retries() {
+        let dir = std::env::temp_dir().join(format!("ctxlog-append-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let trees = Trees::open(&dir, Duration::from_secs(1), 1 << 20).unwrap();
+        trees.ids.insert([u8::MAX; 3], &[0u8; 24][..]).unwrap();
+        let config = GenerateConfig {
+            seed: 9,
+            turns: 2,
+            ..GenerateConfig::default()
+        };
+        let generated = generate(&config).unwrap();
+        let session = generated[0].session;
+        let events: Vec<NewEvent> = generated.into_iter().take(4).map(NewEvent::from).collect();
+        let mut appender = Appender::new(&trees);
+        let append = |a: &mut Appender, expected| match a.append(&trees, session, expected, &events)
+        {
+            Ok(done) => done,
+            Err(_) => panic!("append refused"),
+        };
+        let first = append(&mut appender, Expected::NoStream);
+        assert_eq!((first.first, first.last, first.duplicate), (1, 4, false));
+        // A fresh appender over the same trees (as after a reopen).
+        let again = append(&mut Appender::new(&trees), Expected::Any);
+        assert_eq!((again.first, again.last, again.duplicate), (1, 4, true));
+        drop(trees);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -158,7 +158,7 @@ mod tests {
         let session = generated[0].session;
         let events: Vec<NewEvent> = generated.into_iter().take(5).map(NewEvent::from).collect();
         let trees = Trees::open(&dir, Duration::from_secs(1), 1 << 20).unwrap();
-        let mut appender = Appender::new(&trees).unwrap();
+        let mut appender = Appender::new(&trees);
         let ok = |r: Result<_, crate::sled::append::NotWritten>| match r {
             Ok(a) => a,
             Err(_) => panic!("append refused"),

@@ -121,7 +121,7 @@ impl Committer {
             max_group: config.max_group,
             capacity: config.queue,
             core: Mutex::new(Core {
-                appender: Appender::new(&trees)?,
+                appender: Appender::new(&trees),
                 trees,
                 witness,
                 config,
