@@ -25,10 +25,10 @@ pub fn bench_buffered(
 ) -> Result<(), BenchError> {
     let cmds = commands(events);
     let per_command = events.len().saturating_sub(1) as f64 / cmds.len() as f64;
-    let rates = side_by_side(
+    let [raw, commands, singles] = side_by_side(
         z.runs,
-        &mut [
-            &mut || raw_inserts(records),
+        [
+            &mut || raw_rate(records, false),
             &mut || {
                 let d = Scratch::new("buffered");
                 engine_appends(d.path(), Durability::Buffered, events, cmds.clone())
@@ -39,17 +39,12 @@ pub fn bench_buffered(
             },
         ],
     )?;
-    let [raw, commands, singles] = &rates[..] else {
-        return Err(BenchError::Failed(
-            "bench: buffered: three measurements".into(),
-        ));
-    };
     let (raw_insert, buffered, buffered_single) = (
         median(raw.clone())?,
         median(commands.clone())?,
         median(singles.clone())?,
     );
-    r.set_ratio("append_buffered_vs_raw", median_ratio(commands, raw)?);
+    r.set_ratio("append_buffered_vs_raw", median_ratio(&commands, &raw)?);
     r.set_figure("raw_sled_inserts_per_s", json!(raw_insert));
     r.set_figure("engine_buffered_events_per_s", json!(buffered));
     r.set_figure("events_per_command", json!(per_command));
@@ -59,13 +54,14 @@ pub fn bench_buffered(
     );
     r.set_figure(
         "append_buffered_vs_raw_one_per_append",
-        json!(median_ratio(singles, raw)?),
+        json!(median_ratio(&singles, &raw)?),
     );
     Ok(())
 }
 
-/// Raw `sled::Tree::insert`s of `records` into a fresh database; inserts/s.
-fn raw_inserts(records: &[Record]) -> Result<f64, BenchError> {
+/// Raw `sled::Tree::insert`s of `records` into a fresh database, each
+/// followed by `flush()` when `flush`; records/s.
+fn raw_rate(records: &[Record], flush: bool) -> Result<f64, BenchError> {
     let d = Scratch::new("raw");
     let db = raw_db(d.path())?;
     let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
@@ -73,6 +69,9 @@ fn raw_inserts(records: &[Record]) -> Result<f64, BenchError> {
     for (k, v) in records {
         tree.insert(k, v.as_slice())
             .map_err(|e| failed("raw")(&e))?;
+        if flush {
+            db.flush().map_err(|e| failed("raw flush")(&e))?;
+        }
     }
     Ok(records.len() as f64 / t.elapsed().as_secs_f64())
 }
@@ -88,20 +87,14 @@ pub fn bench_durable(
         .min(events.len())
         .min(records.len());
     let (few, few_records) = (&events[..n], &records[..n]);
-    let rates = side_by_side(
+    let [raw, ours] = side_by_side(
         z.runs,
-        &mut [&mut || raw_insert_flush(few_records), &mut || {
-            let d = Scratch::new("durable");
-            engine_appends(d.path(), Durability::Durable, few, singles(few))
+        [&mut || raw_rate(few_records, true), &mut || {
+            durable_rate(few)
         }],
     )?;
-    let [raw, ours] = &rates[..] else {
-        return Err(BenchError::Failed(
-            "bench: durable: two measurements".into(),
-        ));
-    };
     let (raw_flush, durable) = (median(raw.clone())?, median(ours.clone())?);
-    r.set_ratio("append_durable_vs_raw_flush", median_ratio(ours, raw)?);
+    r.set_ratio("append_durable_vs_raw_flush", median_ratio(&ours, &raw)?);
     r.set_figure("raw_sled_insert_flush_per_s", json!(raw_flush));
     r.set_figure("engine_durable_appends_per_s", json!(durable));
     Ok(())
@@ -109,22 +102,8 @@ pub fn bench_durable(
 
 /// Durable appends/s through the engine, one event each, in a fresh store.
 pub(crate) fn durable_rate(events: &[Envelope]) -> Result<f64, BenchError> {
-    let d = Scratch::new("durable-beside");
+    let d = Scratch::new("durable");
     engine_appends(d.path(), Durability::Durable, events, singles(events))
-}
-
-/// Raw sled insert + `flush()` per record, in a fresh database; records/s.
-fn raw_insert_flush(records: &[Record]) -> Result<f64, BenchError> {
-    let d = Scratch::new("raw-flush");
-    let db = raw_db(d.path())?;
-    let tree = db.open_tree("events").map_err(|e| failed("raw")(&e))?;
-    let t = Instant::now();
-    for (k, v) in records {
-        tree.insert(k, v.as_slice())
-            .map_err(|e| failed("raw")(&e))?;
-        db.flush().map_err(|e| failed("raw flush")(&e))?;
-    }
-    Ok(records.len() as f64 / t.elapsed().as_secs_f64())
 }
 
 /// 3. Group commit: `writers` durable writers against one, same run.
@@ -135,9 +114,9 @@ pub fn bench_group_commit(
 ) -> Result<(), BenchError> {
     let per_writer = &events[..(z.durable as usize / 2 + 1).min(events.len())];
     let mut per_flush = Vec::new();
-    let rates = side_by_side(
+    let [one, many] = side_by_side(
         z.runs,
-        &mut [
+        [
             &mut || {
                 let d = Scratch::new("gc1");
                 Ok(concurrent_durable(d.path(), per_writer, 1)?.0)
@@ -151,13 +130,8 @@ pub fn bench_group_commit(
             },
         ],
     )?;
-    let [one, many] = &rates[..] else {
-        return Err(BenchError::Failed(
-            "bench: group commit: two measurements".into(),
-        ));
-    };
-    r.set_ratio("group_commit_gain", median_ratio(many, one)?);
-    let (one, many) = (median(one.clone())?, median(many.clone())?);
+    r.set_ratio("group_commit_gain", median_ratio(&many, &one)?);
+    let (one, many) = (median(one)?, median(many)?);
     r.set_figure("durable_appends_per_s_1_writer", json!(one));
     r.set_figure(
         format!("durable_appends_per_s_{}_writers", z.writers),

@@ -85,26 +85,21 @@ pub fn bench_baselines(z: &Sizes, r: &mut Report) -> Result<(), BenchError> {
 /// rounds are compared.
 pub fn bench_durable_baselines(z: &Sizes, r: &mut Report) -> Result<(), BenchError> {
     let events = generated(31, z.baseline_durable)?;
-    let rates = side_by_side(
+    let [ours, sqlite, jsonl] = side_by_side(
         z.runs,
-        &mut [
+        [
             &mut || durable_rate(&events),
             &mut || sqlite_durable(&events),
             &mut || jsonl_durable(&events),
         ],
     )?;
-    let [ours, sqlite, jsonl] = &rates[..] else {
-        return Err(BenchError::Failed(
-            "bench: durable baselines: three measurements".into(),
-        ));
-    };
     r.set_ratio(
         "durable_append_vs_opencode_sqlite",
-        median_ratio(ours, sqlite)?,
+        median_ratio(&ours, &sqlite)?,
     );
     r.set_ratio(
         "durable_append_vs_jsonl_fdatasync",
-        median_ratio(ours, jsonl)?,
+        median_ratio(&ours, &jsonl)?,
     );
     let (ours, sqlite, jsonl) = (
         median(ours.clone())?,

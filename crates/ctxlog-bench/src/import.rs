@@ -55,11 +55,8 @@ pub fn bench_import(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
         Ok(mb / t.elapsed().as_secs_f64())
     };
     // In turns, so that the machine's drift falls on both alike.
-    let rates = side_by_side(z.runs, &mut [&mut import_rate, &mut parse_rate])?;
-    let [imports, parses] = &rates[..] else {
-        return Err(BenchError::Failed("bench: import: two measurements".into()));
-    };
-    r.set_ratio("import_vs_parse", median_ratio(imports, parses)?);
+    let [imports, parses] = side_by_side(z.runs, [&mut import_rate, &mut parse_rate])?;
+    r.set_ratio("import_vs_parse", median_ratio(&imports, &parses)?);
     let (import_rate, parse_rate) = (median(imports.clone())?, median(parses.clone())?);
     r.set_figure("import_mb_per_s", json!(import_rate));
     r.set_figure("serde_json_parse_mb_per_s", json!(parse_rate));

@@ -92,21 +92,33 @@ pub enum Stage {
 }
 
 impl Stage {
+    /// Every stage with the name `--only` takes, in run order.
+    const BY_NAME: [(&'static str, Stage); 6] = [
+        ("appends", Stage::Appends),
+        ("replay", Stage::Replay),
+        ("steps", Stage::Steps),
+        ("import", Stage::Import),
+        ("memory", Stage::Memory),
+        ("readers", Stage::Readers),
+    ];
+
     /// The names `--only` takes, in run order.
-    pub const NAMES: &'static [&'static str] =
-        &["appends", "replay", "steps", "import", "memory", "readers"];
+    pub const NAMES: [&'static str; 6] = {
+        let mut names = [""; 6];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = Self::BY_NAME[i].0;
+            i += 1;
+        }
+        names
+    };
 
     /// The stage a name from [`Stage::NAMES`] means.
     pub fn named(name: &str) -> Option<Stage> {
-        let all = [
-            Stage::Appends,
-            Stage::Replay,
-            Stage::Steps,
-            Stage::Import,
-            Stage::Memory,
-            Stage::Readers,
-        ];
-        Self::NAMES.iter().position(|n| *n == name).map(|i| all[i])
+        Self::BY_NAME
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| *s)
     }
 }
 

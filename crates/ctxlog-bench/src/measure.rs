@@ -35,11 +35,11 @@ pub fn measure(
 /// `runs` rounds, each taking every measurement of `takes` in turn, so that
 /// a drift of the machine (the disk's sync rate, the page cache) falls on
 /// all of them alike. One list per measurement, in round order.
-pub fn side_by_side(
+pub fn side_by_side<const N: usize>(
     runs: usize,
-    takes: &mut [&mut dyn FnMut() -> Result<f64, BenchError>],
-) -> Result<Vec<Vec<f64>>, BenchError> {
-    let mut out = vec![Vec::with_capacity(runs); takes.len()];
+    mut takes: [&mut dyn FnMut() -> Result<f64, BenchError>; N],
+) -> Result<[Vec<f64>; N], BenchError> {
+    let mut out: [Vec<f64>; N] = std::array::from_fn(|_| Vec::with_capacity(runs));
     for round in 0..=runs {
         for (take, list) in takes.iter_mut().zip(out.iter_mut()) {
             let v = take()?;

@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 
 /// Why an append was not written: refused (nothing was written) or sled
 /// failed (the store must be poisoned).
+#[derive(Debug)]
 pub(crate) enum NotWritten {
     /// The append is refused; the store is untouched.
     Refused(Failure),
@@ -213,35 +214,23 @@ fn encode_batch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ctxlog_core::generate::{generate, GenerateConfig};
-    use std::time::Duration;
+    use crate::sled::fixture::{events, fresh_trees};
 
     /// An index whose last key is not an event id (damage) costs only the
     /// shortcut: appends go on, and a retry is still told from a new batch.
     #[test]
     fn an_index_whose_last_key_does_not_read_still_finds_retries() {
-        let dir = std::env::temp_dir().join(format!("ctxlog-append-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let trees = Trees::open(&dir, Duration::from_secs(1), 1 << 20).unwrap();
+        let (dir, trees) = fresh_trees("append");
         trees.ids.insert([u8::MAX; 3], &[0u8; 24][..]).unwrap();
-        let config = GenerateConfig {
-            seed: 9,
-            turns: 2,
-            ..GenerateConfig::default()
-        };
-        let generated = generate(&config).unwrap();
-        let session = generated[0].session;
-        let events: Vec<NewEvent> = generated.into_iter().take(4).map(NewEvent::from).collect();
-        let mut appender = Appender::new(&trees);
-        let append = |a: &mut Appender, expected| match a.append(&trees, session, expected, &events)
-        {
-            Ok(done) => done,
-            Err(_) => panic!("append refused"),
-        };
-        let first = append(&mut appender, Expected::NoStream);
+        let (session, events) = events(9, 4);
+        let first = Appender::new(&trees)
+            .append(&trees, session, Expected::NoStream, &events)
+            .unwrap();
         assert_eq!((first.first, first.last, first.duplicate), (1, 4, false));
         // A fresh appender over the same trees (as after a reopen).
-        let again = append(&mut Appender::new(&trees), Expected::Any);
+        let again = Appender::new(&trees)
+            .append(&trees, session, Expected::Any, &events)
+            .unwrap();
         assert_eq!((again.first, again.last, again.duplicate), (1, 4, true));
         drop(trees);
         let _ = std::fs::remove_dir_all(&dir);

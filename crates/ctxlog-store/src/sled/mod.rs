@@ -8,15 +8,17 @@
 //! errors), `config`, `guard` (sled's panics as errors), `trees` (the sled
 //! trees and heads), `snapshot`, `verify`, `witness` (what was
 //! acknowledged, beside sled), `append` (one append's writes), `repair`
-//! (what a crash left past a head), `shared`, `ticket`, `writer` (the
-//! committer and the flusher thread), `wire` (how
-//! readers talk to the holder), `os`, `pace`, `serve` (answers other
+//! (what a crash left past a head), `shared`, `ticket`, `fixture` (the
+//! unit tests' own), `writer` (the committer and the flusher thread),
+//! `wire` (how readers talk to the holder), `os`, `pace`, `serve` (answers other
 //! processes), `store` (the handle), `remote` (asks the holder),
 //! `salvage`; `private` keeps the files to their owner.
 
 pub(crate) mod append;
 pub(crate) mod config;
 pub(crate) mod failure;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub(crate) mod guard;
 pub(crate) mod os;
 pub(crate) mod pace;

@@ -46,27 +46,15 @@ pub(crate) fn unmark(trees: &Trees) -> Result<(), sled::Error> {
     Ok(())
 }
 
-/// Records a crash left past a session's head, removed at open.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct CutAppend {
-    /// The session.
-    pub(crate) session: SessionId,
-    /// The seqs removed (after the head).
-    pub(crate) first: Seq,
-    /// The last seq removed.
-    pub(crate) last: Seq,
-}
-
 /// When the marker is there, removes what appends to the sessions it names
 /// wrote past their heads: the records that follow the head
 /// without a gap and whose chain continues from it, and the index entries
 /// that point at them. Anything else past a head is left for `verify` to
-/// report. Returns what was removed.
-pub(crate) fn finish_cut_appends(trees: &Trees) -> Result<Vec<CutAppend>, Failure> {
+/// report; what was removed is logged.
+pub(crate) fn finish_cut_appends(trees: &Trees) -> Result<(), Failure> {
     let Some(marker) = trees.meta.get(MARKER_KEY)? else {
-        return Ok(Vec::new());
+        return Ok(());
     };
-    let mut cut = Vec::new();
     for chunk in marker.chunks(16) {
         let Ok(bytes) = <[u8; 16]>::try_from(chunk) else {
             return Err(Failure::Damaged(format!(
@@ -75,23 +63,21 @@ pub(crate) fn finish_cut_appends(trees: &Trees) -> Result<Vec<CutAppend>, Failur
             )));
         };
         let session = SessionId(Uuid::from_bytes(bytes));
-        if let Some(c) = remove_past_head(trees, session)? {
+        if let Some((first, last)) = remove_past_head(trees, session)? {
             tracing::warn!(
                 session = %session,
-                "removed seqs {}–{}: an append a crash cut short before its head was written (never acknowledged as durable)",
-                c.first,
-                c.last
+                "removed seqs {first}–{last}: an append a crash cut short before its head was written (never acknowledged as durable)",
             );
-            cut.push(c);
         }
     }
     unmark(trees)?;
     trees.db.flush()?;
-    Ok(cut)
+    Ok(())
 }
 
-/// Removes the records of `session` that continue its chain past its head.
-fn remove_past_head(trees: &Trees, session: SessionId) -> Result<Option<CutAppend>, Failure> {
+/// Removes the records of `session` that continue its chain past its head;
+/// the first and last seq removed, if any.
+fn remove_past_head(trees: &Trees, session: SessionId) -> Result<Option<(Seq, Seq)>, Failure> {
     let (head, mut chain) = trees
         .head(session)?
         .unwrap_or_else(|| (0, record::genesis(session)));
@@ -111,21 +97,16 @@ fn remove_past_head(trees: &Trees, session: SessionId) -> Result<Option<CutAppen
         chain = d.chain;
         past.push((k, d.envelope.id));
     }
-    let (Some(first), Some(last)) = (past.first(), past.last()) else {
+    if past.is_empty() {
         return Ok(None);
-    };
-    let c = CutAppend {
-        session,
-        first: record::parse_key(&first.0).map_or(0, |(_, q)| q),
-        last: record::parse_key(&last.0).map_or(0, |(_, q)| q),
-    };
+    }
     for (k, id) in past.iter().rev() {
         if trees.ids.get(id.as_bytes())?.as_deref() == Some(&k[..]) {
             trees.ids.remove(id.as_bytes())?;
         }
         trees.events.remove(k)?;
     }
-    Ok(Some(c))
+    Ok(Some((head + 1, head + past.len() as Seq)))
 }
 
 #[cfg(test)]
@@ -133,42 +114,28 @@ mod tests {
     use super::*;
     use crate::log::NewEvent;
     use crate::sled::append::Appender;
+    use crate::sled::fixture::{events, fresh_trees};
     use crate::{EventLog, Expected, SledStore};
-    use ctxlog_core::generate::{generate, GenerateConfig};
     use std::collections::BTreeSet;
-    use std::time::Duration;
 
     /// A store at a fresh directory holding three events of a session
     /// whose next two events were written past its head, as a crash
     /// between their records and their head leaves them; the marker is
     /// left when `marked`. (session, the five events, directory).
     fn cut_append(marked: bool) -> (SessionId, Vec<NewEvent>, std::path::PathBuf) {
-        let dir = std::env::temp_dir().join(format!(
-            "ctxlog-repair-{}-{marked}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        let config = GenerateConfig {
-            seed: 5,
-            turns: 2,
-            ..GenerateConfig::default()
-        };
-        let generated = generate(&config).unwrap();
-        let session = generated[0].session;
-        let events: Vec<NewEvent> = generated.into_iter().take(5).map(NewEvent::from).collect();
-        let trees = Trees::open(&dir, Duration::from_secs(1), 1 << 20).unwrap();
+        let (dir, trees) = fresh_trees(&format!("repair-{marked}"));
+        let (session, events) = events(5, 5);
         let mut appender = Appender::new(&trees);
-        let ok = |r: Result<_, crate::sled::append::NotWritten>| match r {
-            Ok(a) => a,
-            Err(_) => panic!("append refused"),
-        };
-        ok(appender.append(&trees, session, Expected::NoStream, &events[..3]));
+        appender
+            .append(&trees, session, Expected::NoStream, &events[..3])
+            .unwrap();
         let head = trees.heads.get(session.as_bytes()).unwrap().unwrap();
         if marked {
             mark(&trees, &BTreeSet::from([session])).unwrap();
         }
-        ok(appender.append(&trees, session, Expected::Exactly(3), &events[3..]));
+        appender
+            .append(&trees, session, Expected::Exactly(3), &events[3..])
+            .unwrap();
         trees.heads.insert(session.as_bytes(), head).unwrap();
         trees.db.flush().unwrap();
         drop(trees);
