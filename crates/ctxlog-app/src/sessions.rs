@@ -4,7 +4,7 @@
 //! `Store.sessions()` gives the same rows.
 
 use crate::catalog;
-use ctxlog_core::{JobStatus, Role, SessionId, SessionState, StepTokens};
+use ctxlog_core::{JobStatus, SessionId, SessionState};
 use ctxlog_store::{EventLog, ReadError};
 use serde::Serialize;
 
@@ -26,10 +26,10 @@ pub struct SessionRow {
     /// Events stored.
     pub events: u64,
     /// Messages.
-    pub messages: usize,
+    pub messages: u64,
     /// Messages withdrawn (`pop_item`, `clear_session`); the log keeps
     /// them.
-    pub withdrawn: usize,
+    pub withdrawn: u64,
     /// Model steps.
     pub steps: u64,
     /// The largest total tokens a step reported.
@@ -37,7 +37,7 @@ pub struct SessionRow {
     /// Completed compactions.
     pub compactions: usize,
     /// Tool outputs cleared now.
-    pub pruned_parts: usize,
+    pub pruned_parts: u64,
     /// The compaction policy in force.
     pub policy: String,
     /// The model's context window in tokens; 0: no automatic compaction.
@@ -276,7 +276,7 @@ pub fn row_of(s: SessionId, head: u64, st: &SessionState, interrupted: bool) -> 
         .and_then(|a| a.agent.clone())
         .or_else(|| simulation.is_some().then(|| "simulated".to_owned()));
     let directory = about.and_then(|a| a.directory.clone());
-    let (steps, peak_tokens) = steps_and_peak(st);
+    let tally = st.tally();
     SessionRow {
         session: s.to_string(),
         source_session: st.source_id.clone(),
@@ -286,16 +286,16 @@ pub fn row_of(s: SessionId, head: u64, st: &SessionState, interrupted: bool) -> 
         started_at: st.started_at,
         date: ctxlog_import::time::format_rfc3339_ms(st.started_at),
         events: head,
-        messages: st.messages.len(),
-        withdrawn: st.messages.iter().filter(|m| m.withdrawn).count(),
-        steps,
-        peak_tokens,
+        messages: tally.messages,
+        withdrawn: tally.withdrawn,
+        steps: tally.steps,
+        peak_tokens: tally.peak_tokens,
         compactions: st
             .jobs
             .iter()
             .filter(|j| matches!(j.status, JobStatus::Completed { .. }))
             .count(),
-        pruned_parts: st.pruned_parts().count(),
+        pruned_parts: tally.pruned_parts,
         policy: st.policy.name.clone(),
         context_limit: st.limits.context,
         window_tokens: ctxlog_core::window::estimate_window(st),
@@ -308,28 +308,6 @@ pub fn row_of(s: SessionId, head: u64, st: &SessionState, interrupted: bool) -> 
         interrupted,
         simulation,
     }
-}
-
-/// Steps and the peak total of a state's agent messages (an open step
-/// counts, with the usage it reported so far).
-pub fn steps_and_peak(st: &SessionState) -> (u64, u64) {
-    let mut steps = 0;
-    let mut peak = 0;
-    for m in st.messages.iter().filter(|m| !m.summary) {
-        for p in &m.parts {
-            if let Some(tokens) = p.step_tokens() {
-                steps += 1;
-                peak = peak.max(StepTokens::of(tokens).total);
-            }
-        }
-        // A step whose end is not recorded yet, with the usage it reported
-        // (the timeline's open row).
-        if let (Role::Assistant, None, Some(tokens)) = (m.role, &m.finish, &m.tokens) {
-            steps += 1;
-            peak = peak.max(StepTokens::of(tokens).total);
-        }
-    }
-    (steps, peak)
 }
 
 /// Orders the list; see [`list`].

@@ -21,7 +21,7 @@ pub(crate) fn generate_session(
     if let Some(path) = events_out {
         write_events(path, &events)?;
     }
-    let state = SessionState::replay(&events)
+    let state = SessionState::replay_keeping_history(&events)
         .map_err(|e| CliError::Failed(format!("replay failed: {e}")))?;
     report(as_json, &events, &state);
     Ok(())
@@ -30,7 +30,9 @@ pub(crate) fn generate_session(
 /// `replay-events FILE`: fold the file's envelopes, report.
 pub(crate) fn replay_events(as_json: bool, file: &Path) -> Result<(), CliError> {
     let events = read_events(file)?;
-    let mut state = SessionState::new();
+    // The whole file is in memory: the state keeps the history too (the
+    // report sums the tool outputs of every message).
+    let mut state = SessionState::keeping_history();
     for (line, e) in &events {
         state.evolve(e).map_err(|err: RefusedEvent| {
             CliError::BadInput(format!("{}:{line}: {err}", file.display()))
@@ -105,10 +107,10 @@ fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
         "events": events.len(),
         "head": state.head,
         "policy": state.policy.name,
-        "messages": state.messages.len(),
+        "messages": state.tally().messages,
         "compactions": {"completed": completed, "failed": failed, "pending": state.pending_jobs().count()},
         "timeline": timeline,
-        "pruned_parts": state.pruned_parts().count(),
+        "pruned_parts": state.tally().pruned_parts,
         "tool_output_tokens_stored": stored,
         "overflow": overflow,
         "next_prune": {"parts": plan.parts.len(), "tokens": plan.prunable_tokens, "apply": plan.apply},
@@ -130,7 +132,7 @@ fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
         state.head,
         state.policy.name
     );
-    println!("messages  {}", state.messages.len());
+    println!("messages  {}", state.tally().messages);
     println!(
         "compacted {completed} times ({failed} failed, {} pending)",
         state.pending_jobs().count()
@@ -145,7 +147,7 @@ fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
         "window    {} messages, ~{} tokens of content; {} pruned outputs still stored (~{} tool-output tokens kept in the log)",
         w.messages.len(),
         w.estimate(&estimator),
-        state.pruned_parts().count(),
+        state.tally().pruned_parts,
         stored
     );
     if let Some(o) = overflow {

@@ -72,26 +72,22 @@ pub fn replay(json: bool, db: &Location, session: &str) -> Result<(), CliError> 
 
 /// What a replay re-derived, as JSON.
 fn derived(state: &SessionState) -> serde_json::Value {
-    use ctxlog_core::{JobStatus, Role};
+    use ctxlog_core::JobStatus;
     let w = ctxlog_core::window(state);
     let jobs = |f: fn(&JobStatus) -> bool| state.jobs.iter().filter(|j| f(&j.status)).count();
-    let (steps, _) = ctxlog_app::sessions::steps_and_peak(state);
-    let pruned_tokens: u64 = state
-        .pruned_parts()
-        .filter_map(|(_, p)| p.pruned.as_ref().map(|m| m.tokens))
-        .sum();
+    let tally = state.tally();
     json!({
         "policy": state.policy.name,
-        "messages": state.messages.len(),
-        "user_messages": state.messages.iter().filter(|m| m.role == Role::User).count(),
-        "assistant_messages": state.messages.iter().filter(|m| m.role == Role::Assistant).count(),
-        "steps": steps,
+        "messages": tally.messages,
+        "user_messages": tally.user_messages,
+        "assistant_messages": tally.assistant_messages,
+        "steps": tally.steps,
         "compactions": {
             "completed": jobs(|s| matches!(s, JobStatus::Completed { .. })),
             "failed": jobs(|s| matches!(s, JobStatus::Failed { .. })),
             "pending": state.pending_jobs().count(),
         },
-        "pruned": {"parts": state.pruned_parts().count(), "tokens": pruned_tokens},
+        "pruned": {"parts": tally.pruned_parts, "tokens": tally.pruned_tokens},
         "window": {
             "pivot": w.pivot.map(|p| p.to_string()),
             "messages": w.messages.len(),

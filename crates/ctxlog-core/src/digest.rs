@@ -34,19 +34,23 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 impl SessionState {
-    /// The canonical digest of this state.
+    /// The canonical digest of this state: of what it holds but the
+    /// messages it dropped, so a state keeping its history has the digest
+    /// of one that does not.
     pub fn digest(&self) -> StateDigest {
         let mut h = Sha256::new();
         h.update(b"ctxlog/state\0");
         h.update(REDUCER_VERSION.to_le_bytes());
-        codec::encode_state_into(&mut h, self).expect("writing to a hasher cannot fail");
+        codec::encode_state_into(&mut h, &*self.held()).expect("writing to a hasher cannot fail");
         StateDigest(h.finalize().into())
     }
 
-    /// Encodes the state for a snapshot (lookup tables excluded).
+    /// Encodes the state for a snapshot (lookup tables and dropped messages
+    /// excluded: a snapshot decodes to a state that does not keep its
+    /// history).
     pub fn to_snapshot(&self) -> Vec<u8> {
         let mut out = Vec::new();
-        codec::encode_state_into(&mut out, self).expect("writing to a Vec cannot fail");
+        codec::encode_state_into(&mut out, &*self.held()).expect("writing to a Vec cannot fail");
         out
     }
 

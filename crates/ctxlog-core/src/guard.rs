@@ -4,6 +4,7 @@
 //! a fixed prompt overhead makes every step overflow again.
 
 use crate::event::{Event, Role};
+use crate::state::Job;
 use crate::state::SessionState;
 use crate::window::estimate_window;
 
@@ -60,22 +61,32 @@ impl LoopGuard {
     }
 
     /// Automatic compactions (completed or failed) requested after the
-    /// `within_steps`-th most recent finished step.
+    /// `within_steps`-th most recent finished step. When fewer steps than
+    /// that finished in the messages the state holds, a job whose marker
+    /// left the state counts when fewer than `within_steps` (at least one)
+    /// steps finished after it was requested.
     fn recent_auto(&self, state: &SessionState) -> u32 {
+        let within = self.within_steps.max(1);
         let since = state
             .messages
             .iter()
             .enumerate()
+            .skip(state.present_from())
             .rev()
             .filter(|(_, m)| m.role == Role::Assistant && !m.summary && m.finish.is_some())
-            .nth(self.within_steps.saturating_sub(1) as usize)
+            .nth(within as usize - 1)
             .map(|(i, _)| i);
+        let recent = |j: &&Job| match (state.message_index(j.marker), since) {
+            (Some(marker), Some(s)) => marker > s,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => state.steps_finished.saturating_sub(j.steps_before) < u64::from(within),
+        };
         state
             .jobs
             .iter()
-            .rev()
             .filter(|j| j.auto && !j.status.is_pending())
-            .filter(|j| since.is_none_or(|s| state.message_index(j.marker).is_some_and(|i| i > s)))
+            .filter(recent)
             .count() as u32
     }
 }

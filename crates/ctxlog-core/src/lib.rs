@@ -66,7 +66,7 @@ pub use policy::{
 };
 pub use prune::{plan_prune, PrunePlan, PruneStop};
 pub use recorder::Recorder;
-pub use state::{Job, JobStatus, Message, Part, PruneMark, SessionState, REDUCER_VERSION};
+pub use state::{Job, JobStatus, Message, Part, PruneMark, SessionState, Tally, REDUCER_VERSION};
 pub use tail::select_tail;
 pub use timeline::{
     timeline, timeline_and_state, timeline_with, StepEvent, StepRow, StepTokens, Timeline,

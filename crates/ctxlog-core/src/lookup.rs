@@ -55,9 +55,26 @@ impl<K: Ord + Copy, V: Copy> Lookup<K, V> {
         }
     }
 
-    /// Whether `key` is present.
-    pub(crate) fn contains_key(&self, key: &K) -> bool {
-        self.get(key).is_some()
+    /// Keeps the keys whose value `f` maps to `Some`, with that value
+    /// (the order of the keys is kept, so the table stays compact).
+    pub(crate) fn filter_map_values(&mut self, mut f: impl FnMut(V) -> Option<V>) {
+        self.ordered.retain_mut(|(_, v)| match f(*v) {
+            Some(new) => {
+                *v = new;
+                true
+            }
+            None => false,
+        });
+        if self.ordered.len() < self.ordered.capacity() / 4 {
+            self.ordered.shrink_to(self.ordered.len() * 2);
+        }
+        self.late.retain(|_, v| match f(*v) {
+            Some(new) => {
+                *v = new;
+                true
+            }
+            None => false,
+        });
     }
 
     /// The number of keys.
@@ -114,5 +131,13 @@ mod tests {
         assert_eq!(lookup, reversed);
         reversed.insert(7, 1);
         assert_ne!(lookup, reversed);
+        // Dropping the values below 2,500 and shifting the rest.
+        lookup.filter_map_values(|v| v.checked_sub(2_500));
+        model.retain(|_, v| *v >= 2_500);
+        model.values_mut().for_each(|v| *v -= 2_500);
+        assert_eq!(lookup.len(), model.len());
+        for k in 0..60_000u64 {
+            assert_eq!(lookup.get(&k), model.get(&k).copied(), "key {k}");
+        }
     }
 }

@@ -59,7 +59,7 @@ pub fn plan_prune(state: &SessionState, policy: &Policy) -> PrunePlan {
     let mut pruned = 0u64;
     let mut parts = Vec::new();
     let mut stop = PruneStop::Start;
-    'walk: for msg in state.messages.iter().rev() {
+    'walk: for msg in state.present_messages().iter().rev() {
         // A withdrawn message is no turn and holds nothing the model sees;
         // a withdrawn summary still ends the walk (what is before it is
         // out of the window).

@@ -114,21 +114,14 @@ pub struct StepTokens {
 impl StepTokens {
     /// The reported usage as a row shows it.
     pub fn of(t: &TokenUsage) -> Self {
-        let sum = t
-            .input
-            .saturating_add(t.output)
-            .saturating_add(t.reasoning)
-            .saturating_add(t.cache_read)
-            .saturating_add(t.cache_write);
-        let reported = t.total.filter(|&v| v > 0);
         StepTokens {
             input: t.input,
             output: t.output,
             reasoning: t.reasoning,
             cache_read: t.cache_read,
             cache_write: t.cache_write,
-            total: reported.unwrap_or(sum),
-            total_reported: reported.is_some(),
+            total: t.shown_total(),
+            total_reported: t.total.is_some_and(|v| v > 0),
         }
     }
 }
@@ -173,16 +166,24 @@ pub fn timeline_with(
     events: &[Envelope],
     at_step: impl FnMut(&SessionState, &StepRow),
 ) -> Result<Timeline, RefusedEvent> {
-    timeline_and_state(events, at_step).map(|(t, _)| t)
+    fold_timeline(SessionState::new(), events, at_step).map(|(t, _)| t)
 }
 
-/// [`timeline_with`], also returning the state at the end of the events
-/// (the fold that made the timeline made it too).
+/// [`timeline_with`], also returning the state at the end of the events,
+/// keeping its history (the fold that made the timeline made it too).
 pub fn timeline_and_state(
+    events: &[Envelope],
+    at_step: impl FnMut(&SessionState, &StepRow),
+) -> Result<(Timeline, SessionState), RefusedEvent> {
+    fold_timeline(SessionState::keeping_history(), events, at_step)
+}
+
+/// Folds `events` into `state` (empty), a row per step.
+fn fold_timeline(
+    mut state: SessionState,
     events: &[Envelope],
     mut at_step: impl FnMut(&SessionState, &StepRow),
 ) -> Result<(Timeline, SessionState), RefusedEvent> {
-    let mut state = SessionState::new();
     let mut steps: Vec<StepRow> = Vec::new();
     // The last usage reported of a step not finished yet.
     let mut open: Option<&Envelope> = None;

@@ -26,6 +26,7 @@ fn last_bodies(events: &[Envelope]) -> BTreeMap<PartId, PartBody> {
 #[test]
 fn a_generated_session_seals_its_history_and_reads_it_back() {
     let mut checked = 0;
+    let mut dropped = 0;
     for seed in 1..6 {
         let events = generate(&GenerateConfig {
             seed,
@@ -33,7 +34,7 @@ fn a_generated_session_seals_its_history_and_reads_it_back() {
             ..GenerateConfig::default()
         })
         .unwrap();
-        let state = SessionState::replay(&events).unwrap();
+        let state = SessionState::replay_keeping_history(&events).unwrap();
         assert!(state
             .jobs
             .iter()
@@ -70,12 +71,23 @@ fn a_generated_session_seals_its_history_and_reads_it_back() {
             estimate_window(&state),
             window(&state).estimate(&state.policy.estimator)
         );
-        // Snapshots keep what is sealed.
+        // A snapshot keeps what the state that drops closed messages keeps,
+        // and both retentions have the same digest.
+        let windowed = SessionState::replay(&events).unwrap();
+        dropped += windowed.evicted.messages;
+        assert_eq!(
+            windowed.messages.len() as u64 + windowed.evicted.messages,
+            state.messages.len() as u64
+        );
+        assert_eq!(windowed.digest(), state.digest(), "seed {seed}");
+        assert_eq!(windowed.tally(), state.tally(), "seed {seed}");
+        assert_eq!(window(&windowed), window(&state), "seed {seed}");
         let back = SessionState::from_snapshot(&state.to_snapshot()).unwrap();
-        assert_eq!(back, state);
+        assert_eq!(back, windowed);
         assert_eq!(back.digest(), state.digest());
     }
     assert!(checked > 1_000, "only {checked} parts compared");
+    assert!(dropped > 0, "no closed message was dropped");
 }
 
 #[test]
@@ -129,4 +141,103 @@ fn a_summary_whose_tail_starts_before_the_window_is_refused() {
     s.r.summarize(t, second, "TWO", None, TokenUsage::default())
         .unwrap();
     assert_eq!(window(s.state()).pivot, Some(second));
+}
+
+/// A generated session long enough that a pivot dropped messages, with the
+/// state that drops them and the one that keeps its history.
+fn dropped_session() -> (Vec<Envelope>, SessionState, SessionState) {
+    for seed in 1..20 {
+        let events = generate(&GenerateConfig {
+            seed,
+            turns: 40,
+            ..GenerateConfig::default()
+        })
+        .unwrap();
+        let windowed = SessionState::replay(&events).unwrap();
+        if windowed.has_dropped() {
+            let history = SessionState::replay_keeping_history(&events).unwrap();
+            return (events, windowed, history);
+        }
+    }
+    panic!("no generated session dropped a message");
+}
+
+#[test]
+fn late_events_on_dropped_messages_are_taken_and_change_only_the_history() {
+    let (events, mut windowed, mut history) = dropped_session();
+    assert!(history.present_from() > 0);
+    let dropped = &history.messages[..history.present_from()];
+    let assistant = dropped
+        .iter()
+        .find(|m| m.role == Role::Assistant && !m.summary)
+        .expect("a dropped agent message")
+        .id;
+    assert!(windowed.message(assistant).is_none());
+    assert!(history.message(assistant).is_none(), "dropped in both");
+    let tally = windowed.tally();
+    let last = events.last().unwrap().clone();
+    let late = |seq: u64, event: Event| Envelope {
+        seq,
+        id: EventId(uuid::Uuid::from_u128(
+            0x0199_0000_0000_7000_8000_0000_0000_0000 + u128::from(seq),
+        )),
+        event,
+        ..last.clone()
+    };
+    let usage = TokenUsage {
+        input: 7,
+        ..TokenUsage::default()
+    };
+    let lates = [
+        late(
+            last.seq + 1,
+            Event::UsageReported {
+                message: assistant,
+                tokens: usage,
+            },
+        ),
+        late(
+            last.seq + 2,
+            Event::MessageErrored {
+                message: assistant,
+                error: MessageError {
+                    name: "Late".into(),
+                    message: "a late error".into(),
+                },
+            },
+        ),
+    ];
+    for e in &lates {
+        windowed.evolve(e).unwrap();
+        history.evolve(e).unwrap();
+    }
+    // The history's copy changed; the figures and the digest did not.
+    let kept = history.history_message(assistant).unwrap();
+    assert_eq!(kept.tokens.as_deref(), Some(&usage));
+    assert_eq!(kept.error.as_ref().map(|e| e.name.as_str()), Some("Late"));
+    assert_eq!(windowed.tally(), tally);
+    assert_eq!(windowed.digest(), history.digest());
+    // An id the state never knew is taken too once messages were dropped
+    // (it may be a dropped one); before that it is refused.
+    let unknown = MessageId(uuid::Uuid::from_u128(42));
+    let e = late(
+        last.seq + 3,
+        Event::UsageReported {
+            message: unknown,
+            tokens: usage,
+        },
+    );
+    windowed.evolve(&e).unwrap();
+    let fresh = SessionState::replay(&events[..2]).unwrap();
+    let mut fresh2 = fresh.clone();
+    let mut e = late(
+        3,
+        Event::UsageReported {
+            message: unknown,
+            tokens: usage,
+        },
+    );
+    e.session = events[0].session;
+    assert!(fresh2.evolve(&e).is_err());
+    assert_eq!(fresh2, fresh);
 }

@@ -147,7 +147,7 @@ fn check_usage(run: &Run, events: &[Envelope]) {
         messages.len(),
         "one assistant message per agent request"
     );
-    let state = SessionState::replay(events).unwrap();
+    let state = SessionState::replay_keeping_history(events).unwrap();
     for (request, (_, id)) in agent.iter().zip(&messages) {
         let usage = match request.reply.as_ref().unwrap() {
             Reply::Text { usage, .. } | Reply::ToolCalls { usage, .. } => usage,
@@ -162,7 +162,7 @@ fn check_usage(run: &Run, events: &[Envelope]) {
             cache_write: usage.cache_write,
         };
         assert_eq!(
-            state.message(*id).unwrap().tokens.as_deref(),
+            state.history_message(*id).unwrap().tokens.as_deref(),
             Some(&want),
             "request n={}: the step's usage",
             request.n

@@ -137,14 +137,14 @@ fn check_usage(run: &Run, events: &[Envelope]) {
         messages.len(),
         "one assistant message per answered agent request, none for a compaction's answer"
     );
-    let state = SessionState::replay(events).unwrap();
+    let state = SessionState::replay_keeping_history(events).unwrap();
     for (request, (_, id)) in agent.iter().zip(&messages) {
         let usage = match request.reply.as_ref().unwrap() {
             Reply::Text { usage, .. } | Reply::ToolCalls { usage, .. } => usage,
             Reply::Error { .. } => unreachable!(),
         };
         assert_eq!(
-            state.message(*id).unwrap().tokens.as_deref(),
+            state.history_message(*id).unwrap().tokens.as_deref(),
             Some(&stored(usage)),
             "request n={}: the step's usage",
             request.n

@@ -173,9 +173,9 @@ fn check_usage(run: &Run, events: &[Envelope]) {
         messages.len(),
         "one assistant message per agent request"
     );
-    let state = SessionState::replay(events).unwrap();
+    let state = SessionState::replay_keeping_history(events).unwrap();
     for (request, (_, id)) in agent.iter().zip(&messages) {
-        let m = state.message(*id).unwrap();
+        let m = state.history_message(*id).unwrap();
         match request.reply.as_ref().unwrap() {
             Reply::Text { usage, .. } | Reply::ToolCalls { usage, .. } => {
                 assert_eq!(

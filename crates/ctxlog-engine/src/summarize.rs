@@ -391,7 +391,8 @@ pub struct RecordedSummarizer {
 impl RecordedSummarizer {
     /// Collects the completed summaries of `events` (one session's log).
     pub fn from_log(events: &[Envelope]) -> Self {
-        let state = match ctxlog_core::SessionState::replay(events) {
+        // Every job's summary, dropped or not: the state keeps the history.
+        let state = match ctxlog_core::SessionState::replay_keeping_history(events) {
             Ok(s) => s,
             Err(_) => return Self::default(),
         };
@@ -401,7 +402,7 @@ impl RecordedSummarizer {
             if !matches!(job.status, JobStatus::Completed { .. }) {
                 continue;
             }
-            let Some(summary) = job.summary.and_then(|s| state.message(s)) else {
+            let Some(summary) = job.summary.and_then(|s| state.history_message(s)) else {
                 continue;
             };
             let Ok(text) = summary.texts_in(events) else {

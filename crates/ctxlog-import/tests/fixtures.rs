@@ -20,7 +20,8 @@ fn load(rel: &str, format: Format) -> (Imported, SessionState) {
     assert_eq!(Format::sniff(text.as_bytes()), Some(format), "{rel}");
     let a = import(text.as_bytes(), rel, format, &ImportOptions::default())
         .unwrap_or_else(|e| panic!("{e}"));
-    let s = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
+    // Keeping the history: these tests read every message, closed or not.
+    let s = SessionState::replay_keeping_history(&a.events.to_vec().unwrap()).unwrap();
     (a, s)
 }
 

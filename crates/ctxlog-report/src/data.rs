@@ -512,7 +512,7 @@ fn summaries(
 ) -> Result<Vec<Value>, ContentError> {
     let mut out = Vec::new();
     for j in &state.jobs {
-        let summary = j.summary.and_then(|s| state.message(s));
+        let summary = j.summary.and_then(|s| state.history_message(s));
         let text = match summary {
             Some(m) => m.texts_in(events)?.join("\n"),
             None => String::new(),

@@ -18,7 +18,8 @@ pub const MAX_OUTPUT_CHARS: usize = 2_000;
 /// The transcript of `events`.
 pub fn markdown(events: &[Envelope]) -> Result<String, ReportError> {
     let label = "session";
-    let state = SessionState::replay(events).map_err(|r| ReportError::refused(label, r))?;
+    let state =
+        SessionState::replay_keeping_history(events).map_err(|r| ReportError::refused(label, r))?;
     let mut out = String::new();
     let about = state.about.as_ref();
     let title = about

@@ -179,7 +179,7 @@ impl Drafter<'_, '_> {
     /// event; nothing when there is none.
     pub(super) fn withdraw_all(&mut self, state: &SessionState, reason: String) {
         let messages: Vec<MessageId> = state
-            .messages
+            .present_messages()
             .iter()
             .filter(|m| !m.withdrawn)
             .map(|m| m.id)
@@ -197,12 +197,7 @@ impl Drafter<'_, '_> {
         part: PartId,
         reason: String,
     ) -> Result<(), Violation> {
-        let p = state
-            .messages
-            .iter()
-            .flat_map(|m| &m.parts)
-            .find(|p| p.id == part)
-            .ok_or(Violation::UnknownPart(part))?;
+        let (_, p) = state.part(part).ok_or(Violation::UnknownPart(part))?;
         let Some(PartBody::Tool {
             call_id,
             tool,
@@ -263,7 +258,7 @@ impl Drafter<'_, '_> {
 /// The last user message still sent: the parent of new assistant messages.
 fn last_input(state: &SessionState) -> Option<MessageId> {
     state
-        .messages
+        .present_messages()
         .iter()
         .rev()
         .find(|m| m.role == Role::User && !m.withdrawn && !m.marker)

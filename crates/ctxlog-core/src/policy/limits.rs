@@ -31,3 +31,20 @@ pub struct TokenUsage {
     /// Prompt tokens written to the cache.
     pub cache_write: u64,
 }
+
+impl TokenUsage {
+    /// The sum of the five counts (what the agents compute).
+    pub fn sum(&self) -> u64 {
+        self.input
+            .saturating_add(self.output)
+            .saturating_add(self.reasoning)
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
+    }
+
+    /// The provider's total when it reported one (above 0), else
+    /// [`TokenUsage::sum`]: a step's total as the views show it.
+    pub fn shown_total(&self) -> u64 {
+        self.total.filter(|&v| v > 0).unwrap_or_else(|| self.sum())
+    }
+}

@@ -36,21 +36,38 @@ fn validate_policy(p: &Policy) -> Result<(), Violation> {
 
 impl SessionState {
     fn ensure_new_message(&self, id: MessageId) -> Result<(), Violation> {
-        if self.index.messages.contains_key(&id) {
+        if self.message_index(id).is_some() {
             return Err(Violation::DuplicateMessage(id));
         }
         Ok(())
     }
 
     fn ensure_new_part(&self, id: PartId) -> Result<(), Violation> {
-        if self.index.parts.contains_key(&id) {
+        if self.part(id).is_some() {
             return Err(Violation::DuplicatePart(id));
         }
         Ok(())
     }
 
-    fn existing_message(&self, id: MessageId) -> Result<&Message, Violation> {
-        self.message(id).ok_or(Violation::UnknownMessage(id))
+    /// The message an event names or changes: `Some` when the state has
+    /// it; `None` when it may be one a pivot dropped (the state no longer
+    /// knows their ids: the event is taken unchecked, a late event on a
+    /// message long out of the window); an error otherwise.
+    fn target_message(&self, id: MessageId) -> Result<Option<&Message>, Violation> {
+        match self.message(id) {
+            Some(m) => Ok(Some(m)),
+            None if self.has_dropped() => Ok(None),
+            None => Err(Violation::UnknownMessage(id)),
+        }
+    }
+
+    /// The part an event names or changes, as [`Self::target_message`].
+    fn target_part(&self, id: PartId) -> Result<Option<(&Message, &Part)>, Violation> {
+        match self.part(id) {
+            Some(found) => Ok(Some(found)),
+            None if self.has_dropped() => Ok(None),
+            None => Err(Violation::UnknownPart(id)),
+        }
     }
 
     fn existing_job(&self, id: MessageId) -> Result<&Job, Violation> {
@@ -162,7 +179,7 @@ impl SessionState {
             if !seen.insert(*id) {
                 return Err(Violation::RepeatedMessage(*id));
             }
-            if self.existing_message(*id)?.withdrawn {
+            if self.target_message(*id)?.is_some_and(|m| m.withdrawn) {
                 return Err(Violation::AlreadyWithdrawn(*id));
             }
         }
@@ -178,10 +195,10 @@ impl SessionState {
         match target {
             SourceTarget::Session => {}
             SourceTarget::Message(m) => {
-                self.existing_message(m)?;
+                self.target_message(m)?;
             }
             SourceTarget::Part(p) => {
-                self.part(p).ok_or(Violation::UnknownPart(p))?;
+                self.target_part(p)?;
             }
         }
         if !matches!(fields, Json::Object(_)) {
@@ -217,7 +234,7 @@ impl SessionState {
     ) -> Result<(), Violation> {
         self.ensure_new_message(message)?;
         if let Some(p) = parent {
-            self.existing_message(p)?;
+            self.target_message(p)?;
         }
         Ok(())
     }
@@ -228,20 +245,25 @@ impl SessionState {
         part: PartId,
         body: &PartBody,
     ) -> Result<(), Violation> {
-        let msg = self.existing_message(message)?;
+        let msg = self.target_message(message)?;
         self.ensure_new_part(part)?;
+        let Some(msg) = msg else {
+            return Ok(());
+        };
         self.check_compaction_message_open(msg, body)?;
         check_new_body(msg, body)
     }
 
     fn check_part_updated(&self, part: PartId, body: &PartBody) -> Result<(), Violation> {
-        let (msg, old) = self.part(part).ok_or(Violation::UnknownPart(part))?;
+        let Some((msg, old)) = self.target_part(part)? else {
+            return Ok(());
+        };
         self.check_compaction_message_open(msg, body)?;
         check_update(old, body)
     }
 
     fn check_step_finished(&self, message: MessageId, part: PartId) -> Result<(), Violation> {
-        self.existing_message(message)?;
+        self.target_message(message)?;
         self.ensure_new_part(part)?;
         self.check_agent_step(message, "step-finish")
     }
@@ -249,7 +271,9 @@ impl SessionState {
     /// A step (`kind`: its finish, or the usage it reported) is an agent's
     /// assistant message, never a summary.
     fn check_agent_step(&self, message: MessageId, kind: &'static str) -> Result<(), Violation> {
-        let msg = self.existing_message(message)?;
+        let Some(msg) = self.target_message(message)? else {
+            return Ok(());
+        };
         if msg.role != Role::Assistant {
             return Err(Violation::WrongRole {
                 kind,
@@ -264,7 +288,9 @@ impl SessionState {
     }
 
     fn check_message_errored(&self, message: MessageId) -> Result<(), Violation> {
-        let msg = self.existing_message(message)?;
+        let Some(msg) = self.target_message(message)? else {
+            return Ok(());
+        };
         if msg.summary {
             // An errored summary must never be a pivot: the job says so.
             return Err(Violation::SummaryErrorNeedsJobEvent(message));
@@ -294,7 +320,7 @@ impl SessionState {
         self.ensure_new_message(message)?;
         self.ensure_new_part(part)?;
         if let CompactionTrigger::Overflow { step, .. } = trigger {
-            self.existing_message(*step)?;
+            self.target_message(*step)?;
         }
         Ok(())
     }
@@ -383,7 +409,11 @@ impl SessionState {
             if !seen.insert(*part) {
                 return Err(Violation::RepeatedPart(*part));
             }
-            let (_, p) = self.part(*part).ok_or(Violation::UnknownPart(*part))?;
+            let Some((_, p)) = self.target_part(*part)? else {
+                // A part of a message the state dropped: counted.
+                sum = sum.saturating_add(*tokens);
+                continue;
+            };
             if p.completed_output_units().is_none() {
                 return Err(Violation::NotPrunable(*part));
             }

@@ -50,6 +50,7 @@ impl SessionState {
             tail_start: None,
             prompt: None,
             redactions: 0,
+            steps_before: self.steps_finished,
         });
     }
 
@@ -95,7 +96,7 @@ impl SessionState {
     }
 
     /// The summary's step finishes and the job completes: the window pivots
-    /// and what falls before its new start is sealed.
+    /// and what falls before its new start is closed.
     pub(super) fn apply_summary_completed(
         &mut self,
         seq: Seq,
@@ -114,7 +115,7 @@ impl SessionState {
             j.redactions = redactions;
         }
         let start = self.window_start();
-        self.seal_before(start);
+        self.close_before(start);
         self.set_last_finished(LastFinished {
             message: summary,
             summary: true,

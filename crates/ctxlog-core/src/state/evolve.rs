@@ -180,6 +180,9 @@ impl SessionState {
         else {
             return;
         };
+        if self.message(*message).is_some_and(|m| m.finish.is_none()) {
+            self.steps_finished += 1;
+        }
         self.finish_step(env.seq, *message, *part, reason, tokens, *cost_micros);
         self.set_last_finished(LastFinished {
             message: *message,
@@ -189,9 +192,14 @@ impl SessionState {
         });
     }
 
-    /// A prune mark on each part, and its estimate.
+    /// A prune mark on each part, and its estimate; the prune of a part
+    /// the state dropped is counted in `evicted`.
     fn apply_parts_pruned(&mut self, env: &Envelope, parts: &[PrunedPart], policy: &str) {
         for PrunedPart { part, tokens } in parts {
+            if self.part(*part).is_none() {
+                self.evicted.pruned_parts += 1;
+                self.evicted.pruned_tokens += *tokens;
+            }
             if let Some(p) = self.part_mut(*part) {
                 p.pruned = Some(Box::new(PruneMark {
                     seq: env.seq,

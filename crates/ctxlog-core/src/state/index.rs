@@ -50,6 +50,19 @@ impl Index {
         self.parts.insert(id, (slot(message), slot(at)));
     }
 
+    /// Forgets the first `n` messages (dropped from the state): their ids
+    /// and their parts' leave the tables, every later position moves down
+    /// by `n`.
+    pub(super) fn drop_front(&mut self, n: usize) {
+        let n32 = slot(n);
+        self.messages.filter_map_values(|i| i.checked_sub(n32));
+        self.parts
+            .filter_map_values(|(mi, pi)| Some((mi.checked_sub(n32)?, pi)));
+        self.part_tokens.drain(..n.min(self.part_tokens.len()));
+        self.message_tokens
+            .drain(..n.min(self.message_tokens.len()));
+    }
+
     pub(super) fn insert_job(&mut self, id: MessageId, at: usize) {
         self.jobs.insert(id, slot(at));
     }

@@ -65,4 +65,7 @@ pub struct Job {
     pub prompt: Option<PromptRecord>,
     /// Secrets redacted from the summary.
     pub redactions: u32,
+    /// Agent steps finished when it was requested
+    /// ([`SessionState::steps_finished`](super::SessionState::steps_finished)).
+    pub steps_before: u64,
 }

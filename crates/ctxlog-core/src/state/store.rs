@@ -59,6 +59,8 @@ impl SessionState {
         self.jobs.push(job);
     }
 
+    /// A part the state holds, dropped or not (a late event on a dropped
+    /// message changes the copy a state keeping its history holds).
     pub(super) fn part_mut(&mut self, id: PartId) -> Option<&mut Part> {
         let (mi, pi) = self.index.part(&id)?;
         self.messages.get_mut(mi)?.parts.get_mut(pi)
@@ -69,6 +71,7 @@ impl SessionState {
         self.jobs.get_mut(i)
     }
 
+    /// A message the state holds, dropped or not (see `part_mut`).
     pub(super) fn message_mut(&mut self, id: MessageId) -> Option<&mut Message> {
         let i = self.index.message(&id)?;
         self.messages.get_mut(i)

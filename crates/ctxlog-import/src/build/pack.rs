@@ -5,7 +5,7 @@
 use super::{as_json, Builder};
 use crate::json::merge;
 use crate::{ImportError, Imported};
-use ctxlog_core::{description_event_id, Event, Json, Role, SessionAbout, SourceTarget};
+use ctxlog_core::{description_event_id, Event, Json, SessionAbout, SourceTarget};
 
 /// How many events the recorder holds before they move into the pack.
 const HELD_EVENTS: usize = 256;
@@ -118,15 +118,11 @@ impl Builder<'_> {
                 message: crate::NO_SESSION.into(),
             });
         };
-        let (session, messages) = (r.session(), r.state().messages.len() as u64);
+        let tally = r.state().tally();
+        let (session, messages) = (r.session(), tally.messages);
         // A step whose end is not recorded yet counts too: it is a model
         // call, with the usage it reported (the timeline's open row).
-        let open = r
-            .state()
-            .messages
-            .iter()
-            .filter(|m| m.role == Role::Assistant && m.finish.is_none() && m.tokens.is_some())
-            .count() as u64;
+        let open = tally.open_steps;
         debug_assert!(r.events().is_empty(), "every event was packed");
         let events = self.pack;
         Ok(Imported {

@@ -92,7 +92,7 @@ impl<L: Contents + ?Sized> Doc<'_, L> {
         if let Some(p) = m.parent.and_then(|p| self.msg_ids.get(&p)) {
             return p.clone();
         }
-        let index = self.state.message_index(m.id).unwrap_or(0);
+        let index = self.state.history_index(m.id).unwrap_or(0);
         self.state.messages[..index]
             .iter()
             .rev()

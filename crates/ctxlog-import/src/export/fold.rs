@@ -57,7 +57,7 @@ impl Source {
 pub(super) fn fold<B: std::borrow::Borrow<Envelope>>(
     events: impl IntoIterator<Item = Result<B, ExportError>>,
 ) -> Result<(SessionState, Extra, TimestampMs), ExportError> {
-    let mut state = SessionState::new();
+    let mut state = SessionState::keeping_history();
     let mut extra = Extra::default();
     let mut updated = 0;
     let mut after_auto_summary = false;
