@@ -9,9 +9,9 @@
 //! applies only if the selected tokens exceed `prune_minimum` (strictly).
 //! A plan marks parts; it never deletes anything.
 
-use crate::event::{Event, PrunedPart, Role};
+use crate::event::{Event, PrunedPart};
 use crate::policy::Policy;
-use crate::state::SessionState;
+use crate::state::{ends_prune_walk, prune_walk, SessionState};
 use serde::{Deserialize, Serialize};
 
 /// Why the walk ended.
@@ -54,25 +54,12 @@ impl PrunePlan {
 /// Plans a prune of `state` under `policy` (usually `state.policy`; another
 /// policy simulates what it would have done).
 pub fn plan_prune(state: &SessionState, policy: &Policy) -> PrunePlan {
-    let mut turns = 0u32;
     let mut total = 0u64;
     let mut pruned = 0u64;
     let mut parts = Vec::new();
     let mut stop = PruneStop::Start;
-    'walk: for msg in state.present_messages().iter().rev() {
-        // A withdrawn message is no turn and holds nothing the model sees;
-        // a withdrawn summary still ends the walk (what is before it is
-        // out of the window).
-        if msg.withdrawn && !msg.summary {
-            continue;
-        }
-        if msg.role == Role::User {
-            turns += 1;
-        }
-        if turns < policy.prune_protect_turns {
-            continue;
-        }
-        if msg.role == Role::Assistant && msg.summary {
+    'walk: for (_, msg) in prune_walk(state.present_messages(), policy.prune_protect_turns) {
+        if ends_prune_walk(msg) {
             stop = PruneStop::Summary;
             break;
         }

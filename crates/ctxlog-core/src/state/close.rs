@@ -9,8 +9,8 @@
 //! first summary after that many user messages, or at a part already
 //! pruned. The messages from there to the window's start stay, sealed.
 
+use super::message::{ends_prune_walk, prune_walk};
 use super::session::{Retention, SessionState};
-use crate::event::Role;
 use std::borrow::Cow;
 
 impl SessionState {
@@ -33,31 +33,18 @@ impl SessionState {
     fn prune_reach(&self, start: usize) -> usize {
         let policy = &self.policy;
         let floor = self.kept_from;
-        let mut turns = 0u32;
-        let end = start.min(self.messages.len());
-        for i in (floor..end).rev() {
-            let Some(m) = self.messages.get(i) else {
-                break;
-            };
-            if m.withdrawn && !m.summary {
-                continue;
-            }
-            if m.role == Role::User {
-                turns += 1;
-            }
-            if turns < policy.prune_protect_turns {
-                continue;
-            }
-            if m.role == Role::Assistant && m.summary {
-                return i;
-            }
+        let closed = self
+            .messages
+            .get(floor..start.min(self.messages.len()))
+            .unwrap_or_default();
+        for (i, m) in prune_walk(closed, policy.prune_protect_turns) {
             let pruned_before = m.parts.iter().any(|p| {
                 p.completed_output_units().is_some()
                     && p.pruned.is_some()
                     && !p.tool_name().is_some_and(|t| policy.is_protected_tool(t))
             });
-            if pruned_before {
-                return i;
+            if ends_prune_walk(m) || pruned_before {
+                return floor + i;
             }
         }
         floor

@@ -49,6 +49,35 @@ pub struct Message {
     pub parts: Vec<Part>,
 }
 
+/// The messages a prune walk visits, newest first, with their positions in
+/// `messages`: past the `protect_turns` most recent user turns (counting
+/// the user message that completes them), skipping withdrawn messages that
+/// are not summaries (no turn, nothing the model sees; a withdrawn summary
+/// still ends the walk). The walk itself ([`crate::plan_prune`]) and what a
+/// pivot keeps for it (`close.rs`) both go through here.
+pub(crate) fn prune_walk(
+    messages: &[Message],
+    protect_turns: u32,
+) -> impl Iterator<Item = (usize, &Message)> {
+    let mut turns = 0u32;
+    messages
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, m)| !m.withdrawn || m.summary)
+        .filter(move |(_, m)| {
+            if m.role == Role::User {
+                turns += 1;
+            }
+            turns >= protect_turns
+        })
+}
+
+/// Whether a prune walk ends at `m` (a compaction summary).
+pub(crate) fn ends_prune_walk(m: &Message) -> bool {
+    m.role == Role::Assistant && m.summary
+}
+
 impl Message {
     /// The texts of its text parts, in order, read back from `log` where
     /// sealed.

@@ -30,6 +30,7 @@ mod tally;
 pub use crate::part::{Body, Part, PruneMark};
 pub use job::{Job, JobStatus};
 pub use message::Message;
+pub(crate) use message::{ends_prune_walk, prune_walk};
 pub use session::{LastFinished, SessionState};
 pub use tally::Tally;
 
