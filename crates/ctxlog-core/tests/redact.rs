@@ -10,6 +10,9 @@ const SECRETS: &[(&str, &str)] = &[
     ("a\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA1b2c3d4e5f6\nZm9vYmFy\n-----END RSA PRIVATE KEY-----\nb", "a\n[REDACTED private-key]\nb"),
     ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----", "[REDACTED private-key]"),
     ("k: -----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\n-----END PRIVATE KEY-----\\n tail", "k: [REDACTED private-key]\\n tail"),
+    // A token glued to a header with no key after it starts a word only
+    // once the header is a marker: found in the same call (a proptest case).
+    ("-----BEGIN RSA PRIVATE KEY-----sk-a00AAA0-_AA0A-aaaa_a", "[REDACTED private-key][REDACTED openai-key]"),
     ("-----BEGIN EC PRIVATE KEY----- MHcCAQEEIBYrsDh3bYv1Zx0example0x MHcCAQEEIBYrsDh3bYv1Zx0example0x -----END EC PRIVATE KEY----- ok", "[REDACTED private-key] ok"),
     ("-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkq\n-----END ENCRYPTED PRIVATE KEY-----", "[REDACTED private-key]"),
     ("-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\nMIIEowIBAAKCAQEA1b2c3d4e5f6\n-----END RSA PRIVATE KEY-----", "[REDACTED private-key]"),

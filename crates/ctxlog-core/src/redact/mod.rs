@@ -150,8 +150,34 @@ pub(super) struct Span {
     pub(super) kind: SecretKind,
 }
 
+/// Most passes [`redact`] makes over a text (each after the first runs only
+/// when the one before found something).
+const MAX_PASSES: usize = 4;
+
 /// Returns `text` with every secret replaced by its kind's marker.
+/// Redacting the result again finds nothing: a replacement can give a
+/// detector the boundary it needs (a token glued to a private key's header,
+/// `-----sk-…`, starts a word once the header is a marker), so the text is
+/// redacted again until a pass finds nothing new.
 pub fn redact(text: &str) -> Redacted {
+    let mut out = redact_once(text);
+    let mut found_last = out.total() > 0;
+    for _ in 1..MAX_PASSES {
+        if !found_last {
+            break;
+        }
+        let again = redact_once(&out.text);
+        found_last = again.total() > 0;
+        out.text = again.text;
+        for (kind, n) in again.found {
+            *out.found.entry(kind).or_insert(0) += n;
+        }
+    }
+    out
+}
+
+/// One pass of every detector over `text`.
+fn redact_once(text: &str) -> Redacted {
     let mut spans = Vec::new();
     pem::private_keys(text, &mut spans);
     tokens::prefixed_tokens(text, &mut spans);
