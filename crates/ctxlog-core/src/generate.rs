@@ -187,6 +187,8 @@ fn run_job(
             fallback.exhausted()
         };
         r.run(*t + 1, Command::FailJob { job, error }, guard)?;
+        // The clock never goes back: what follows comes after the failure.
+        *t += 1;
         return Ok(None);
     }
     let text = format!(
@@ -423,6 +425,8 @@ impl<'c> Generation<'c> {
                 },
             },
         )?;
+        // The clock never goes back: what follows comes after the error.
+        self.t += 1;
         Ok(())
     }
 

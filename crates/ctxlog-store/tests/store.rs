@@ -224,6 +224,17 @@ fn many_sessions_in_parallel_replay_to_their_states() {
     }
 }
 
+/// Appends `events` to the new session `s` one event per append, so that
+/// each record is a value of its own (a pack holds the records of one
+/// append), for tests that damage single records by key.
+fn append_one_by_one(store: &SledStore, s: SessionId, events: Vec<NewEvent>) {
+    for (head, e) in events.into_iter().enumerate() {
+        store
+            .append(s, Expected::Exactly(head as Seq), vec![e])
+            .unwrap();
+    }
+}
+
 fn corrupt(dir: &std::path::Path, f: impl FnOnce(&sled::Tree)) {
     let db = sled::open(dir).unwrap();
     f(&db.open_tree("events").unwrap());
@@ -239,10 +250,9 @@ fn flipped_deleted_and_swapped_records_are_named() {
     let (d, ev_d) = session_events(8, 20);
     {
         let store = SledStore::open(dir.path()).unwrap();
-        store.append(a, Expected::NoStream, ev_a).unwrap();
-        store.append(b, Expected::NoStream, ev_b).unwrap();
-        store.append(c, Expected::NoStream, ev_c).unwrap();
-        store.append(d, Expected::NoStream, ev_d).unwrap();
+        for (s, ev) in [(a, ev_a), (b, ev_b), (c, ev_c), (d, ev_d)] {
+            append_one_by_one(&store, s, ev);
+        }
         assert!(store.verify().unwrap().ok());
     }
     corrupt(dir.path(), |t| {
@@ -336,12 +346,12 @@ fn a_record_from_a_newer_format_is_refused_by_name_and_nothing_is_lost() {
     let (a, ev_a) = session_events(9, 10);
     {
         let store = SledStore::open(dir.path()).unwrap();
-        store.append(a, Expected::NoStream, ev_a.clone()).unwrap();
+        append_one_by_one(&store, a, ev_a.clone());
     }
     corrupt(dir.path(), |t| {
         let k = record::key(a, 10);
         let mut v = t.get(k).unwrap().unwrap().to_vec();
-        v[0] = 2; // format 2, with a valid CRC: a genuine newer record
+        v[0] = 3; // format 3, with a valid CRC: a genuine newer record
         let n = v.len();
         let crc = crc32c::crc32c(&v[..n - 4]);
         v[n - 4..].copy_from_slice(&crc.to_le_bytes());
@@ -356,7 +366,7 @@ fn a_record_from_a_newer_format_is_refused_by_name_and_nothing_is_lost() {
     let msgs: Vec<String> = report.errors.iter().map(|e| e.to_string()).collect();
     assert!(
         msgs.iter()
-            .any(|m| m.contains("seq 10") && m.contains("unsupported record: format 2")),
+            .any(|m| m.contains("seq 10") && m.contains("unsupported record: format 3")),
         "{msgs:?}"
     );
     assert!(msgs.iter().any(|m| m.contains("seq 9")), "{msgs:?}");
@@ -717,22 +727,26 @@ fn a_refused_append_leaves_no_trace_even_when_its_first_events_encode() {
 }
 
 /// What sled leaves after it took a flipped bit in its log for a torn write
-/// and truncated there: `session`'s records after `keep` and its head gone,
-/// as if they had never been written.
-fn truncate_like_sled(dir: &std::path::Path, session: SessionId, keep: Seq) {
+/// and truncated there: `session`'s values starting after `keep` gone and
+/// its head back to `head`, the value it had at `keep`, as if they had
+/// never been written.
+fn truncate_like_sled(dir: &std::path::Path, session: SessionId, keep: Seq, head: sled::IVec) {
     let db = sled::open(dir).unwrap();
     let events = db.open_tree("events").unwrap();
     let heads = db.open_tree("heads").unwrap();
-    let mut seq = keep + 1;
-    while events.remove(record::key(session, seq)).unwrap().is_some() {
-        seq += 1;
+    let past = record::key(session, keep + 1)..=record::key(session, Seq::MAX);
+    for kv in events.range(past) {
+        events.remove(kv.unwrap().0).unwrap();
     }
-    let kept = events.get(record::key(session, keep)).unwrap().unwrap();
-    let chain = record::decode(&kept, session, keep).unwrap().chain;
-    let mut head = keep.to_be_bytes().to_vec();
-    head.extend_from_slice(&chain);
     heads.insert(session.as_bytes(), head).unwrap();
     db.flush().unwrap();
+}
+
+/// The head value sled holds for `session` in the closed store at `dir`.
+fn head_value(dir: &std::path::Path, session: SessionId) -> sled::IVec {
+    let db = sled::open(dir).unwrap();
+    let heads = db.open_tree("heads").unwrap();
+    heads.get(session.as_bytes()).unwrap().unwrap()
 }
 
 /// Acknowledged events that sled lost without noticing are named, by the
@@ -747,15 +761,19 @@ fn acknowledged_events_that_sled_lost_are_named_never_silent() {
     {
         let store = SledStore::open(dir.path()).unwrap();
         store
-            .append(a, Expected::NoStream, ev_a[..20].to_vec())
+            .append(a, Expected::NoStream, ev_a[..18].to_vec())
             .unwrap();
         store.append(b, Expected::NoStream, ev_b).unwrap();
+    }
+    let head_at_18 = head_value(dir.path(), a);
+    {
+        let store = SledStore::open(dir.path()).unwrap();
         store
-            .append(a, Expected::Exactly(20), ev_a[20..].to_vec())
+            .append(a, Expected::Exactly(18), ev_a[18..].to_vec())
             .unwrap();
         assert!(store.verify().unwrap().ok());
     }
-    truncate_like_sled(dir.path(), a, 18);
+    truncate_like_sled(dir.path(), a, 18, head_at_18);
     for _ in 0..2 {
         let store = SledStore::open(dir.path()).unwrap();
         assert_eq!(store.head(a).unwrap(), 18, "sled's own view");
@@ -843,7 +861,16 @@ fn a_witness_cut_at_creation_is_restarted_from_the_heads() {
     let (a, ev_a) = session_events(41, 10);
     {
         let store = SledStore::open(dir.path()).unwrap();
-        store.append(a, Expected::NoStream, ev_a).unwrap();
+        store
+            .append(a, Expected::NoStream, ev_a[..7].to_vec())
+            .unwrap();
+    }
+    let head_at_7 = head_value(dir.path(), a);
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store
+            .append(a, Expected::Exactly(7), ev_a[7..].to_vec())
+            .unwrap();
     }
     let witness = dir.path().join("witness");
     std::fs::OpenOptions::new()
@@ -854,7 +881,7 @@ fn a_witness_cut_at_creation_is_restarted_from_the_heads() {
         .unwrap();
     drop(SledStore::open(dir.path()).unwrap());
     assert!(std::fs::metadata(&witness).unwrap().len() > 16);
-    truncate_like_sled(dir.path(), a, 7);
+    truncate_like_sled(dir.path(), a, 7, head_at_7);
     let store = SledStore::open(dir.path()).unwrap();
     let got: Vec<_> = store.read(a, 1).unwrap().collect();
     assert!(
@@ -968,4 +995,173 @@ fn the_holder_serves_what_is_durable_and_nothing_more() {
     let events: Vec<Envelope> = served.read(a, 1).unwrap().map(Result::unwrap).collect();
     assert_eq!(events, local);
     assert!(served.verify().unwrap().ok());
+}
+
+/// `n` events whose ids `ids` draws at the milliseconds `ms` gives each.
+fn events_at(ids: &mut SeededIds, n: u64, ms: impl Fn(u64) -> u64) -> Vec<NewEvent> {
+    (0..n)
+        .map(|i| NewEvent {
+            id: EventId(ids.next_uuid(ms(i))),
+            recorded_at: ms(i),
+            causation: None,
+            correlation: None,
+            event: Event::LimitsChanged {
+                limits: ModelLimits {
+                    context: 1_000 + i,
+                    input: None,
+                    output: None,
+                },
+            },
+        })
+        .collect()
+}
+
+/// The number of entries of each tree of the id index of the closed store
+/// at `dir`: (`ids`, `id-runs`).
+fn index_entries(dir: &std::path::Path) -> (usize, usize) {
+    let db = sled::open(dir).unwrap();
+    let count = |t: &str| db.open_tree(t).unwrap().iter().count();
+    (count("ids"), count("id-runs"))
+}
+
+/// Time-ordered ids (a millisecond per append, several events in each, in
+/// no order within it) are indexed as runs: a session appended alone is
+/// one entry whatever its length, sessions taking turns one entry per
+/// turn. A retried batch is still found at its place, in any session,
+/// after a reopen, and an id stored in one session is refused in another.
+#[test]
+fn time_ordered_ids_are_indexed_as_runs_and_still_find_every_retry() {
+    let dir = TempDir::new("store");
+    let (a, b, c) = (sid(61), sid(62), sid(63));
+    let mut ids = SeededIds::new(61);
+    // Turns: a alone for 10 appends, then a and b alternating for 6.
+    let mut batches: Vec<(SessionId, Vec<NewEvent>)> = Vec::new();
+    for turn in 0..16u64 {
+        let s = if turn >= 10 && turn % 2 == 1 { b } else { a };
+        batches.push((s, events_at(&mut ids, 5, |_| 1_000 + turn)));
+    }
+    let mut placed = Vec::new();
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        for (s, batch) in &batches {
+            let at = store.append(*s, Expected::Any, batch.clone()).unwrap();
+            assert!(!at.duplicate);
+            placed.push(at);
+        }
+        assert!(store.verify().unwrap().ok());
+    }
+    // a: one run for turns 0–10, then one per turn of its own (12, 14);
+    // b: one per turn (11, 13, 15). No entry per event.
+    assert_eq!(index_entries(dir.path()), (0, 6));
+    let store = SledStore::open(dir.path()).unwrap();
+    for ((s, batch), at) in batches.iter().zip(&placed) {
+        let again = store.append(*s, Expected::Any, batch.clone()).unwrap();
+        assert_eq!(
+            (again.first, again.last, again.duplicate),
+            (at.first, at.last, true)
+        );
+    }
+    match store.append(c, Expected::Any, batches[3].1[2..3].to_vec()) {
+        Err(AppendError::IdConflict { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    // An id drawn earlier than every stored one goes to the entries.
+    let early = events_at(&mut SeededIds::new(9), 2, |_| 10);
+    let at = store.append(c, Expected::NoStream, early.clone()).unwrap();
+    assert_eq!(
+        store.append(c, Expected::Any, early).unwrap(),
+        Appended {
+            duplicate: true,
+            ..at
+        }
+    );
+    assert!(store.verify().unwrap().ok());
+    drop(store);
+    assert_eq!(index_entries(dir.path()), (2, 6));
+}
+
+/// The byte range of record `index` in a pack (the layout of `pack.rs`).
+fn packed_record(v: &[u8], index: usize) -> std::ops::Range<usize> {
+    let count = u16::from_le_bytes([v[1], v[2]]) as usize;
+    let len = |i: usize| u32::from_le_bytes(v[3 + 4 * i..7 + 4 * i].try_into().unwrap()) as usize;
+    let start = 3 + 4 * count + (0..index).map(len).sum::<usize>();
+    start..start + len(index)
+}
+
+/// Damage inside a pack is placed at one seq: a flipped byte in one
+/// record is that record's error alone (the records before it read, the
+/// ones after it verify); a pack whose lengths do not read is named at its
+/// first seq, once, and the next append's records still read.
+#[test]
+fn damage_inside_a_pack_is_named_at_its_seq() {
+    let dir = TempDir::new("store");
+    let mut ids = SeededIds::new(71);
+    let a = sid(71);
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        store
+            .append(
+                a,
+                Expected::NoStream,
+                events_at(&mut ids, 20, |i| 5_000 + i),
+            )
+            .unwrap();
+        store
+            .append(
+                a,
+                Expected::Exactly(20),
+                events_at(&mut ids, 5, |i| 6_000 + i),
+            )
+            .unwrap();
+    }
+    corrupt(dir.path(), |t| {
+        let k = record::key(a, 1);
+        let mut v = t.get(k).unwrap().unwrap().to_vec();
+        assert_eq!(v[0], 2, "20 small events are packed under the first seq");
+        let seventh = packed_record(&v, 6);
+        v[seventh.start + 10] ^= 0x40;
+        t.insert(k, v).unwrap();
+    });
+    {
+        let store = SledStore::open(dir.path()).unwrap();
+        let report = store.verify().unwrap();
+        assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+        assert_eq!(report.errors[0].seq, Some(7));
+        assert!(
+            report.errors[0].detail.contains("CRC32C"),
+            "{:?}",
+            report.errors
+        );
+        assert_eq!(report.events, 25);
+        let got: Vec<_> = store.read(a, 1).unwrap().collect();
+        assert_eq!(got.len(), 7);
+        assert!(matches!(got[6], Err(ReadError::Corrupt { seq: 7, .. })));
+        assert_eq!(store.read(a, 8).unwrap().filter(|e| e.is_ok()).count(), 18);
+    }
+    corrupt(dir.path(), |t| {
+        let k = record::key(a, 1);
+        let mut v = t.get(k).unwrap().unwrap().to_vec();
+        v[1] = 0xff; // the count: the lengths no longer fill the pack
+        t.insert(k, v).unwrap();
+    });
+    let store = SledStore::open(dir.path()).unwrap();
+    let report = store.verify().unwrap();
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+    assert_eq!(report.errors[0].seq, Some(1));
+    assert!(
+        report.errors[0].detail.contains("do not read"),
+        "{:?}",
+        report.errors
+    );
+    let first = store.read(a, 1).unwrap().next().unwrap();
+    assert!(
+        matches!(first, Err(ReadError::Corrupt { seq: 1, .. })),
+        "{first:?}"
+    );
+    let from_5 = store.read(a, 5).unwrap().next().unwrap();
+    assert!(
+        matches!(from_5, Err(ReadError::Corrupt { seq: 5, .. })),
+        "{from_5:?}"
+    );
+    assert_eq!(store.read(a, 21).unwrap().filter(|e| e.is_ok()).count(), 5);
 }

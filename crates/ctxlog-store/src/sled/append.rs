@@ -1,5 +1,6 @@
-//! One append written into the trees with plain inserts: its records,
-//! then their id-index entries, the session's head last.
+//! One append written into the trees with plain inserts: its records
+//! (packed several to a value, `pack.rs`), then their id-index entries
+//! (`index.rs`), the session's head last.
 //!
 //! No sled transaction: sled 0.34 seals an IO buffer per transaction,
 //! which cost more than the inserts themselves. Atomicity comes from the
@@ -21,6 +22,8 @@ use crate::error::Expected;
 use crate::log::{check_expected, repeated_id, retried_position, Appended, NewEvent};
 use crate::record::{self, Chain};
 use crate::sled::failure::Failure;
+use crate::sled::index::{self, IndexTail};
+use crate::sled::pack;
 use crate::sled::trees::{encode_head, Trees};
 use ctxlog_core::{EventId, Seq, SessionId};
 use std::collections::BTreeMap;
@@ -45,6 +48,14 @@ fn refused(e: impl Into<Failure>) -> NotWritten {
     NotWritten::Refused(e.into())
 }
 
+/// sled's own failure as such, any other as a refusal.
+fn storage_or_refused(e: Failure) -> NotWritten {
+    match e {
+        Failure::Sled(e) => NotWritten::Storage(e),
+        other => refused(other),
+    }
+}
+
 /// The most heads [`Appender`] keeps before it forgets them all.
 const HEADS_KEPT: usize = 4096;
 
@@ -52,27 +63,21 @@ const HEADS_KEPT: usize = 4096;
 /// ids and heads trees while the store is open, so what it remembers of
 /// them stays true.
 pub(crate) struct Appender {
-    /// The greatest key of the id index. Event ids are UUIDv7 (time
-    /// first), so a new event's id is nearly always greater: such an id
-    /// cannot be stored, and the index is not searched for it.
-    greatest_id: Option<[u8; 16]>,
+    /// The greatest id indexed and the last run. Event ids are UUIDv7
+    /// (time first), so a new event's id is nearly always greater: such an
+    /// id cannot be stored, and the index is not searched for it.
+    index: IndexTail,
     /// Heads this appender wrote, so that the next append to the session
     /// need not read its head again.
     heads: BTreeMap<SessionId, (Seq, Chain)>,
 }
 
 impl Appender {
-    /// An appender over `trees` as they are now. An index whose last key
-    /// does not read (damage `verify` reports) only costs the shortcut:
-    /// every id is then searched for.
+    /// An appender over `trees` as they are now (see
+    /// [`IndexTail::read`]).
     pub(crate) fn new(trees: &Trees) -> Appender {
-        let greatest_id = match trees.ids.last() {
-            Ok(None) => None,
-            Ok(Some((k, _))) => Some(<[u8; 16]>::try_from(&k[..]).unwrap_or([u8::MAX; 16])),
-            Err(_) => Some([u8::MAX; 16]),
-        };
         Appender {
-            greatest_id,
+            index: IndexTail::read(trees),
             heads: BTreeMap::new(),
         }
     }
@@ -100,20 +105,14 @@ impl Appender {
         // The records, then their index entries: one tree after the other
         // (interleaved, sled kept 65 % more memory after a million events:
         // 179 MB against 107 MB in a one-off measurement).
-        let mut placed = Vec::with_capacity(records.len());
-        for (id, seq, bytes) in records {
-            let key = record::key(session, seq);
-            trees.events.insert(&key[..], bytes)?;
-            placed.push((id, seq, key));
+        for (i, value) in pack::values(&records) {
+            trees
+                .events
+                .insert(&record::key(session, head + 1 + i as Seq)[..], value)?;
         }
-        let mut last = head;
-        for (id, seq, key) in placed {
-            trees.ids.insert(id.as_bytes(), &key[..])?;
-            if self.greatest_id.is_none_or(|g| *id.as_bytes() > g) {
-                self.greatest_id = Some(*id.as_bytes());
-            }
-            last = seq;
-        }
+        let ids: Vec<EventId> = events.iter().map(|e| e.id).collect();
+        self.index.write(trees, session, head + 1, &ids)?;
+        let last = head + records.len() as Seq;
         // Forgotten first: were the insert to fail, the store is poisoned.
         self.heads.remove(&session);
         trees
@@ -154,25 +153,23 @@ impl Appender {
         events: &[NewEvent],
     ) -> Result<Option<Appended>, NotWritten> {
         let mut stored = Vec::new();
-        let may_be_stored = |e: &NewEvent| self.greatest_id.is_some_and(|g| *e.id.as_bytes() <= g);
-        for e in events.iter().filter(|e| may_be_stored(e)) {
-            if let Some(pos) = trees.ids.get(e.id.as_bytes())? {
-                let (s, seq) = record::parse_key(&pos).ok_or_else(|| {
-                    refused(Failure::Damaged(format!(
-                        "id index entry of event {}",
-                        e.id
-                    )))
-                })?;
-                stored.push((e, s, seq));
+        for e in events.iter().filter(|e| self.index.may_hold(&e.id)) {
+            match index::locate(trees, &self.index, &e.id) {
+                Ok(Some((s, seq))) => stored.push((e, s, seq)),
+                Ok(None) => {}
+                Err(e) => return Err(storage_or_refused(e)),
             }
         }
         retried_position(session, events, &stored, refused, |e, s, seq| {
-            let bytes = trees.events.get(record::key(s, seq))?.ok_or_else(|| {
-                refused(Failure::Damaged(format!(
-                    "event {} indexed at session {s} seq {seq} but not stored",
-                    e.id
-                )))
-            })?;
+            let bytes = trees
+                .record_at(s, seq)
+                .map_err(storage_or_refused)?
+                .ok_or_else(|| {
+                    refused(Failure::Damaged(format!(
+                        "event {} indexed at session {s} seq {seq} but not stored",
+                        e.id
+                    )))
+                })?;
             let stored = record::decode(&bytes, s, seq).map_err(|problem| {
                 refused(Failure::Corrupt {
                     session: s,
@@ -185,16 +182,14 @@ impl Appender {
     }
 }
 
-/// One encoded record: event id, seq, bytes.
-type Record = (EventId, Seq, Vec<u8>);
-
-/// The records of `events` after `head`, and the chain of the last one.
+/// The records of `events` after `head` (seqs `head + 1..`), and the
+/// chain of the last one.
 fn encode_batch(
     session: SessionId,
     head: Seq,
     mut chain: Chain,
     events: &[NewEvent],
-) -> Result<(Vec<Record>, Chain), NotWritten> {
+) -> Result<(Vec<Vec<u8>>, Chain), NotWritten> {
     let mut seq = head;
     let mut records = Vec::with_capacity(events.len());
     for e in events {
@@ -206,7 +201,7 @@ fn encode_batch(
         let (bytes, next) = record::encode(&e.at(session, seq), &chain)
             .map_err(|source| refused(Failure::Encode { id: e.id, source }))?;
         chain = next;
-        records.push((e.id, seq, bytes));
+        records.push(bytes);
     }
     Ok((records, chain))
 }

@@ -17,6 +17,8 @@
 
 use crate::record;
 use crate::sled::failure::Failure;
+use crate::sled::index;
+use crate::sled::pack;
 use crate::sled::trees::Trees;
 use ctxlog_core::{Seq, SessionId};
 use uuid::Uuid;
@@ -75,38 +77,50 @@ pub(crate) fn finish_cut_appends(trees: &Trees) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Removes the records of `session` that continue its chain past its head;
-/// the first and last seq removed, if any.
+/// Removes the records of `session` that continue its chain past its head
+/// (whole values: a pack is removed only when all of it does), and what
+/// the index holds of them; the first and last seq removed, if any.
 fn remove_past_head(trees: &Trees, session: SessionId) -> Result<Option<(Seq, Seq)>, Failure> {
     let (head, mut chain) = trees
         .head(session)?
         .unwrap_or_else(|| (0, record::genesis(session)));
-    let mut past = Vec::new();
+    let mut values = Vec::new();
+    let mut ids = Vec::new();
+    let mut expect = head + 1;
     let range = record::key(session, head + 1)..=record::key(session, Seq::MAX);
-    for (expect, kv) in (head + 1..).zip(trees.events.range(range)) {
+    'values: for kv in trees.events.range(range) {
         let (k, v) = kv?;
-        let Some((_, seq)) = record::parse_key(&k) else {
-            break;
-        };
-        let Ok(d) = record::decode(&v, session, seq) else {
-            break;
-        };
-        if seq != expect || !d.chain_follows(&chain, &v) {
+        if record::parse_key(&k) != Some((session, expect)) {
             break;
         }
-        chain = d.chain;
-        past.push((k, d.envelope.id));
+        let unpacked = pack::unpack(&v);
+        if unpacked.damage.is_some() {
+            break;
+        }
+        let (mut next_chain, mut next_ids) = (chain, Vec::new());
+        for (seq, r) in (expect..).zip(&unpacked.records) {
+            let bytes = &v[r.clone()];
+            match record::decode(bytes, session, seq) {
+                Ok(d) if d.chain_follows(&next_chain, bytes) => {
+                    next_chain = d.chain;
+                    next_ids.push((seq, d.envelope.id));
+                }
+                _ => break 'values,
+            }
+        }
+        chain = next_chain;
+        expect += next_ids.len() as Seq;
+        ids.extend(next_ids);
+        values.push(k);
     }
-    if past.is_empty() {
+    index::forget_past_head(trees, session, head, &ids)?;
+    if values.is_empty() {
         return Ok(None);
     }
-    for (k, id) in past.iter().rev() {
-        if trees.ids.get(id.as_bytes())?.as_deref() == Some(&k[..]) {
-            trees.ids.remove(id.as_bytes())?;
-        }
+    for k in values.iter().rev() {
         trees.events.remove(k)?;
     }
-    Ok(Some((head + 1, head + past.len() as Seq)))
+    Ok(Some((head + 1, expect - 1)))
 }
 
 #[cfg(test)]

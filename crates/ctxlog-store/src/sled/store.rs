@@ -9,13 +9,14 @@ use crate::record::{self, RecordProblem};
 use crate::sled::config::StoreConfig;
 use crate::sled::failure::Failure;
 use crate::sled::guard::guarded;
+use crate::sled::pack::{self, Unpacked};
 use crate::sled::private;
 use crate::sled::repair;
 use crate::sled::serve::{Holder, Server};
 use crate::sled::shared::{LostHead, Shared, StoreStats};
 use crate::sled::snapshot;
 use crate::sled::ticket::Answer;
-use crate::sled::trees::Trees;
+use crate::sled::trees::{Trees, Values};
 use crate::sled::verify::VerifyReport;
 use crate::sled::witness;
 use crate::sled::writer::{Committer, Request};
@@ -293,9 +294,8 @@ impl SledStore {
         // Records past the head read first are an append still being
         // written (or one a crash cut short): not part of the session yet.
         let last = lost.as_ref().map_or(head, |l| l.seq.max(head));
-        let range = record::key(session, from)..=record::key(session, last);
         let inner = guarded(self.path(), "reading a session", || {
-            Ok(self.inner.trees.events.range(range))
+            self.inner.trees.values_from(session, from, last)
         })?;
         Ok(ReadIter {
             inner,
@@ -303,7 +303,10 @@ impl SledStore {
             session,
             expect: Some(from),
             head,
+            last,
             lost,
+            current: None,
+            damaged: None,
             done: false,
         })
     }
@@ -407,16 +410,33 @@ impl Followable for SledStore {
 /// head, for a session that lost acknowledged events); stops at the first
 /// error.
 pub(crate) struct ReadIter {
-    inner: sled::Iter,
+    /// The session's values, from the one holding the first seq read.
+    inner: Values,
     /// The store directory (for errors).
     path: PathBuf,
     session: SessionId,
     /// The next seq; `None` after seq `u64::MAX`.
     expect: Option<Seq>,
     head: Seq,
+    /// The last seq read: the head, or the witnessed head when greater.
+    last: Seq,
     /// The witnessed head of a session that lost events.
     lost: Option<LostHead>,
+    /// The value being read.
+    current: Option<Current>,
+    /// Why the last value read ends before its records did.
+    damaged: Option<RecordProblem>,
     done: bool,
+}
+
+/// A value of the session being read: a record or a pack of them.
+struct Current {
+    /// The seq of its first record.
+    first: Seq,
+    value: sled::IVec,
+    unpacked: Unpacked,
+    /// The index of the next record to read in it.
+    next: usize,
 }
 
 impl ReadIter {
@@ -428,37 +448,108 @@ impl ReadIter {
         }
     }
 
-    /// The record stored under key `k`, which must be the expected one.
-    fn record(&mut self, k: &[u8], v: &[u8]) -> Result<Envelope, Failure> {
-        let Some(expect) = self.expect else {
-            return Err(Failure::Damaged(format!(
-                "session {}: a record key after seq {}",
-                self.session,
-                Seq::MAX
-            )));
-        };
+    /// The next record of the current value at or after the expected seq:
+    /// `None` when the value has no more.
+    fn next_in_value(&mut self, expect: Seq) -> Option<Result<Envelope, Failure>> {
+        let cur = self.current.as_mut()?;
+        while let Some(range) = cur.unpacked.records.get(cur.next).cloned() {
+            let seq = cur.first + cur.next as Seq;
+            cur.next += 1;
+            if seq < expect {
+                continue;
+            }
+            if seq > self.last {
+                return None;
+            }
+            self.expect = seq.checked_add(1);
+            let d = record::decode(&cur.value[range], self.session, seq);
+            return Some(match d {
+                Err(problem) => Err(self.corrupt(seq, problem)),
+                Ok(d) => match &self.lost {
+                    Some(l) if l.seq == seq && l.chain != d.chain => Err(l.error(self.session)),
+                    _ => Ok(d.envelope),
+                },
+            });
+        }
+        // A pack whose framing does not read: the seqs it held are known
+        // only once the next value is (it may have ended before `expect`).
+        self.damaged = cur.unpacked.damage.take();
+        self.current = None;
+        None
+    }
+
+    /// What is wrong at `expect`, the next seq to read, when it is not
+    /// stored: the damage of the value before it, or a gap.
+    fn not_stored(&mut self, expect: Seq, next: Option<Seq>) -> Failure {
+        let problem = self.damaged.take().unwrap_or(RecordProblem::Missing {
+            head: self.head,
+            next,
+        });
+        self.corrupt(expect, problem)
+    }
+
+    /// Takes the value stored under key `k` as the current one; an error
+    /// when it starts past the expected seq (records are missing).
+    fn enter(&mut self, expect: Seq, k: &[u8], v: sled::IVec) -> Result<(), Failure> {
         // Every key of the range starts with the session; a key of another
         // length is damage, named by the seq that should be there.
-        let Some((_, seq)) = record::parse_key(k) else {
+        let Some((_, first)) = record::parse_key(k) else {
             return Err(Failure::Damaged(format!(
                 "session {} seq {expect}: record key of {} bytes",
                 self.session,
                 k.len()
             )));
         };
-        if seq != expect {
-            let missing = RecordProblem::Missing {
-                head: self.head,
-                next: Some(seq),
-            };
-            return Err(self.corrupt(expect, missing));
+        if first > expect {
+            return Err(self.not_stored(expect, Some(first)));
         }
-        self.expect = seq.checked_add(1);
-        let d =
-            record::decode(v, self.session, seq).map_err(|problem| self.corrupt(seq, problem))?;
-        match &self.lost {
-            Some(l) if l.seq == seq && l.chain != d.chain => Err(l.error(self.session)),
-            _ => Ok(d.envelope),
+        self.damaged = None;
+        self.current = Some(Current {
+            first,
+            unpacked: pack::unpack(&v),
+            value: v,
+            next: 0,
+        });
+        Ok(())
+    }
+
+    /// The end of the values: an error when the head says more is stored.
+    fn end(&mut self, expect: Option<Seq>) -> Option<Result<Envelope, Failure>> {
+        match expect {
+            Some(expect) if expect <= self.head => Some(Err(self.not_stored(expect, None))),
+            Some(expect) if self.lost.as_ref().is_some_and(|l| expect <= l.seq) => Some(Err(self
+                .lost
+                .as_ref()
+                .map_or(Failure::Closed, |l| l.error(self.session)))),
+            _ => None,
+        }
+    }
+
+    fn step(&mut self) -> Option<Result<Envelope, Failure>> {
+        loop {
+            let Some(expect) = self.expect else {
+                return self.end(None);
+            };
+            if expect > self.last {
+                return None;
+            }
+            if let Some(item) = self.next_in_value(expect) {
+                return Some(item);
+            }
+            let (path, inner) = (&self.path, &mut self.inner);
+            let next = match guarded(path, "reading a session", || Ok(inner.next())) {
+                Ok(next) => next.map(|kv| kv.map_err(Failure::from)),
+                Err(panicked) => Some(Err(panicked)),
+            };
+            match next {
+                None => return self.end(Some(expect)),
+                Some(Err(e)) => return Some(Err(e)),
+                Some(Ok((k, v))) => {
+                    if let Err(e) = self.enter(expect, &k, v) {
+                        return Some(Err(e));
+                    }
+                }
+            }
         }
     }
 }
@@ -470,34 +561,9 @@ impl Iterator for ReadIter {
         if self.done {
             return None;
         }
-        let (path, inner) = (&self.path, &mut self.inner);
-        let next = match guarded(path, "reading a session", || Ok(inner.next())) {
-            Ok(next) => next.map(|kv| kv.map_err(Failure::from)),
-            Err(panicked) => Some(Err(panicked)),
-        };
-        let item = match next {
-            None => match self.expect {
-                Some(expect) if expect <= self.head => {
-                    let missing = RecordProblem::Missing {
-                        head: self.head,
-                        next: None,
-                    };
-                    Err(self.corrupt(expect, missing))
-                }
-                Some(expect) if self.lost.as_ref().is_some_and(|l| expect <= l.seq) => Err(self
-                    .lost
-                    .as_ref()
-                    .map_or(Failure::Closed, |l| l.error(self.session))),
-                _ => {
-                    self.done = true;
-                    return None;
-                }
-            },
-            Some(Err(e)) => Err(e),
-            Some(Ok((k, v))) => self.record(&k, &v),
-        };
-        self.done = item.is_err();
-        Some(item)
+        let item = self.step();
+        self.done = item.as_ref().is_none_or(|i| i.is_err());
+        item
     }
 }
 

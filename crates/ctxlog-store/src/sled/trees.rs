@@ -1,13 +1,16 @@
 //! The sled database of a store: its trees and the small values kept
 //! besides the records (session keys and heads).
 //!
-//! Trees: `events` (record key → record, see [`record`](crate::record)),
-//! `heads` (session → last seq ‖ chain of that record), `ids` (event id →
-//! record key) and `snapshots` (see `snapshot.rs`).
+//! Trees: `events` (key of a session's record → that record, or a pack of
+//! it and the next ones: see [`record`](crate::record) and `pack.rs`),
+//! `heads` (session → last seq ‖ chain of that record), `ids` and
+//! `id-runs` (the event-id index, see `index.rs`) and `snapshots` (see
+//! `snapshot.rs`).
 
 use crate::record::{self, Chain};
 use crate::sled::failure::Failure;
 use crate::sled::guard::guarded;
+use crate::sled::pack;
 use ctxlog_core::{Seq, SessionId};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,6 +23,7 @@ pub(crate) struct Trees {
     pub(crate) events: sled::Tree,
     pub(crate) heads: sled::Tree,
     pub(crate) ids: sled::Tree,
+    pub(crate) id_runs: sled::Tree,
     pub(crate) snapshots: sled::Tree,
     /// Small facts about the store itself (see `witness.rs`).
     pub(crate) meta: sled::Tree,
@@ -42,6 +46,7 @@ impl Trees {
             events: db.open_tree("events")?,
             heads: db.open_tree("heads")?,
             ids: db.open_tree("ids")?,
+            id_runs: db.open_tree("id-runs")?,
             snapshots: db.open_tree("snapshots")?,
             meta: db.open_tree("meta")?,
             db,
@@ -83,10 +88,103 @@ impl Trees {
     /// and sound.
     pub(crate) fn chain_at(&self, session: SessionId, seq: Seq) -> Result<Option<Chain>, Failure> {
         Ok(self
-            .events
-            .get(record::key(session, seq))?
+            .record_at(session, seq)?
             .and_then(|v| record::decode(&v, session, seq).ok())
             .map(|d| d.chain))
+    }
+
+    /// The bytes of the record at (`session`, `seq`), alone or in a pack;
+    /// `None` when no value holds it or its pack does not read that far.
+    pub(crate) fn record_at(
+        &self,
+        session: SessionId,
+        seq: Seq,
+    ) -> Result<Option<Vec<u8>>, Failure> {
+        let Some(kv) = self.events.range(..=record::key(session, seq)).next_back() else {
+            return Ok(None);
+        };
+        let (k, v) = kv?;
+        let Some((s, first)) = record::parse_key(&k).filter(|(s, _)| *s == session) else {
+            return Ok(None);
+        };
+        debug_assert!(s == session && first <= seq);
+        let unpacked = pack::unpack(&v);
+        let index = usize::try_from(seq - first).unwrap_or(usize::MAX);
+        Ok(unpacked.records.get(index).map(|r| v[r.clone()].to_vec()))
+    }
+
+    /// The values of `session` holding seqs `from..=last`, from the one
+    /// holding `from` (a pack may start before it).
+    pub(crate) fn values_from(
+        &self,
+        session: SessionId,
+        from: Seq,
+        last: Seq,
+    ) -> Result<Values, Failure> {
+        let at = record::key(session, from);
+        let start = match self.events.range(record::key(session, 0)..=at).next_back() {
+            Some(kv) => kv?.0.to_vec(),
+            None => at.to_vec(),
+        };
+        Ok(Values::new(
+            &self.events,
+            start,
+            Some(record::key(session, last).to_vec()),
+        ))
+    }
+}
+
+/// The values of a range of keys of a tree, in key order, each found by a
+/// descent of its own.
+///
+/// sled 0.34 learns that a page was read only once 64 reads of pages of
+/// its shard (one of 256) have queued, and a held `sled::Iter` reads each
+/// leaf once: a long scan kept up to some 16,000 leaves beyond the cache's
+/// bound (a replay of a million packed events held 450 MB). A descent per
+/// value reads the leaf once per value, so the queues fill and the cache
+/// evicts as the scan goes, at no cost in speed here (BENCHMARKS.md).
+pub(crate) struct Values {
+    tree: sled::Tree,
+    /// Where the next value is looked for.
+    from: std::ops::Bound<Vec<u8>>,
+    /// The last key in the range (none: to the end of the tree).
+    last: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl Values {
+    /// The values of `tree` from key `first` to `last` (both included).
+    pub(crate) fn new(tree: &sled::Tree, first: Vec<u8>, last: Option<Vec<u8>>) -> Values {
+        Values {
+            tree: tree.clone(),
+            from: std::ops::Bound::Included(first),
+            last,
+            done: false,
+        }
+    }
+}
+
+impl Iterator for Values {
+    type Item = sled::Result<(sled::IVec, sled::IVec)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        use std::ops::Bound;
+        if self.done {
+            return None;
+        }
+        let last = match &self.last {
+            Some(k) => Bound::Included(k.clone()),
+            None => Bound::Unbounded,
+        };
+        let next = self
+            .tree
+            .range::<Vec<u8>, _>((self.from.clone(), last))
+            .next();
+        match &next {
+            Some(Ok((k, _))) => self.from = Bound::Excluded(k.to_vec()),
+            _ => self.done = true,
+        }
+        next
     }
 }
 

@@ -8,7 +8,9 @@
 
 use crate::record::{self, Chain, RecordProblem};
 use crate::sled::failure::{sled_location, Failure};
-use crate::sled::trees::{decode_head, session_of, Trees};
+use crate::sled::index;
+use crate::sled::pack;
+use crate::sled::trees::{decode_head, session_of, Trees, Values};
 use ctxlog_core::{Seq, SessionId};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -205,6 +207,7 @@ pub(crate) fn finish(t: &Trees, scan: Scan) -> Result<VerifyReport, Failure> {
         }
     }
     compare_heads(&heads, &walked, &cut_now, &mut report);
+    check_runs(t, &heads, &mut report);
     for (s, walk) in &walked {
         if !heads.contains_key(s) {
             report.at(
@@ -295,6 +298,9 @@ struct Walk {
     /// Whether that chain can be trusted: not after a gap or a record that
     /// did not decode.
     trusted: bool,
+    /// Whether the last value was a pack whose framing did not read: the
+    /// seqs it held are not reported missing again.
+    after_broken_pack: bool,
 }
 
 impl Walk {
@@ -303,19 +309,62 @@ impl Walk {
             last: 0,
             chain: record::genesis(session),
             trusted: true,
+            after_broken_pack: false,
         }
     }
 
-    /// Checks the record `v` stored under key `k` = (`session`, `seq`).
+    /// Checks the records of the value `v` stored under (`session`,
+    /// `first`) from seq `from` up to `upto`; false when it held nothing
+    /// in that range.
+    fn check_value(
+        &mut self,
+        t: &Trees,
+        report: &mut VerifyReport,
+        (session, first): (SessionId, Seq),
+        v: &[u8],
+        (from, upto): (Seq, Seq),
+    ) -> bool {
+        let unpacked = pack::unpack(v);
+        let mut any = false;
+        for (seq, r) in (first..).zip(&unpacked.records) {
+            if seq < from {
+                continue;
+            }
+            if seq > upto {
+                return any;
+            }
+            any = true;
+            report.events += 1;
+            self.check(t, report, (session, seq), &v[r.clone()]);
+        }
+        if let Some(problem) = unpacked.damage {
+            let seq = first + unpacked.records.len() as Seq;
+            if seq >= from && seq <= upto {
+                report.events += 1;
+                report.at(
+                    session,
+                    seq,
+                    "record",
+                    format!("{problem}: the records packed from here do not read"),
+                );
+                self.trusted = false;
+                self.last = seq;
+                self.after_broken_pack = true;
+                any = true;
+            }
+        }
+        any
+    }
+
+    /// Checks the record `v` at (`session`, `seq`).
     fn check(
         &mut self,
         t: &Trees,
         report: &mut VerifyReport,
         (session, seq): (SessionId, Seq),
-        k: &[u8],
         v: &[u8],
-    ) -> Result<(), Failure> {
-        if seq > self.last.saturating_add(1) {
+    ) {
+        if seq > self.last.saturating_add(1) && !self.after_broken_pack {
             // seq ≥ last + 2 here, so neither bound overflows.
             let missing = if seq - self.last == 2 {
                 format!("record missing (seq {} absent)", self.last + 1)
@@ -329,14 +378,15 @@ impl Walk {
             report.at(session, self.last + 1, "missing", missing);
             self.trusted = false;
         }
+        self.after_broken_pack = false;
         match record::decode(v, session, seq) {
             Ok(d) => {
                 if self.trusted && !d.chain_follows(&self.chain, v) {
                     report.at(session, seq, "record", RecordProblem::Chain.to_string());
                 }
-                match t.ids.get(d.envelope.id.as_bytes()) {
-                    Ok(at) if at.as_deref() == Some(k) => {}
-                    Ok(_) => report.at(session, seq, "index", RecordProblem::Index.to_string()),
+                match index::holds(t, &d.envelope.id, session, seq) {
+                    Ok(true) => {}
+                    Ok(false) => report.at(session, seq, "index", RecordProblem::Index.to_string()),
                     Err(e) => report.sled(&e, "ids", Some((session, seq.saturating_sub(1)))),
                 }
                 self.chain = d.chain;
@@ -350,9 +400,11 @@ impl Walk {
             }
         }
         self.last = seq;
-        Ok(())
     }
 }
+
+/// The scan calls its `pace` once per this many records.
+const PACE_EVERY: u64 = crate::sled::pace::CHUNK as u64;
 
 /// Walks every record in key order into `finished` (where each session's
 /// walk ended). When sled cannot read on, `Some(session it was in)`.
@@ -365,7 +417,7 @@ fn walk_records(
 ) -> Result<Option<Option<SessionId>>, Failure> {
     let mut cur: Option<(SessionId, Walk)> = None;
     let mut broken = None;
-    for kv in t.events.iter() {
+    for kv in Values::new(&t.events, Vec::new(), None) {
         let (k, v) = match kv {
             Ok(kv) => kv,
             Err(e) => {
@@ -375,21 +427,16 @@ fn walk_records(
                 break;
             }
         };
-        let Some((session, seq)) = record::parse_key(&k) else {
+        let Some((session, first)) = record::parse_key(&k) else {
             report.events += 1;
             report.unplaced("record", format!("record key of {} bytes", k.len()));
             continue;
         };
-        if seq > bound.get(&session).copied().unwrap_or(0) {
+        let upto = bound.get(&session).copied().unwrap_or(0);
+        if first > upto {
             continue; // left to `finish`
         }
-        report.events += 1;
-        if report
-            .events
-            .is_multiple_of(crate::sled::pace::CHUNK as u64)
-        {
-            pace();
-        }
+        let before = report.events;
         let mut walk = match cur.take() {
             Some((s, walk)) if s == session => walk,
             other => {
@@ -399,7 +446,10 @@ fn walk_records(
                 Walk::start(session)
             }
         };
-        walk.check(t, report, (session, seq), &k, &v)?;
+        walk.check_value(t, report, (session, first), &v, (first, upto));
+        if before / PACE_EVERY != report.events / PACE_EVERY {
+            pace();
+        }
         cur = Some((session, walk));
     }
     if let Some((s, walk)) = cur {
@@ -423,10 +473,15 @@ fn walk_session(
     if from > upto {
         return Ok(true);
     }
-    for kv in t
-        .events
-        .range(record::key(session, from)..=record::key(session, upto))
-    {
+    let values = match t.values_from(session, from, upto) {
+        Ok(values) => values,
+        Err(Failure::Sled(e)) => {
+            report.sled(&e, "events", Some((session, walk.last)));
+            return Ok(false);
+        }
+        Err(e) => return Err(e),
+    };
+    for kv in values {
         let (k, v) = match kv {
             Ok(kv) => kv,
             Err(e) => {
@@ -434,12 +489,43 @@ fn walk_session(
                 return Ok(false);
             }
         };
-        report.events += 1;
-        if let Some((s, seq)) = record::parse_key(&k).filter(|(s, _)| *s == session) {
-            walk.check(t, report, (s, seq), &k, &v)?;
+        match record::parse_key(&k).filter(|(s, _)| *s == session) {
+            Some((s, first)) => {
+                let from = walk.last.saturating_add(1);
+                walk.check_value(t, report, (s, first), &v, (from, upto));
+            }
+            None => report.events += 1,
         }
     }
     Ok(true)
+}
+
+/// Each run of the id index against its session's head: a run past the
+/// head would answer for ids that are not stored.
+fn check_runs(t: &Trees, heads: &BTreeMap<SessionId, (Seq, Chain)>, report: &mut VerifyReport) {
+    for r in index::runs(t) {
+        match r {
+            Ok((_, run)) => {
+                let head = heads.get(&run.session).map_or(0, |h| h.0);
+                if run.last > head {
+                    report.at(
+                        run.session,
+                        head.max(run.first - 1) + 1,
+                        "index",
+                        format!(
+                            "the id index holds seqs {} to {} as one run, past head {head}",
+                            run.first, run.last
+                        ),
+                    );
+                }
+            }
+            Err(Failure::Sled(e)) => {
+                report.sled(&e, "id-runs", None);
+                break;
+            }
+            Err(e) => report.unplaced("index", e.to_string()),
+        }
+    }
 }
 
 /// Each head against the last record of its session (but for the sessions
