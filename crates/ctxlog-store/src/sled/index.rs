@@ -148,9 +148,10 @@ impl IndexTail {
 
     /// Indexes `ids`, stored at seqs `first..` of `session`: as a run
     /// (continuing the last one when it ends at `first - 1` of the same
-    /// session) when they are all above every indexed id and their time
-    /// prefixes never decrease, else one entry each. What is remembered
-    /// changes only once sled took the writes.
+    /// session) when they are UUIDv7 whose time prefixes never decrease,
+    /// from the millisecond the last span ends in on, and some are above
+    /// every span (those that are not get entries too); else an entry
+    /// each. What is remembered changes only once sled took the writes.
     pub(crate) fn write(
         &mut self,
         trees: &Trees,
