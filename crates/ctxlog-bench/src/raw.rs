@@ -6,7 +6,7 @@
 use crate::sizes::first;
 use crate::{failed, BenchError};
 use ctxlog_core::{Envelope, SessionId};
-use ctxlog_store::record;
+use ctxlog_store::{pack, record};
 use std::path::Path;
 use std::time::Instant;
 
@@ -37,7 +37,8 @@ pub fn encoded(events: &[Envelope]) -> Result<Vec<Record>, BenchError> {
 }
 
 /// The raw baseline of the replay: open sled, scan the session's keys and
-/// decode every record; events/s.
+/// decode every record (a value holds one, or a pack of them:
+/// [`pack::unpack`]); events/s.
 pub fn raw_scan_rate(dir: &Path, session: SessionId) -> Result<f64, BenchError> {
     let t = Instant::now();
     let db = raw_db(dir)?;
@@ -45,9 +46,16 @@ pub fn raw_scan_rate(dir: &Path, session: SessionId) -> Result<f64, BenchError> 
     let mut n = 0u64;
     for kv in tree.scan_prefix(session.0.as_bytes()) {
         let (k, v) = kv.map_err(|e| failed("raw scan")(&e))?;
-        let (s, seq) = record::parse_key(&k).ok_or_else(|| BenchError::Failed("bad key".into()))?;
-        let d = record::decode(&v, s, seq).map_err(|e| failed("decode")(&e))?;
-        n += u64::from(d.envelope.seq > 0);
+        let (s, first) =
+            record::parse_key(&k).ok_or_else(|| BenchError::Failed("bad key".into()))?;
+        let unpacked = pack::unpack(&v);
+        if let Some(problem) = unpacked.damage {
+            return Err(failed("unpack")(&problem));
+        }
+        for (seq, r) in (first..).zip(unpacked.records) {
+            let d = record::decode(&v[r], s, seq).map_err(|e| failed("decode")(&e))?;
+            n += u64::from(d.envelope.seq > 0);
+        }
     }
     let rate = n as f64 / t.elapsed().as_secs_f64();
     drop(tree);

@@ -9,7 +9,11 @@ use crate::redaction::write_page;
 use crate::store::stored_session;
 use crate::{ui, Cli, CliError};
 use ctxlog_app::dates::Zone;
-use ctxlog_core::{timeline, Envelope, MessageId, StepEvent, StepRow, Timeline};
+use ctxlog_core::{
+    timeline, Envelope, MessageId, RefusedEvent, SessionId, StepEvent, StepRow, Timeline,
+    TimelineFold,
+};
+use ctxlog_store::EventLog;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -19,20 +23,40 @@ use std::path::Path;
 pub(crate) fn timeline_of(events: &[Envelope]) -> Result<Timeline, CliError> {
     timeline(events).map_err(|r| {
         let at = events.iter().find(|e| e.seq == r.seq).map(|e| e.session);
-        CliError::Failed(format!(
-            "session {} does not replay at seq {}: {r}",
-            at.map_or("-".into(), |s| s.to_string()),
-            r.seq
-        ))
+        refused(at, &r)
     })
+}
+
+/// A log the reducer refuses at `r.seq` of `session`.
+fn refused(session: Option<SessionId>, r: &RefusedEvent) -> CliError {
+    CliError::Failed(format!(
+        "session {} does not replay at seq {}: {r}",
+        session.map_or("-".into(), |s| s.to_string()),
+        r.seq
+    ))
+}
+
+/// The timeline of `session` read from `store` an event at a time (a
+/// session's events are never held together), and its head.
+fn streamed_timeline(
+    store: &impl EventLog,
+    session: SessionId,
+) -> Result<(Timeline, u64), CliError> {
+    let read_failed = |e: ctxlog_store::ReadError| CliError::Failed(e.to_string());
+    let mut fold = TimelineFold::new();
+    let mut head = 0;
+    for e in store.read(session, 1).map_err(read_failed)? {
+        let e = e.map_err(read_failed)?;
+        fold.push(&e).map_err(|r| refused(Some(session), &r))?;
+        head = e.seq;
+    }
+    Ok((fold.finish().0, head))
 }
 
 /// `timeline SESSION`.
 pub(crate) fn show_timeline(cli: &Cli, session: &str) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
-    let events = crate::store::read_log(&store, session)?;
-    let t = timeline_of(&events)?;
-    let head = events.last().map_or(0, |e| e.seq);
+    let (t, head) = streamed_timeline(&store, session)?;
     let descriptions = ctxlog_app::catalog::descriptions_after(&store, session, head)
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let streamed = ctxlog_app::views::streamed_outputs(&descriptions);

@@ -38,29 +38,40 @@ pub struct AuditEntry {
 
 /// The audit trail of one session's events.
 pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
-    let mut policy = String::new();
-    let mut continue_messages = BTreeSet::new();
-    let mut completed_tools = BTreeSet::new();
-    let mut sources = BTreeMap::new();
-    // The last text appended: a summary's, when a summary completes.
-    let mut last_text = "";
-    let mut out = Vec::new();
-    for e in events {
-        note_source(&e.event, &mut sources);
+    let mut auditor = Auditor::default();
+    events.iter().filter_map(|e| auditor.push(e)).collect()
+}
+
+/// The audit trail folded an event at a time (what [`audit`] does over a
+/// slice), for a session read as a stream.
+#[derive(Debug, Default)]
+pub struct Auditor {
+    policy: String,
+    continue_messages: BTreeSet<MessageId>,
+    completed_tools: BTreeSet<PartId>,
+    sources: BTreeMap<String, String>,
+    /// The last text appended: a summary's, when a summary completes.
+    last_text: String,
+}
+
+impl Auditor {
+    /// The audit line of `e`, the next event of the session, if it is one.
+    pub fn push(&mut self, e: &Envelope) -> Option<AuditEntry> {
+        note_source(&e.event, &mut self.sources);
         if let Event::PartAppended {
             body: PartBody::Text { text, .. },
             ..
         } = &e.event
         {
-            last_text = text;
+            self.last_text.clone_from(text);
         }
         let line = match &e.event {
             Event::SessionStarted { policy: p, .. } => {
-                policy = p.name.clone();
+                self.policy = p.name.clone();
                 None
             }
             Event::PolicyChanged { policy: p } => {
-                policy = p.name.clone();
+                self.policy = p.name.clone();
                 Some(policy_changed(&p.name))
             }
             Event::MessageAppended {
@@ -68,14 +79,14 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
                 synthetic: true,
                 ..
             } => {
-                continue_messages.insert(*message);
+                self.continue_messages.insert(*message);
                 None
             }
             Event::PartAppended {
                 message,
                 body: PartBody::Text { text, .. },
                 ..
-            } if continue_messages.remove(message) && is_continue_text(text) => Some(Line {
+            } if self.continue_messages.remove(message) && is_continue_text(text) => Some(Line {
                 kind: "continue",
                 ids: vec![message.to_string()],
                 tokens: None,
@@ -89,25 +100,27 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
             | Event::PartUpdated {
                 part,
                 body: PartBody::Tool { state, .. },
-            } => output_taken_back(*part, state, &mut completed_tools),
-            event => describe(event, last_text),
+            } => output_taken_back(*part, state, &mut self.completed_tools),
+            event => describe(event, &self.last_text),
         };
+        let l = line?;
         let decided_by = recorded_agent(&e.event);
-        if let Some(l) = line {
-            let source_ids = l.ids.iter().map(|id| sources.get(id).cloned()).collect();
-            out.push(AuditEntry {
-                seq: e.seq,
-                at: e.recorded_at,
-                kind: l.kind.into(),
-                source_ids,
-                ids: l.ids,
-                tokens: l.tokens,
-                policy: decided_by.unwrap_or_else(|| policy.clone()),
-                what: l.what,
-            });
-        }
+        let source_ids = l
+            .ids
+            .iter()
+            .map(|id| self.sources.get(id).cloned())
+            .collect();
+        Some(AuditEntry {
+            seq: e.seq,
+            at: e.recorded_at,
+            kind: l.kind.into(),
+            source_ids,
+            ids: l.ids,
+            tokens: l.tokens,
+            policy: decided_by.unwrap_or_else(|| self.policy.clone()),
+            what: l.what,
+        })
     }
-    out
 }
 
 /// The agent that decided the compaction `event` requests, when a recording

@@ -70,6 +70,7 @@ pub use state::{Job, JobStatus, Message, Part, PruneMark, SessionState, Tally, R
 pub use tail::select_tail;
 pub use timeline::{
     timeline, timeline_and_state, timeline_with, StepEvent, StepRow, StepTokens, Timeline,
+    TimelineFold,
 };
 pub use transcript::{transcript, Transcript};
 pub use window::{estimate_window, window, Window, WindowMessage, WindowPart};

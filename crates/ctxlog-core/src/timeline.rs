@@ -4,7 +4,7 @@
 //! (prunes, compactions, summaries, continues, stalls). A pure fold over the
 //! events, like the audit it draws its events from.
 
-use crate::audit::{audit, AuditEntry};
+use crate::audit::{AuditEntry, Auditor};
 use crate::event::{Envelope, Event};
 use crate::ids::{MessageId, Seq, SessionId, TimestampMs};
 use crate::policy::{ModelLimits, TokenUsage};
@@ -12,6 +12,7 @@ use crate::state::SessionState;
 use crate::window::estimate_window;
 use crate::RefusedEvent;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// A session's timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,90 +165,159 @@ pub fn timeline(events: &[Envelope]) -> Result<Timeline, RefusedEvent> {
 /// its row (the report renders the window there).
 pub fn timeline_with(
     events: &[Envelope],
-    at_step: impl FnMut(&SessionState, &StepRow),
+    mut at_step: impl FnMut(&SessionState, &StepRow),
 ) -> Result<Timeline, RefusedEvent> {
-    fold_timeline(SessionState::new(), events, at_step).map(|(t, _)| t)
+    let mut fold = TimelineFold::new();
+    for e in events {
+        fold.push_with(e, &mut at_step)?;
+    }
+    Ok(fold.finish_with(&mut at_step).0)
 }
 
 /// [`timeline_with`], also returning the state at the end of the events,
 /// keeping its history (the fold that made the timeline made it too).
 pub fn timeline_and_state(
     events: &[Envelope],
-    at_step: impl FnMut(&SessionState, &StepRow),
-) -> Result<(Timeline, SessionState), RefusedEvent> {
-    fold_timeline(SessionState::keeping_history(), events, at_step)
-}
-
-/// Folds `events` into `state` (empty), a row per step.
-fn fold_timeline(
-    mut state: SessionState,
-    events: &[Envelope],
     mut at_step: impl FnMut(&SessionState, &StepRow),
 ) -> Result<(Timeline, SessionState), RefusedEvent> {
-    let mut steps: Vec<StepRow> = Vec::new();
-    // The last usage reported of a step not finished yet.
-    let mut open: Option<&Envelope> = None;
+    let mut fold = TimelineFold::keeping_history();
     for e in events {
-        state.evolve(e)?;
+        fold.push_with(e, &mut at_step)?;
+    }
+    Ok(fold.finish_with(&mut at_step))
+}
+
+/// A timeline folded an event at a time: what [`timeline`] does over a
+/// slice, for a session read as a stream (its events never held together,
+/// its state holding what the next decision needs).
+#[derive(Debug)]
+pub struct TimelineFold {
+    state: SessionState,
+    steps: Vec<StepRow>,
+    /// The last usage reported of a step not finished yet.
+    open: Option<(MessageId, TokenUsage)>,
+    /// The seq and time of the last event.
+    last: Option<(Seq, TimestampMs)>,
+    auditor: Auditor,
+    entries: Vec<AuditEntry>,
+    /// The error each message was last given (`errors_set_by`), also
+    /// after a pivot dropped the message from the state: an agent records
+    /// an error after the step it ends.
+    errors: BTreeMap<MessageId, String>,
+}
+
+impl Default for TimelineFold {
+    fn default() -> Self {
+        TimelineFold::new()
+    }
+}
+
+impl TimelineFold {
+    /// A fold whose state holds what the next decision needs.
+    pub fn new() -> TimelineFold {
+        TimelineFold::over(SessionState::new())
+    }
+
+    /// A fold whose state keeps its history (for views of all of it).
+    pub fn keeping_history() -> TimelineFold {
+        TimelineFold::over(SessionState::keeping_history())
+    }
+
+    fn over(state: SessionState) -> TimelineFold {
+        TimelineFold {
+            state,
+            steps: Vec::new(),
+            open: None,
+            last: None,
+            auditor: Auditor::default(),
+            entries: Vec::new(),
+            errors: BTreeMap::new(),
+        }
+    }
+
+    /// Folds the session's next event.
+    pub fn push(&mut self, e: &Envelope) -> Result<(), RefusedEvent> {
+        self.push_with(e, &mut |_, _| {})
+    }
+
+    /// [`TimelineFold::push`], calling `at_step` with the state right
+    /// after a step and its row.
+    pub fn push_with(
+        &mut self,
+        e: &Envelope,
+        at_step: &mut impl FnMut(&SessionState, &StepRow),
+    ) -> Result<(), RefusedEvent> {
+        let errors = self.state.errors_set_by(&e.event);
+        self.state.evolve(e)?;
+        for (message, error) in errors {
+            self.errors.insert(message, error.name);
+        }
+        self.last = Some((e.seq, e.recorded_at));
+        self.entries.extend(self.auditor.push(e));
         let (message, tokens) = match &e.event {
-            Event::UsageReported { .. } => {
-                open = Some(e);
-                continue;
+            Event::UsageReported { message, tokens } => {
+                self.open = Some((*message, *tokens));
+                return Ok(());
             }
             Event::StepFinished {
                 message, tokens, ..
-            } => (message, tokens),
-            _ => continue,
+            } => (*message, tokens),
+            _ => return Ok(()),
         };
-        if open.is_some_and(
-            |o| matches!(&o.event, Event::UsageReported { message: m, .. } if m == message),
-        ) {
-            open = None;
+        if self.open.is_some_and(|(m, _)| m == message) {
+            self.open = None;
         }
-        let row = step_row(&state, e, *message, tokens, false);
-        at_step(&state, &row);
-        steps.push(row);
+        let row = step_row(&self.state, (e.seq, e.recorded_at), message, tokens, false);
+        at_step(&self.state, &row);
+        self.steps.push(row);
+        Ok(())
     }
-    // A step still open at the end: a row of the session as it ends, with
-    // the usage reported so far.
-    if let (
-        Some(Envelope {
-            event: Event::UsageReported { message, tokens },
-            ..
-        }),
-        Some(last),
-    ) = (open, events.last())
-    {
-        if state.message(*message).is_some_and(|m| m.finish.is_none()) {
-            let row = step_row(&state, last, *message, tokens, true);
-            at_step(&state, &row);
-            steps.push(row);
+
+    /// The timeline, and the state at the end.
+    pub fn finish(self) -> (Timeline, SessionState) {
+        self.finish_with(&mut |_, _| {})
+    }
+
+    /// [`TimelineFold::finish`], calling `at_step` for a step still open
+    /// at the end.
+    pub fn finish_with(
+        mut self,
+        at_step: &mut impl FnMut(&SessionState, &StepRow),
+    ) -> (Timeline, SessionState) {
+        // A step still open at the end: a row of the session as it ends,
+        // with the usage reported so far.
+        if let (Some((message, tokens)), Some(last)) = (self.open, self.last) {
+            let unfinished = self
+                .state
+                .message(message)
+                .is_some_and(|m| m.finish.is_none());
+            if unfinished {
+                let row = step_row(&self.state, last, message, &tokens, true);
+                at_step(&self.state, &row);
+                self.steps.push(row);
+            }
         }
+        attach(&mut self.steps, &self.entries);
+        for row in &mut self.steps {
+            row.error = self.errors.get(&row.message).cloned();
+        }
+        let timeline = Timeline {
+            session: self.state.session,
+            policy: self.state.policy.name.clone(),
+            limits: self.state.limits.clone(),
+            steps: self.steps,
+        };
+        (timeline, self.state)
     }
-    attach(&mut steps, &audit(events));
-    // A message's error is recorded after its step finished.
-    for row in &mut steps {
-        row.error = state
-            .message(row.message)
-            .and_then(|m| m.error.as_ref())
-            .map(|e| e.name.clone());
-    }
-    let timeline = Timeline {
-        session: state.session,
-        policy: state.policy.name.clone(),
-        limits: state.limits.clone(),
-        steps,
-    };
-    Ok((timeline, state))
 }
 
-/// The row of the step of `message` with `tokens` at `e`, in `state` (the
-/// state right after `e`): `e` finished the step, or, `open`, is the last
+/// The row of the step of `message` with `tokens` at the event at (`seq`,
+/// `time`), in `state` (the state right after it): it finished the step, or, `open`, is the last
 /// event of a session whose last step's end is not recorded yet (no
 /// overflow check ran on it).
 fn step_row(
     state: &SessionState,
-    e: &Envelope,
+    (seq, time): (Seq, TimestampMs),
     message: MessageId,
     tokens: &TokenUsage,
     open: bool,
@@ -256,8 +326,8 @@ fn step_row(
     let reported = StepTokens::of(tokens);
     let no_usage = reported.total == 0;
     StepRow {
-        seq: e.seq,
-        time: e.recorded_at,
+        seq,
+        time,
         message,
         tokens: reported,
         count: check.count,

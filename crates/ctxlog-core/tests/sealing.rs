@@ -241,3 +241,36 @@ fn late_events_on_dropped_messages_are_taken_and_change_only_the_history() {
     assert!(fresh2.evolve(&e).is_err());
     assert_eq!(fresh2, fresh);
 }
+
+/// The timeline names the error of each step's message, also of a message
+/// a pivot dropped from the state before its error was recorded (an agent
+/// records an error after the step it ends).
+#[test]
+fn the_timeline_names_the_error_of_a_dropped_message() {
+    let (mut events, windowed, _) = dropped_session();
+    let before = timeline(&events).unwrap();
+    let row = before
+        .steps
+        .iter()
+        .find(|r| windowed.message(r.message).is_none())
+        .expect("a step of a dropped message");
+    assert_eq!(row.error, None);
+    let last = events.last().unwrap().clone();
+    events.push(Envelope {
+        seq: last.seq + 1,
+        id: EventId(uuid::Uuid::from_u128(
+            0x0199_0000_0000_7000_8000_0000_0000_0001,
+        )),
+        event: Event::MessageErrored {
+            message: row.message,
+            error: MessageError {
+                name: "MessageOutputLengthError".into(),
+                message: "the output limit was reached".into(),
+            },
+        },
+        ..last
+    });
+    let after = timeline(&events).unwrap();
+    let same = after.steps.iter().find(|r| r.seq == row.seq).unwrap();
+    assert_eq!(same.error.as_deref(), Some("MessageOutputLengthError"));
+}

@@ -56,6 +56,7 @@ pub mod faults;
 mod follower;
 mod log;
 mod memory;
+pub mod pack;
 pub mod record;
 mod sled;
 mod subscribe;

@@ -5,7 +5,7 @@
 use super::job::{Job, JobStatus};
 use super::message::Message;
 use super::session::{LastFinished, SessionState};
-use crate::event::{Envelope, Event, FinishReason, MessageError, PartBody, Role};
+use crate::event::{Envelope, Event, FinishReason, PartBody, Role};
 use crate::ids::{MessageId, PartId, Seq};
 use crate::part::Part;
 use crate::policy::TokenUsage;
@@ -69,15 +69,7 @@ impl SessionState {
         else {
             return;
         };
-        if let Some(old) = self.job(*job).and_then(|j| j.summary) {
-            self.set_message_error(
-                old,
-                MessageError {
-                    name: "CompactionRestarted".into(),
-                    message: "superseded by a new attempt of the same job".into(),
-                },
-            );
-        }
+        // The superseded summary's error: `errors_set_by`.
         self.push_message(Message {
             agent: agent.as_deref().map(Box::from),
             model: model.clone().map(Box::new),
@@ -124,17 +116,9 @@ impl SessionState {
         });
     }
 
-    /// The job fails; the summary of its latest attempt carries the error.
+    /// The job fails (the summary of its latest attempt carries the error:
+    /// `errors_set_by`).
     pub(super) fn apply_compaction_failed(&mut self, job: MessageId, error: &str) {
-        if let Some(s) = self.job(job).and_then(|j| j.summary) {
-            self.set_message_error(
-                s,
-                MessageError {
-                    name: "CompactionFailed".into(),
-                    message: error.to_owned(),
-                },
-            );
-        }
         if let Some(j) = self.job_mut(job) {
             j.status = JobStatus::Failed {
                 error: error.to_owned(),

@@ -47,6 +47,9 @@ impl SessionState {
 
     /// Applies a checked event. Every lookup here was validated by `check`.
     fn apply(&mut self, env: &Envelope) {
+        for (message, error) in self.errors_set_by(&env.event) {
+            self.set_message_error(message, error);
+        }
         match &env.event {
             Event::SessionStarted { .. } => self.apply_session_started(env),
             Event::PolicyChanged { policy } => self.apply_policy_changed(policy),
@@ -89,9 +92,8 @@ impl SessionState {
             Event::CompactionFailed { job, error } => self.apply_compaction_failed(*job, error),
             Event::PartsPruned { parts, policy, .. } => self.apply_parts_pruned(env, parts, policy),
             Event::PartsRestored { parts, .. } => self.apply_parts_restored(parts),
-            Event::MessageErrored { message, error } => {
-                self.set_message_error(*message, error.clone());
-            }
+            // Its error is set with the others, above.
+            Event::MessageErrored { .. } => {}
             Event::MessagesWithdrawn { messages, .. } => self.apply_messages_withdrawn(messages),
         }
     }

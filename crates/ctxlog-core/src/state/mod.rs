@@ -18,6 +18,7 @@
 mod check;
 mod close;
 mod compaction;
+mod errors;
 mod estimates;
 mod evolve;
 mod index;

@@ -20,10 +20,10 @@
 
 use crate::error::Expected;
 use crate::log::{check_expected, repeated_id, retried_position, Appended, NewEvent};
+use crate::pack;
 use crate::record::{self, Chain};
 use crate::sled::failure::Failure;
 use crate::sled::index::{self, IndexTail};
-use crate::sled::pack;
 use crate::sled::trees::{encode_head, Trees};
 use ctxlog_core::{EventId, Seq, SessionId};
 use std::collections::BTreeMap;

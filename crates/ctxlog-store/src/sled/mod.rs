@@ -5,9 +5,9 @@
 //! `crate::error`, and the handles below.
 //!
 //! Modules, each depending only on those above it: `failure` (sled's own
-//! errors), `config`, `guard` (sled's panics as errors), `pack` (several
-//! records in one value), `trees` (the sled trees and heads), `index` (the
-//! event-id index), `snapshot`, `verify`, `witness` (what was
+//! errors), `config`, `guard` (sled's panics as errors), `trees` (the
+//! sled trees and heads; values hold records alone or packed:
+//! `crate::pack`), `index` (the event-id index), `snapshot`, `verify`, `witness` (what was
 //! acknowledged, beside sled), `append` (one append's writes), `repair`
 //! (what a crash left past a head), `shared`, `ticket`, `fixture` (the
 //! unit tests' own), `writer` (the committer and the flusher thread),
@@ -24,7 +24,6 @@ pub(crate) mod guard;
 pub(crate) mod index;
 pub(crate) mod os;
 pub(crate) mod pace;
-pub(crate) mod pack;
 pub mod private;
 pub(crate) mod remote;
 pub(crate) mod repair;

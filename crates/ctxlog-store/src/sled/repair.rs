@@ -15,10 +15,10 @@
 //! process, and opening after a crash checks at most that many sessions
 //! (plus a group's).
 
+use crate::pack;
 use crate::record;
 use crate::sled::failure::Failure;
 use crate::sled::index;
-use crate::sled::pack;
 use crate::sled::trees::Trees;
 use ctxlog_core::{Seq, SessionId};
 use uuid::Uuid;

@@ -5,11 +5,11 @@
 use crate::error::{AppendError, Expected, OpenError, ReadError};
 use crate::follower::Followable;
 use crate::log::{evolve_to_head, Appended, EventLog, LoadedState, NewEvent};
+use crate::pack::{self, Unpacked};
 use crate::record::{self, RecordProblem};
 use crate::sled::config::StoreConfig;
 use crate::sled::failure::Failure;
 use crate::sled::guard::guarded;
-use crate::sled::pack::{self, Unpacked};
 use crate::sled::private;
 use crate::sled::repair;
 use crate::sled::serve::{Holder, Server};

@@ -7,10 +7,10 @@
 //! `id-runs` (the event-id index, see `index.rs`) and `snapshots` (see
 //! `snapshot.rs`).
 
+use crate::pack;
 use crate::record::{self, Chain};
 use crate::sled::failure::Failure;
 use crate::sled::guard::guarded;
-use crate::sled::pack;
 use ctxlog_core::{Seq, SessionId};
 use std::path::Path;
 use std::time::{Duration, Instant};

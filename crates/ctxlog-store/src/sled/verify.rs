@@ -6,10 +6,10 @@
 //! ([`finish`]), so appends in flight never cause a false error and a
 //! verification does not stop the writer for the length of the log.
 
+use crate::pack;
 use crate::record::{self, Chain, RecordProblem};
 use crate::sled::failure::{sled_location, Failure};
 use crate::sled::index;
-use crate::sled::pack;
 use crate::sled::trees::{decode_head, session_of, Trees, Values};
 use ctxlog_core::{Seq, SessionId};
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,4 +1,5 @@
-//! Several records of one session in one sled value.
+//! Several records of one session in one stored value (the sled log's
+//! layout, beside [`record`](crate::record)'s).
 //!
 //! sled keeps bookkeeping for every node of its trees (at most 16 keys a
 //! leaf), also for the nodes it evicted from its cache: a key per event
@@ -21,12 +22,12 @@
 use crate::record::{self, RecordProblem};
 
 /// The format byte of a pack.
-pub(crate) const PACK_FORMAT: u8 = 2;
+pub const PACK_FORMAT: u8 = 2;
 
 /// A pack is closed before it grows past this many bytes. sled writes a
 /// node whose serialized size passes 128 KiB (a quarter of its 512 KiB
 /// segment) as a file of its own; 16 values of 4 KiB stay under that.
-pub(crate) const PACK_BYTES: usize = 4096;
+pub const PACK_BYTES: usize = 4096;
 
 /// The most records a pack holds (its count is a `u16`).
 const PACK_MAX: usize = u16::MAX as usize;
@@ -38,7 +39,7 @@ const PACK_FIXED: usize = 1 + 2 + 4;
 /// runs of records packed while they fit in [`PACK_BYTES`], a record that
 /// does not fit with another stored alone. Each value with the index of
 /// its first record.
-pub(crate) fn values(records: &[Vec<u8>]) -> Vec<(usize, Vec<u8>)> {
+pub fn values(records: &[Vec<u8>]) -> Vec<(usize, Vec<u8>)> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < records.len() {
@@ -82,18 +83,18 @@ fn pack(records: &[Vec<u8>]) -> Vec<u8> {
 
 /// Where the records of one value lie in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Unpacked {
+pub struct Unpacked {
     /// Byte ranges of the records that can be told apart, in seq order.
-    pub(crate) records: Vec<std::ops::Range<usize>>,
+    pub records: Vec<std::ops::Range<usize>>,
     /// Why the value's records cannot be told apart from its record at
     /// index `records.len()` on (then nothing of it reads from there).
-    pub(crate) damage: Option<RecordProblem>,
+    pub damage: Option<RecordProblem>,
 }
 
 /// The records of a stored value: itself when it is a lone record (its
 /// problems are then found by [`record::decode`]), else the records of the
 /// pack, as far as its framing reads.
-pub(crate) fn unpack(v: &[u8]) -> Unpacked {
+pub fn unpack(v: &[u8]) -> Unpacked {
     if v.first() != Some(&PACK_FORMAT) {
         let whole = 0..v.len();
         return Unpacked {
