@@ -314,8 +314,7 @@ impl Walk {
     }
 
     /// Checks the records of the value `v` stored under (`session`,
-    /// `first`) from seq `from` up to `upto`; false when it held nothing
-    /// in that range.
+    /// `first`) from seq `from` up to `upto`.
     fn check_value(
         &mut self,
         t: &Trees,
@@ -323,17 +322,15 @@ impl Walk {
         (session, first): (SessionId, Seq),
         v: &[u8],
         (from, upto): (Seq, Seq),
-    ) -> bool {
+    ) {
         let unpacked = pack::unpack(v);
-        let mut any = false;
         for (seq, r) in (first..).zip(&unpacked.records) {
             if seq < from {
                 continue;
             }
             if seq > upto {
-                return any;
+                return;
             }
-            any = true;
             report.events += 1;
             self.check(t, report, (session, seq), &v[r.clone()]);
         }
@@ -350,10 +347,8 @@ impl Walk {
                 self.trusted = false;
                 self.last = seq;
                 self.after_broken_pack = true;
-                any = true;
             }
         }
-        any
     }
 
     /// Checks the record `v` at (`session`, `seq`).
