@@ -20,6 +20,8 @@
 //! records' own CRCs place damage inside a pack at one seq.
 
 use crate::record::{self, RecordProblem};
+use ctxlog_core::Seq;
+use std::ops::Range;
 
 /// The format byte of a pack.
 pub const PACK_FORMAT: u8 = 2;
@@ -89,6 +91,18 @@ pub struct Unpacked {
     /// Why the value's records cannot be told apart from its record at
     /// index `records.len()` on (then nothing of it reads from there).
     pub damage: Option<RecordProblem>,
+}
+
+impl Unpacked {
+    /// The records with their seqs, the first at `first`. A record whose
+    /// seq would pass `Seq::MAX` (only a damaged key says so) is not given.
+    pub fn numbered(&self, first: Seq) -> impl Iterator<Item = (Seq, Range<usize>)> + '_ {
+        let seq = move |i: usize| first.checked_add(Seq::try_from(i).ok()?);
+        self.records
+            .iter()
+            .enumerate()
+            .map_while(move |(i, r)| Some((seq(i)?, r.clone())))
+    }
 }
 
 /// The records of a stored value: itself when it is a lone record (its
@@ -189,6 +203,19 @@ mod tests {
         assert_eq!(unpacked.damage, None);
         let back: Vec<&[u8]> = unpacked.records.iter().map(|r| &pack[r.clone()]).collect();
         assert_eq!(back, [&records[0][..], &records[1][..], &records[2][..]]);
+    }
+
+    /// Seqs never wrap: a pack under a (damaged) key at `Seq::MAX` gives
+    /// its first record only.
+    #[test]
+    fn numbering_stops_at_the_last_seq() {
+        let records = vec![rec(MIN_RECORD_LEN, 1), rec(MIN_RECORD_LEN, 2)];
+        let pack = values(&records).remove(0).1;
+        let unpacked = unpack(&pack);
+        let seqs: Vec<Seq> = unpacked.numbered(7).map(|(s, _)| s).collect();
+        assert_eq!(seqs, [7, 8]);
+        let seqs: Vec<Seq> = unpacked.numbered(Seq::MAX).map(|(s, _)| s).collect();
+        assert_eq!(seqs, [Seq::MAX]);
     }
 
     #[test]

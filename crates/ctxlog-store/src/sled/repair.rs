@@ -86,8 +86,11 @@ fn remove_past_head(trees: &Trees, session: SessionId) -> Result<Option<(Seq, Se
         .unwrap_or_else(|| (0, record::genesis(session)));
     let mut values = Vec::new();
     let mut ids = Vec::new();
-    let mut expect = head + 1;
-    let range = record::key(session, head + 1)..=record::key(session, Seq::MAX);
+    // A head at `Seq::MAX` (only damage says so) has nothing past it.
+    let Some(mut expect) = head.checked_add(1) else {
+        return Ok(None);
+    };
+    let range = record::key(session, expect)..=record::key(session, Seq::MAX);
     'values: for kv in trees.events.range(range) {
         let (k, v) = kv?;
         if record::parse_key(&k) != Some((session, expect)) {
@@ -98,8 +101,8 @@ fn remove_past_head(trees: &Trees, session: SessionId) -> Result<Option<(Seq, Se
             break;
         }
         let (mut next_chain, mut next_ids) = (chain, Vec::new());
-        for (seq, r) in (expect..).zip(&unpacked.records) {
-            let bytes = &v[r.clone()];
+        for (seq, r) in unpacked.numbered(expect) {
+            let bytes = &v[r];
             match record::decode(bytes, session, seq) {
                 Ok(d) if d.chain_follows(&next_chain, bytes) => {
                     next_chain = d.chain;
@@ -108,8 +111,11 @@ fn remove_past_head(trees: &Trees, session: SessionId) -> Result<Option<(Seq, Se
                 _ => break 'values,
             }
         }
+        if next_ids.len() != unpacked.records.len() {
+            break; // seqs past `Seq::MAX`: damage, left for `verify`
+        }
         chain = next_chain;
-        expect += next_ids.len() as Seq;
+        expect = expect.saturating_add(next_ids.len() as Seq);
         ids.extend(next_ids);
         values.push(k);
     }

@@ -453,7 +453,8 @@ impl ReadIter {
     fn next_in_value(&mut self, expect: Seq) -> Option<Result<Envelope, Failure>> {
         let cur = self.current.as_mut()?;
         while let Some(range) = cur.unpacked.records.get(cur.next).cloned() {
-            let seq = cur.first + cur.next as Seq;
+            // Past `Seq::MAX` only by a damaged key: the value ends there.
+            let seq = cur.first.checked_add(cur.next as Seq)?;
             cur.next += 1;
             if seq < expect {
                 continue;

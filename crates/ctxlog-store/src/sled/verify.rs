@@ -324,7 +324,7 @@ impl Walk {
         (from, upto): (Seq, Seq),
     ) {
         let unpacked = pack::unpack(v);
-        for (seq, r) in (first..).zip(&unpacked.records) {
+        for (seq, r) in unpacked.numbered(first) {
             if seq < from {
                 continue;
             }
@@ -332,10 +332,10 @@ impl Walk {
                 return;
             }
             report.events += 1;
-            self.check(t, report, (session, seq), &v[r.clone()]);
+            self.check(t, report, (session, seq), &v[r]);
         }
         if let Some(problem) = unpacked.damage {
-            let seq = first + unpacked.records.len() as Seq;
+            let seq = first.saturating_add(unpacked.records.len() as Seq);
             if seq >= from && seq <= upto {
                 report.events += 1;
                 report.at(
