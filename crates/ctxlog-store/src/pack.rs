@@ -38,8 +38,8 @@ const PACK_MAX: usize = u16::MAX as usize;
 const PACK_FIXED: usize = 1 + 2 + 4;
 
 /// Groups encoded `records` (consecutive seqs of one session) into values:
-/// runs of records packed while they fit in [`PACK_BYTES`], a record that
-/// does not fit with another stored alone. Each value with the index of
+/// consecutive records packed while they fit in [`PACK_BYTES`], a record
+/// that does not fit with another stored alone. Each value with the index of
 /// its first record.
 pub fn values(records: &[Vec<u8>]) -> Vec<(usize, Vec<u8>)> {
     let mut out = Vec::new();
