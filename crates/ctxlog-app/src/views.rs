@@ -5,7 +5,7 @@
 
 use crate::catalog::{self, CatalogError};
 use ctxlog_core::window::{ToolResult, Window, WindowPart};
-use ctxlog_core::{audit, timeline, AuditEntry, Envelope, Event, Json, Role, SessionId};
+use ctxlog_core::{timeline, AuditEntry, Auditor, Envelope, Event, Json, Role, SessionId};
 use ctxlog_core::{Attachment, SessionState};
 use ctxlog_store::EventLog;
 use serde::Serialize;
@@ -82,27 +82,26 @@ pub struct AuditLine {
     pub part_tokens: Vec<Option<u64>>,
 }
 
-/// The audit trail of a session's events.
-pub fn audit_lines(events: &[Envelope]) -> Vec<AuditLine> {
-    let pruned: std::collections::BTreeMap<u64, Vec<u64>> = events
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::PartsPruned { parts, .. } => {
-                Some((e.seq, parts.iter().map(|p| p.tokens).collect()))
+/// The audit trail of `session`, read from `log` an event at a time: its
+/// events are never held together (the trail is, a line per lifecycle
+/// event).
+pub fn audit_lines(log: &impl EventLog, session: SessionId) -> Result<Vec<AuditLine>, ViewError> {
+    let mut auditor = Auditor::default();
+    let mut lines = Vec::new();
+    for e in log.read(session, 1)? {
+        let e = e?;
+        let Some(entry) = auditor.push(&e) else {
+            continue;
+        };
+        let part_tokens = match &e.event {
+            Event::PartsPruned { parts, .. } if entry.kind == "parts_pruned" => {
+                parts.iter().map(|p| Some(p.tokens)).collect()
             }
-            _ => None,
-        })
-        .collect();
-    audit(events)
-        .into_iter()
-        .map(|entry| {
-            let part_tokens = match pruned.get(&entry.seq) {
-                Some(t) if entry.kind == "parts_pruned" => t.iter().copied().map(Some).collect(),
-                _ => vec![None; entry.ids.len()],
-            };
-            AuditLine { entry, part_tokens }
-        })
-        .collect()
+            _ => vec![None; entry.ids.len()],
+        };
+        lines.push(AuditLine { entry, part_tokens });
+    }
+    Ok(lines)
 }
 
 /// Where in a session a view is taken.

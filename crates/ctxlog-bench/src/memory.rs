@@ -1,7 +1,8 @@
 //! The peak memory of the commands a user runs on large sessions
 //! ([`bench_memory`]), each in a child process of its own: replaying a
 //! 1,000,000-event session, listing and rendering it from its snapshot, and
-//! `stress` appending as many events to one session. The import's peak is
+//! `stress` appending as many events to one session (and three times as
+//! many), then replaying it and printing its timeline and audit. The import's peak is
 //! measured beside its speed (`crate::import`).
 
 use crate::measure::Scratch;
@@ -41,7 +42,7 @@ pub(crate) fn ctxlog_args(db: &Path, args: &[&dyn AsRef<OsStr>]) -> Vec<OsString
 /// snapshot is kept (as the engine and the import keep one), and `stress`
 /// writing one session of as many events and of three times as many
 /// (`stress_rss_growth`: the larger's peak over the smaller's), each
-/// replayed after.
+/// replayed, its timeline and its audit printed after.
 pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(), BenchError> {
     let big = Scratch::new("rss");
     let (session, head) = write_generated(big.path(), &generator_config(41, z.rss))?;
@@ -74,8 +75,9 @@ pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
     Ok(())
 }
 
-/// `stress` writing one session of `events` events, then a replay of that
-/// session, each in a child process; the stress's peak memory.
+/// `stress` writing one session of `events` events, then a replay, the
+/// `timeline` and the `audit` of that session, each in a child process;
+/// the stress's peak memory.
 fn stress(events: u64, r: &mut Report, run: RunCtxlog<'_>) -> Result<u64, BenchError> {
     let stressed = Scratch::new("stress");
     let n = events.to_string();
@@ -112,6 +114,14 @@ fn stress(events: u64, r: &mut Report, run: RunCtxlog<'_>) -> Result<u64, BenchE
         format!("replay_rss_{}", short(events)),
         json!(replay.peak_rss_bytes),
     );
+    // The views that read the whole session, an event at a time.
+    for view in ["timeline", "audit"] {
+        let child = run(&ctxlog_args(stressed.path(), &[&"--json", &view, &id]))?;
+        r.set_figure(
+            format!("{view}_rss_{}", short(events)),
+            json!(child.peak_rss_bytes),
+        );
+    }
     Ok(child.peak_rss_bytes)
 }
 

@@ -1,14 +1,14 @@
 //! `audit`: every prune, restore, withdrawal and compaction step of a
 //! session.
 
-use crate::store::read_log;
 use crate::store::stored_session;
 use crate::{ui, Cli, CliError};
 use serde_json::json;
 
 pub(crate) fn show_audit(cli: &Cli, session: &str) -> Result<(), CliError> {
     let (store, session) = stored_session(cli, session)?;
-    let lines = ctxlog_app::views::audit_lines(&read_log(&store, session)?);
+    let lines = ctxlog_app::views::audit_lines(&store, session)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     if cli.json {
         let mut doc = json!({"ok": true, "session": session.to_string(), "entries": lines});
         // Beside each `at` (ms), the same as RFC 3339.

@@ -53,14 +53,15 @@ mod output;
 mod recording;
 mod redaction;
 mod replay;
+mod report;
 mod selection;
 mod sessions;
 mod simulate;
 mod store;
 mod stress;
+mod timeline;
 mod ui;
 mod usage;
-mod views;
 mod window;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -621,13 +622,13 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             format,
         } => show_window(cli, session, *at, *format),
         Command::Audit { session } => show_audit(cli, session),
-        Command::Timeline { session } => views::show_timeline(cli, session),
+        Command::Timeline { session } => timeline::show_timeline(cli, session),
         Command::Report {
             session,
             with,
             out,
             redact,
-        } => views::write_report(cli, session, with, out, *redact),
+        } => report::write_report(cli, session, with, out, *redact),
         Command::Compact {
             session,
             summarizer,

@@ -180,7 +180,7 @@ pub fn simulate(json: bool, db: &Location, a: &SimulateArgs) -> Result<(), CliEr
             .flush()
             .map_err(|e| CliError::Failed(format!("{}: {e}", db)))?;
     }
-    let recorded = crate::views::timeline_of(&recording)?;
+    let recorded = crate::timeline::timeline_of(&recording)?;
     if let Some(path) = &a.report {
         write_report(path, &recording, &runs)?;
     }
@@ -211,7 +211,7 @@ fn run_one(
     let result = ctxlog_app::simulation::run(recording, config, |i| bar.set_position(i as u64));
     bar.finish_and_clear();
     let report = result.map_err(|e| CliError::Failed(e.to_string()))?;
-    let timeline = crate::views::timeline_of(&report.log)?;
+    let timeline = crate::timeline::timeline_of(&report.log)?;
     let kept = match store {
         Some(store) => Some(
             ctxlog_app::simulation::keep(store, &report).map_err(|e| match e {

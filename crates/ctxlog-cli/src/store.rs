@@ -6,7 +6,6 @@ use crate::damaged;
 use crate::{Cli, CliError};
 use ctxlog_app::catalog::{self, CatalogError};
 use ctxlog_app::logs::{AnyLog, Location};
-use ctxlog_core::Envelope;
 use ctxlog_core::SessionId;
 use ctxlog_postgres::{PgLog, PgOptions, Target};
 use ctxlog_store::{EventLog, OpenError, Reader, SledStore};
@@ -223,14 +222,6 @@ pub(crate) fn stored_session_to_write(
     let store = open_store(&cli.db)?;
     let session = resolve_session(&store, &cli.db, text)?;
     Ok((store, session))
-}
-
-/// Every event of `session` (`ctxlog_app::views::events`).
-pub(crate) fn read_log(
-    store: &impl EventLog,
-    session: SessionId,
-) -> Result<Vec<Envelope>, CliError> {
-    ctxlog_app::views::events(store, session).map_err(|e| CliError::Failed(e.to_string()))
 }
 
 /// Resolves SESSION: a ctxlog id, or a recording's own session id.

@@ -227,55 +227,139 @@ pub fn cut(text: &str, max: usize) -> String {
 /// widest first; under [`COMPACT_BELOW`] columns each row is printed
 /// compactly instead ([`print_compact`]).
 pub fn print_table(columns: &[Column], rows: &[Vec<String>], terminal: Option<usize>) {
-    // A cell is one line: a newline or tab in a recorded title would break
-    // the columns, an escape would act on the terminal.
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            r.iter()
-                .map(|c| ctxlog_core::printable::one_line(c).into_owned())
-                .collect()
-        })
-        .collect();
-    if let Some(w) = terminal.filter(|w| *w < COMPACT_BELOW) {
-        print_compact(columns, &rows, w);
-        return;
+    let mut measured = Measured::new(columns);
+    for r in rows {
+        measured.add(r);
     }
-    let max = terminal.unwrap_or(usize::MAX);
-    let cols = columns.len();
-    let mut widths: Vec<usize> = columns.iter().map(|c| width(c.header)).collect();
-    for r in &rows {
-        for (i, c) in r.iter().enumerate().take(cols) {
-            widths[i] = widths[i].max(width(c));
+    let mut table = Table::fitted(columns, &measured, terminal);
+    table.print_header();
+    for r in rows {
+        table.print_row(r);
+    }
+}
+
+/// A cell as one line: a newline or tab in a recorded title would break
+/// the columns, an escape would act on the terminal.
+fn cell(text: &str) -> std::borrow::Cow<'_, str> {
+    ctxlog_core::printable::one_line(text)
+}
+
+/// What fitting a table needs to know of its rows, taken a row at a time
+/// (the rows need not be held): each column's widest cell, and which
+/// columns hold anything but zeros.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    widths: Vec<usize>,
+    filled: Vec<bool>,
+}
+
+impl Measured {
+    /// No rows yet: the headers' widths.
+    pub fn new(columns: &[Column]) -> Measured {
+        Measured {
+            widths: columns.iter().map(|c| width(c.header)).collect(),
+            filled: vec![false; columns.len()],
         }
     }
-    let shown = shown_columns(columns, &rows, &widths, max);
-    let total = |w: &[usize]| {
-        let w: Vec<usize> = shown.iter().map(|&i| w[i]).collect();
-        w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1)
-    };
-    while total(&widths) > max {
-        let widest = shown
-            .iter()
-            .copied()
-            .filter(|&i| columns[i].fit == Fit::Text && widths[i] > columns[i].min)
-            .max_by_key(|&i| (widths[i], std::cmp::Reverse(i)));
-        match widest {
-            Some(i) => widths[i] -= 1,
-            None => break,
+
+    /// Takes one row's cells into account.
+    pub fn add(&mut self, row: &[String]) {
+        for (i, c) in row.iter().enumerate().take(self.widths.len()) {
+            self.widths[i] = self.widths[i].max(width(&cell(c)));
+            self.filled[i] |= !(c == "0" || c == "-" || c.is_empty());
         }
     }
-    let line = |cells: Vec<String>| {
+}
+
+/// A table fitted to the terminal, printed a row at a time.
+#[derive(Debug)]
+pub struct Table<'a> {
+    columns: &'a [Column<'a>],
+    /// The columns shown, in order.
+    shown: Vec<usize>,
+    widths: Vec<usize>,
+    /// The terminal's width (`usize::MAX`: no limit).
+    max: usize,
+    /// Each row on its own lines ([`print_compact`]).
+    compact: bool,
+    printed: usize,
+}
+
+impl<'a> Table<'a> {
+    /// `columns` fitted within `terminal` columns (`None`: no limit) for
+    /// the rows `measured`.
+    pub fn fitted(
+        columns: &'a [Column<'a>],
+        measured: &Measured,
+        terminal: Option<usize>,
+    ) -> Table<'a> {
+        let compact = terminal.is_some_and(|w| w < COMPACT_BELOW);
+        let max = terminal.unwrap_or(usize::MAX);
+        let mut widths = measured.widths.clone();
+        let shown = shown_columns(columns, &measured.filled, &widths, max);
+        let total = |w: &[usize]| {
+            let w: Vec<usize> = shown.iter().map(|&i| w[i]).collect();
+            w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1)
+        };
+        while total(&widths) > max {
+            let widest = shown
+                .iter()
+                .copied()
+                .filter(|&i| columns[i].fit == Fit::Text && widths[i] > columns[i].min)
+                .max_by_key(|&i| (widths[i], std::cmp::Reverse(i)));
+            match widest {
+                Some(i) => widths[i] -= 1,
+                None => break,
+            }
+        }
+        Table {
+            columns,
+            shown,
+            widths,
+            max,
+            compact,
+            printed: 0,
+        }
+    }
+
+    /// Prints the header (none in the compact form).
+    pub fn print_header(&self) {
+        if self.compact {
+            return;
+        }
+        let head = self.line(self.columns.iter().map(|c| c.header));
+        if color() {
+            // The header's words are ctxlog's own; only they are styled.
+            crate::write_stdout_raw(&format!("\x1b[1m{head}\x1b[0m\n"));
+        } else {
+            println!("{head}");
+        }
+    }
+
+    /// Prints one row.
+    pub fn print_row(&mut self, row: &[String]) {
+        let row: Vec<String> = row.iter().map(|c| cell(c).into_owned()).collect();
+        if self.compact {
+            print_compact(self.columns, &row, self.max, self.printed == 0);
+        } else {
+            println!("{}", self.line(row.iter().map(String::as_str)));
+        }
+        self.printed += 1;
+    }
+
+    /// The cells as a line of the table.
+    fn line<'c>(&self, cells: impl Iterator<Item = &'c str>) -> String {
+        let cells: Vec<&str> = cells.collect();
         let mut out = String::new();
-        for (n, &i) in shown.iter().enumerate() {
+        for (n, &i) in self.shown.iter().enumerate() {
             let Some(c) = cells.get(i) else { break };
-            let w = widths[i];
+            let w = self.widths[i];
             let c = cut(c, w);
             let pad = w.saturating_sub(width(&c));
             if n > 0 {
                 out.push_str("  ");
             }
-            if columns[i].fit == Fit::Number {
+            if self.columns[i].fit == Fit::Number {
                 out.push_str(&" ".repeat(pad));
                 out.push_str(&c);
             } else {
@@ -284,30 +368,15 @@ pub fn print_table(columns: &[Column], rows: &[Vec<String>], terminal: Option<us
             }
         }
         // A table whose kept columns alone are wider is cut at the edge.
-        let out = cut(out.trim_end(), max);
+        let out = cut(out.trim_end(), self.max);
         out.trim_end().to_owned()
-    };
-    let head = line(columns.iter().map(|c| c.header.to_owned()).collect());
-    if color() {
-        // The header's words are ctxlog's own; only they are styled.
-        crate::write_stdout_raw(&format!("\x1b[1m{head}\x1b[0m\n"));
-    } else {
-        println!("{head}");
-    }
-    for r in rows {
-        println!("{}", line(r));
     }
 }
 
 /// The columns shown within `max`: all, or without the ranked ones (those
 /// of only zeros first, then the lowest rank) while the table would not fit
 /// with every free-text column at its narrowest.
-fn shown_columns(
-    columns: &[Column],
-    rows: &[Vec<String>],
-    widths: &[usize],
-    max: usize,
-) -> Vec<usize> {
+fn shown_columns(columns: &[Column], filled: &[bool], widths: &[usize], max: usize) -> Vec<usize> {
     let mut shown: Vec<usize> = (0..columns.len()).collect();
     let narrowest = |shown: &[usize]| {
         shown
@@ -321,13 +390,7 @@ fn shown_columns(
     };
     // A ranked number column that holds only zeros says nothing: it goes
     // first.
-    let empty = |i: usize| {
-        columns[i].fit == Fit::Number
-            && rows.iter().all(|r| {
-                r.get(i)
-                    .is_none_or(|c| c == "0" || c == "-" || c.is_empty())
-            })
-    };
+    let empty = |i: usize| columns[i].fit == Fit::Number && !filled[i];
     while narrowest(&shown) > max {
         let lowest = shown
             .iter()
@@ -344,41 +407,39 @@ fn shown_columns(
     shown
 }
 
-/// Each row on its own lines for a narrow terminal: the kept columns and
+/// A row on its own lines for a narrow terminal: the kept columns and
 /// the free-text ones but the last on the first, then `HEADER value` of
 /// the numbers, then the last free-text cell, all within `terminal` columns; a blank
-/// line between rows.
-fn print_compact(columns: &[Column], rows: &[Vec<String>], terminal: usize) {
+/// line before every row but the `first`.
+fn print_compact(columns: &[Column], r: &[String], terminal: usize, first: bool) {
     let room = terminal.saturating_sub(2).max(1);
-    for (n, r) in rows.iter().enumerate() {
-        if n > 0 {
-            println!();
-        }
-        let cells = || columns.iter().zip(r);
-        let last_text = columns.iter().rposition(|c| c.fit == Fit::Text);
-        let first: Vec<&str> = cells()
-            .enumerate()
-            .filter(|(i, (c, v))| c.fit != Fit::Number && Some(*i) != last_text && *v != "-")
-            .map(|(_, (_, v))| v.as_str())
-            .collect();
-        println!("{}", cut(&first.join("  "), terminal));
-        let mut line = String::new();
-        for (c, v) in cells().filter(|(c, v)| c.fit == Fit::Number && *v != "-") {
-            let item = format!("{} {v}", c.header);
-            if !line.is_empty() && width(&line) + 2 + width(&item) > room {
-                println!("  {line}");
-                line.clear();
-            }
-            if !line.is_empty() {
-                line.push_str("  ");
-            }
-            line.push_str(&item);
+    if !first {
+        println!();
+    }
+    let cells = || columns.iter().zip(r);
+    let last_text = columns.iter().rposition(|c| c.fit == Fit::Text);
+    let named: Vec<&str> = cells()
+        .enumerate()
+        .filter(|(i, (c, v))| c.fit != Fit::Number && Some(*i) != last_text && *v != "-")
+        .map(|(_, (_, v))| v.as_str())
+        .collect();
+    println!("{}", cut(&named.join("  "), terminal));
+    let mut line = String::new();
+    for (c, v) in cells().filter(|(c, v)| c.fit == Fit::Number && *v != "-") {
+        let item = format!("{} {v}", c.header);
+        if !line.is_empty() && width(&line) + 2 + width(&item) > room {
+            println!("  {line}");
+            line.clear();
         }
         if !line.is_empty() {
-            println!("  {}", cut(&line, room));
+            line.push_str("  ");
         }
-        if let Some(v) = last_text.and_then(|i| r.get(i)).filter(|v| *v != "-") {
-            println!("  {}", cut(v, room));
-        }
+        line.push_str(&item);
+    }
+    if !line.is_empty() {
+        println!("  {}", cut(&line, room));
+    }
+    if let Some(v) = last_text.and_then(|i| r.get(i)).filter(|v| *v != "-") {
+        println!("  {}", cut(v, room));
     }
 }

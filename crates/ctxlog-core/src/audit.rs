@@ -8,6 +8,7 @@ use crate::event::{
 };
 use crate::ids::{MessageId, PartId, Seq, TimestampMs};
 use crate::policy::TokenUsage;
+use crate::state::SessionState;
 use crate::window::is_continue_text;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,20 +45,83 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
 
 /// The audit trail folded an event at a time (what [`audit`] does over a
 /// slice), for a session read as a stream.
-#[derive(Debug, Default)]
+///
+/// The default auditor remembers every id's source id and every tool output
+/// it saw, which grows with the session. One made [`Auditor::beside_state`]
+/// holds nothing that grows: it names no source ids and is told by the
+/// caller, who folds the session's state beside it, whether a tool part
+/// had an output ([`had_output`]).
+#[derive(Debug)]
 pub struct Auditor {
     policy: String,
     continue_messages: BTreeSet<MessageId>,
-    completed_tools: BTreeSet<PartId>,
-    sources: BTreeMap<String, String>,
+    /// The tool parts with an output (`None`: the caller says).
+    completed_tools: Option<BTreeSet<PartId>>,
+    /// Each id's source id (`None`: not named).
+    sources: Option<BTreeMap<String, String>>,
     /// The last text appended: a summary's, when a summary completes.
     last_text: String,
 }
 
+impl Default for Auditor {
+    fn default() -> Self {
+        Auditor {
+            policy: String::new(),
+            continue_messages: BTreeSet::new(),
+            completed_tools: Some(BTreeSet::new()),
+            sources: Some(BTreeMap::new()),
+            last_text: String::new(),
+        }
+    }
+}
+
+/// Whether the tool part `e` appends or updates had an output (completed
+/// or failed) in `before`, the session's state before `e`: what an
+/// [`Auditor::beside_state`] is told. A part the state no longer holds (a
+/// pivot dropped its message) had none as far as the audit knows.
+pub fn had_output(before: &SessionState, e: &Event) -> bool {
+    let part = match e {
+        Event::PartAppended {
+            part,
+            body: PartBody::Tool { .. },
+            ..
+        }
+        | Event::PartUpdated {
+            part,
+            body: PartBody::Tool { .. },
+        } => *part,
+        _ => return false,
+    };
+    before
+        .part(part)
+        .and_then(|(_, p)| p.tool_status())
+        .is_some_and(|s| s == "completed" || s == "error")
+}
+
 impl Auditor {
+    /// An auditor whose memory does not grow with the session: it names no
+    /// source ids (each is `None`), and is given events by
+    /// [`Auditor::push_told`].
+    pub fn beside_state() -> Auditor {
+        Auditor {
+            completed_tools: None,
+            sources: None,
+            ..Auditor::default()
+        }
+    }
+
     /// The audit line of `e`, the next event of the session, if it is one.
     pub fn push(&mut self, e: &Envelope) -> Option<AuditEntry> {
-        note_source(&e.event, &mut self.sources);
+        self.push_told(e, false)
+    }
+
+    /// [`Auditor::push`], told by the caller whether the tool part `e`
+    /// appends or updates had an output ([`had_output`]); a default auditor
+    /// remembers it itself and is not told.
+    pub fn push_told(&mut self, e: &Envelope, had_output: bool) -> Option<AuditEntry> {
+        if let Some(sources) = &mut self.sources {
+            note_source(&e.event, sources);
+        }
         if let Event::PartAppended {
             body: PartBody::Text { text, .. },
             ..
@@ -100,7 +164,13 @@ impl Auditor {
             | Event::PartUpdated {
                 part,
                 body: PartBody::Tool { state, .. },
-            } => output_taken_back(*part, state, &mut self.completed_tools),
+            } => {
+                let had = match &mut self.completed_tools {
+                    Some(completed) => remember_output(*part, state, completed),
+                    None => had_output,
+                };
+                output_taken_back(*part, state, had)
+            }
             event => describe(event, &self.last_text),
         };
         let l = line?;
@@ -108,7 +178,7 @@ impl Auditor {
         let source_ids = l
             .ids
             .iter()
-            .map(|id| self.sources.get(id).cloned())
+            .map(|id| self.sources.as_ref().and_then(|s| s.get(id).cloned()))
             .collect();
         Some(AuditEntry {
             seq: e.seq,
@@ -135,28 +205,25 @@ fn recorded_agent(event: &Event) -> Option<String> {
     }
 }
 
-/// The line of a tool part whose output was taken back (its call waits
-/// again: the Agents SDK's `pop_item` of an output); notes which tool parts
-/// have an output.
-fn output_taken_back(
-    part: PartId,
-    state: &ToolState,
-    completed: &mut BTreeSet<PartId>,
-) -> Option<Line> {
+/// Notes in `completed` whether tool part `part` has an output now that it
+/// is in `state`; whether it had one before.
+fn remember_output(part: PartId, state: &ToolState, completed: &mut BTreeSet<PartId>) -> bool {
     match state {
-        ToolState::Completed { .. } | ToolState::Error { .. } => {
-            completed.insert(part);
-            None
-        }
-        ToolState::Pending { .. } | ToolState::Running { .. } => {
-            completed.remove(&part).then(|| Line {
-                kind: "output_withdrawn",
-                ids: vec![part.to_string()],
-                tokens: None,
-                what: "took back a tool output: the call waits for one again".into(),
-            })
-        }
+        ToolState::Completed { .. } | ToolState::Error { .. } => !completed.insert(part),
+        ToolState::Pending { .. } | ToolState::Running { .. } => completed.remove(&part),
     }
+}
+
+/// The line of a tool part whose output was taken back (it `had` one, and
+/// its call waits again: the Agents SDK's `pop_item` of an output).
+fn output_taken_back(part: PartId, state: &ToolState, had: bool) -> Option<Line> {
+    let waits = matches!(state, ToolState::Pending { .. } | ToolState::Running { .. });
+    (had && waits).then(|| Line {
+        kind: "output_withdrawn",
+        ids: vec![part.to_string()],
+        tokens: None,
+        what: "took back a tool output: the call waits for one again".into(),
+    })
 }
 
 /// Notes the agent's own id of a message or part `event` appends: a tool

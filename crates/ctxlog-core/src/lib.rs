@@ -40,7 +40,7 @@ pub mod timeline;
 pub mod transcript;
 pub mod window;
 
-pub use audit::{audit, AuditEntry};
+pub use audit::{audit, had_output, AuditEntry, Auditor};
 pub use decide::{
     decide, AgentItem, Command, Context, Decided, Draft, ItemKind, RecordedCompaction, Step,
     SummaryText, TailChoice,
@@ -70,7 +70,7 @@ pub use state::{Job, JobStatus, Message, Part, PruneMark, SessionState, Tally, R
 pub use tail::select_tail;
 pub use timeline::{
     timeline, timeline_and_state, timeline_with, StepEvent, StepRow, StepTokens, Timeline,
-    TimelineFold,
+    TimelineEnd, TimelineFold,
 };
 pub use transcript::{transcript, Transcript};
 pub use window::{estimate_window, window, Window, WindowMessage, WindowPart};

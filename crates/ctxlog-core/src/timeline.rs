@@ -4,7 +4,7 @@
 //! (prunes, compactions, summaries, continues, stalls). A pure fold over the
 //! events, like the audit it draws its events from.
 
-use crate::audit::{AuditEntry, Auditor};
+use crate::audit::{had_output, AuditEntry, Auditor};
 use crate::event::{Envelope, Event};
 use crate::ids::{MessageId, Seq, SessionId, TimestampMs};
 use crate::policy::{ModelLimits, TokenUsage};
@@ -165,45 +165,87 @@ pub fn timeline(events: &[Envelope]) -> Result<Timeline, RefusedEvent> {
 /// its row (the report renders the window there).
 pub fn timeline_with(
     events: &[Envelope],
-    mut at_step: impl FnMut(&SessionState, &StepRow),
+    at_step: impl FnMut(&SessionState, &StepRow),
 ) -> Result<Timeline, RefusedEvent> {
-    let mut fold = TimelineFold::new();
-    for e in events {
-        fold.push_with(e, &mut at_step)?;
-    }
-    Ok(fold.finish_with(&mut at_step).0)
+    Ok(collect(TimelineFold::new(), events, at_step)?.0)
 }
 
 /// [`timeline_with`], also returning the state at the end of the events,
 /// keeping its history (the fold that made the timeline made it too).
 pub fn timeline_and_state(
     events: &[Envelope],
-    mut at_step: impl FnMut(&SessionState, &StepRow),
+    at_step: impl FnMut(&SessionState, &StepRow),
 ) -> Result<(Timeline, SessionState), RefusedEvent> {
-    let mut fold = TimelineFold::keeping_history();
-    for e in events {
-        fold.push_with(e, &mut at_step)?;
-    }
-    Ok(fold.finish_with(&mut at_step))
+    collect(TimelineFold::keeping_history(), events, at_step)
 }
 
-/// A timeline folded an event at a time: what [`timeline`] does over a
-/// slice, for a session read as a stream (its events never held together,
-/// its state holding what the next decision needs).
+/// Folds `events` with `fold`, every row kept and given the error its
+/// message was last given.
+fn collect(
+    mut fold: TimelineFold,
+    events: &[Envelope],
+    mut at_step: impl FnMut(&SessionState, &StepRow),
+) -> Result<(Timeline, SessionState), RefusedEvent> {
+    let mut steps = Vec::new();
+    for e in events {
+        steps.extend(fold.push_with(e, &mut at_step)?);
+    }
+    let end = fold.finish_with(&mut at_step);
+    steps.extend(end.rows);
+    for row in &mut steps {
+        row.error = end.errors.get(&row.message).cloned();
+    }
+    let timeline = Timeline {
+        session: end.session,
+        policy: end.policy,
+        limits: end.limits,
+        steps,
+    };
+    Ok((timeline, end.state))
+}
+
+/// A timeline folded an event at a time, for a session read as a stream:
+/// each row is handed out once the next step begins (the lifecycle events
+/// after a step are its), so neither the events nor the rows are ever held
+/// together.
 #[derive(Debug)]
 pub struct TimelineFold {
     state: SessionState,
-    steps: Vec<StepRow>,
     /// The last usage reported of a step not finished yet.
     open: Option<(MessageId, TokenUsage)>,
     /// The seq and time of the last event.
     last: Option<(Seq, TimestampMs)>,
     auditor: Auditor,
-    entries: Vec<AuditEntry>,
+    /// The lifecycle events before the first step (the first step takes
+    /// them).
+    early: Vec<StepEvent>,
+    /// The latest step's row, taking the lifecycle events after it until
+    /// the next step.
+    latest: Option<StepRow>,
     /// The error each message was last given (`errors_set_by`), also
     /// after a pivot dropped the message from the state: an agent records
     /// an error after the step it ends.
     errors: BTreeMap<MessageId, String>,
+}
+
+/// What a [`TimelineFold`] leaves at the end of the events.
+#[derive(Debug)]
+pub struct TimelineEnd {
+    /// The rows not handed out yet, in order: the last finished step's,
+    /// and a step still open at the end.
+    pub rows: Vec<StepRow>,
+    /// The session.
+    pub session: Option<SessionId>,
+    /// The name of the policy in force at the end.
+    pub policy: String,
+    /// The model's limits at the end.
+    pub limits: ModelLimits,
+    /// The error each message was last given: a row's `error` is the one
+    /// known when it was handed out, and an error recorded later (after a
+    /// later step of the same message) is only here.
+    pub errors: BTreeMap<MessageId, String>,
+    /// The state at the end.
+    pub state: SessionState,
 }
 
 impl Default for TimelineFold {
@@ -226,17 +268,17 @@ impl TimelineFold {
     fn over(state: SessionState) -> TimelineFold {
         TimelineFold {
             state,
-            steps: Vec::new(),
             open: None,
             last: None,
-            auditor: Auditor::default(),
-            entries: Vec::new(),
+            auditor: Auditor::beside_state(),
+            early: Vec::new(),
+            latest: None,
             errors: BTreeMap::new(),
         }
     }
 
-    /// Folds the session's next event.
-    pub fn push(&mut self, e: &Envelope) -> Result<(), RefusedEvent> {
+    /// Folds the session's next event; the row it completed, if any.
+    pub fn push(&mut self, e: &Envelope) -> Result<Option<StepRow>, RefusedEvent> {
         self.push_with(e, &mut |_, _| {})
     }
 
@@ -246,68 +288,105 @@ impl TimelineFold {
         &mut self,
         e: &Envelope,
         at_step: &mut impl FnMut(&SessionState, &StepRow),
-    ) -> Result<(), RefusedEvent> {
+    ) -> Result<Option<StepRow>, RefusedEvent> {
         let errors = self.state.errors_set_by(&e.event);
+        let had_output = had_output(&self.state, &e.event);
         self.state.evolve(e)?;
         for (message, error) in errors {
             self.errors.insert(message, error.name);
         }
         self.last = Some((e.seq, e.recorded_at));
-        self.entries.extend(self.auditor.push(e));
+        let entry = self.auditor.push_told(e, had_output);
         let (message, tokens) = match &e.event {
             Event::UsageReported { message, tokens } => {
                 self.open = Some((*message, *tokens));
-                return Ok(());
+                self.take_entry(entry);
+                return Ok(None);
             }
             Event::StepFinished {
                 message, tokens, ..
             } => (*message, tokens),
-            _ => return Ok(()),
+            _ => {
+                self.take_entry(entry);
+                return Ok(None);
+            }
         };
         if self.open.is_some_and(|(m, _)| m == message) {
             self.open = None;
         }
         let row = step_row(&self.state, (e.seq, e.recorded_at), message, tokens, false);
         at_step(&self.state, &row);
-        self.steps.push(row);
-        Ok(())
+        let done = self.begin(row);
+        self.take_entry(entry);
+        Ok(done.map(|row| self.with_error(row)))
     }
 
-    /// The timeline, and the state at the end.
-    pub fn finish(self) -> (Timeline, SessionState) {
+    /// Makes `row` the latest (the first takes the events before it); the
+    /// row it follows, now complete.
+    fn begin(&mut self, mut row: StepRow) -> Option<StepRow> {
+        if self.latest.is_none() {
+            row.events = std::mem::take(&mut self.early);
+        }
+        self.latest.replace(row)
+    }
+
+    /// Gives the lifecycle event an event made, if any, to the latest step
+    /// (before the first step: to the first step, when it comes).
+    fn take_entry(&mut self, entry: Option<AuditEntry>) {
+        let Some(entry) = entry else { return };
+        let to = match &mut self.latest {
+            Some(row) => &mut row.events,
+            None => &mut self.early,
+        };
+        to.push(StepEvent::from(&entry));
+    }
+
+    /// `row` with the error its message was last given so far.
+    fn with_error(&self, mut row: StepRow) -> StepRow {
+        row.error = self.errors.get(&row.message).cloned();
+        row
+    }
+
+    /// The rows not handed out yet and the session as it ends.
+    pub fn finish(self) -> TimelineEnd {
         self.finish_with(&mut |_, _| {})
     }
 
     /// [`TimelineFold::finish`], calling `at_step` for a step still open
     /// at the end.
-    pub fn finish_with(
-        mut self,
-        at_step: &mut impl FnMut(&SessionState, &StepRow),
-    ) -> (Timeline, SessionState) {
+    pub fn finish_with(mut self, at_step: &mut impl FnMut(&SessionState, &StepRow)) -> TimelineEnd {
         // A step still open at the end: a row of the session as it ends,
-        // with the usage reported so far.
+        // with the usage reported so far; the lifecycle events of the last
+        // event are its.
+        let mut rows = Vec::with_capacity(2);
         if let (Some((message, tokens)), Some(last)) = (self.open, self.last) {
             let unfinished = self
                 .state
                 .message(message)
                 .is_some_and(|m| m.finish.is_none());
             if unfinished {
-                let row = step_row(&self.state, last, message, &tokens, true);
+                let mut row = step_row(&self.state, last, message, &tokens, true);
                 at_step(&self.state, &row);
-                self.steps.push(row);
+                row.events = match &mut self.latest {
+                    Some(latest) => {
+                        let at = latest.events.partition_point(|e| e.seq < row.seq);
+                        latest.events.split_off(at)
+                    }
+                    None => std::mem::take(&mut self.early),
+                };
+                rows.extend(self.latest.replace(row));
             }
         }
-        attach(&mut self.steps, &self.entries);
-        for row in &mut self.steps {
-            row.error = self.errors.get(&row.message).cloned();
-        }
-        let timeline = Timeline {
+        rows.extend(self.latest.take());
+        let rows = rows.into_iter().map(|r| self.with_error(r)).collect();
+        TimelineEnd {
+            rows,
             session: self.state.session,
             policy: self.state.policy.name.clone(),
             limits: self.state.limits.clone(),
-            steps: self.steps,
-        };
-        (timeline, self.state)
+            errors: self.errors,
+            state: self.state,
+        }
     }
 }
 
@@ -354,21 +433,6 @@ pub fn percent(count: u64, usable: u64) -> f64 {
     }
     let hundredths = (u128::from(count) * 20_000 + u128::from(usable)) / (2 * u128::from(usable));
     hundredths as f64 / 100.0
-}
-
-/// Gives each audit entry to the last step at or before it (the first
-/// step takes those before it).
-fn attach(steps: &mut [StepRow], entries: &[AuditEntry]) {
-    if steps.is_empty() {
-        return;
-    }
-    let mut i = 0;
-    for e in entries {
-        while i + 1 < steps.len() && steps[i + 1].seq <= e.seq {
-            i += 1;
-        }
-        steps[i].events.push(StepEvent::from(e));
-    }
 }
 
 #[cfg(test)]
