@@ -223,8 +223,8 @@ impl NativeStore {
     fn audit(&self, py: Python<'_>, session: &str) -> PyResult<Vec<PyAuditEntry>> {
         let lines = py.detach(|| {
             on_store!(self.backend, s => {
-                let events = events_of(s.engine(), &self.path, session)?;
-                Ok::<_, PyErr>(views::audit_lines(&events))
+                let id = resolve(s.engine(), &self.path, session)?;
+                views::audit_lines(s.engine().store(), id).map_err(py_err)
             })
         })?;
         Ok(lines.into_iter().map(PyAuditEntry::from).collect())

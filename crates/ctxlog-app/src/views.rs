@@ -5,7 +5,9 @@
 
 use crate::catalog::{self, CatalogError};
 use ctxlog_core::window::{ToolResult, Window, WindowPart};
-use ctxlog_core::{timeline, AuditEntry, Auditor, Envelope, Event, Json, Role, SessionId};
+use ctxlog_core::{
+    had_output, source_in, timeline, AuditEntry, Auditor, Envelope, Event, Json, Role, SessionId,
+};
 use ctxlog_core::{Attachment, SessionState};
 use ctxlog_store::EventLog;
 use serde::Serialize;
@@ -82,26 +84,46 @@ pub struct AuditLine {
     pub part_tokens: Vec<Option<u64>>,
 }
 
-/// The audit trail of `session`, read from `log` an event at a time: its
-/// events are never held together (the trail is, a line per lifecycle
-/// event).
+/// The audit trail of `session` ([`each_audit_line`] up to its head).
 pub fn audit_lines(log: &impl EventLog, session: SessionId) -> Result<Vec<AuditLine>, ViewError> {
-    let mut auditor = Auditor::default();
+    let head = log.head(session)?;
     let mut lines = Vec::new();
+    each_audit_line(log, session, head, |l| lines.push(l))?;
+    Ok(lines)
+}
+
+/// Hands `each` the audit trail of `session` up to `head`, a line at a
+/// time, read from `log` an event at a time beside its state (which says
+/// whether a tool part had an output and names each id's source id):
+/// neither the events, nor the trail, nor a record of every id are held.
+pub fn each_audit_line(
+    log: &impl EventLog,
+    session: SessionId,
+    head: u64,
+    mut each: impl FnMut(AuditLine),
+) -> Result<(), ViewError> {
+    let mut state = SessionState::new();
+    let mut auditor = Auditor::beside_state();
     for e in log.read(session, 1)? {
         let e = e?;
-        let Some(entry) = auditor.push(&e) else {
+        if e.seq > head {
+            break;
+        }
+        let had_output = had_output(&state, &e.event);
+        state.evolve(&e)?;
+        let Some(mut entry) = auditor.push_told(&e, had_output) else {
             continue;
         };
+        entry.source_ids = entry.ids.iter().map(|id| source_in(&state, id)).collect();
         let part_tokens = match &e.event {
             Event::PartsPruned { parts, .. } if entry.kind == "parts_pruned" => {
                 parts.iter().map(|p| Some(p.tokens)).collect()
             }
             _ => vec![None; entry.ids.len()],
         };
-        lines.push(AuditLine { entry, part_tokens });
+        each(AuditLine { entry, part_tokens });
     }
-    Ok(lines)
+    Ok(())
 }
 
 /// Where in a session a view is taken.

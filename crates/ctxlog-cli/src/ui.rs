@@ -146,24 +146,32 @@ pub fn terminal_width() -> Option<usize> {
 /// A table: a header and rows with aligned columns (numbers right), the
 /// last column free text, fitted to the terminal ([`print_table`]).
 pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut measured = Measured::with_headers(header);
+    for r in rows {
+        measured.add(r);
+    }
+    let columns = plain_columns(header, &measured);
+    let mut table = Table::fitted(&columns, &measured, terminal_width());
+    table.print_header();
+    for r in rows {
+        table.print_row(r);
+    }
+}
+
+/// The columns [`table`] gives the rows `measured` under `header`: a
+/// number (right-aligned) where every row's cell reads as one (`-` counts
+/// as none) and one does, else the last free text and the others kept.
+pub fn plain_columns<'a>(header: &[&'a str], measured: &Measured) -> Vec<Column<'a>> {
     let last = header.len().saturating_sub(1);
-    let columns: Vec<Column> = header
+    header
         .iter()
         .enumerate()
-        .map(|(i, h)| {
-            let numeric = !rows.is_empty()
-                && rows
-                    .iter()
-                    .all(|r| r.get(i).is_some_and(|c| c == "-" || is_number(c)))
-                && rows.iter().any(|r| r.get(i).is_some_and(|c| is_number(c)));
-            match (numeric, i == last) {
-                (true, _) => number(h),
-                (false, true) => text(h),
-                (false, false) => keep(h),
-            }
+        .map(|(i, h)| match (measured.numeric(i), i == last) {
+            (true, _) => number(h),
+            (false, true) => text(h),
+            (false, false) => keep(h),
         })
-        .collect();
-    print_table(&columns, rows, terminal_width());
+        .collect()
 }
 
 /// A cell that reads as a number (`12`, `4.5k`, `87.50%`, `1,200`, `-`
@@ -251,22 +259,55 @@ fn cell(text: &str) -> std::borrow::Cow<'_, str> {
 pub struct Measured {
     widths: Vec<usize>,
     filled: Vec<bool>,
+    rows: usize,
+    /// Per column: how many rows have a cell there, how many of those read
+    /// as a number or `-`, and whether one reads as a number.
+    cells: Vec<(usize, usize, bool)>,
 }
 
 impl Measured {
     /// No rows yet: the headers' widths.
     pub fn new(columns: &[Column]) -> Measured {
+        let headers: Vec<&str> = columns.iter().map(|c| c.header).collect();
+        Measured::with_headers(&headers)
+    }
+
+    /// No rows yet under `headers`: their widths.
+    pub fn with_headers(headers: &[&str]) -> Measured {
+        let columns = headers.len();
         Measured {
-            widths: columns.iter().map(|c| width(c.header)).collect(),
-            filled: vec![false; columns.len()],
+            widths: headers.iter().map(|h| width(h)).collect(),
+            filled: vec![false; columns],
+            rows: 0,
+            cells: vec![(0, 0, false); columns],
+        }
+    }
+
+    /// Whether every row has a cell in column `i` that reads as a number
+    /// or `-`, and one reads as a number.
+    pub fn numeric(&self, i: usize) -> bool {
+        self.cells.get(i).is_some_and(|&(had, numbers, any)| {
+            self.rows > 0 && had == self.rows && numbers == had && any
+        })
+    }
+
+    /// Takes headers chosen after the rows were measured into account.
+    pub fn fit_headers(&mut self, headers: &[&str]) {
+        for (w, h) in self.widths.iter_mut().zip(headers) {
+            *w = (*w).max(width(h));
         }
     }
 
     /// Takes one row's cells into account.
     pub fn add(&mut self, row: &[String]) {
+        self.rows += 1;
         for (i, c) in row.iter().enumerate().take(self.widths.len()) {
             self.widths[i] = self.widths[i].max(width(&cell(c)));
             self.filled[i] |= !(c == "0" || c == "-" || c.is_empty());
+            let (had, numbers, any) = &mut self.cells[i];
+            *had += 1;
+            *numbers += usize::from(c == "-" || is_number(c));
+            *any |= is_number(c);
         }
     }
 }

@@ -98,10 +98,26 @@ pub fn had_output(before: &SessionState, e: &Event) -> bool {
         .is_some_and(|s| s == "completed" || s == "error")
 }
 
+/// The agent's own id of the message or part `id` names in `state` (a tool
+/// part's call id, else the source id recorded with it), as a default
+/// auditor remembers it; `None` for any other id, and for one the state no
+/// longer holds.
+pub fn source_in(state: &SessionState, id: &str) -> Option<String> {
+    let uuid = uuid::Uuid::parse_str(id).ok()?;
+    if let Some((_, part)) = state.part(PartId(uuid)) {
+        return match part.tool_call() {
+            Some((call_id, _)) => Some(call_id.to_owned()),
+            None => part.source_id.as_deref().map(str::to_owned),
+        };
+    }
+    let message = state.message(MessageId(uuid))?;
+    message.source_id.as_deref().map(str::to_owned)
+}
+
 impl Auditor {
     /// An auditor whose memory does not grow with the session: it names no
-    /// source ids (each is `None`), and is given events by
-    /// [`Auditor::push_told`].
+    /// source ids (each is `None`; [`source_in`] finds them in the state),
+    /// and is given events by [`Auditor::push_told`].
     pub fn beside_state() -> Auditor {
         Auditor {
             completed_tools: None,

@@ -40,7 +40,7 @@ pub mod timeline;
 pub mod transcript;
 pub mod window;
 
-pub use audit::{audit, had_output, AuditEntry, Auditor};
+pub use audit::{audit, had_output, source_in, AuditEntry, Auditor};
 pub use decide::{
     decide, AgentItem, Command, Context, Decided, Draft, ItemKind, RecordedCompaction, Step,
     SummaryText, TailChoice,

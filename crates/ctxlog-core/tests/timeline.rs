@@ -166,3 +166,42 @@ fn every_lifecycle_event_is_in_the_row_of_the_step_before_it() {
     assert_eq!(open_rows, 4, "every cut session ends with an open row");
     assert_eq!(withdrawn, 4, "every output taken back is in the timeline");
 }
+
+/// An auditor folded beside the state, told whether a tool part had an
+/// output and naming source ids from the state, writes the same trail as
+/// one that remembers every id.
+#[test]
+fn an_auditor_beside_the_state_writes_the_same_trail() {
+    let mut named = 0;
+    for seed in 1..5 {
+        let whole = generate(&GenerateConfig {
+            seed,
+            turns: 40,
+            failure_percent: 15,
+            ..GenerateConfig::default()
+        })
+        .unwrap();
+        for events in [with_open_step(&whole), with_output_taken_back(&whole)] {
+            let remembered = audit(&events);
+            let mut state = SessionState::new();
+            let mut auditor = Auditor::beside_state();
+            let mut told = Vec::new();
+            for e in &events {
+                let had = had_output(&state, &e.event);
+                state.evolve(e).unwrap();
+                if let Some(mut entry) = auditor.push_told(e, had) {
+                    assert!(entry.source_ids.iter().all(Option::is_none));
+                    entry.source_ids = entry.ids.iter().map(|id| source_in(&state, id)).collect();
+                    told.push(entry);
+                }
+            }
+            assert_eq!(told, remembered, "seed {seed}");
+            named += told
+                .iter()
+                .flat_map(|e| &e.source_ids)
+                .filter(|s| s.is_some())
+                .count();
+        }
+    }
+    assert!(named > 100, "{named} source ids named");
+}
