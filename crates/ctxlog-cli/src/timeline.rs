@@ -10,8 +10,8 @@ use crate::store::stored_session;
 use crate::{ui, Cli, CliError};
 use ctxlog_app::dates::Zone;
 use ctxlog_core::{
-    timeline, Envelope, MessageId, ModelLimits, RefusedEvent, Seq, SessionId, StepEvent, StepRow,
-    Timeline, TimelineEnd, TimelineFold,
+    timeline, Envelope, MessageId, RefusedEvent, Seq, SessionId, StepEvent, StepRow, Timeline,
+    TimelineEnd, TimelineFold,
 };
 use ctxlog_store::EventLog;
 use serde_json::json;
@@ -184,7 +184,7 @@ fn print_heading(end: &TimelineEnd, survey: &Survey, zone: &Zone) {
         (Some(a), _) => format!(" · {} ({})", day(a), zone.offset(a)),
         _ => String::new(),
     };
-    let limits: &ModelLimits = &end.limits;
+    let limits = &end.limits;
     let last = survey.last;
     println!(
         "session {}{days} · policy {} · context {} · usable {} · threshold {}",

@@ -105,18 +105,23 @@ fn with_output_taken_back(events: &[Envelope]) -> Vec<Envelope> {
     more
 }
 
+/// A generated session of 40 turns with many failures, seeded by `seed`.
+fn generated(seed: u64) -> Vec<Envelope> {
+    generate(&GenerateConfig {
+        seed,
+        turns: 40,
+        failure_percent: 15,
+        ..GenerateConfig::default()
+    })
+    .unwrap()
+}
+
 #[test]
 fn every_lifecycle_event_is_in_the_row_of_the_step_before_it() {
     let mut open_rows = 0;
     let mut withdrawn = 0;
     for seed in 1..5 {
-        let whole = generate(&GenerateConfig {
-            seed,
-            turns: 40,
-            failure_percent: 15,
-            ..GenerateConfig::default()
-        })
-        .unwrap();
+        let whole = generated(seed);
         let taken_back = with_output_taken_back(&whole);
         for events in [whole.clone(), with_open_step(&whole), taken_back] {
             let t = timeline(&events).unwrap();
@@ -174,13 +179,7 @@ fn every_lifecycle_event_is_in_the_row_of_the_step_before_it() {
 fn an_auditor_beside_the_state_writes_the_same_trail() {
     let mut named = 0;
     for seed in 1..5 {
-        let whole = generate(&GenerateConfig {
-            seed,
-            turns: 40,
-            failure_percent: 15,
-            ..GenerateConfig::default()
-        })
-        .unwrap();
+        let whole = generated(seed);
         for events in [with_open_step(&whole), with_output_taken_back(&whole)] {
             let remembered = audit(&events);
             let mut state = SessionState::new();
