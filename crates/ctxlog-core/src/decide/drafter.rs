@@ -37,6 +37,13 @@ impl Drafter<'_, '_> {
     }
 
     pub(super) fn push(&mut self, event: Event) {
+        // Doubling from one: a `Draft` is large, and a list's usual first
+        // growth (to four) took glibc's slow path (`malloc_consolidate`)
+        // on every command of one event.
+        let events = &mut self.out.events;
+        if events.len() == events.capacity() {
+            events.reserve_exact(events.capacity().max(1));
+        }
         let id = EventId(self.uuid());
         self.out.events.push(Draft {
             id,
@@ -83,6 +90,7 @@ impl Drafter<'_, '_> {
         if let Some(Event::StepFinished { message, .. }) = events.last() {
             self.out.then = Some(Command::CheckOverflow { step: *message });
         }
+        self.out.events.reserve_exact(events.len());
         for event in events {
             self.push(event);
         }

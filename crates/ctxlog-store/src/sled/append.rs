@@ -84,23 +84,25 @@ impl Appender {
 
     /// Appends `events` to `session` after checking `expected`; a retry
     /// of a batch already stored whole returns its original position.
+    /// The events are encoded where they are (not copied).
     pub(crate) fn append(
         &mut self,
         trees: &Trees,
         session: SessionId,
         expected: Expected,
-        events: &[NewEvent],
+        events: Vec<NewEvent>,
     ) -> Result<Appended, NotWritten> {
-        if let Some(id) = repeated_id(events) {
+        if let Some(id) = repeated_id(&events) {
             return Err(refused(Failure::PartialDuplicate { id }));
         }
         // Idempotency first (a retry of a stored batch must not fail the
         // version check).
-        if let Some(original) = self.stored_position(trees, session, events)? {
+        if let Some(original) = self.stored_position(trees, session, &events)? {
             return Ok(original);
         }
         let (head, chain) = self.head(trees, session)?;
         check_expected(session, expected, head).map_err(refused)?;
+        let ids: Vec<EventId> = events.iter().map(|e| e.id).collect();
         let (records, chain) = encode_batch(session, head, chain, events)?;
         // The records, then their index entries: one tree after the other
         // (interleaved, sled kept 65 % more memory after a million events:
@@ -110,7 +112,6 @@ impl Appender {
                 .events
                 .insert(&record::key(session, head + 1 + i as Seq)[..], value)?;
         }
-        let ids: Vec<EventId> = events.iter().map(|e| e.id).collect();
         self.index.write(trees, session, head + 1, &ids)?;
         let last = head + records.len() as Seq;
         // Forgotten first: were the insert to fail, the store is poisoned.
@@ -128,6 +129,12 @@ impl Appender {
             last,
             duplicate: false,
         })
+    }
+
+    /// The head this appender last wrote for `session` and the chain of
+    /// its record, if it remembers it (no read).
+    pub(crate) fn written_head(&self, session: SessionId) -> Option<(Seq, Chain)> {
+        self.heads.get(&session).copied()
     }
 
     /// The head of `session` and the chain of its record (genesis for none).
@@ -188,7 +195,7 @@ fn encode_batch(
     session: SessionId,
     head: Seq,
     mut chain: Chain,
-    events: &[NewEvent],
+    events: Vec<NewEvent>,
 ) -> Result<(Vec<Vec<u8>>, Chain), NotWritten> {
     let mut seq = head;
     let mut records = Vec::with_capacity(events.len());
@@ -198,8 +205,9 @@ fn encode_batch(
                 "head of session {session} is {head}: no seq left"
             )))
         })?;
-        let (bytes, next) = record::encode(&e.at(session, seq), &chain)
-            .map_err(|source| refused(Failure::Encode { id: e.id, source }))?;
+        let id = e.id;
+        let (bytes, next) = record::encode(&e.into_at(session, seq), &chain)
+            .map_err(|source| refused(Failure::Encode { id, source }))?;
         chain = next;
         records.push(bytes);
     }
@@ -219,12 +227,12 @@ mod tests {
         trees.ids.insert([u8::MAX; 3], &[0u8; 24][..]).unwrap();
         let (session, events) = events(9, 4);
         let first = Appender::new(&trees)
-            .append(&trees, session, Expected::NoStream, &events)
+            .append(&trees, session, Expected::NoStream, events.clone())
             .unwrap();
         assert_eq!((first.first, first.last, first.duplicate), (1, 4, false));
         // A fresh appender over the same trees (as after a reopen).
         let again = Appender::new(&trees)
-            .append(&trees, session, Expected::Any, &events)
+            .append(&trees, session, Expected::Any, events)
             .unwrap();
         assert_eq!((again.first, again.last, again.duplicate), (1, 4, true));
         drop(trees);

@@ -147,14 +147,14 @@ mod tests {
         let (session, events) = events(5, 5);
         let mut appender = Appender::new(&trees);
         appender
-            .append(&trees, session, Expected::NoStream, &events[..3])
+            .append(&trees, session, Expected::NoStream, events[..3].to_vec())
             .unwrap();
         let head = trees.heads.get(session.as_bytes()).unwrap().unwrap();
         if marked {
             mark(&trees, &BTreeSet::from([session])).unwrap();
         }
         appender
-            .append(&trees, session, Expected::Exactly(3), &events[3..])
+            .append(&trees, session, Expected::Exactly(3), events[3..].to_vec())
             .unwrap();
         trees.heads.insert(session.as_bytes(), head).unwrap();
         trees.db.flush().unwrap();

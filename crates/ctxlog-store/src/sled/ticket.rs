@@ -31,6 +31,9 @@ struct State {
     answer: Option<Result<Answer, Failure>>,
     answered: bool,
     lead: bool,
+    /// The caller sleeps on the condition variable: only then is it
+    /// woken (a leader answering its own request makes no system call).
+    sleeping: bool,
 }
 
 /// One request's ticket.
@@ -53,7 +56,9 @@ impl Ticket {
         if !s.answered {
             s.answered = true;
             s.answer = Some(answer);
-            self.woken.notify_one();
+            if s.sleeping {
+                self.woken.notify_one();
+            }
         }
     }
 
@@ -66,7 +71,9 @@ impl Ticket {
     pub(crate) fn lead(&self) {
         let mut s = self.state();
         s.lead = true;
-        self.woken.notify_one();
+        if s.sleeping {
+            self.woken.notify_one();
+        }
     }
 
     /// Waits until the request is answered or its caller must lead.
@@ -79,7 +86,9 @@ impl Ticket {
             if std::mem::take(&mut s.lead) {
                 return Woken::Lead;
             }
+            s.sleeping = true;
             s = self.woken.wait(s).unwrap_or_else(PoisonError::into_inner);
+            s.sleeping = false;
         }
     }
 }

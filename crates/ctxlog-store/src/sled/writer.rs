@@ -347,7 +347,7 @@ impl Core {
                 Request::Verify { scan } => verifies.push((scan, ticket)),
             }
         }
-        let outcomes = self.commit(shared, &appends);
+        let outcomes = self.commit(shared, &mut appends);
         if self.config.durability == Durability::Buffered && flushes.is_empty() {
             for (a, r) in appends.iter().zip(outcomes) {
                 a.ticket.answer(r.map(Answer::Appended));
@@ -381,11 +381,12 @@ impl Core {
 
     /// Writes the appends (all refused if the store is poisoned) after
     /// naming their sessions in the marker (`repair.rs`), counts what was
-    /// committed into `unflushed`; one outcome per append, in order.
+    /// committed into `unflushed`; one outcome per append, in order. The
+    /// appends' events are taken (encoded without a copy).
     fn commit(
         &mut self,
         shared: &Shared,
-        appends: &[AppendRequest],
+        appends: &mut [AppendRequest],
     ) -> Vec<Result<Appended, Failure>> {
         if let Err(e) = shared.check() {
             return appends.iter().map(|_| Err(e.clone_kind())).collect();
@@ -401,10 +402,11 @@ impl Core {
             }
         }
         let mut outcomes = Vec::with_capacity(appends.len());
-        for a in appends {
+        for a in appends.iter_mut() {
+            let events = std::mem::take(&mut a.events);
             match self
                 .appender
-                .append(&self.trees, a.session, a.expected, &a.events)
+                .append(&self.trees, a.session, a.expected, events)
             {
                 Ok(done) => {
                     if !done.duplicate {
@@ -553,7 +555,10 @@ impl Core {
     fn witness_heads(&mut self, committed: &BTreeMap<SessionId, Seq>) -> Result<(), String> {
         let mut heads = Vec::with_capacity(committed.len());
         for s in committed.keys() {
-            match self.trees.head(*s) {
+            // The appender remembers the heads it just wrote (it forgets
+            // them only past `HEADS_KEPT` sessions): no read then.
+            let known = self.appender.written_head(*s).map(Some).map(Ok);
+            match known.unwrap_or_else(|| self.trees.head(*s)) {
                 Ok(Some((seq, chain))) => heads.push((*s, seq, chain)),
                 Ok(None) => {}
                 Err(e) => return Err(format!("witness: head of session {s}: {e}")),
