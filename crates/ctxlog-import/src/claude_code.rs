@@ -664,7 +664,7 @@ struct LineUsage {
 }
 
 fn usage_of(u: &serde_json::Map<String, Value>) -> Result<LineUsage, String> {
-    let n = |k: &str| strict::count_value(u.get(k), &format!("message.usage.{k}"));
+    let n = |k: &str| strict::count_named(u.get(k), || format!("message.usage.{k}"));
     Ok(LineUsage {
         input: n("input_tokens")?,
         cache_read: n("cache_read_input_tokens")?,

@@ -28,16 +28,27 @@ pub(crate) fn describe(v: &Value) -> String {
 /// A count or a time (an integer from 0 to [`MAX_COUNT`]) held by `v`,
 /// named `name` in the error.
 pub(crate) fn count_value(v: Option<&Value>, name: &str) -> Result<Option<u64>, String> {
+    count_named(v, || name.to_owned())
+}
+
+/// [`count_value`], the name made only for an error (counts are read
+/// for every message and part of an import).
+pub(crate) fn count_named(
+    v: Option<&Value>,
+    name: impl FnOnce() -> String,
+) -> Result<Option<u64>, String> {
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => match n.as_u64() {
             Some(x) if x <= MAX_COUNT => Ok(Some(x)),
             _ => Err(format!(
-                "`{name}` must be an integer from 0 to 2^53, not the number {n}"
+                "`{}` must be an integer from 0 to 2^53, not the number {n}",
+                name()
             )),
         },
         Some(other) => Err(format!(
-            "`{name}` must be an integer from 0 to 2^53, not {}",
+            "`{}` must be an integer from 0 to 2^53, not {}",
+            name(),
             describe(other)
         )),
     }
@@ -51,7 +62,7 @@ pub(crate) fn count(obj: &Value, key: &str) -> Result<Option<u64>, String> {
 /// The count at the JSON pointer `pointer` of `obj`, named by the pointer
 /// in dotted form (`/time/created` → `time.created`).
 pub(crate) fn count_at(obj: &Value, pointer: &str) -> Result<Option<u64>, String> {
-    count_value(obj.pointer(pointer), &dotted(pointer))
+    count_named(at(obj, pointer), || dotted(pointer))
 }
 
 /// A non-negative finite number (a cost) held by `v`.
@@ -87,6 +98,18 @@ pub(crate) fn object<'a>(
     }
 }
 
+/// The value at `pointer` (`/a/b`: key `b` of object `a`) of `v`, for the
+/// importers' own pointers, which escape nothing: serde_json's
+/// `Value::pointer` allocates twice per key to undo `~0` and `~1`, and the
+/// importers look up several counts in every message and part.
+pub(crate) fn at<'v>(v: &'v Value, pointer: &str) -> Option<&'v Value> {
+    debug_assert!(pointer.starts_with('/') && !pointer.contains('~'));
+    pointer
+        .split('/')
+        .skip(1)
+        .try_fold(v, |v, key| v.as_object()?.get(key))
+}
+
 /// `/a/b` → `a.b`.
 fn dotted(pointer: &str) -> String {
     pointer.trim_start_matches('/').replace('/', ".")
@@ -104,6 +127,9 @@ mod tests {
         assert_eq!(count(&v, "b"), Ok(None));
         assert_eq!(count(&v, "missing"), Ok(None));
         assert_eq!(count_at(&v, "/o/t"), Ok(Some(4)));
+        for p in ["/o/t", "/o", "/a", "/o/x", "/a/t", "/missing/t"] {
+            assert_eq!(at(&v, p), v.pointer(p), "{p}");
+        }
         for (k, found) in [
             ("s", "the string \"12\""),
             ("f", "the number 1.5"),

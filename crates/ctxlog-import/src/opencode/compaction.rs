@@ -101,7 +101,7 @@ impl Importer<'_> {
         )?;
         self.parts(path, summary_message, parts, at, true, None)?;
         let completed = self
-            .count(info, "/time/completed", &format!("{path}.info"))?
+            .count(info, "/time/completed", || format!("{path}.info"))?
             .unwrap_or(at);
         let fail = |b: &mut Builder, error: String| {
             b.record(completed, Event::CompactionFailed { job, error })

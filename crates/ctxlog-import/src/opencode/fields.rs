@@ -66,33 +66,44 @@ pub(super) fn part_fields(kind: &str) -> &'static [&'static str] {
 /// without the objects that left empty: the fields ctxlog does not model,
 /// `None` when there are none.
 fn unmodelled(v: &Value, modelled: &[&str]) -> Option<Value> {
-    let mut rest = v.clone();
-    for path in modelled {
-        remove_path(&mut rest, path);
-    }
-    match &rest {
-        Value::Object(m) if !m.is_empty() => Some(rest),
+    match without(v, modelled) {
+        Value::Object(m) if !m.is_empty() => Some(Value::Object(m)),
         _ => None,
     }
 }
 
-fn remove_path(v: &mut Value, path: &str) {
+/// A copy of `v` without `paths`, and without the objects a path led into
+/// that are left empty. Only what is kept is copied: the modelled fields
+/// (a tool's output among them) are never cloned.
+fn without(v: &Value, paths: &[&str]) -> Value {
     let Value::Object(m) = v else {
-        return;
+        return v.clone();
     };
-    match path.split_once('.') {
-        None => {
-            m.remove(path);
+    // Each path as its first key and the rest, split once per object.
+    let split: Vec<(&str, Option<&str>)> = paths
+        .iter()
+        .map(|p| match p.split_once('.') {
+            Some((head, rest)) => (head, Some(rest)),
+            None => (*p, None),
+        })
+        .collect();
+    let mut kept = Map::new();
+    for (key, child) in m {
+        let mine = || split.iter().filter(|(head, _)| *head == key);
+        if mine().any(|(_, rest)| rest.is_none()) {
+            continue;
         }
-        Some((head, rest)) => {
-            if let Some(child) = m.get_mut(head) {
-                remove_path(child, rest);
-                if child.as_object().is_some_and(Map::is_empty) {
-                    m.remove(head);
-                }
-            }
+        let inner: Vec<&str> = mine().filter_map(|(_, rest)| *rest).collect();
+        if inner.is_empty() {
+            kept.insert(key.clone(), child.clone());
+            continue;
+        }
+        let rest = without(child, &inner);
+        if !rest.as_object().is_some_and(Map::is_empty) {
+            kept.insert(key.clone(), rest);
         }
     }
+    Value::Object(kept)
 }
 
 impl Importer<'_> {
@@ -129,5 +140,101 @@ impl Importer<'_> {
             modelled.push("id");
         }
         self.keep_source(at, SourceTarget::Part(part), p, &modelled)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    /// The first way it was done, the reference: the whole value cloned,
+    /// then each path removed, then the objects a path left empty.
+    fn cloned_then_removed(v: &Value, modelled: &[&str]) -> Option<Value> {
+        fn remove_path(v: &mut Value, path: &str) {
+            let Value::Object(m) = v else {
+                return;
+            };
+            match path.split_once('.') {
+                None => {
+                    m.remove(path);
+                }
+                Some((head, rest)) => {
+                    if let Some(child) = m.get_mut(head) {
+                        remove_path(child, rest);
+                        if child.as_object().is_some_and(Map::is_empty) {
+                            m.remove(head);
+                        }
+                    }
+                }
+            }
+        }
+        let mut rest = v.clone();
+        for path in modelled {
+            remove_path(&mut rest, path);
+        }
+        match &rest {
+            Value::Object(m) if !m.is_empty() => Some(rest),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn what_is_left_of_a_tool_part() {
+        let part = json!({
+            "id": "p1", "type": "tool", "tool": "bash", "callID": "c",
+            "state": {"status": "completed", "output": "long", "time": {"start": 1, "end": 2},
+                      "extra": {"kept": true}},
+            "empty": {},
+            "a.b": 1,
+        });
+        let fields = [
+            "id",
+            "type",
+            "tool",
+            "callID",
+            "state.status",
+            "state.output",
+            "state.time.start",
+            "state.time.end",
+            "empty.x",
+            "a.b",
+        ];
+        assert_eq!(
+            unmodelled(&part, &fields),
+            Some(json!({"state": {"extra": {"kept": true}}, "a.b": 1}))
+        );
+        assert_eq!(unmodelled(&json!({"id": "p"}), &["id"]), None);
+        assert_eq!(unmodelled(&json!("text"), &["id"]), None);
+    }
+
+    /// Values over a few keys (one with a dot in it), nested three deep.
+    fn values() -> impl Strategy<Value = Value> {
+        let key = prop::sample::select(vec!["a", "b", "c", "a.b"]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<u8>().prop_map(|n| json!(n)),
+            Just(json!("s")),
+            Just(json!([1, 2])),
+        ];
+        leaf.prop_recursive(3, 24, 4, move |inner| {
+            prop::collection::btree_map(key.clone(), inner, 0..4).prop_map(|m| {
+                Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+            })
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn copying_what_is_kept_equals_removing_what_is_modelled(
+            v in values(),
+            paths in prop::collection::vec(
+                prop::sample::select(vec!["a", "b", "a.b", "a.c", "b.a.c", "c.c.c", "a.b.c"]),
+                0..5,
+            ),
+        ) {
+            prop_assert_eq!(unmodelled(&v, &paths), cloned_then_removed(&v, &paths));
+        }
     }
 }

@@ -43,7 +43,7 @@ impl Importer<'_> {
             }
         }
         let created = self
-            .count(info, "/time/created", &format!("{path}.info"))?
+            .count(info, "/time/created", || format!("{path}.info"))?
             .ok_or_else(|| self.err(format!("{path}.info.time.created"), "missing"))?;
         self.start(str_at(info, "sessionID"), created)?;
         self.flush_prunes(Some(created))?;
@@ -127,7 +127,7 @@ impl Importer<'_> {
         let parent = str_at(info, "parentID").and_then(|p| self.ids.get(p).copied());
         let finish = str_at(info, "finish").map(finish_from);
         let error = message_error(info);
-        let completed = self.count(info, "/time/completed", &format!("{path}.info"))?;
+        let completed = self.count(info, "/time/completed", || format!("{path}.info"))?;
         let job = parent.filter(|p| {
             self.markers.contains_key(p)
                 && self

@@ -87,9 +87,15 @@ impl<'a> Importer<'a> {
         e
     }
 
-    /// The count or time at `pointer` of `v` (the object at `path`).
-    fn count(&self, v: &Value, pointer: &str, path: &str) -> Result<Option<u64>, ImportError> {
-        strict::count_at(v, pointer).map_err(|e| self.err(path.to_owned(), e))
+    /// The count or time at `pointer` of `v` (the object at `path`,
+    /// made only for an error).
+    fn count(
+        &self,
+        v: &Value,
+        pointer: &str,
+        path: impl FnOnce() -> String,
+    ) -> Result<Option<u64>, ImportError> {
+        strict::count_at(v, pointer).map_err(|e| self.err(path(), e))
     }
 
     /// The `tokens` and `cost` of `v` (the object at `path`).
@@ -114,7 +120,7 @@ impl<'a> Importer<'a> {
             .ok_or_else(|| self.err("info.id".into(), "missing: no session id"))?
             .to_owned();
         let created = match &info {
-            Some(i) => self.count(i, "/time/created", "info")?,
+            Some(i) => self.count(i, "/time/created", || "info".into())?,
             None => None,
         }
         .unwrap_or(at);

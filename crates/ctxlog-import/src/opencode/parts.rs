@@ -123,10 +123,10 @@ impl Importer<'_> {
 
     /// Part `p`'s `time` (at `ppath`), when it has a start.
     fn span(&self, p: &Value, ppath: &str) -> Result<Option<Span>, ImportError> {
-        Ok(match self.count(p, "/time/start", ppath)? {
+        Ok(match self.count(p, "/time/start", || ppath.to_owned())? {
             Some(start) => Some(Span {
                 start,
-                end: self.count(p, "/time/end", ppath)?,
+                end: self.count(p, "/time/end", || ppath.to_owned())?,
             }),
             None => None,
         })
@@ -143,7 +143,7 @@ impl Importer<'_> {
         step_end: Option<u64>,
     ) -> Result<(), ImportError> {
         let t = self
-            .count(p, "/time/end", ppath)?
+            .count(p, "/time/end", || ppath.to_owned())?
             .or(step_end)
             .unwrap_or(at);
         let reason = str_at(p, "reason")

@@ -53,8 +53,7 @@ impl Importer<'_> {
             .filter(|s| s.is_object())
             .ok_or_else(|| self.err(format!("{path}.state"), "missing or not an object"))?;
         let input = as_json(s.get("input").unwrap_or(&Value::Null));
-        let spath = format!("{path}.state");
-        let time = |k: &str| self.count(s, &format!("/time/{k}"), &spath);
+        let time = |pointer: &str| self.count(s, pointer, || format!("{path}.state"));
         let status = str_at(s, "status")
             .ok_or_else(|| self.err(format!("{path}.state.status"), "missing or not a string"))?;
         let title = str_at(s, "title").map(str::to_owned);
@@ -66,7 +65,7 @@ impl Importer<'_> {
             "running" => ToolState::Running {
                 input,
                 title,
-                start: time("start")?.unwrap_or(at),
+                start: time("/time/start")?.unwrap_or(at),
             },
             "completed" => ToolState::Completed {
                 input,
@@ -77,15 +76,15 @@ impl Importer<'_> {
                 },
                 title,
                 metadata: as_json(s.get("metadata").unwrap_or(&Value::Null)),
-                start: time("start")?.unwrap_or(at),
-                end: time("end")?.unwrap_or(at),
+                start: time("/time/start")?.unwrap_or(at),
+                end: time("/time/end")?.unwrap_or(at),
                 attachments: attachments(s),
             },
             "error" => ToolState::Error {
                 input,
                 error: str_at(s, "error").unwrap_or("").to_owned(),
-                start: time("start")?.unwrap_or(at),
-                end: time("end")?.unwrap_or(at),
+                start: time("/time/start")?.unwrap_or(at),
+                end: time("/time/end")?.unwrap_or(at),
             },
             other => {
                 return Err(self.err(
@@ -95,7 +94,7 @@ impl Importer<'_> {
             }
         };
         let compacted = if status == "completed" {
-            time("compacted")?
+            time("/time/compacted")?
         } else {
             None
         };

@@ -14,8 +14,11 @@ pub fn tokens_from(v: &Value) -> Result<TokenUsage, String> {
             strict::describe(v)
         ));
     }
-    let count =
-        |p: &str| strict::count_value(v.pointer(p), &format!("tokens{}", p.replace('/', ".")));
+    let count = |p: &str| {
+        strict::count_named(strict::at(v, p), || {
+            format!("tokens{}", p.replace('/', "."))
+        })
+    };
     let n = |p: &str| count(p).map(Option::unwrap_or_default);
     Ok(TokenUsage {
         total: count("/total")?,
