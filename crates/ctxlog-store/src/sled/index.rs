@@ -258,20 +258,21 @@ pub(crate) fn locate(
 
 /// Whether the index says `id` is stored at (`session`, `seq`): its entry
 /// points there, or a run of that session covers the seq and the id (that
-/// ids increase within the run is not checked here).
+/// ids increase within the run is not checked here). A sled error names
+/// the tree it came from (`ids` or `id-runs`).
 pub(crate) fn holds(
     trees: &Trees,
     id: &EventId,
     session: SessionId,
     seq: Seq,
-) -> Result<bool, sled::Error> {
-    if let Some(pos) = trees.ids.get(id.as_bytes())? {
+) -> Result<bool, (&'static str, sled::Error)> {
+    if let Some(pos) = trees.ids.get(id.as_bytes()).map_err(|e| ("ids", e))? {
         return Ok(pos[..] == position(session, seq));
     }
     let Some(kv) = trees.id_runs.range(..=*id.as_bytes()).next_back() else {
         return Ok(false);
     };
-    let (k, v) = kv?;
+    let (k, v) = kv.map_err(|e| ("id-runs", e))?;
     Ok(Run::decode(&k, &v)
         .is_ok_and(|(first_id, run)| run.covers(&first_id, id.as_bytes(), session, seq)))
 }

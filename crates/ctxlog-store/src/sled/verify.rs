@@ -382,7 +382,7 @@ impl Walk {
                 match index::holds(t, &d.envelope.id, session, seq) {
                     Ok(true) => {}
                     Ok(false) => report.at(session, seq, "index", RecordProblem::Index.to_string()),
-                    Err(e) => report.sled(&e, "ids", Some((session, seq.saturating_sub(1)))),
+                    Err((tree, e)) => report.sled(&e, tree, Some((session, seq.saturating_sub(1)))),
                 }
                 self.chain = d.chain;
                 self.trusted = true;
