@@ -8,7 +8,7 @@ use crate::Engine;
 use ctxlog_core::decide::{drafted, first_message, pruned, queued};
 use ctxlog_core::window::{estimate_window, window, Window};
 use ctxlog_core::{
-    audit, AuditEntry, Command, Decided, Event, FinishReason, MessageId, ModelLimits, ModelRef,
+    AuditEntry, Auditor, Command, Decided, Event, FinishReason, MessageId, ModelLimits, ModelRef,
     PartBody, PartId, Policy, PrunedPart, Seq, SessionId, SessionState, Step, TokenUsage,
 };
 use ctxlog_store::EventLog;
@@ -312,13 +312,18 @@ impl<L: EventLog> Engine<L> {
         Ok(state)
     }
 
-    /// The audit trail of the session, read from the log.
+    /// The audit trail of the session, read from the log an event at a
+    /// time (the session's events are not held: only the auditor's ids).
     pub fn audit(&self, session: SessionId) -> Result<Vec<AuditEntry>, EngineError> {
         if self.log.head(session)? == 0 {
             return Err(EngineError::UnknownSession(session));
         }
-        let events = self.log.read(session, 1)?.collect::<Result<Vec<_>, _>>()?;
-        Ok(audit(&events))
+        let mut auditor = Auditor::default();
+        let mut trail = Vec::new();
+        for e in self.log.read(session, 1)? {
+            trail.extend(auditor.push(&e?));
+        }
+        Ok(trail)
     }
 
     /// A read-only view of the session's state: runs `f` on it without
