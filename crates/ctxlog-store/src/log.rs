@@ -225,6 +225,9 @@ pub fn retried_position<E>(
 
 /// The first id repeated inside one batch (such a batch can never be stored).
 pub fn repeated_id(events: &[NewEvent]) -> Option<EventId> {
+    if events.len() < 2 {
+        return None;
+    }
     let mut seen = std::collections::BTreeSet::new();
     events.iter().find(|e| !seen.insert(e.id)).map(|e| e.id)
 }

@@ -39,28 +39,26 @@ const PACK_FIXED: usize = 1 + 2 + 4;
 
 /// Groups encoded `records` (consecutive seqs of one session) into values:
 /// consecutive records packed while they fit in [`PACK_BYTES`], a record
-/// that does not fit with another stored alone. Each value with the index of
-/// its first record.
-pub fn values(records: &[Vec<u8>]) -> Vec<(usize, Vec<u8>)> {
+/// that does not fit with another stored alone (moved, not copied). Each
+/// value with the index of its first record.
+pub fn values(records: Vec<Vec<u8>>) -> Vec<(usize, Vec<u8>)> {
     let mut out = Vec::new();
-    let mut start = 0;
-    while start < records.len() {
-        let mut end = start + 1;
-        let mut size = PACK_FIXED + 4 + records[start].len();
-        while end < records.len() && end - start < PACK_MAX {
-            let more = 4 + records[end].len();
-            if size + more > PACK_BYTES {
+    let mut rest = records.into_iter().enumerate().peekable();
+    while let Some((start, first)) = rest.next() {
+        let mut size = PACK_FIXED + 4 + first.len();
+        let mut group = vec![first];
+        while group.len() < PACK_MAX {
+            let Some((_, next)) = rest.next_if(|(_, r)| size + 4 + r.len() <= PACK_BYTES) else {
                 break;
-            }
-            size += more;
-            end += 1;
+            };
+            size += 4 + next.len();
+            group.push(next);
         }
-        let value = match &records[start..end] {
-            [one] => one.clone(),
-            several => pack(several),
+        let value = match group.len() {
+            1 => group.swap_remove(0),
+            _ => pack(&group),
         };
         out.push((start, value));
-        start = end;
     }
     out
 }
@@ -191,7 +189,7 @@ mod tests {
             rec(PACK_BYTES, 4),
             rec(100, 5),
         ];
-        let values = values(&records);
+        let values = values(records.clone());
         let firsts: Vec<usize> = values.iter().map(|(i, _)| *i).collect();
         assert_eq!(firsts, [0, 3, 4]);
         // The lone large record and the last one are stored as they are.
@@ -210,7 +208,7 @@ mod tests {
     #[test]
     fn numbering_stops_at_the_last_seq() {
         let records = vec![rec(MIN_RECORD_LEN, 1), rec(MIN_RECORD_LEN, 2)];
-        let pack = values(&records).remove(0).1;
+        let pack = values(records.clone()).remove(0).1;
         let unpacked = unpack(&pack);
         let seqs: Vec<Seq> = unpacked.numbered(7).map(|(s, _)| s).collect();
         assert_eq!(seqs, [7, 8]);
@@ -236,7 +234,7 @@ mod tests {
     #[test]
     fn a_pack_whose_lengths_do_not_read_is_damaged_from_its_first_record() {
         let records = vec![rec(MIN_RECORD_LEN, 1), rec(MIN_RECORD_LEN, 2)];
-        let pack = values(&records).remove(0).1;
+        let pack = values(records.clone()).remove(0).1;
         let mut count_flipped = pack.clone();
         count_flipped[1] ^= 0x01;
         let hurt = unpack(&count_flipped);
