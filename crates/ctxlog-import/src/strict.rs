@@ -26,13 +26,8 @@ pub(crate) fn describe(v: &Value) -> String {
 }
 
 /// A count or a time (an integer from 0 to [`MAX_COUNT`]) held by `v`,
-/// named `name` in the error.
-pub(crate) fn count_value(v: Option<&Value>, name: &str) -> Result<Option<u64>, String> {
-    count_named(v, || name.to_owned())
-}
-
-/// [`count_value`], the name made only for an error (counts are read
-/// for every message and part of an import).
+/// named `name()` in the error (made only then: counts are read for every
+/// message and part of an import).
 pub(crate) fn count_named(
     v: Option<&Value>,
     name: impl FnOnce() -> String,
@@ -54,9 +49,9 @@ pub(crate) fn count_named(
     }
 }
 
-/// The count at `key` of `obj` (see [`count_value`]).
+/// The count at `key` of `obj` (see [`count_named`]).
 pub(crate) fn count(obj: &Value, key: &str) -> Result<Option<u64>, String> {
-    count_value(obj.get(key), key)
+    count_named(obj.get(key), || key.to_owned())
 }
 
 /// The count at the JSON pointer `pointer` of `obj`, named by the pointer
