@@ -3,11 +3,13 @@
 //! format; secrets redacted when asked.
 
 use crate::catalog;
+use crate::titles::{PromptSearch, PROMPT_SEARCH_EVENTS};
 use crate::views::{self, ViewError};
 use ctxlog_core::{Envelope, Event, SessionId};
 use ctxlog_import::export::ExportError;
+use ctxlog_report::fold::{PageFold, Survey};
 use ctxlog_report::redacted::RedactionCounts;
-use ctxlog_report::{Curve, ReportError};
+use ctxlog_report::{Folded, ReportError};
 use ctxlog_store::EventLog;
 use serde::Serialize;
 use thiserror::Error;
@@ -72,20 +74,68 @@ fn page_events(
     Ok(events)
 }
 
-/// The HTML report of `sessions` side by side (the first is the one
-/// compared against), each labelled by [`label`] (`#2`, `#3` … added to
-/// repeated labels); secrets redacted with `redact`.
+/// What a report written to its output shows.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The sessions it shows, in order.
+    pub sessions: Vec<PageSession>,
+    /// The secrets redacted, by kind (`None`: not asked to redact).
+    pub redacted: Option<RedactionCounts>,
+}
+
+/// The HTML report of `sessions` side by side (see [`write_report`]).
 pub fn report(
     log: &impl EventLog,
     sessions: &[SessionId],
     redact: bool,
 ) -> Result<Page, PageError> {
+    let mut out = Vec::new();
+    let written = write_report(log, sessions, redact, &mut out)?;
+    let text = String::from_utf8(out)
+        .map_err(|e| PageError::Report(ReportError::Write(std::io::Error::other(e))))?;
+    Ok(Page {
+        text,
+        sessions: written.sessions,
+        redacted: written.redacted,
+    })
+}
+
+/// Writes the HTML report of `sessions` side by side (the first is the one
+/// compared against) to `out`, each labelled by [`label`] (`#2`, `#3` …
+/// added to repeated labels); secrets redacted with `redact`. Each session
+/// is read twice, an event at a time: once to survey it (its steps, texts,
+/// label and first prompt), once to fold it into the page, which is
+/// written a piece at a time: memory holds what the page shows and a
+/// state, never a session's events nor the whole page. Nothing is written
+/// before every session is folded.
+pub fn write_report(
+    log: &impl EventLog,
+    sessions: &[SessionId],
+    redact: bool,
+    out: &mut dyn std::io::Write,
+) -> Result<Written, PageError> {
     let mut redacted = redact.then(RedactionCounts::new);
-    let mut logs: Vec<(PageSession, Vec<Envelope>)> = Vec::with_capacity(sessions.len());
+    let mut surveyed: Vec<(PageSession, Survey, Option<String>)> =
+        Vec::with_capacity(sessions.len());
     let mut bases: Vec<String> = Vec::with_capacity(sessions.len());
     for &id in sessions {
-        let events = page_events(log, id, redacted.as_mut())?;
-        let base = label(&events);
+        let mut survey = Survey::default();
+        let mut labels = Labeler::default();
+        let mut prompt = PromptSearch::default();
+        let mut title = None;
+        let mut events = 0;
+        // The secrets are counted on the second reading.
+        let mut uncounted = redact.then(RedactionCounts::new);
+        each_page_event(log, id, uncounted.as_mut(), |e| {
+            survey.see(&e);
+            labels.see(&e);
+            if title.is_none() && events < PROMPT_SEARCH_EVENTS {
+                title = prompt.see(&e.event);
+            }
+            events += 1;
+            Ok(())
+        })?;
+        let base = labels.label();
         let same = bases.iter().filter(|l| **l == base).count();
         bases.push(base.clone());
         let name = if same == 0 {
@@ -96,24 +146,65 @@ pub fn report(
         let shown = PageSession {
             session: id.to_string(),
             label: name,
-            events: events.len(),
-        };
-        logs.push((shown, events));
-    }
-    let curves: Vec<Curve<'_>> = logs
-        .iter()
-        .map(|(shown, events)| Curve {
-            label: shown.label.clone(),
-            title: crate::titles::first_prompt_in(events),
             events,
-        })
-        .collect();
-    let text = ctxlog_report::report(&curves).map_err(PageError::Report)?;
-    Ok(Page {
-        text,
-        sessions: logs.into_iter().map(|(shown, _)| shown).collect(),
+        };
+        surveyed.push((shown, survey, title));
+    }
+    let mut folded = Vec::with_capacity(surveyed.len());
+    for ((shown, survey, title), &id) in surveyed.iter().zip(sessions) {
+        let mut fold = PageFold::for_page(&shown.label, survey, sessions.len());
+        each_page_event(log, id, redacted.as_mut(), |e| {
+            fold.push(&e)
+                .map_err(|error| PageError::Render { session: id, error })
+        })?;
+        let data = fold
+            .finish()
+            .map_err(|error| PageError::Render { session: id, error })?;
+        folded.push(Folded {
+            label: shown.label.clone(),
+            title: title.clone(),
+            data,
+        });
+    }
+    ctxlog_report::write_page(&folded, out).map_err(PageError::Report)?;
+    Ok(Written {
+        sessions: surveyed.into_iter().map(|(shown, _, _)| shown).collect(),
         redacted,
     })
+}
+
+/// Hands `each` the described events of `session` (its events up to its
+/// head, then its descriptions, as [`views::described_events`] has them),
+/// an event at a time, redacted into `counts` when given.
+fn each_page_event(
+    log: &impl EventLog,
+    session: SessionId,
+    mut counts: Option<&mut RedactionCounts>,
+    mut each: impl FnMut(Envelope) -> Result<(), PageError>,
+) -> Result<(), PageError> {
+    let read = |e: ctxlog_store::ReadError| PageError::Read(ViewError::from(e));
+    let head = log.head(session).map_err(read)?;
+    let mut hand = |e: Envelope| match counts.as_deref_mut() {
+        None => each(e),
+        Some(counts) => {
+            let e = ctxlog_report::redacted::redacted_event(&e, counts)
+                .map_err(|error| PageError::Render { session, error })?;
+            each(e)
+        }
+    };
+    for e in log.read(session, 1).map_err(read)? {
+        let e = e.map_err(read)?;
+        if e.seq > head {
+            break;
+        }
+        hand(e)?;
+    }
+    let descriptions = catalog::descriptions_after(log, session, head)
+        .map_err(|e| PageError::Read(ViewError::from(e)))?;
+    for e in descriptions {
+        hand(e)?;
+    }
+    Ok(())
 }
 
 /// The Markdown transcript of `session`; secrets redacted with `redact`.
@@ -137,21 +228,52 @@ pub fn markdown(log: &impl EventLog, session: SessionId, redact: bool) -> Result
 /// compaction by hand as `by hand (<policy>)`, a recording as
 /// `recorded (<policy>)`.
 pub fn label(events: &[Envelope]) -> String {
-    let policy = events.iter().rev().find_map(|e| match &e.event {
-        Event::SessionStarted { policy, .. } | Event::PolicyChanged { policy } => {
-            Some(policy.name.clone())
+    let mut labels = Labeler::default();
+    events.iter().for_each(|e| labels.see(e));
+    labels.label()
+}
+
+/// [`label`] learnt an event at a time.
+#[derive(Debug, Default)]
+struct Labeler {
+    /// The policy last started or changed to.
+    policy: Option<String>,
+    /// The first event's source id, when it starts the session.
+    source: Option<Option<String>>,
+}
+
+impl Labeler {
+    fn see(&mut self, e: &Envelope) {
+        let first = self.source.is_none();
+        match &e.event {
+            Event::SessionStarted {
+                policy, source_id, ..
+            } => {
+                self.policy = Some(policy.name.clone());
+                if first {
+                    self.source = Some(source_id.clone());
+                }
+            }
+            Event::PolicyChanged { policy } => self.policy = Some(policy.name.clone()),
+            _ => {}
         }
-        _ => None,
-    });
-    let policy = policy.unwrap_or_else(|| "-".into());
-    let source = events.first().and_then(|e| match &e.event {
-        Event::SessionStarted { source_id, .. } => source_id.as_deref(),
-        _ => None,
-    });
-    match source.and_then(|s| s.split_once('@')) {
-        Some((_, catalog::MANUAL)) => format!("by hand ({policy})"),
-        Some(_) => policy,
-        None => format!("recorded ({policy})"),
+        if first && self.source.is_none() {
+            self.source = Some(None);
+        }
+    }
+
+    fn label(&self) -> String {
+        let policy = self.policy.clone().unwrap_or_else(|| "-".into());
+        match self
+            .source
+            .as_ref()
+            .and_then(|s| s.as_deref())
+            .and_then(|s| s.split_once('@'))
+        {
+            Some((_, catalog::MANUAL)) => format!("by hand ({policy})"),
+            Some(_) => policy,
+            None => format!("recorded ({policy})"),
+        }
     }
 }
 

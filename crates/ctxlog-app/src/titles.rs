@@ -42,16 +42,16 @@ pub fn first_prompt_in(events: &[Envelope]) -> Option<String> {
         .find_map(|e| search.see(&e.event))
 }
 
-/// The search for a first prompt, one event at a time.
-#[derive(Default)]
-struct PromptSearch {
+/// The search for a first prompt ([`first_prompt`]), one event at a time.
+#[derive(Debug, Default)]
+pub struct PromptSearch {
     /// The user messages a person wrote, so far.
     prompts: BTreeSet<MessageId>,
 }
 
 impl PromptSearch {
     /// The title `event` gives, if it is the first prompt's text.
-    fn see(&mut self, event: &Event) -> Option<String> {
+    pub fn see(&mut self, event: &Event) -> Option<String> {
         match event {
             Event::MessageAppended {
                 message,

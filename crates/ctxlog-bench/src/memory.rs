@@ -42,7 +42,8 @@ pub(crate) fn ctxlog_args(db: &Path, args: &[&dyn AsRef<OsStr>]) -> Vec<OsString
 /// snapshot is kept (as the engine and the import keep one), and `stress`
 /// writing one session of as many events and of three times as many
 /// (`stress_rss_growth`: the larger's peak over the smaller's), each
-/// replayed, its timeline and its audit printed after.
+/// replayed, its timeline and its audit printed and its report written
+/// after.
 pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(), BenchError> {
     let big = Scratch::new("rss");
     let (session, head) = write_generated(big.path(), &generator_config(41, z.rss))?;
@@ -76,8 +77,8 @@ pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
 }
 
 /// `stress` writing one session of `events` events, then a replay, the
-/// `timeline` and the `audit` of that session, each in a child process;
-/// the stress's peak memory.
+/// `timeline`, the `audit` and the `report` of that session, each in a
+/// child process; the stress's peak memory.
 fn stress(events: u64, r: &mut Report, run: RunCtxlog<'_>) -> Result<u64, BenchError> {
     let stressed = Scratch::new("stress");
     let n = events.to_string();
@@ -122,6 +123,21 @@ fn stress(events: u64, r: &mut Report, run: RunCtxlog<'_>) -> Result<u64, BenchE
             json!(child.peak_rss_bytes),
         );
     }
+    // The page: read twice, written a piece at a time.
+    let page = stressed.path().with_extension("html");
+    let report = run(&ctxlog_args(
+        stressed.path(),
+        &[&"report", &id, &"--out", &page],
+    ))?;
+    r.set_figure(
+        format!("report_rss_{}", short(events)),
+        json!(report.peak_rss_bytes),
+    );
+    r.set_figure(
+        format!("report_page_bytes_{}", short(events)),
+        json!(std::fs::metadata(&page).map_or(0, |m| m.len())),
+    );
+    let _ = std::fs::remove_file(&page);
     Ok(child.peak_rss_bytes)
 }
 

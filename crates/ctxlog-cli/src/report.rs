@@ -2,10 +2,60 @@
 
 use crate::redaction::redaction_json;
 use crate::redaction::redaction_line;
-use crate::redaction::write_page;
 use crate::{Cli, CliError};
 use serde_json::json;
 use std::path::Path;
+
+/// Writes the page `write` makes to `out`: the file is made only once the
+/// page is ready to be written, and removed when writing it fails.
+fn write_page<T>(
+    out: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> Result<T, ctxlog_app::pages::PageError>,
+) -> Result<T, CliError> {
+    // Nothing is written before every session is folded: an error before
+    // then leaves no file; the file is made at the first piece.
+    let mut file = LazyFile {
+        path: out,
+        file: None,
+    };
+    match write(&mut file) {
+        Ok(done) => Ok(done),
+        Err(e) => {
+            if file.file.is_some() {
+                let _ = std::fs::remove_file(out);
+            }
+            Err(CliError::Failed(e.to_string()))
+        }
+    }
+}
+
+/// A file created at the first write (buffered).
+struct LazyFile<'a> {
+    path: &'a Path,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl std::io::Write for LazyFile<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.file.is_none() {
+            let file = std::fs::File::create(self.path).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("{}: {e}", self.path.display()))
+            })?;
+            self.file = Some(std::io::BufWriter::new(file));
+        }
+        match &mut self.file {
+            Some(f) => f.write(buf),
+            None => Ok(0),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.file {
+            Some(f) => f.flush(),
+            None => Ok(()),
+        }
+    }
+}
 
 /// `report SESSION [--with SESSION]... --out FILE`.
 pub(crate) fn write_report(
@@ -15,19 +65,19 @@ pub(crate) fn write_report(
     out: &Path,
     redact: bool,
 ) -> Result<(), CliError> {
-    let store = crate::store::open_existing(&cli.db)?;
+    let store = crate::store::open_existing_scanning(&cli.db)?;
     let ids = std::iter::once(session)
         .chain(with.iter().map(String::as_str))
         .map(|text| crate::store::resolve_session(&store, &cli.db, text))
         .collect::<Result<Vec<_>, _>>()?;
-    let page = ctxlog_app::pages::report(&store, &ids, redact)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-    let html = &page.text;
-    write_page(out, html)?;
+    let page = write_page(out, |file| {
+        ctxlog_app::pages::write_report(&store, &ids, redact, file)
+    })?;
+    let bytes = std::fs::metadata(out).map_or(0, |m| m.len());
     if cli.json {
         println!(
             "{}",
-            json!({"ok": true, "out": out.display().to_string(), "bytes": html.len(), "sessions": page.sessions, "redacted": page.redacted.as_ref().map(redaction_json)})
+            json!({"ok": true, "out": out.display().to_string(), "bytes": bytes, "sessions": page.sessions, "redacted": page.redacted.as_ref().map(redaction_json)})
         );
     } else {
         if let Some(redacted) = &page.redacted {
@@ -36,7 +86,7 @@ pub(crate) fn write_report(
         println!(
             "wrote {} ({} bytes): {}",
             out.display(),
-            html.len(),
+            bytes,
             page.sessions
                 .iter()
                 .map(|s| format!("{} ({})", s.label, s.session))

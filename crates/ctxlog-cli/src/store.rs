@@ -56,6 +56,24 @@ fn open_postgres(target: &Target) -> Result<AnyLog, CliError> {
 /// written (a read-only file system or copy) is read through a copy in the
 /// temp directory, since sled opens its files for writing.
 pub(crate) fn open_existing_dir(db: &Path) -> Result<Reader, CliError> {
+    open_existing_dir_with(db, ctxlog_store::DEFAULT_CACHE_BYTES)
+}
+
+/// The page cache of a store opened by a command that reads its sessions
+/// in order, once or twice (`report`).
+pub(crate) const SCAN_CACHE_BYTES: u64 = 8 << 20;
+
+/// [`open_existing`] for a command that reads its sessions in order
+/// ([`SCAN_CACHE_BYTES`] of page cache).
+pub(crate) fn open_existing_scanning(db: &Location) -> Result<AnyLog, CliError> {
+    match db {
+        Location::Dir(dir) => open_existing_dir_with(dir, SCAN_CACHE_BYTES).map(AnyLog::Reader),
+        Location::Postgres(target) => open_postgres(target),
+    }
+}
+
+/// [`open_existing_dir`] with `cache_bytes` of sled page cache.
+fn open_existing_dir_with(db: &Path, cache_bytes: u64) -> Result<Reader, CliError> {
     require_store_dir(db)?;
     let cannot_open = |e: OpenError| match e {
         // These name the store and its holder already.
@@ -66,7 +84,7 @@ pub(crate) fn open_existing_dir(db: &Path) -> Result<Reader, CliError> {
     };
     match std::fs::OpenOptions::new().append(true).open(db.join("db")) {
         Ok(_) => {
-            let reader = Reader::open(db).map_err(cannot_open)?;
+            let reader = Reader::open_scanning(db, cache_bytes).map_err(cannot_open)?;
             tell_widened(db, reader.widened());
             if let Some(pid) = reader.served_by() {
                 // A process writes this store: what this one does with what

@@ -277,6 +277,11 @@ impl TimelineFold {
         }
     }
 
+    /// The state after the events folded so far.
+    pub fn state(&self) -> &SessionState {
+        &self.state
+    }
+
     /// Folds the session's next event; the row it completed, if any.
     pub fn push(&mut self, e: &Envelope) -> Result<Option<StepRow>, RefusedEvent> {
         self.push_with(e, &mut |_, _| {})

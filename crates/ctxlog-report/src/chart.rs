@@ -23,10 +23,42 @@ const KNOB_ROW: f64 = 14.0;
 /// The colours of the curves, in order (then repeated).
 pub const COLORS: &[&str] = &["#2563eb", "#d97706", "#059669", "#9333ea", "#dc2626"];
 
-/// The chart of `curves` (label, timeline); the first one's usable line
-/// and threshold are drawn.
-pub fn chart(curves: &[(String, &Timeline)]) -> String {
-    let steps = curves.iter().map(|(_, t)| t.steps.len()).max().unwrap_or(0);
+/// One curve of the chart: a session's rows and where each stands.
+pub struct Series<'a> {
+    /// The curve's label.
+    pub label: &'a str,
+    /// The rows drawn, one point each.
+    pub timeline: &'a Timeline,
+    /// Each row's step number (1-based), after the first step of its run
+    /// (see [`crate::data::SessionData::numbers`]).
+    pub numbers: &'a [(u64, u64)],
+    /// How many steps the session has (more than its rows on a sampled
+    /// page).
+    pub total_steps: u64,
+}
+
+impl Series<'_> {
+    /// The x index (0-based step) of row `i`.
+    fn step(&self, i: usize) -> usize {
+        self.numbers
+            .get(i)
+            .map_or(i, |&(_, n)| n.saturating_sub(1) as usize)
+    }
+}
+
+/// The chart of `curves`; the first one's usable line and threshold are
+/// drawn.
+pub fn chart(curves: &[Series<'_>]) -> String {
+    let steps = curves
+        .iter()
+        .map(|s| (s.total_steps as usize).max(s.timeline.steps.len()))
+        .max()
+        .unwrap_or(0);
+    let points = curves
+        .iter()
+        .map(|s| s.timeline.steps.len())
+        .max()
+        .unwrap_or(0);
     let y_max = y_max(curves);
     let x = |i: usize| {
         let span = (steps.max(2) - 1) as f64;
@@ -42,9 +74,9 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
     budget_lines(&mut svg, curves, &x, &y);
     // Dense charts get smaller points; the first curve is drawn widest, so
     // where a simulation follows the recording both stay visible.
-    let radius = (600.0 / steps.max(1) as f64).clamp(1.5, 3.5);
-    for (c, (label, t)) in curves.iter().enumerate() {
-        curve(&mut svg, c, label, t, radius, &x, &y);
+    let radius = (600.0 / points.max(1) as f64).clamp(1.5, 3.5);
+    for (c, series) in curves.iter().enumerate() {
+        curve(&mut svg, c, series, radius, &x, &y);
     }
     svg.push_str("</svg>");
     svg
@@ -54,13 +86,13 @@ pub fn chart(curves: &[(String, &Timeline)]) -> String {
 /// when a step's total is higher (or no limit is known), the peak with a
 /// little room, each rounded up. An earlier, larger budget (the model's
 /// limits were not known yet) is drawn clipped at the top.
-fn y_max(curves: &[(String, &Timeline)]) -> f64 {
+fn y_max(curves: &[Series<'_>]) -> f64 {
     let limit = curves
         .iter()
-        .map(|(_, t)| t.limits.context)
+        .map(|s| s.timeline.limits.context)
         .max()
         .unwrap_or(0);
-    let peak = curves.iter().map(|(_, t)| t.peak()).max().unwrap_or(0);
+    let peak = curves.iter().map(|s| s.timeline.peak()).max().unwrap_or(0);
     if limit > 0 && peak <= limit {
         nice(limit as f64)
     } else {
@@ -116,13 +148,13 @@ fn axes(
 /// colour where it is not that line (they change with the model's limits).
 fn budget_lines(
     svg: &mut String,
-    curves: &[(String, &Timeline)],
+    curves: &[Series<'_>],
     x: &impl Fn(usize) -> f64,
     y: &impl Fn(u64) -> f64,
 ) {
     let usable = curves
         .first()
-        .map(|(_, t)| line(t, |s| s.usable, x, y))
+        .map(|s| line(s, |r| r.usable, x, y))
         .unwrap_or_default();
     if !usable.is_empty() {
         let _ = write!(
@@ -130,30 +162,30 @@ fn budget_lines(
             r#"<polyline class="usable" points="{usable}"><title>usable context</title></polyline>"#
         );
     }
-    for (c, (label, t)) in curves.iter().enumerate() {
-        let threshold = line(t, |s| s.threshold, x, y);
+    for (c, series) in curves.iter().enumerate() {
+        let threshold = line(series, |r| r.threshold, x, y);
         if !threshold.is_empty() && threshold != usable {
             let _ = write!(
                 svg,
                 r#"<polyline class="threshold" stroke="{}" points="{threshold}"><title>{}: the policy's threshold</title></polyline>"#,
                 COLORS[c % COLORS.len()],
-                escape(label)
+                escape(series.label)
             );
         }
     }
 }
 
-/// Curve `c`, labelled `label`: its line, then each step's markers and
-/// point (of `radius`).
+/// Curve `c`: its line, then each row's markers and point (of
+/// `radius`).
 fn curve(
     svg: &mut String,
     c: usize,
-    label: &str,
-    t: &Timeline,
+    series: &Series<'_>,
     radius: f64,
     x: &impl Fn(usize) -> f64,
     y: &impl Fn(u64) -> f64,
 ) {
+    let (label, t) = (series.label, series.timeline);
     let color = COLORS[c % COLORS.len()];
     let width = if c == 0 { 4.0 } else { 2.0 };
     // A step that reported no usage breaks the line: a gap, never a
@@ -169,7 +201,7 @@ fn curve(
             path,
             "{}{:.1},{:.1} ",
             if pen_down { "L" } else { "M" },
-            x(i),
+            x(series.step(i)),
             y(s.tokens.total)
         );
         pen_down = true;
@@ -180,7 +212,8 @@ fn curve(
         path.trim_end()
     );
     for (i, s) in t.steps.iter().enumerate() {
-        let px = x(i);
+        let px = x(series.step(i));
+        let n = series.step(i) + 1;
         markers(svg, c, i, px, label, s);
         if s.no_usage {
             // Still a step one can pick: a hollow point on the axis.
@@ -190,7 +223,7 @@ fn curve(
                 HEIGHT - BOTTOM,
                 s.seq,
                 escape(label),
-                i + 1,
+                n,
                 s.seq,
                 s.error
                     .as_deref()
@@ -206,7 +239,7 @@ fn curve(
             s.seq,
             s.tokens.total,
             escape(label),
-            i + 1,
+            n,
             s.seq,
             s.tokens.total,
             s.percent
@@ -255,15 +288,15 @@ fn markers(svg: &mut String, c: usize, i: usize, px: f64, label: &str, s: &StepR
 
 /// The points of one series; steps where it has no value are left out.
 fn line(
-    t: &Timeline,
+    series: &Series<'_>,
     value: impl Fn(&StepRow) -> Option<u64>,
     x: &impl Fn(usize) -> f64,
     y: &impl Fn(u64) -> f64,
 ) -> String {
     let mut out = String::new();
-    for (i, s) in t.steps.iter().enumerate() {
+    for (i, s) in series.timeline.steps.iter().enumerate() {
         if let Some(v) = value(s) {
-            let _ = write!(out, "{:.1},{:.1} ", x(i), y(v));
+            let _ = write!(out, "{:.1},{:.1} ", x(series.step(i)), y(v));
         }
     }
     out.trim_end().to_owned()

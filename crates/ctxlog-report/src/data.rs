@@ -3,12 +3,12 @@
 //! rendering of a message stored once), what left the window between two
 //! steps, and the summaries.
 
-use crate::ReportError;
+use crate::messages::{Messages, Shown};
 use ctxlog_core::policy::Estimator;
-use ctxlog_core::window::{render_message, window_order, ToolResult};
+use ctxlog_core::window::ToolResult;
 use ctxlog_core::{
-    timeline_and_state, ContentError, Envelope, Event, JobStatus, Json, Message, MessageId, PartId,
-    Role, SessionState, SourceTarget, StepRow, Timeline, WindowMessage, WindowPart,
+    Envelope, Event, JobStatus, Json, Message, MessageId, PartId, Role, SessionState, SourceTarget,
+    StepRow, Timeline, WindowMessage, WindowPart,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -20,26 +20,6 @@ pub const MAX_PART_CHARS: usize = 20_000;
 /// The shortest a part's text is cut to however long the session: a page
 /// of many steps shows each part's beginning.
 pub const MIN_PART_CHARS: usize = 200;
-
-/// How long a part's text may be on a page that holds at most
-/// `budget_chars` of `events`' texts: the budget shared by the events that
-/// can add a text, within [`MIN_PART_CHARS`] and [`MAX_PART_CHARS`]. So a
-/// page grows with the number of steps, not with what the tools printed.
-pub fn part_chars(events: &[Envelope], budget_chars: usize) -> usize {
-    let texts = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.event,
-                Event::PartAppended { .. }
-                    | Event::PartUpdated { .. }
-                    | Event::SummaryCompleted { .. }
-            )
-        })
-        .count()
-        .max(1);
-    (budget_chars / texts).clamp(MIN_PART_CHARS, MAX_PART_CHARS)
-}
 
 /// The steps whose recorded output count is Claude Code's streaming
 /// placeholder, not the final count: those whose message's source field
@@ -71,104 +51,95 @@ pub fn streamed_outputs(descriptions: &[Envelope]) -> BTreeSet<MessageId> {
 
 /// One session as the page shows it.
 pub struct SessionData {
-    /// Its timeline (the chart's points and the step table).
+    /// Its timeline as the page shows it: each step's row (on a sampled
+    /// page, each run's, see [`crate::fold`]), with the lifecycle events
+    /// after it.
     pub timeline: Timeline,
-    /// The page's JSON for it: steps with their windows, the messages they
-    /// refer to, the summaries.
+    /// The step number (1-based) of the first step of each row's run and of
+    /// the row's own step (the same on a page that shows every step).
+    pub numbers: Vec<(u64, u64)>,
+    /// How many steps the session has.
+    pub total_steps: u64,
+    /// How many lifecycle events of each kind the session has.
+    pub counts: BTreeMap<String, usize>,
+    /// The page's JSON for it without its steps and messages: its label,
+    /// policy, limits, summaries.
     pub json: Value,
+    /// Its steps (each with its window, as a change of the one before), as
+    /// a JSON array's text.
+    pub steps_json: String,
+    /// What left the window after each step shown.
+    pub removals: Vec<Removal>,
+    /// The rendered messages the windows refer to, and their texts (see
+    /// [`crate::messages`]).
+    pub messages: Messages,
+    /// Each compaction's summary (or failure), in the order requested.
+    pub summaries: Vec<Value>,
     /// The title the recording gave, if any.
     pub title: Option<String>,
 }
 
-/// A message's rendering is stored once per (message, version): the
-/// version counts the events that touched it.
-type RenderKey = (MessageId, u64);
+impl SessionData {
+    /// [`SessionData::json`] with its `messages` and `texts` in it, as the
+    /// page holds it.
+    pub fn page_json(&self) -> Value {
+        let mut json = self.json.clone();
+        json["steps"] = serde_json::from_str(&self.steps_json).unwrap_or(Value::Null);
+        json["messages"] =
+            serde_json::from_str(&self.messages.messages_json()).unwrap_or(Value::Null);
+        json["texts"] = serde_json::from_str(&self.messages.texts_json()).unwrap_or(Value::Null);
+        json
+    }
+
+    /// How many lifecycle events of `kind` the session has.
+    pub fn count(&self, kind: &str) -> usize {
+        self.counts.get(kind).copied().unwrap_or(0)
+    }
+}
+
+/// What left the window after a step shown, before the next (see
+/// [`removed`]), in figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Removal {
+    /// Messages no longer sent.
+    pub messages: usize,
+    /// Their estimated tokens.
+    pub message_tokens: u64,
+    /// Tool outputs newly cleared.
+    pub cleared: usize,
+    /// The tokens their clearing saved.
+    pub cleared_tokens: u64,
+}
+
+impl Removal {
+    /// The figures of `removed` (as [`removed`] makes it).
+    pub(crate) fn of(removed: &Value) -> Removal {
+        let list = |k: &str| removed[k].as_array().map_or(&[][..], Vec::as_slice);
+        let tokens = |l: &[Value]| l.iter().filter_map(|g| g["tokens"].as_u64()).sum();
+        Removal {
+            messages: list("messages").len(),
+            message_tokens: tokens(list("messages")),
+            cleared: list("cleared").len(),
+            cleared_tokens: tokens(list("cleared")),
+        }
+    }
+}
 
 /// One step's window as the page keeps it: a change of the window before
 /// it (its first `keep` references, then `add`), so the page grows with
 /// the steps, not with the steps times the window.
-struct WindowChange {
-    pivot: Option<String>,
-    keep: usize,
-    add: Vec<usize>,
-    size: usize,
+pub(crate) struct WindowChange {
+    pub pivot: Option<String>,
+    pub keep: usize,
+    pub add: Vec<usize>,
+    pub size: usize,
     /// What left the window before the next step (known at the next one).
-    removed: Value,
-}
-
-/// Folds `events` into what the page shows, each part's text cut at
-/// `part_chars` (see [`part_chars`]). Only the last step's window is held
-/// while folding.
-pub fn session_data(
-    label: &str,
-    events: &[Envelope],
-    part_chars: usize,
-) -> Result<SessionData, ReportError> {
-    let mut renders: BTreeMap<RenderKey, usize> = BTreeMap::new();
-    let mut messages: Vec<Value> = Vec::new();
-    let mut changes: Vec<WindowChange> = Vec::new();
-    let mut previous: Vec<usize> = Vec::new();
-    let mut versions = Versions::default();
-    let mut step_window = |state: &SessionState, seq: u64, changes: &mut Vec<WindowChange>| {
-        versions.advance(events, seq, state);
-        let (pivot, window) =
-            window_refs(state, &versions, &mut renders, &mut messages, part_chars);
-        if let Some(last) = changes.last_mut() {
-            last.removed = removed(&previous, &window, &messages);
-        }
-        let keep = previous
-            .iter()
-            .zip(&window)
-            .take_while(|(a, b)| a == b)
-            .count();
-        let change = WindowChange {
-            pivot,
-            keep,
-            add: window[keep..].to_vec(),
-            size: window.len(),
-            removed: Value::Null,
-        };
-        previous = window;
-        change
-    };
-    let (timeline, end) = timeline_and_state(events, |state, row: &StepRow| {
-        let change = step_window(state, row.seq, &mut changes);
-        changes.push(change);
-    })
-    .map_err(|r| ReportError::refused(label, r))?;
-    // The session as it ends: what left the window after the last step.
-    let _ = step_window(&end, end.head, &mut changes);
-    let estimator = end.policy.estimator;
-    let streamed = streamed_outputs(events);
-    let steps: Vec<Value> = timeline
-        .steps
-        .iter()
-        .zip(changes)
-        .map(|(row, change)| step_json(row, change, streamed.contains(&row.message)))
-        .collect();
-    let summaries = summaries(&end, events, &estimator, part_chars)
-        .map_err(|e| ReportError::content(label, e))?;
-    let json = json!({
-        "label": label,
-        "session": end.session.map(|s| s.to_string()),
-        "source": end.source_id,
-        "title": title(&end),
-        "policy": end.policy,
-        "limits": end.limits,
-        "steps": steps,
-        "messages": messages,
-        "summaries": summaries,
-    });
-    Ok(SessionData {
-        title: title(&end),
-        timeline,
-        json,
-    })
+    pub removed: Value,
 }
 
 /// One step as the page keeps it: its row, how its window changed, and
 /// whether its output count is a streaming placeholder (`streamed`).
-fn step_json(row: &StepRow, change: WindowChange, streamed: bool) -> Value {
+pub(crate) fn step_json(row: &StepRow, change: WindowChange, streamed: bool) -> Value {
     let t = &row.tokens;
     let mut step = json!({
         "seq": row.seq,
@@ -208,7 +179,8 @@ fn step_json(row: &StepRow, change: WindowChange, streamed: bool) -> Value {
     step
 }
 
-fn title(state: &SessionState) -> Option<String> {
+/// The title the recording gave `state`'s session, if any.
+pub(crate) fn title(state: &SessionState) -> Option<String> {
     state
         .about
         .as_ref()
@@ -216,66 +188,35 @@ fn title(state: &SessionState) -> Option<String> {
         .or_else(|| state.title.clone())
 }
 
-/// The window at `state` as references into `messages`, rendering only
-/// messages touched since they were last rendered.
-fn window_refs(
-    state: &SessionState,
-    versions: &Versions,
-    renders: &mut BTreeMap<RenderKey, usize>,
-    messages: &mut Vec<Value>,
-    part_chars: usize,
-) -> (Option<String>, Vec<usize>) {
-    let (pivot, order) = window_order(state);
-    let estimator = state.policy.estimator;
-    let mut refs = Vec::with_capacity(order.len());
-    for i in order {
-        let Some(m) = state.messages.get(i) else {
-            continue;
-        };
-        let key = (m.id, versions.of(m.id));
-        if let Some(&r) = renders.get(&key) {
-            refs.push(r);
-            continue;
-        }
-        let Some(rendered) = render_message(state, m) else {
-            continue;
-        };
-        let r = messages.len();
-        messages.push(message_json(m, &rendered, &estimator, part_chars));
-        renders.insert(key, r);
-        refs.push(r);
-    }
-    (pivot.map(|p| p.to_string()), refs)
-}
-
 /// How many events touched each message so far: a rendering depends only
 /// on the events that touched its message (parts appended, updated,
 /// pruned or restored, its step or error, its job's outcome).
 #[derive(Default)]
-struct Versions {
-    /// Events folded so far (an index into the events).
-    next: usize,
+pub(crate) struct Versions {
     of: BTreeMap<MessageId, u64>,
 }
 
 impl Versions {
-    /// Counts the events up to `seq` (`state` is at or past them).
-    fn advance(&mut self, events: &[Envelope], seq: u64, state: &SessionState) {
-        while let Some(e) = events.get(self.next).filter(|e| e.seq <= seq) {
-            self.next += 1;
-            for m in touched(&e.event, state) {
-                *self.of.entry(m).or_default() += 1;
-            }
+    /// Counts one more event touching each of `messages`.
+    pub fn count(&mut self, messages: &[MessageId]) {
+        for m in messages {
+            *self.of.entry(*m).or_default() += 1;
         }
     }
 
-    fn of(&self, m: MessageId) -> u64 {
+    /// Keeps only the messages `keep` is true of.
+    pub fn retain(&mut self, keep: impl Fn(&MessageId) -> bool) {
+        self.of.retain(|m, _| keep(m));
+    }
+
+    /// How many events touched `m`.
+    pub fn of(&self, m: MessageId) -> u64 {
         self.of.get(&m).copied().unwrap_or(0)
     }
 }
 
 /// The messages whose rendering `event` may change.
-fn touched(event: &Event, state: &SessionState) -> Vec<MessageId> {
+pub(crate) fn touched(event: &Event, state: &SessionState) -> Vec<MessageId> {
     let of_part = |p: &PartId| state.part(*p).map(|(m, _)| m.id);
     let of_job = |job: &MessageId| {
         let summary = state.job(*job).and_then(|j| j.summary);
@@ -297,76 +238,6 @@ fn touched(event: &Event, state: &SessionState) -> Vec<MessageId> {
         Event::PolicyChanged { .. } => state.jobs.iter().map(|j| j.marker).collect(),
         _ => Vec::new(),
     }
-}
-
-/// The page's form of a session's messages and their texts: each message
-/// an array `[id, source_id, role ("u" or "a"), flags (1 summary, 2
-/// marker, 4 synthetic), tokens, parts]`, each part `[kind ("t" text, "r"
-/// reasoning, "f" file, "x" tool), text, cut, tokens]` and, for a tool,
-/// `call_id, tool, input, error, cleared` after them, where `text` and
-/// `input` are indexes into the texts, each distinct text held once (a
-/// message rendered again after a prune or a tool's result repeats most
-/// of its parts). Keys repeated on every part would make a page of many
-/// steps half keys.
-pub fn compact_messages(messages: Vec<Value>) -> (Value, Value) {
-    let mut texts: Vec<Value> = Vec::new();
-    let mut index: BTreeMap<String, usize> = BTreeMap::new();
-    let mut text_of = |v: &Value| -> usize {
-        let text = v.as_str().unwrap_or_default();
-        if let Some(&i) = index.get(text) {
-            return i;
-        }
-        texts.push(json!(text));
-        index.insert(text.to_owned(), texts.len() - 1);
-        texts.len() - 1
-    };
-    let mut part = |p: &Value| {
-        let kind = match p["type"].as_str() {
-            Some("text") => "t",
-            Some("reasoning") => "r",
-            Some("file") => "f",
-            _ => "x",
-        };
-        let mut out = vec![
-            json!(kind),
-            json!(text_of(&p["text"])),
-            p["cut"].clone(),
-            p["tokens"].clone(),
-        ];
-        if kind == "x" {
-            out.extend([
-                p["call_id"].clone(),
-                p["tool"].clone(),
-                json!(text_of(&p["input"])),
-                json!(u8::from(p["error"] == true)),
-                json!(u8::from(p["cleared"] == true)),
-            ]);
-        }
-        Value::Array(out)
-    };
-    let messages = messages
-        .into_iter()
-        .map(|m| {
-            let flags = u8::from(m["summary"] == true)
-                | u8::from(m["marker"] == true) << 1
-                | u8::from(m["synthetic"] == true) << 2;
-            let parts: Vec<Value> = m["parts"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(&mut part)
-                .collect();
-            json!([
-                m["id"],
-                m["source_id"],
-                if m["role"] == "user" { "u" } else { "a" },
-                flags,
-                m["tokens"],
-                parts
-            ])
-        })
-        .collect();
-    (Value::Array(messages), Value::Array(texts))
 }
 
 /// The window of each step of a page's session JSON, as the page's script
@@ -400,7 +271,12 @@ pub(crate) fn cut_at(text: &str, max: usize) -> (String, usize) {
 
 /// One rendered message as the page's JSON, each part's text cut at
 /// `part_chars`.
-fn message_json(m: &Message, w: &WindowMessage, e: &Estimator, part_chars: usize) -> Value {
+pub(crate) fn message_json(
+    m: &Message,
+    w: &WindowMessage,
+    e: &Estimator,
+    part_chars: usize,
+) -> Value {
     let shown = |text: &str| cut_at(text, part_chars);
     let parts: Vec<Value> = w
         .parts
@@ -465,29 +341,28 @@ fn is_empty_removal(removed: &Value) -> bool {
 
 /// What left the window between two steps: messages no longer sent, and
 /// tool outputs newly cleared, with their estimated tokens.
-fn removed(before: &[usize], after: &[usize], messages: &[Value]) -> Value {
-    let id = |r: usize| messages[r]["id"].as_str().unwrap_or_default().to_owned();
-    let after_ids: BTreeMap<String, usize> = after.iter().map(|&r| (id(r), r)).collect();
+pub(crate) fn removed(before: &[usize], after: &[usize], shown: &[Shown]) -> Value {
+    let after_ids: BTreeMap<MessageId, usize> = after.iter().map(|&r| (shown[r].id, r)).collect();
     let mut gone = Vec::new();
     let mut cleared = Vec::new();
     for &r in before {
-        let m = &messages[r];
-        match after_ids.get(&id(r)) {
+        let m = &shown[r];
+        match after_ids.get(&m.id) {
             None => gone.push(json!({
                 "message": r,
-                "tokens": m["tokens"],
+                "tokens": m.tokens,
             })),
             Some(&a) if a != r => {
-                let was = m["parts"].as_array().cloned().unwrap_or_default();
-                let now = messages[a]["parts"].as_array().cloned().unwrap_or_default();
-                for (p, q) in was.iter().zip(&now) {
-                    if p["type"] == "tool" && p["cleared"] == false && q["cleared"] == true {
+                for (p, q) in m.parts.iter().zip(&shown[a].parts) {
+                    let (Some(was), Some(now)) = (p.tool.as_deref(), q.tool.as_deref()) else {
+                        continue;
+                    };
+                    if let ((call_id, tool, false), (_, _, true)) = (was, now) {
                         cleared.push(json!({
                             "message": r,
-                            "call_id": p["call_id"],
-                            "tool": p["tool"],
-                            "tokens": p["tokens"].as_u64().unwrap_or(0)
-                                .saturating_sub(q["tokens"].as_u64().unwrap_or(0)),
+                            "call_id": call_id,
+                            "tool": tool,
+                            "tokens": p.tokens.saturating_sub(q.tokens),
                         }));
                     }
                 }
@@ -503,31 +378,36 @@ fn removed(before: &[usize], after: &[usize], messages: &[Value]) -> Value {
     json!({"messages": gone, "cleared": cleared, "tokens": tokens})
 }
 
-/// Every compaction's summary (or failure), in the order requested.
-fn summaries(
+/// A summary as the page last saw it held.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SummarySeen {
+    /// Its texts, joined by a line break.
+    pub text: String,
+    /// The output tokens its call reported (pi records nothing).
+    pub output_tokens: Option<u64>,
+}
+
+/// Every compaction's summary (or failure), in the order requested; each
+/// as it was last seen held (`seen`, by job).
+pub(crate) fn summaries(
     state: &SessionState,
-    events: &[Envelope],
+    seen: &BTreeMap<MessageId, SummarySeen>,
     e: &Estimator,
     part_chars: usize,
-) -> Result<Vec<Value>, ContentError> {
+) -> Vec<Value> {
     let mut out = Vec::new();
+    let none = SummarySeen::default();
     for j in &state.jobs {
-        let summary = j.summary.and_then(|s| state.history_message(s));
-        let text = match summary {
-            Some(m) => m.texts_in(events)?.join("\n"),
-            None => String::new(),
-        };
-        // What the summarizer's call reported (pi records nothing).
-        let output_tokens = summary
-            .and_then(|m| m.tokens.as_deref())
-            .filter(|t| **t != ctxlog_core::TokenUsage::default())
-            .map(|t| t.output);
+        let SummarySeen {
+            text,
+            output_tokens,
+        } = seen.get(&j.marker).unwrap_or(&none);
         let (status, error) = match &j.status {
             JobStatus::Completed { .. } => ("completed", None),
             JobStatus::Failed { error } => ("failed", Some(error.clone())),
             _ => ("pending", None),
         };
-        let (shown_text, cut) = cut_at(&text, part_chars.max(MAX_PART_CHARS / 4));
+        let (shown_text, cut) = cut_at(text, part_chars.max(MAX_PART_CHARS / 4));
         out.push(json!({
                 "job": j.marker.to_string(),
                 "requested_seq": j.requested_seq,
@@ -536,9 +416,9 @@ fn summaries(
                 "error": error,
                 "text": shown_text,
                 "cut": cut,
-                "tokens": e.estimate(&text),
+                "tokens": e.estimate(text),
                 "output_tokens": output_tokens,
         }));
     }
-    Ok(out)
+    out
 }

@@ -14,13 +14,15 @@
 pub mod chart;
 pub mod commonmark;
 pub mod data;
+pub mod fold;
 pub mod markdown;
+pub mod messages;
 pub mod redacted;
 
-use ctxlog_core::{ContentError, Envelope, RefusedEvent, Timeline};
-use data::{session_data, SessionData};
+use ctxlog_core::{ContentError, Envelope, RefusedEvent};
+use data::SessionData;
+use fold::{PageFold, Survey};
 pub use markdown::markdown;
-use serde_json::{json, Value};
 use std::fmt::Write;
 
 /// Why a page could not be made.
@@ -46,6 +48,9 @@ pub enum ReportError {
     /// Nothing to show.
     #[error("a report needs at least one session")]
     Empty,
+    /// The page could not be written.
+    #[error("the page could not be written: {0}")]
+    Write(std::io::Error),
     /// An event could not be copied for redaction (it does not round-trip
     /// through JSON).
     #[error("event at seq {seq} could not be redacted: {error}")]
@@ -97,21 +102,40 @@ pub struct Curve<'a> {
 
 /// The most characters of recorded text a page holds, shared by its
 /// sessions: each part's text is cut to its share (see
-/// [`data::part_chars`]), so a page of 10,000 steps stays under 20 MB.
+/// [`fold::Survey::part_chars`]), so a page of 10,000 steps stays under
+/// 20 MB.
 pub const PAGE_TEXT_CHARS: usize = 4_500_000;
+
+/// One session on a page, folded.
+pub struct Folded {
+    /// How the page names it.
+    pub label: String,
+    /// Its title when the recording gives none (see [`Curve::title`]).
+    pub title: Option<String>,
+    /// What the page shows of it.
+    pub data: SessionData,
+}
 
 /// The page for `curves`; the first is the main one (its title heads the
 /// page, its usable line and threshold are drawn).
 pub fn report(curves: &[Curve<'_>]) -> Result<String, ReportError> {
-    if curves.is_empty() {
-        return Err(ReportError::Empty);
-    }
-    let budget = PAGE_TEXT_CHARS / curves.len();
-    let sessions: Vec<SessionData> = curves
+    let folded = curves
         .iter()
-        .map(|c| session_data(&c.label, c.events, data::part_chars(c.events, budget)))
-        .collect::<Result<_, _>>()?;
-    Ok(page(curves, sessions))
+        .map(|c| {
+            let mut survey = Survey::default();
+            c.events.iter().for_each(|e| survey.see(e));
+            let mut fold = PageFold::for_page(&c.label, &survey, curves.len());
+            for e in c.events {
+                fold.push(e)?;
+            }
+            Ok(Folded {
+                label: c.label.clone(),
+                title: c.title.clone(),
+                data: fold.finish()?,
+            })
+        })
+        .collect::<Result<Vec<_>, ReportError>>()?;
+    page(&folded)
 }
 
 /// `text` safe inside HTML text and attribute values.
@@ -130,11 +154,10 @@ pub fn escape(text: &str) -> String {
     out
 }
 
-/// JSON safe inside a `<script>` element (no `</script>`, no `<!--`),
-/// escaped in one pass.
-fn script_json(v: &Value) -> String {
-    let text = v.to_string();
-    let mut out = String::with_capacity(text.len() + text.len() / 64);
+/// Appends JSON `text` to `out`, safe inside a `<script>` element (no
+/// `</script>`, no `<!--`), escaped in one pass.
+fn push_script_json(out: &mut String, text: &str) {
+    out.reserve(text.len() + text.len() / 64);
     for c in text.chars() {
         match c {
             '<' => out.push_str("\\u003c"),
@@ -145,23 +168,29 @@ fn script_json(v: &Value) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
-fn page(curves: &[Curve<'_>], mut sessions: Vec<SessionData>) -> String {
-    let main = &sessions[0];
+/// The page of `sessions` (see [`report`]), folded, as a string.
+pub fn page(sessions: &[Folded]) -> Result<String, ReportError> {
+    let mut out = Vec::new();
+    write_page(sessions, &mut out)?;
+    String::from_utf8(out).map_err(|e| ReportError::Write(std::io::Error::other(e)))
+}
+
+/// Writes the page of `sessions` (see [`report`]), folded, to `out`, a
+/// piece at a time.
+pub fn write_page(sessions: &[Folded], out: &mut dyn std::io::Write) -> Result<(), ReportError> {
+    let Some(first) = sessions.first() else {
+        return Err(ReportError::Empty);
+    };
+    let main = &first.data;
     let heading = main
         .title
         .clone()
-        .or_else(|| curves[0].title.clone())
+        .or_else(|| first.title.clone())
         .or_else(|| main.json["source"].as_str().map(str::to_owned))
         .or_else(|| main.json["session"].as_str().map(str::to_owned))
         .unwrap_or_else(|| "session".into());
-    let lines: Vec<(String, &Timeline)> = curves
-        .iter()
-        .zip(&sessions)
-        .map(|(c, s)| (c.label.clone(), &s.timeline))
-        .collect();
     let mut html = String::new();
     let _ = write!(
         html,
@@ -178,9 +207,24 @@ fn page(curves: &[Curve<'_>], mut sessions: Vec<SessionData>) -> String {
             .map(|s| format!(" · recorded as <code>{}</code>", escape(s)))
             .unwrap_or_default(),
     );
-    html.push_str(&policies(&lines, &sessions));
+    let mut w = PageWriter { buf: html, out };
+    w.raw(&policies(sessions))?;
+    w.raw(&chart_section(sessions))?;
+    w.raw(STEP_PANEL)?;
+    w.raw(&events_table(sessions))?;
+    w.raw(&summaries(sessions))?;
+    data_script(&mut w, sessions)?;
+    w.buf.push_str("<script>");
+    w.buf.push_str(SCRIPT);
+    w.buf.push_str("</script>\n</body></html>\n");
+    w.flush()
+}
+
+/// The chart, its legend, and what a page of runs shows.
+fn chart_section(sessions: &[Folded]) -> String {
+    let mut html = String::new();
     html.push_str("<section id=\"chart-box\"><h2>Context per step</h2><div class=\"legend\">");
-    for (c, (label, _)) in lines.iter().enumerate() {
+    for (c, label) in sessions.iter().map(|s| &s.label).enumerate() {
         let _ = write!(
             html,
             r#"<span><i style="background:{}"></i>{}</span>"#,
@@ -189,36 +233,132 @@ fn page(curves: &[Curve<'_>], mut sessions: Vec<SessionData>) -> String {
         );
     }
     html.push_str(r#"<span><i class="dash usable"></i>usable context</span><span><i class="dash threshold"></i>threshold (in the session's colour)</span><span>● step · <b>|</b> compaction · <b>▾</b> prune (click one)</span></div>"#);
-    html.push_str(&chart::chart(&lines));
-    html.push_str("</section>\n");
-    html.push_str(STEP_PANEL);
-    html.push_str(&events_table(&lines, &sessions));
-    html.push_str(&summaries(&lines, &sessions));
-    drop(lines);
-    for s in &mut sessions {
-        let messages = match s.json["messages"].take() {
-            Value::Array(m) => m,
-            _ => Vec::new(),
-        };
-        let (messages, texts) = data::compact_messages(messages);
-        s.json["messages"] = messages;
-        s.json["texts"] = texts;
+    let series: Vec<chart::Series<'_>> = sessions
+        .iter()
+        .map(|s| chart::Series {
+            label: &s.label,
+            timeline: &s.data.timeline,
+            numbers: &s.data.numbers,
+            total_steps: s.data.total_steps,
+        })
+        .collect();
+    html.push_str(&chart::chart(&series));
+    for s in sessions {
+        let rows = s.data.timeline.steps.len() as u64;
+        if rows < s.data.total_steps {
+            let _ = write!(
+                html,
+                "<p class=\"sub\">{}: {} steps, shown as {rows} runs of consecutive steps, each by its peak step and that step's window, with all of the run's compactions (its prunes merged into one line); <code>ctxlog window {} --at SEQ</code> shows any step's window.</p>",
+                escape(&s.label),
+                s.data.total_steps,
+                escape(s.data.json["session"].as_str().unwrap_or("SESSION")),
+            );
+        }
     }
-    let data = json!({"sessions": sessions.iter().map(|s| &s.json).collect::<Vec<_>>()});
-    let _ = write!(
-        html,
-        "<script type=\"application/json\" id=\"data\">{}</script>\n<script>{SCRIPT}</script>\n</body></html>\n",
-        script_json(&data)
-    );
+    html.push_str("</section>\n");
     html
 }
 
+/// The page's data: each session's JSON (its steps, messages and texts
+/// last), written a piece at a time.
+fn data_script(w: &mut PageWriter<'_>, sessions: &[Folded]) -> Result<(), ReportError> {
+    w.raw("<script type=\"application/json\" id=\"data\">")?;
+    w.json("{\"sessions\":[")?;
+    for (i, s) in sessions.iter().enumerate() {
+        if i > 0 {
+            w.json(",")?;
+        }
+        // The session's JSON object with its steps, messages and texts
+        // last.
+        let object = s.data.json.to_string();
+        let open = object.strip_suffix('}').unwrap_or(&object);
+        w.json(open)?;
+        w.json(if open.len() > 1 {
+            ",\"steps\":"
+        } else {
+            "\"steps\":"
+        })?;
+        w.json(&s.data.steps_json)?;
+        w.json(",\"messages\":")?;
+        let mut failed = None;
+        s.data.messages.each_message_json(|m| {
+            if failed.is_none() {
+                failed = w.json(m).err();
+            }
+        });
+        w.json(",\"texts\":")?;
+        s.data.messages.each_text_json(|t| {
+            if failed.is_none() {
+                failed = w.json(t).err();
+            }
+        });
+        if let Some(error) = failed {
+            return Err(error);
+        }
+        w.json("}")?;
+    }
+    w.json("]}")?;
+    w.raw("</script>\n")
+}
+
+/// Writes a page to its output in pieces of about [`PageWriter::PIECE`]
+/// bytes: a page of many steps is never held whole.
+struct PageWriter<'a> {
+    buf: String,
+    out: &'a mut dyn std::io::Write,
+}
+
+impl PageWriter<'_> {
+    const PIECE: usize = 1 << 16;
+
+    /// Appends markup `text`.
+    fn raw(&mut self, text: &str) -> Result<(), ReportError> {
+        self.buf.push_str(text);
+        if self.buf.len() >= Self::PIECE {
+            self.write_out()?;
+        }
+        Ok(())
+    }
+
+    /// Appends JSON `text`, safe inside a `<script>` element, a piece at
+    /// a time.
+    fn json(&mut self, mut text: &str) -> Result<(), ReportError> {
+        while !text.is_empty() {
+            let mut cut = text.len().min(Self::PIECE);
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            push_script_json(&mut self.buf, &text[..cut]);
+            text = &text[cut..];
+            if self.buf.len() >= Self::PIECE {
+                self.write_out()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_out(&mut self) -> Result<(), ReportError> {
+        self.out
+            .write_all(self.buf.as_bytes())
+            .map_err(ReportError::Write)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Writes what is left and flushes the output.
+    fn flush(mut self) -> Result<(), ReportError> {
+        self.write_out()?;
+        self.out.flush().map_err(ReportError::Write)
+    }
+}
+
 /// The policies and limits of each session, with its figures.
-fn policies(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
+fn policies(sessions: &[Folded]) -> String {
     let mut out = String::from(
         "<section id=\"policies\"><h2>Policies and limits</h2><table><thead><tr><th>session</th><th>policy</th><th>context</th><th>usable</th><th>threshold</th><th>auto</th><th>prune</th><th>steps</th><th>peak</th><th>compactions</th><th>prunes</th></tr></thead><tbody>",
     );
-    for ((label, t), s) in lines.iter().zip(sessions) {
+    for Folded { label, data: s, .. } in sessions {
+        let t = &s.timeline;
         let last = t.steps.last();
         let peak = t.peak();
         let num = |v: Option<u64>| v.map_or("–".into(), |v| v.to_string());
@@ -232,9 +372,9 @@ fn policies(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
             num(last.and_then(|s| s.threshold)),
             s.json["policy"]["auto"],
             s.json["policy"]["prune"],
-            t.steps.len(),
-            t.count("summary_completed"),
-            t.count("parts_pruned"),
+            s.total_steps,
+            s.count("summary_completed"),
+            s.count("parts_pruned"),
         );
     }
     out.push_str("</tbody></table></section>\n");
@@ -243,14 +383,15 @@ fn policies(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
 
 /// Every lifecycle event of every session, each with a button that shows
 /// its step, and what it removed from the window.
-fn events_table(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
+fn events_table(sessions: &[Folded]) -> String {
     let mut out = String::from(
         "<section id=\"events\"><h2>Prunes and compactions</h2><div class=\"scroll\"><table><thead><tr><th>session</th><th>step</th><th>seq</th><th>event</th><th>what</th><th>removed from the window</th><th></th></tr></thead><tbody>",
     );
     let mut any = false;
-    for (c, ((label, t), s)) in lines.iter().zip(sessions).enumerate() {
-        for (i, step) in t.steps.iter().enumerate() {
-            let removed = &s.json["steps"][i]["removed"];
+    for (c, Folded { label, data: s, .. }) in sessions.iter().enumerate() {
+        for (i, step) in s.timeline.steps.iter().enumerate() {
+            let removed = s.removals.get(i).copied().unwrap_or_default();
+            let number = s.numbers.get(i).map_or(i as u64 + 1, |&(_, n)| n);
             for e in &step.events {
                 if e.kind == "compaction_attempted" || e.kind == "compaction_started" {
                     continue;
@@ -258,23 +399,22 @@ fn events_table(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> Stri
                 any = true;
                 // A prune removes tool outputs, a compaction messages: each
                 // row says only its own part of what left the window.
-                let part = match e.kind.as_str() {
-                    "parts_pruned" => "cleared",
-                    "summary_completed" => "messages",
-                    _ => "",
-                };
-                let gone = removed[part].as_array().map_or(&[][..], Vec::as_slice);
-                let tokens: u64 = gone.iter().filter_map(|g| g["tokens"].as_u64()).sum();
-                let what_removed = match (part, gone.len()) {
-                    (_, 0) => "–".to_owned(),
-                    ("cleared", n) => format!("{n} tool outputs cleared, ~{tokens} tokens"),
-                    (_, n) => format!("{n} messages, ~{tokens} tokens"),
+                let what_removed = match e.kind.as_str() {
+                    "parts_pruned" if removed.cleared > 0 => format!(
+                        "{} tool outputs cleared, ~{} tokens",
+                        removed.cleared, removed.cleared_tokens
+                    ),
+                    "summary_completed" if removed.messages > 0 => format!(
+                        "{} messages, ~{} tokens",
+                        removed.messages, removed.message_tokens
+                    ),
+                    _ => "–".to_owned(),
                 };
                 let _ = write!(
                     out,
                     r#"<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><button class="show" data-curve="{c}" data-step="{i}">show</button></td></tr>"#,
                     escape(label),
-                    i + 1,
+                    number,
                     e.seq,
                     escape(&e.kind),
                     escape(&e.what),
@@ -291,11 +431,11 @@ fn events_table(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> Stri
 }
 
 /// Each session's summaries, whole (up to the page's cut).
-fn summaries(lines: &[(String, &Timeline)], sessions: &[SessionData]) -> String {
+fn summaries(sessions: &[Folded]) -> String {
     let mut out = String::from("<section id=\"summaries\"><h2>Summaries</h2>");
     let mut any = false;
-    for ((label, _), s) in lines.iter().zip(sessions) {
-        for j in s.json["summaries"].as_array().into_iter().flatten() {
+    for Folded { label, data: s, .. } in sessions {
+        for j in &s.summaries {
             any = true;
             let cut = j["cut"].as_u64().unwrap_or(0);
             let _ = write!(
@@ -414,7 +554,9 @@ function show(c,i){
   cur=c;step=Math.max(0,Math.min(i,s.steps.length-1));
   curveSel.value=String(cur);pick.max=String(s.steps.length-1);pick.value=String(step);
   var st=s.steps[step];
-  document.getElementById('where').textContent='step '+(step+1)+' of '+s.steps.length+' · seq '+st.seq;
+  var num=st.step||step+1,total=s.total_steps||s.steps.length;
+  var run=st.first?' · shown for steps '+st.first+'–'+(s.steps[step+1]?s.steps[step+1].first-1:total)+' (their peak; their prunes merged)':'';
+  document.getElementById('where').textContent='step '+num+' of '+total+run+' · seq '+st.seq;
   var info=document.getElementById('step-info');info.textContent='';
   info.appendChild(el('div','', when(st.time)+(st.no_usage?' · no usage recorded'+(st.error?' ('+st.error+')':'')+': the call reported no tokens':'')+' · total '+fmt(st.total)+' tokens (input '+fmt(st.tokens[0])+', output '+fmt(st.tokens[1])+(st.tokens[2]?', reasoning '+fmt(st.tokens[2]):'')+', cache read '+fmt(st.tokens[3])+', cache write '+fmt(st.tokens[4])+(st.tokens[5]?'':', total computed')+')'+(st.output_streamed?' · output as streamed: the recording has no final count':'')+' · usable '+fmt(st.usable)+(st.percent===null?'':' ('+st.percent+'% used)')+' · threshold '+fmt(st.threshold)+' · window estimate '+fmt(st.window_estimate)+(st.open?' · open: its end is not recorded yet, the usage is what the model reported so far':'')));
   var evs=document.getElementById('step-events');evs.textContent='';
@@ -423,14 +565,14 @@ function show(c,i){
   var r=st.removed;
   if(r&&(r.messages.length||r.cleared.length)){
     var box=el('div','removed');
-    box.appendChild(el('div','role','Left the window before the next step: ~'+fmt(r.tokens)+' tokens'));
+    box.appendChild(el('div','role','Left the window before the next step'+(st.first?' shown':'')+': ~'+fmt(r.tokens)+' tokens'));
     r.messages.forEach(function(x){var m=decode(s,s.messages[x.message]);var first=(m.parts[0]&&m.parts[0].text)||'';box.appendChild(el('div','',m.role+' message, ~'+fmt(x.tokens)+' tokens: '+first.slice(0,160)));});
     r.cleared.forEach(function(x){box.appendChild(el('div','','tool output cleared: '+x.tool+' '+x.call_id+', ~'+fmt(x.tokens)+' tokens'));});
     rem.appendChild(box);
   }
   var w=document.getElementById('window');w.textContent='';
   var refs=windowAt(cur,step);
-  document.getElementById('window-head').textContent='The model input right after step '+(step+1)+': '+refs.length+' messages'+(st.pivot?', starting at a compaction':'');
+  document.getElementById('window-head').textContent='The model input right after step '+num+': '+refs.length+' messages'+(st.pivot?', starting at a compaction':'');
   refs.forEach(function(ref){var m=decode(s,s.messages[ref]);w.appendChild(messageView(m,m.id===st.pivot));});
   Array.prototype.forEach.call(document.querySelectorAll('.pt.sel'),function(p){p.classList.remove('sel');});
   var sel=document.querySelector('.pt[data-curve="'+cur+'"][data-step="'+step+'"]');if(sel)sel.classList.add('sel');

@@ -21,12 +21,17 @@ pub fn redacted_events(
     let mut counts = RedactionCounts::new();
     let mut out = Vec::with_capacity(events.len());
     for e in events {
-        let mut value =
-            serde_json::to_value(e).map_err(|err| ReportError::redaction(e.seq, &err))?;
-        redact_value(&mut value, None, &mut counts);
-        out.push(serde_json::from_value(value).map_err(|err| ReportError::redaction(e.seq, &err))?);
+        out.push(redacted_event(e, &mut counts)?);
     }
     Ok((out, counts))
+}
+
+/// One event redacted as [`redacted_events`] does, its secrets counted
+/// into `counts`.
+pub fn redacted_event(e: &Envelope, counts: &mut RedactionCounts) -> Result<Envelope, ReportError> {
+    let mut value = serde_json::to_value(e).map_err(|err| ReportError::redaction(e.seq, &err))?;
+    redact_value(&mut value, None, counts);
+    serde_json::from_value(value).map_err(|err| ReportError::redaction(e.seq, &err))
 }
 
 fn redact_value(value: &mut Value, key: Option<&str>, counts: &mut RedactionCounts) {

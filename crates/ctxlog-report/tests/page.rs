@@ -7,8 +7,8 @@
 use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::window::{window, ToolResult, PRUNED_PLACEHOLDER};
 use ctxlog_core::{timeline, Envelope, ModelLimits, Policy, SessionState, WindowPart};
-use ctxlog_report::data::session_data;
-use ctxlog_report::{report, Curve};
+use ctxlog_report::fold::{session_data, PageFold, Survey};
+use ctxlog_report::{report, Curve, Folded};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -54,6 +54,41 @@ fn page_message(m: &Value) -> (String, Vec<String>) {
     )
 }
 
+/// The state right after event `seq`.
+fn state_after(events: &[Envelope], seq: u64) -> SessionState {
+    let upto: Vec<Envelope> = events.iter().filter(|e| e.seq <= seq).cloned().collect();
+    SessionState::replay(&upto).unwrap()
+}
+
+/// The core's window of `state`: each message's id and each part's text,
+/// cut as the page cuts it at [`ctxlog_report::data::MAX_PART_CHARS`].
+fn core_window(state: &SessionState) -> Vec<(String, Vec<String>)> {
+    window(state)
+        .messages
+        .iter()
+        .map(|m| {
+            let texts = m
+                .parts
+                .iter()
+                .map(|p| match p {
+                    WindowPart::Text(t) | WindowPart::Reasoning(t) => t.clone(),
+                    WindowPart::File(a) => a.filename.clone().unwrap_or(a.mime.clone()),
+                    WindowPart::Tool { result, .. } => match result {
+                        ToolResult::Output { text, .. } => text.clone(),
+                        ToolResult::Error(e) => e.clone(),
+                    },
+                })
+                .map(|t| {
+                    t.chars()
+                        .take(ctxlog_report::data::MAX_PART_CHARS)
+                        .collect()
+                })
+                .collect();
+            (m.id.to_string(), texts)
+        })
+        .collect()
+}
+
 #[test]
 fn each_steps_window_on_the_page_is_the_cores_window_at_that_step() {
     let mut pruned = 0;
@@ -61,11 +96,14 @@ fn each_steps_window_on_the_page_is_the_cores_window_at_that_step() {
     for events in sessions() {
         let data =
             session_data("test", &events, ctxlog_report::data::MAX_PART_CHARS).expect("replays");
-        let steps = data.json["steps"].as_array().unwrap();
-        let messages = data.json["messages"].as_array().unwrap();
+        let json = data.page_json();
+        let steps = json["steps"].as_array().unwrap();
+        let messages: Vec<Value> = (0..json["messages"].as_array().unwrap().len())
+            .map(|r| ctxlog_report::messages::decoded(&json, r))
+            .collect();
         // Each step keeps only how its window changed; rebuilt, it is the
         // whole window.
-        let windows = ctxlog_report::data::windows(&data.json);
+        let windows = ctxlog_report::data::windows(&json);
         assert_eq!(windows.len(), steps.len());
         let t = timeline(&events).unwrap();
         assert_eq!(steps.len(), t.steps.len());
@@ -73,36 +111,8 @@ fn each_steps_window_on_the_page_is_the_cores_window_at_that_step() {
             assert_eq!(step["size"], refs.len());
             assert_eq!(step["seq"], row.seq);
             assert_eq!(step["total"], row.tokens.total);
-            let upto: Vec<Envelope> = events
-                .iter()
-                .filter(|e| e.seq <= row.seq)
-                .cloned()
-                .collect();
-            let state = SessionState::replay(&upto).unwrap();
-            let want: Vec<(String, Vec<String>)> = window(&state)
-                .messages
-                .iter()
-                .map(|m| {
-                    let texts = m
-                        .parts
-                        .iter()
-                        .map(|p| match p {
-                            WindowPart::Text(t) | WindowPart::Reasoning(t) => t.clone(),
-                            WindowPart::File(a) => a.filename.clone().unwrap_or(a.mime.clone()),
-                            WindowPart::Tool { result, .. } => match result {
-                                ToolResult::Output { text, .. } => text.clone(),
-                                ToolResult::Error(e) => e.clone(),
-                            },
-                        })
-                        .map(|t| {
-                            t.chars()
-                                .take(ctxlog_report::data::MAX_PART_CHARS)
-                                .collect()
-                        })
-                        .collect();
-                    (m.id.to_string(), texts)
-                })
-                .collect();
+            let state = state_after(&events, row.seq);
+            let want = core_window(&state);
             let got: Vec<(String, Vec<String>)> =
                 refs.iter().map(|&r| page_message(&messages[r])).collect();
             assert_eq!(got, want, "the window after seq {}", row.seq);
@@ -218,4 +228,90 @@ fn a_script_end_tag_in_the_data_cannot_close_the_script() {
         2,
         "the data and the code"
     );
+}
+
+/// A session shown in runs of three steps: each run by its peak step (the
+/// first of the run that reported the most tokens) with the core's window
+/// at that step, every lifecycle event counted, and the run's prunes merged
+/// into one line that stands for all of them.
+#[test]
+fn a_page_of_runs_shows_each_run_by_its_peak_and_that_steps_window() {
+    const STRIDE: usize = 3;
+    let mut merged = 0;
+    for events in sessions() {
+        let mut survey = Survey::default();
+        events.iter().for_each(|e| survey.see(e));
+        let mut fold = PageFold::new("runs", &survey, STRIDE, ctxlog_report::data::MAX_PART_CHARS);
+        for e in &events {
+            fold.push(e).unwrap();
+        }
+        let data = fold.finish().unwrap();
+        let t = timeline(&events).unwrap();
+        assert_eq!(data.total_steps, t.steps.len() as u64);
+        let runs: Vec<_> = t.steps.chunks(STRIDE).collect();
+        assert_eq!(data.timeline.steps.len(), runs.len());
+        let json = data.page_json();
+        let windows = ctxlog_report::data::windows(&json);
+        let steps = json["steps"].as_array().unwrap();
+        for (r, run) in runs.iter().enumerate() {
+            let peak = run.iter().map(|s| s.tokens.total).max().unwrap();
+            let at = run.iter().position(|s| s.tokens.total == peak).unwrap();
+            let n = (r * STRIDE + at + 1) as u64;
+            assert_eq!(data.numbers[r], ((r * STRIDE + 1) as u64, n));
+            assert_eq!(steps[r]["step"], n);
+            assert_eq!(steps[r]["first"], r * STRIDE + 1);
+            let row = &data.timeline.steps[r];
+            assert_eq!((row.seq, row.tokens.total), (run[at].seq, peak));
+            // The window shown is the core's at the peak step.
+            let got: Vec<(String, Vec<String>)> = windows[r]
+                .iter()
+                .map(|&m| page_message(&ctxlog_report::messages::decoded(&json, m)))
+                .collect();
+            assert_eq!(got, core_window(&state_after(&events, row.seq)));
+            // The run's lifecycle events, its prunes in one line.
+            let want: Vec<&ctxlog_core::StepEvent> = run.iter().flat_map(|s| &s.events).collect();
+            let prunes: Vec<_> = want.iter().filter(|e| e.kind == "parts_pruned").collect();
+            let shown: Vec<_> = row
+                .events
+                .iter()
+                .filter(|e| e.kind == "parts_pruned")
+                .collect();
+            assert_eq!(shown.len(), usize::from(!prunes.is_empty()));
+            if let Some(line) = shown.first() {
+                assert_eq!(line.parts, prunes.iter().map(|e| e.parts).sum::<usize>());
+                assert_eq!(line.seq, prunes.last().unwrap().seq);
+                if prunes.len() > 1 {
+                    merged += 1;
+                    assert!(
+                        line.what.starts_with(&format!("{} prunes", prunes.len())),
+                        "{}",
+                        line.what
+                    );
+                }
+            }
+            let others = |l: &[&ctxlog_core::StepEvent]| -> Vec<u64> {
+                l.iter()
+                    .filter(|e| e.kind != "parts_pruned")
+                    .map(|e| e.seq)
+                    .collect()
+            };
+            assert_eq!(
+                others(&row.events.iter().collect::<Vec<_>>()),
+                others(&want)
+            );
+        }
+        for kind in ["parts_pruned", "summary_completed", "compaction_requested"] {
+            assert_eq!(data.count(kind), t.count(kind), "{kind}");
+        }
+        // The chart draws one point per run, at its peak step.
+        let page = ctxlog_report::page(&[Folded {
+            label: "runs".into(),
+            title: None,
+            data,
+        }])
+        .unwrap();
+        assert_eq!(page.matches("<circle class=\"pt").count(), runs.len());
+        assert!(page.contains("shown as"), "the page says it shows runs");
+    }
+    assert!(merged > 0, "some run merges prunes");
 }

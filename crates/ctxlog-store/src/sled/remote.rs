@@ -376,9 +376,17 @@ impl Reader {
     /// [`OpenError::InUse`] or [`OpenError::Unanswered`] name the holder
     /// that neither lets go nor answers, about a second after the call.
     pub fn open(path: impl AsRef<Path>) -> Result<Reader, OpenError> {
+        Reader::open_scanning(path, super::config::DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`Reader::open`], sled's page cache (when the store is opened here)
+    /// holding at most `cache_bytes`: a command that reads each event once
+    /// or twice, in order, gains nothing from a larger one.
+    pub fn open_scanning(path: impl AsRef<Path>, cache_bytes: u64) -> Result<Reader, OpenError> {
         let path = path.as_ref();
         let mut config = StoreConfig::new(path);
         config.in_use_wait = Duration::ZERO;
+        config.cache_bytes = cache_bytes;
         let started = Instant::now();
         loop {
             if let Some(remote) = RemoteLog::connect(path)? {
