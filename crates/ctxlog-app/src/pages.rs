@@ -115,7 +115,8 @@ pub fn write_report(
     out: &mut dyn std::io::Write,
 ) -> Result<Written, PageError> {
     let mut redacted = redact.then(RedactionCounts::new);
-    let mut surveyed: Vec<(PageSession, Survey, Option<String>)> =
+    let read = |e: ctxlog_store::ReadError| PageError::Read(ViewError::from(e));
+    let mut surveyed: Vec<(PageSession, Survey, Option<String>, u64)> =
         Vec::with_capacity(sessions.len());
     let mut bases: Vec<String> = Vec::with_capacity(sessions.len());
     for &id in sessions {
@@ -126,7 +127,10 @@ pub fn write_report(
         let mut events = 0;
         // The secrets are counted on the second reading.
         let mut uncounted = redact.then(RedactionCounts::new);
-        each_page_event(log, id, uncounted.as_mut(), |e| {
+        // Both readings stop at the head the first one found: a session an
+        // agent still writes is shown as it was then.
+        let head = log.head(id).map_err(read)?;
+        each_page_event(log, id, head, uncounted.as_mut(), |e| {
             survey.see(&e);
             labels.see(&e);
             if title.is_none() && events < PROMPT_SEARCH_EVENTS {
@@ -148,12 +152,12 @@ pub fn write_report(
             label: name,
             events,
         };
-        surveyed.push((shown, survey, title));
+        surveyed.push((shown, survey, title, head));
     }
     let mut folded = Vec::with_capacity(surveyed.len());
-    for ((shown, survey, title), &id) in surveyed.iter().zip(sessions) {
+    for ((shown, survey, title, head), &id) in surveyed.iter().zip(sessions) {
         let mut fold = PageFold::for_page(&shown.label, survey, sessions.len());
-        each_page_event(log, id, redacted.as_mut(), |e| {
+        each_page_event(log, id, *head, redacted.as_mut(), |e| {
             fold.push(&e)
                 .map_err(|error| PageError::Render { session: id, error })
         })?;
@@ -168,22 +172,22 @@ pub fn write_report(
     }
     ctxlog_report::write_page(&folded, out).map_err(PageError::Report)?;
     Ok(Written {
-        sessions: surveyed.into_iter().map(|(shown, _, _)| shown).collect(),
+        sessions: surveyed.into_iter().map(|(shown, ..)| shown).collect(),
         redacted,
     })
 }
 
-/// Hands `each` the described events of `session` (its events up to its
-/// head, then its descriptions, as [`views::described_events`] has them),
+/// Hands `each` the described events of `session` up to `head` (its
+/// events, then its descriptions, as [`views::described_events`] has them),
 /// an event at a time, redacted into `counts` when given.
 fn each_page_event(
     log: &impl EventLog,
     session: SessionId,
+    head: u64,
     mut counts: Option<&mut RedactionCounts>,
     mut each: impl FnMut(Envelope) -> Result<(), PageError>,
 ) -> Result<(), PageError> {
     let read = |e: ctxlog_store::ReadError| PageError::Read(ViewError::from(e));
-    let head = log.head(session).map_err(read)?;
     let mut hand = |e: Envelope| match counts.as_deref_mut() {
         None => each(e),
         Some(counts) => {
