@@ -7,7 +7,8 @@ use serde_json::json;
 use std::path::Path;
 
 /// Writes the page `write` makes to `out`: the file is made only once the
-/// page is ready to be written, and removed when writing it fails.
+/// page is ready to be written, and a partial one removed when writing it
+/// fails.
 fn write_page<T>(
     out: &Path,
     write: impl FnOnce(&mut dyn std::io::Write) -> Result<T, ctxlog_app::pages::PageError>,
@@ -21,7 +22,10 @@ fn write_page<T>(
     match write(&mut file) {
         Ok(done) => Ok(done),
         Err(e) => {
-            if file.file.is_some() {
+            // A partial page is removed when it is a file of its own (not
+            // a device, a pipe or a link such as `/dev/stdout`).
+            let own_file = std::fs::symlink_metadata(out).is_ok_and(|m| m.file_type().is_file());
+            if file.file.is_some() && own_file {
                 let _ = std::fs::remove_file(out);
             }
             Err(CliError::Failed(e.to_string()))
