@@ -38,22 +38,55 @@ pub struct RemoteLog {
     pid: u32,
 }
 
+/// What greeting a store's holder gave.
+enum Greeting {
+    /// It serves the store (`Some`), or nobody does (`None`: no one
+    /// listens, or it lets go of the store shortly).
+    Answered(Option<RemoteLog>),
+    /// It answers as many requests as it will: why, as the error to give
+    /// when it stays so.
+    Busy(Failure),
+}
+
 impl RemoteLog {
     /// Asks the process that holds the store at `store` to serve reads.
     /// `Ok(None)` when no process listens (no socket, or nobody behind it);
     /// [`OpenError::Unanswered`] naming the holder when one listens but does
-    /// not say who it is within a second, or speaks another protocol.
+    /// not say who it is within a second, speaks another protocol, or stays
+    /// busy answering as many requests as it will through every retry
+    /// (about ten seconds).
     pub fn connect(store: &Path) -> Result<Option<RemoteLog>, OpenError> {
         Ok(RemoteLog::connect_now(store)?)
     }
 
-    /// [`RemoteLog::connect`], failing with the sled log's own error.
+    /// [`RemoteLog::connect`], failing with the sled log's own error. A
+    /// holder answering as many requests as it will is greeted again, as
+    /// any request is ([`RemoteLog::answered`]): its slots come free as
+    /// the answers it is writing end.
     fn connect_now(store: &Path) -> Result<Option<RemoteLog>, Failure> {
+        let mut pause = BUSY_PAUSE;
+        for _ in 0..BUSY_RETRIES {
+            match RemoteLog::greet(store)? {
+                Greeting::Answered(log) => return Ok(log),
+                Greeting::Busy(_) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(BUSY_PAUSE_MAX);
+                }
+            }
+        }
+        match RemoteLog::greet(store)? {
+            Greeting::Answered(log) => Ok(log),
+            Greeting::Busy(failure) => Err(failure),
+        }
+    }
+
+    /// One greeting of the holder of the store at `store`.
+    fn greet(store: &Path) -> Result<Greeting, Failure> {
         let mut stream = match dial(store, HELLO_TIMEOUT) {
             Ok(stream) => stream,
             Err(e) => {
                 tracing::debug!(store = %store.display(), "no process serves the store: {e}");
-                return Ok(None);
+                return Ok(Greeting::Answered(None));
             }
         };
         let unanswered = |why: String| Failure::Unanswered {
@@ -61,8 +94,13 @@ impl RemoteLog {
             holder: holder_of(store),
             why,
         };
-        let hello = write_frame(&mut stream, &Request::Hello)
-            .and_then(|()| read_frame::<Reply>(&mut stream));
+        // A holder answering as many requests as it will says so and hangs
+        // up without reading the request: writing it may fail while the
+        // answer waits to be read, so the answer is read either way.
+        if let Err(e) = write_frame(&mut stream, &Request::Hello) {
+            tracing::debug!(store = %store.display(), "the greeting was not taken: {e}");
+        }
+        let hello = read_frame::<Reply>(&mut stream);
         let hello = match hello {
             Ok(hello) => hello,
             Err(e)
@@ -79,7 +117,7 @@ impl RemoteLog {
             // the store waits for its lock.
             Err(e) if e.kind() != io::ErrorKind::InvalidData => {
                 tracing::debug!(store = %store.display(), "the holder hung up: {e}");
-                return Ok(None);
+                return Ok(Greeting::Answered(None));
             }
             Err(e) => return Err(unanswered(format!("its answer did not read: {e}"))),
         };
@@ -88,19 +126,19 @@ impl RemoteLog {
                 version: VERSION,
                 schema: EVENT_SCHEMA_VERSION,
                 pid,
-            } => Ok(Some(RemoteLog {
+            } => Ok(Greeting::Answered(Some(RemoteLog {
                 store: store.to_path_buf(),
                 pid,
-            })),
+            }))),
             Reply::Hello {
                 version, schema, ..
             } => Err(unanswered(format!(
                 "it speaks protocol {version} with event schema {schema}; this ctxlog speaks {VERSION} with {EVENT_SCHEMA_VERSION}"
             ))),
             // Its holder lets go of the store shortly: open it then.
-            Reply::Closing => Ok(None),
+            Reply::Closing => Ok(Greeting::Answered(None)),
             Reply::Failed(why) => Err(unanswered(why)),
-            Reply::Busy(why) => Err(unanswered(format!("{why}: try again"))),
+            Reply::Busy(why) => Ok(Greeting::Busy(unanswered(format!("{why}: try again")))),
             other => Err(unanswered(format!("an unexpected answer: {other:?}"))),
         }
     }
@@ -182,7 +220,12 @@ impl RemoteLog {
     fn request(&self, request: &Request) -> Result<BufReader<UnixStream>, Asked> {
         let mut stream =
             dial(&self.store, REPLY_TIMEOUT).map_err(|e| Asked::Gone(e.to_string()))?;
-        write_frame(&mut stream, request).map_err(|e| Asked::Gone(e.to_string()))?;
+        // A busy holder may hang up before it reads the request (see
+        // `greet`): its answer is read either way, and a holder that is
+        // gone fails the first read.
+        if let Err(e) = write_frame(&mut stream, request) {
+            tracing::debug!(store = %self.store.display(), "the request was not taken: {e}");
+        }
         Ok(BufReader::new(stream))
     }
 
