@@ -111,20 +111,6 @@ pub struct Removal {
     pub cleared_tokens: u64,
 }
 
-impl Removal {
-    /// The figures of `removed` (as [`removed`] makes it).
-    pub(crate) fn of(removed: &Value) -> Removal {
-        let list = |k: &str| removed[k].as_array().map_or(&[][..], Vec::as_slice);
-        let tokens = |l: &[Value]| l.iter().filter_map(|g| g["tokens"].as_u64()).sum();
-        Removal {
-            messages: list("messages").len(),
-            message_tokens: tokens(list("messages")),
-            cleared: list("cleared").len(),
-            cleared_tokens: tokens(list("cleared")),
-        }
-    }
-}
-
 /// One step's window as the page keeps it: a change of the window before
 /// it (its first `keep` references, then `add`), so the page grows with
 /// the steps, not with the steps times the window.
@@ -340,29 +326,38 @@ fn is_empty_removal(removed: &Value) -> bool {
 }
 
 /// What left the window between two steps: messages no longer sent, and
-/// tool outputs newly cleared, with their estimated tokens.
-pub(crate) fn removed(before: &[usize], after: &[usize], shown: &[Shown]) -> Value {
+/// tool outputs newly cleared, with their estimated tokens; and the same
+/// in figures.
+pub(crate) fn removed(before: &[usize], after: &[usize], shown: &[Shown]) -> (Value, Removal) {
     let after_ids: BTreeMap<MessageId, usize> = after.iter().map(|&r| (shown[r].id, r)).collect();
     let mut gone = Vec::new();
     let mut cleared = Vec::new();
+    let mut figures = Removal::default();
     for &r in before {
         let m = &shown[r];
         match after_ids.get(&m.id) {
-            None => gone.push(json!({
-                "message": r,
-                "tokens": m.tokens,
-            })),
+            None => {
+                figures.messages += 1;
+                figures.message_tokens += m.tokens;
+                gone.push(json!({
+                    "message": r,
+                    "tokens": m.tokens,
+                }));
+            }
             Some(&a) if a != r => {
                 for (p, q) in m.parts.iter().zip(&shown[a].parts) {
                     let (Some(was), Some(now)) = (p.tool.as_deref(), q.tool.as_deref()) else {
                         continue;
                     };
                     if let ((call_id, tool, false), (_, _, true)) = (was, now) {
+                        let tokens = p.tokens.saturating_sub(q.tokens);
+                        figures.cleared += 1;
+                        figures.cleared_tokens += tokens;
                         cleared.push(json!({
                             "message": r,
                             "call_id": call_id,
                             "tool": tool,
-                            "tokens": p.tokens.saturating_sub(q.tokens),
+                            "tokens": tokens,
                         }));
                     }
                 }
@@ -370,12 +365,11 @@ pub(crate) fn removed(before: &[usize], after: &[usize], shown: &[Shown]) -> Val
             Some(_) => {}
         }
     }
-    let tokens: u64 = gone
-        .iter()
-        .chain(&cleared)
-        .map(|v| v["tokens"].as_u64().unwrap_or(0))
-        .sum();
-    json!({"messages": gone, "cleared": cleared, "tokens": tokens})
+    let tokens = figures.message_tokens + figures.cleared_tokens;
+    (
+        json!({"messages": gone, "cleared": cleared, "tokens": tokens}),
+        figures,
+    )
 }
 
 /// A summary as the page last saw it held.

@@ -309,8 +309,8 @@ impl Sheet {
         let mut i = 0;
         while let Some((pivot, window)) = windows.next() {
             let next = windows.peek().map_or(&end_window, |(_, w)| w);
-            let removed = data::removed(&window, next, &self.messages.shown);
-            removals.push(Removal::of(&removed));
+            let (removed, removal) = data::removed(&window, next, &self.messages.shown);
+            removals.push(removal);
             let keep = previous
                 .iter()
                 .zip(&window)
