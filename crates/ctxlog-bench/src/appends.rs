@@ -1,7 +1,7 @@
 //! Appends against raw sled: buffered ([`bench_buffered`]), durable
 //! ([`bench_durable`]) and group commit ([`bench_group_commit`]).
 
-use crate::measure::{median, median_ratio, side_by_side, Scratch};
+use crate::measure::{median, median_ratio, process_cpu_seconds, side_by_side, Scratch};
 use crate::raw::{raw_db, Record};
 use crate::report::Report;
 use crate::sizes::{first, Sizes};
@@ -107,41 +107,72 @@ pub(crate) fn durable_rate(events: &[Envelope]) -> Result<f64, BenchError> {
 }
 
 /// 3. Group commit: `writers` durable writers against one, same run.
+///
+/// Beside the gain, two ceilings of it measured in the same runs, each
+/// over the single writer's rate: the committer's serial section (appends
+/// over the time callers spent leading groups: no number of writers gets
+/// past it) and the CPU (the machine's cores over the CPU time an append
+/// of the many writers costs the whole process, where `/proc` tells; its
+/// clock ticks every 10 ms, so a run of a second reads it to about 1 %).
 pub fn bench_group_commit(
     z: &Sizes,
     events: &[Envelope],
     r: &mut Report,
 ) -> Result<(), BenchError> {
     let per_writer = &events[..(z.durable as usize / 2 + 1).min(events.len())];
-    let mut per_flush = Vec::new();
+    let mut many_runs = Vec::new();
     let [one, many] = side_by_side(
         z.runs,
         [
             &mut || {
                 let d = Scratch::new("gc1");
-                Ok(concurrent_durable(d.path(), per_writer, 1)?.0)
+                Ok(durable_writers(d.path(), per_writer, 1)?.rate)
             },
             &mut || {
                 let d = Scratch::new("gc8");
-                let (rate, appends_per_flush) =
-                    concurrent_durable(d.path(), per_writer, z.writers)?;
-                per_flush.push(appends_per_flush);
-                Ok(rate)
+                let run = durable_writers(d.path(), per_writer, z.writers)?;
+                many_runs.push(run);
+                Ok(run.rate)
             },
         ],
     )?;
     r.set_ratio("group_commit_gain", median_ratio(&many, &one)?);
     let (one, many) = (median(one)?, median(many)?);
+    let n = z.writers;
     r.set_figure("durable_appends_per_s_1_writer", json!(one));
+    r.set_figure(format!("durable_appends_per_s_{n}_writers"), json!(many));
+    let per_flush = median(many_runs.iter().map(|g| g.appends_per_flush).collect())?;
     r.set_figure(
-        format!("durable_appends_per_s_{}_writers", z.writers),
-        json!(many),
+        format!("durable_appends_per_flush_{n}_writers"),
+        json!(per_flush),
     );
+    let leading = median(many_runs.iter().map(|g| g.leading_us_per_append).collect())?;
     r.set_figure(
-        format!("durable_appends_per_flush_{}_writers", z.writers),
-        json!(median(per_flush)?),
+        format!("durable_leading_us_per_append_{n}_writers"),
+        json!(leading),
     );
+    r.set_figure("group_commit_serial_ceiling", json!(1e6 / leading / one));
+    let cpu: Option<Vec<f64>> = many_runs.iter().map(|g| g.cpu_us_per_append).collect();
+    if let Some(cpu) = cpu {
+        let cpu = median(cpu)?;
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get()) as f64;
+        r.set_figure(format!("durable_cpu_us_per_append_{n}_writers"), json!(cpu));
+        r.set_figure("group_commit_cpu_ceiling", json!(cores * 1e6 / cpu / one));
+    }
     Ok(())
+}
+
+/// One run of [`durable_writers`].
+#[derive(Debug, Clone, Copy)]
+pub struct GroupRun {
+    /// Appends a second.
+    pub rate: f64,
+    /// Appends per flush.
+    pub appends_per_flush: f64,
+    /// Microseconds callers spent leading groups, per append.
+    pub leading_us_per_append: f64,
+    /// Microseconds of the process's CPU per append, where `/proc` tells.
+    pub cpu_us_per_append: Option<f64>,
 }
 
 /// A session whose policy never queues compactions by itself (the recorded
@@ -212,13 +243,14 @@ fn engine_appends(
     Ok(n as f64 / t.elapsed().as_secs_f64())
 }
 
-/// Durable appends by `writers` threads, each to its own session;
-/// (events/s, appends per flush).
-fn concurrent_durable(
+/// Durable appends through one engine by `writers` threads, each appending
+/// `events` (one event an append) to a session of its own, in a fresh
+/// store at `dir`.
+pub fn durable_writers(
     dir: &Path,
     events: &[Envelope],
     writers: u64,
-) -> Result<(f64, f64), BenchError> {
+) -> Result<GroupRun, BenchError> {
     let log = store(dir, Durability::Durable)?;
     let (engine, clock) = engine_and_clock(log.clone(), 13)?;
     let engine = Arc::new(engine);
@@ -227,6 +259,8 @@ fn concurrent_durable(
         sessions.push(bench_session(&engine, events)?);
     }
     let batch: Vec<Event> = events.iter().skip(1).map(|e| e.event.clone()).collect();
+    let before = log.stats();
+    let cpu_before = process_cpu_seconds();
     let t = Instant::now();
     let handles: Vec<_> = sessions
         .into_iter()
@@ -247,7 +281,18 @@ fn concurrent_durable(
             .map_err(|_| BenchError::Failed("bench: a writer panicked".into()))?
             .map_err(|e| BenchError::Failed(format!("bench: writer: {e}")))?;
     }
-    let rate = (batch.len() as u64 * writers) as f64 / t.elapsed().as_secs_f64();
+    let seconds = t.elapsed().as_secs_f64();
+    let cpu = process_cpu_seconds()
+        .zip(cpu_before)
+        .map(|(after, before)| after - before);
     let stats = log.stats();
-    Ok((rate, stats.appends as f64 / stats.flushes.max(1) as f64))
+    let appends = stats.appends.saturating_sub(before.appends).max(1) as f64;
+    Ok(GroupRun {
+        rate: (batch.len() as u64 * writers) as f64 / seconds,
+        appends_per_flush: appends / stats.flushes.saturating_sub(before.flushes).max(1) as f64,
+        leading_us_per_append: stats.leading_nanos.saturating_sub(before.leading_nanos) as f64
+            / 1e3
+            / appends,
+        cpu_us_per_append: cpu.map(|s| s * 1e6 / appends),
+    })
 }

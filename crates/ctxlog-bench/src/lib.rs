@@ -40,7 +40,7 @@ mod sizes;
 mod steps;
 mod stores;
 
-pub use appends::{bench_buffered, bench_durable, bench_group_commit};
+pub use appends::{bench_buffered, bench_durable, bench_group_commit, durable_writers, GroupRun};
 pub use baseline::{bench_baselines, bench_durable_baselines};
 pub use import::bench_import;
 pub use measure::{measure, median, Scratch};

@@ -87,3 +87,17 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// The CPU time (user and system, every thread's) this process has used so
+/// far, in seconds, from `/proc/self/stat` (whose clock ticks are
+/// `USER_HZ`, 100 on Linux); `None` where that file does not read.
+pub fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces; fields 14 and 15 (utime,
+    // stime) count from the `)` that ends it.
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let mut fields = rest.split_whitespace().skip(11);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some((user + system) as f64 / 100.0)
+}

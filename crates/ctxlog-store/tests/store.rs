@@ -134,6 +134,7 @@ fn concurrent_appenders_to_one_session_never_fork_it() {
     let s = sid(1);
     let threads = 8;
     let per = 40;
+    let started = std::time::Instant::now();
     std::thread::scope(|scope| {
         for t in 0..threads {
             let store = store.clone();
@@ -176,6 +177,13 @@ fn concurrent_appenders_to_one_session_never_fork_it() {
     let stats = store.stats();
     assert_eq!(stats.appends, total);
     assert!(stats.flushes < stats.appends, "no grouping: {stats:?}");
+    // one caller leads at a time: the serial section fits in the wall time
+    let wall = started.elapsed().as_nanos() as u64;
+    assert!(
+        stats.leading_nanos > 0 && stats.leading_nanos <= wall,
+        "leading {} ns in {wall} ns",
+        stats.leading_nanos
+    );
     let events: Vec<Envelope> = store.read(s, 1).unwrap().map(Result::unwrap).collect();
     assert_eq!(events.len() as u64, total);
     let ids: BTreeSet<EventId> = events.iter().map(|e| e.id).collect();

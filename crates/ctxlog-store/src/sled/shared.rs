@@ -18,6 +18,10 @@ pub struct StoreStats {
     pub events: u64,
     /// Flushes (fsyncs) performed: fewer than `appends` means group commit.
     pub flushes: u64,
+    /// Nanoseconds callers spent leading groups (writing, flushing,
+    /// answering): the committer's serial section, which bounds how many
+    /// appends a second any number of writers can have.
+    pub leading_nanos: u64,
 }
 
 #[derive(Default)]
@@ -25,6 +29,7 @@ pub(crate) struct Counters {
     pub(crate) appends: AtomicU64,
     pub(crate) events: AtomicU64,
     pub(crate) flushes: AtomicU64,
+    pub(crate) leading_nanos: AtomicU64,
 }
 
 /// State shared between the store's handles and its writer.
@@ -118,6 +123,7 @@ impl Shared {
             appends: c.appends.load(Relaxed),
             events: c.events.load(Relaxed),
             flushes: c.flushes.load(Relaxed),
+            leading_nanos: c.leading_nanos.load(Relaxed),
         }
     }
 }

@@ -198,6 +198,7 @@ impl Committer {
         };
         self.last_group.store(group.len(), Relaxed);
         let tickets: Vec<Arc<Ticket>> = group.iter().map(|q| q.ticket.clone()).collect();
+        let started = Instant::now();
         let served = {
             let mut core = lock(&self.core);
             guarded(
@@ -206,6 +207,8 @@ impl Committer {
                 || Ok(core.serve(&self.shared, group)),
             )
         };
+        let led = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.shared.counters.leading_nanos.fetch_add(led, Relaxed);
         match served {
             Ok(true) => {
                 // The flusher outlives every caller (`close`).
