@@ -33,6 +33,12 @@ pub enum PageError {
     Report(ReportError),
 }
 
+impl From<ctxlog_store::ReadError> for PageError {
+    fn from(e: ctxlog_store::ReadError) -> Self {
+        PageError::Read(ViewError::from(e))
+    }
+}
+
 /// One session on a report page.
 #[derive(Debug, Clone, Serialize)]
 pub struct PageSession {
@@ -115,7 +121,6 @@ pub fn write_report(
     out: &mut dyn std::io::Write,
 ) -> Result<Written, PageError> {
     let mut redacted = redact.then(RedactionCounts::new);
-    let read = |e: ctxlog_store::ReadError| PageError::Read(ViewError::from(e));
     let mut surveyed: Vec<(PageSession, Survey, Option<String>, u64)> =
         Vec::with_capacity(sessions.len());
     let mut bases: Vec<String> = Vec::with_capacity(sessions.len());
@@ -129,7 +134,7 @@ pub fn write_report(
         let mut uncounted = redact.then(RedactionCounts::new);
         // Both readings stop at the head the first one found: a session an
         // agent still writes is shown as it was then.
-        let head = log.head(id).map_err(read)?;
+        let head = log.head(id)?;
         each_page_event(log, id, head, uncounted.as_mut(), |e| {
             survey.see(&e);
             labels.see(&e);
@@ -187,7 +192,6 @@ fn each_page_event(
     mut counts: Option<&mut RedactionCounts>,
     mut each: impl FnMut(Envelope) -> Result<(), PageError>,
 ) -> Result<(), PageError> {
-    let read = |e: ctxlog_store::ReadError| PageError::Read(ViewError::from(e));
     let mut hand = |e: Envelope| match counts.as_deref_mut() {
         None => each(e),
         Some(counts) => {
@@ -196,15 +200,14 @@ fn each_page_event(
             each(e)
         }
     };
-    for e in log.read(session, 1).map_err(read)? {
-        let e = e.map_err(read)?;
+    for e in log.read(session, 1)? {
+        let e = e?;
         if e.seq > head {
             break;
         }
         hand(e)?;
     }
-    let descriptions = catalog::descriptions_after(log, session, head)
-        .map_err(|e| PageError::Read(ViewError::from(e)))?;
+    let descriptions = catalog::descriptions_after(log, session, head).map_err(ViewError::from)?;
     for e in descriptions {
         hand(e)?;
     }
