@@ -64,17 +64,11 @@ impl RemoteLog {
     /// any request is ([`RemoteLog::answered`]): its slots come free as
     /// the answers it is writing end.
     fn connect_now(store: &Path) -> Result<Option<RemoteLog>, Failure> {
-        let mut pause = BUSY_PAUSE;
-        for _ in 0..BUSY_RETRIES {
-            match RemoteLog::greet(store)? {
-                Greeting::Answered(log) => return Ok(log),
-                Greeting::Busy(_) => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(BUSY_PAUSE_MAX);
-                }
-            }
-        }
-        match RemoteLog::greet(store)? {
+        let greeting = until_not_busy(
+            || RemoteLog::greet(store),
+            |g| matches!(g, Ok(Greeting::Busy(_))),
+        );
+        match greeting? {
             Greeting::Answered(log) => Ok(log),
             Greeting::Busy(failure) => Err(failure),
         }
@@ -196,23 +190,18 @@ impl RemoteLog {
     /// many requests as it will is asked again, after a pause that grows,
     /// up to [`BUSY_RETRIES`] times); the connection and its first reply.
     fn answered(&self, request: &Request) -> Result<(BufReader<UnixStream>, Reply), Asked> {
-        let mut pause = BUSY_PAUSE;
-        for _ in 0..BUSY_RETRIES {
-            let mut reply = self.request(request)?;
-            match self.first_reply(&mut reply) {
-                Err(Asked::Busy(_)) => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(BUSY_PAUSE_MAX);
-                }
-                answered => return answered.map(|first| (reply, first)),
-            }
-        }
-        let mut reply = self.request(request)?;
-        let first = self.first_reply(&mut reply).map_err(|e| match e {
+        let answered = until_not_busy(
+            || {
+                let mut reply = self.request(request)?;
+                let first = self.first_reply(&mut reply)?;
+                Ok((reply, first))
+            },
+            |a| matches!(a, Err(Asked::Busy(_))),
+        );
+        answered.map_err(|e| match e {
             Asked::Busy(why) => Asked::Failed(Failure::Served(format!("{why}: try again"))),
             e => e,
-        })?;
-        Ok((reply, first))
+        })
     }
 
     /// Sends `request` on a new connection; the connection to read the
@@ -299,6 +288,22 @@ enum Asked {
     Failed(Failure),
     /// The holder answers as many requests as it will: ask again shortly.
     Busy(String),
+}
+
+/// `attempt`'s outcome once it is not `busy`: after each busy one, a
+/// pause that doubles from [`BUSY_PAUSE`] up to [`BUSY_PAUSE_MAX`], at most
+/// [`BUSY_RETRIES`] times; then the last attempt's, busy or not.
+fn until_not_busy<R>(mut attempt: impl FnMut() -> R, busy: impl Fn(&R) -> bool) -> R {
+    let mut pause = BUSY_PAUSE;
+    for _ in 0..BUSY_RETRIES {
+        let outcome = attempt();
+        if !busy(&outcome) {
+            return outcome;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(BUSY_PAUSE_MAX);
+    }
+    attempt()
 }
 
 /// How often a request the holder is too busy to take is sent again.
