@@ -142,16 +142,26 @@ impl Request {
     }
 }
 
+/// How often [`store_input`] reads and stores an input again after
+/// another process stored part of the same recording meanwhile.
+pub const MAX_RACES: u32 = 16;
+
 /// Stores `imported`, read from `input` under `request`, as the newest
 /// version of its recording ([`store_newest`]): the input is read again
 /// as the next version when one is needed, which standard input cannot be.
+///
+/// Another process may store the same recording at the same time (two
+/// imports, an agent's hook and `import --follow`): an append that finds
+/// the session moved on meanwhile ([`CatalogError::is_race`]) starts over
+/// from what is stored now, up to [`MAX_RACES`] times. The recording's
+/// events have the ids of their places, so both converge on one copy.
 pub fn store_input(
     log: &impl EventLog,
     input: &Input,
     imported: Imported,
     request: &Request,
 ) -> Result<Versioned, VersionError<InputError>> {
-    let reread = |version| {
+    let read_as = |version| {
         if matches!(input, Input::Stdin) {
             return Err(InputError::StdinAgain);
         }
@@ -161,7 +171,21 @@ pub fn store_input(
         };
         inputs::read(input, request.format, &options, &())
     };
-    store_newest(log, imported, request.versioning(), reread)
+    let mut imported = imported;
+    let mut races = 0;
+    loop {
+        match store_newest(log, imported, request.versioning(), read_as) {
+            Err(VersionError::Catalog(e)) if e.is_race() && races < MAX_RACES => {
+                races += 1;
+                tracing::debug!(input = %input.name(), "another process stored part of the recording meanwhile ({e}): storing it again");
+                std::thread::sleep(std::time::Duration::from_millis(u64::from(races) * 5));
+                imported = read_as(request.options.version)
+                    .map_err(VersionError::Reread)?
+                    .ok_or(VersionError::Gone)?;
+            }
+            other => return other,
+        }
+    }
 }
 
 impl<E> VersionError<E> {

@@ -7,8 +7,8 @@
 use ctxlog_core::{Envelope, Seq, SessionId, SessionState};
 use ctxlog_postgres::{PgLog, Target};
 use ctxlog_store::{
-    AppendError, Appended, EventLog, Expected, LoadedState, NewEvent, ReadError, Reader, SledStore,
-    VerifyReport,
+    AppendError, Appended, EventLog, Expected, LoadedState, NewEvent, ReadError, SharedStore,
+    SledStore, VerifyReport,
 };
 use std::ffi::OsString;
 use std::fmt;
@@ -71,8 +71,9 @@ impl From<Location> for OsString {
 pub enum AnyLog {
     /// A sled store this process opened.
     Sled(SledStore),
-    /// A sled store read (through its holder when another process has it).
-    Reader(Reader),
+    /// A sled store worked on through its holder when another process
+    /// has it, else opened here.
+    Shared(SharedStore),
     /// The PostgreSQL log.
     Postgres(PgLog),
 }
@@ -81,7 +82,7 @@ macro_rules! each {
     ($log:expr, $l:ident => $body:expr) => {
         match $log {
             AnyLog::Sled($l) => $body,
-            AnyLog::Reader($l) => $body,
+            AnyLog::Shared($l) => $body,
             AnyLog::Postgres($l) => $body,
         }
     };

@@ -1,6 +1,7 @@
 //! Opening the store a command works on (a sled directory or a PostgreSQL
-//! URL): a sled store read through its holder, read through a private copy
-//! when it cannot be written, opened to write; and naming a session in it.
+//! URL): a sled store worked on through the process that holds it (reads
+//! and writes), read through a private copy when it cannot be written; and
+//! naming a session in it.
 
 use crate::damaged;
 use crate::{Cli, CliError};
@@ -8,7 +9,7 @@ use ctxlog_app::catalog::{self, CatalogError};
 use ctxlog_app::logs::{AnyLog, Location};
 use ctxlog_core::SessionId;
 use ctxlog_postgres::{PgLog, PgOptions, Target};
-use ctxlog_store::{EventLog, OpenError, Reader, SledStore};
+use ctxlog_store::{EventLog, OpenError, SharedStore, SledStore};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -20,17 +21,51 @@ static READ_COPIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::
 /// [`open_existing_dir`] for a sled store).
 pub(crate) fn open_existing(db: &Location) -> Result<AnyLog, CliError> {
     match db {
-        Location::Dir(dir) => open_existing_dir(dir).map(AnyLog::Reader),
+        Location::Dir(dir) => open_existing_dir(dir).map(AnyLog::Shared),
         Location::Postgres(target) => open_postgres(target),
     }
 }
 
-/// Opens the store at `db` for a command that writes: a sled store is
-/// opened (and made when missing), never a copy.
+/// Opens the store at `db` for a command that writes: a sled store (made
+/// when missing, never a copy) is written through the process that holds
+/// it when one does, else opened here (and this process serves the
+/// others).
 pub(crate) fn open_store(db: &Location) -> Result<AnyLog, CliError> {
     match db {
-        Location::Dir(dir) => open_store_dir(dir).map(AnyLog::Sled),
+        Location::Dir(dir) => open_shared_dir(dir).map(AnyLog::Shared),
         Location::Postgres(target) => open_postgres(target),
+    }
+}
+
+/// [`open_store`] of a sled store.
+fn open_shared_dir(db: &Path) -> Result<SharedStore, CliError> {
+    // A store whose log is gone is never quietly replaced by an empty one.
+    if let Some(gone) = damaged::log_gone(db) {
+        return Err(gone);
+    }
+    let store = SharedStore::open(db).map_err(|e| cannot_open(db, e))?;
+    tell_widened(db, store.widened());
+    if let Some(pid) = store.served_by() {
+        eprintln!(
+            "ctxlog: {} is held by process {pid}: writing through it",
+            db.display()
+        );
+    }
+    Ok(store)
+}
+
+/// What a command says of a sled store it could not open: the store's
+/// own words when it is busy, another user's or out of reach (nothing is
+/// damaged then), and what the witness says was acknowledged only when
+/// sled could not read it.
+fn cannot_open(db: &Path, e: OpenError) -> CliError {
+    match e {
+        e @ (OpenError::InUse { .. }
+        | OpenError::Unanswered { .. }
+        | OpenError::NotOwner { .. }
+        | OpenError::Io { .. }
+        | OpenError::InvalidConfig(_)) => CliError::Failed(e.to_string()),
+        e => CliError::Failed(damaged::unopened(db, &e)),
     }
 }
 
@@ -55,7 +90,7 @@ fn open_postgres(target: &Target) -> Result<AnyLog, CliError> {
 /// process holds is read through that process; a store that cannot be
 /// written (a read-only file system or copy) is read through a copy in the
 /// temp directory, since sled opens its files for writing.
-pub(crate) fn open_existing_dir(db: &Path) -> Result<Reader, CliError> {
+pub(crate) fn open_existing_dir(db: &Path) -> Result<SharedStore, CliError> {
     open_existing_dir_with(db, ctxlog_store::DEFAULT_CACHE_BYTES)
 }
 
@@ -67,24 +102,26 @@ pub(crate) const SCAN_CACHE_BYTES: u64 = 8 << 20;
 /// ([`SCAN_CACHE_BYTES`] of page cache).
 pub(crate) fn open_existing_scanning(db: &Location) -> Result<AnyLog, CliError> {
     match db {
-        Location::Dir(dir) => open_existing_dir_with(dir, SCAN_CACHE_BYTES).map(AnyLog::Reader),
+        Location::Dir(dir) => open_existing_dir_with(dir, SCAN_CACHE_BYTES).map(AnyLog::Shared),
         Location::Postgres(target) => open_postgres(target),
     }
 }
 
 /// [`open_existing_dir`] with `cache_bytes` of sled page cache.
-fn open_existing_dir_with(db: &Path, cache_bytes: u64) -> Result<Reader, CliError> {
+fn open_existing_dir_with(db: &Path, cache_bytes: u64) -> Result<SharedStore, CliError> {
     require_store_dir(db)?;
-    let cannot_open = |e: OpenError| match e {
-        // These name the store and its holder already.
-        e @ (OpenError::InUse { .. } | OpenError::Unanswered { .. }) => {
-            CliError::Failed(e.to_string())
-        }
-        e => CliError::Failed(damaged::unopened(db, &e)),
-    };
     match std::fs::OpenOptions::new().append(true).open(db.join("db")) {
         Ok(_) => {
-            let reader = Reader::open_scanning(db, cache_bytes).map_err(cannot_open)?;
+            let reader = match SharedStore::open_scanning(db, cache_bytes) {
+                Ok(reader) => reader,
+                // Root reads another user's store that none of the
+                // owner's processes serves from a copy: opening it would
+                // leave files of root's in it, which lock its owner out.
+                Err(OpenError::NotOwner {
+                    owner, root: true, ..
+                }) => return read_copy(db, &format!("belongs to {owner}")),
+                Err(e) => return Err(cannot_open(db, e)),
+            };
             tell_widened(db, reader.widened());
             if let Some(pid) = reader.served_by() {
                 // A process writes this store: what this one does with what
@@ -101,27 +138,9 @@ fn open_existing_dir_with(db: &Path, cache_bytes: u64) -> Result<Reader, CliErro
             if e.kind() == std::io::ErrorKind::PermissionDenied
                 || e.kind() == std::io::ErrorKind::ReadOnlyFilesystem =>
         {
-            let copy = std::env::temp_dir().join(format!("ctxlog-read-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&copy);
-            // The copy holds what the store holds: private before a byte
-            // of it is written.
-            ctxlog_store::private::create_dir(&copy)
-                .map_err(|e| CliError::Failed(format!("{}: {e}", copy.display())))?;
-            READ_COPIES
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(copy.clone());
-            copy_store(db, &copy, true).map_err(|e| {
-                CliError::Failed(format!(
-                    "{}: cannot copy the read-only store: {e}",
-                    db.display()
-                ))
-            })?;
-            eprintln!(
-                "ctxlog: {} cannot be written: reading a copy of it",
-                db.display()
-            );
-            Ok(Reader::from(open_store_dir(&copy)?))
+            // Only its owner (or root) reads a store, whatever its modes.
+            ctxlog_store::private::check_owner(db).map_err(|e| cannot_open(db, e))?;
+            read_copy(db, "cannot be written")
         }
         Err(e) => Err(CliError::Failed(format!(
             "{}: {e}",
@@ -130,11 +149,36 @@ fn open_existing_dir_with(db: &Path, cache_bytes: u64) -> Result<Reader, CliErro
     }
 }
 
+/// Reads the store at `db` through a private copy in the temp directory,
+/// removed when the command ends; `why` says why on stderr.
+fn read_copy(db: &Path, why: &str) -> Result<SharedStore, CliError> {
+    let copy = std::env::temp_dir().join(format!("ctxlog-read-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&copy);
+    // The copy holds what the store holds: private before a byte of it is
+    // written.
+    ctxlog_store::private::create_dir(&copy)
+        .map_err(|e| CliError::Failed(format!("{}: {e}", copy.display())))?;
+    READ_COPIES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(copy.clone());
+    copy_store(db, &copy, true).map_err(|e| {
+        CliError::Failed(format!(
+            "{}: cannot copy the store to read it: {e}",
+            db.display()
+        ))
+    })?;
+    eprintln!("ctxlog: {} {why}: reading a copy of it", db.display());
+    Ok(SharedStore::from(open_store_dir(&copy)?))
+}
+
 /// Bad input (exit 2) unless `db` is a store; a store this user may not
 /// read says so.
 fn require_store_dir(db: &Path) -> Result<(), CliError> {
     if let Err(e) = std::fs::read_dir(db) {
         if e.kind() == std::io::ErrorKind::PermissionDenied {
+            // Whose it is, when it is another user's.
+            ctxlog_store::private::check_owner(db).map_err(|e| cannot_open(db, e))?;
             return Err(CliError::Failed(
                 OpenError::Io {
                     path: db.to_owned(),
@@ -200,12 +244,14 @@ pub(crate) fn remove_read_copies() {
     }
 }
 
+/// Opens the sled store at `db` in this process (made when missing), for
+/// a command that needs it to itself (`salvage`'s new store).
 pub(crate) fn open_store_dir(db: &Path) -> Result<SledStore, CliError> {
     // A store whose log is gone is never quietly replaced by an empty one.
     if let Some(gone) = damaged::log_gone(db) {
         return Err(gone);
     }
-    let store = SledStore::open(db).map_err(|e| CliError::Failed(damaged::unopened(db, &e)))?;
+    let store = SledStore::open(db).map_err(|e| cannot_open(db, e))?;
     tell_widened(db, store.widened());
     Ok(store)
 }

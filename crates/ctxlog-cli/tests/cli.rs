@@ -726,9 +726,10 @@ fn read_only_commands_on_a_missing_store_create_nothing() {
     }
 }
 
-/// A store its reader cannot write (here: another user's) is read through
-/// a copy: sessions and verify work, and the store is left as it was.
-/// Needs root and `runuser`; skipped otherwise.
+/// A store its reader cannot write (here: its owner's, `nobody`, with
+/// every write permission taken away) is read through a copy: sessions and
+/// verify work, and the store is left as it was. Needs root and
+/// `runuser`; skipped otherwise.
 #[test]
 fn a_store_that_cannot_be_written_is_still_read_and_verified() {
     let runuser = std::path::Path::new("/usr/sbin/runuser");
@@ -756,11 +757,12 @@ fn a_store_that_cannot_be_written_is_still_read_and_verified() {
         .filter(|e| e.path().is_file())
         .map(|e| (e.path(), std::fs::read(e.path()).unwrap()))
         .collect();
-    // Every user may read the store (and run a copy of the binary beside
-    // it); none but root may write it.
+    // The store is nobody's, which may read it (and run a copy of the
+    // binary beside it); none but root may write it.
     let bin = dir.with_extension("bin");
     std::fs::copy(env!("CARGO_BIN_EXE_ctxlog"), &bin).unwrap();
-    let _ = Command::new("chmod").args(["-R", "a+rX", d]).status();
+    let _ = Command::new("chown").args(["-R", "nobody", d]).status();
+    let _ = Command::new("chmod").args(["-R", "a-w,u+rX", d]).status();
     let _ = Command::new("chmod").arg("a+rx").arg(&bin).status();
     let bin = bin.to_str().unwrap();
     for args in [vec!["verify"], vec!["sessions"]] {

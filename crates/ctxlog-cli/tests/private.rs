@@ -293,3 +293,186 @@ fn another_user_reads_nothing_from_the_files_or_the_socket() {
     holder.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every path under `dir` (itself included) not owned by `uid`.
+fn not_owned_by(dir: &Path, uid: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    let meta = std::fs::symlink_metadata(dir).unwrap();
+    if meta.uid() != uid {
+        out.push(format!("{} (uid {})", dir.display(), meta.uid()));
+    }
+    if meta.is_dir() {
+        for e in std::fs::read_dir(dir).unwrap() {
+            out.extend(not_owned_by(&e.unwrap().path(), uid));
+        }
+    }
+    out
+}
+
+/// Root works on another user's store without leaving a file of its own
+/// in it (which would lock the owner out): through a process of the
+/// owner's that holds it, else reading a copy, and a write with none is
+/// refused saying why. A store of another user is never called damaged.
+#[test]
+fn root_leaves_every_file_of_another_users_store_to_its_owner() {
+    if !running_as_root() {
+        return;
+    }
+    let dir = workdir("root-on-nobody");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let nobody = 65534;
+    std::os::unix::fs::chown(&home, Some(nobody), Some(nobody)).unwrap();
+    let folder = dir.join("recordings");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::copy(common::root().join(FIXTURE), folder.join("session.json")).unwrap();
+    let pi = folder.join("pi.jsonl");
+    std::fs::copy(
+        common::root().join("fixtures/sessions/pi/edge-cases.jsonl"),
+        &pi,
+    )
+    .unwrap();
+    let db = home.join("store");
+    let d = db.to_str().unwrap();
+    let session = folder.join("session.json");
+    ok(ctxlog_as(
+        Some("nobody"),
+        0o022,
+        &[],
+        &dir,
+        &["--db", d, "import", session.to_str().unwrap()],
+    ));
+    let clean = |what: &str, err: &str| {
+        assert!(
+            !err.contains("damaged") && !err.contains("backup"),
+            "{what}: {err}"
+        );
+        assert!(
+            not_owned_by(&db, nobody).is_empty(),
+            "{what}: {:?}",
+            not_owned_by(&db, nobody)
+        );
+    };
+
+    // No process of nobody's holds it: root's write is refused, its read
+    // reads a copy.
+    let out = ctxlog_as(
+        None,
+        0o022,
+        &[],
+        &dir,
+        &["--db", d, "import", pi.to_str().unwrap()],
+    );
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("belongs to nobody (uid 65534)") && err.contains("run this as its owner"),
+        "{err}"
+    );
+    clean("a refused write", &err);
+    let out = ok(ctxlog_as(None, 0o022, &[], &dir, &["--db", d, "sessions"]));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ses_0a3f"));
+    clean("a read", &String::from_utf8_lossy(&out.stderr));
+
+    // Held by nobody's `import --follow`: root writes through it.
+    let mut holder = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_ctxlog"))
+        .args(["--db", d, "import", "--follow", "--interval", "50"])
+        .arg(&session)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ctxlog_store::RemoteLog::connect(&db)
+        .ok()
+        .flatten()
+        .is_none()
+    {
+        assert!(Instant::now() < deadline, "the holder did not serve");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = ok(ctxlog_as(
+        None,
+        0o022,
+        &[],
+        &dir,
+        &["--db", d, "import", pi.to_str().unwrap()],
+    ));
+    clean(
+        "a write through the holder",
+        &String::from_utf8_lossy(&out.stderr),
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // The owner reads both, nothing locked out.
+    let out = ok(ctxlog_as(
+        Some("nobody"),
+        0o022,
+        &[],
+        &dir,
+        &["--db", d, "sessions"],
+    ));
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains("ses_0a3f") && listed.contains("5e1f0c2a"),
+        "{listed}"
+    );
+    clean("the owner's read", &String::from_utf8_lossy(&out.stderr));
+
+    // Another user's store that others may write (modes widened by hand):
+    // reads and writes are refused naming its owner, whatever its modes;
+    // nothing of nobody's is left in it, and nothing is called damaged.
+    let mine = dir.join("root-store");
+    let m = mine.to_str().unwrap();
+    ok(ctxlog_as(
+        None,
+        0o022,
+        &[],
+        &dir,
+        &["--db", m, "import", session.to_str().unwrap()],
+    ));
+    let widen = Command::new("chmod")
+        .args(["-R", "a+rwX"])
+        .arg(&mine)
+        .status()
+        .unwrap();
+    assert!(widen.success());
+    let out = ctxlog_as(
+        Some("nobody"),
+        0o022,
+        &[],
+        &dir,
+        &["--db", m, "import", pi.to_str().unwrap()],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("belongs to root (uid 0)") && err.contains("private to the user who made it"),
+        "{err}"
+    );
+    assert!(!err.contains("damaged") && !err.contains("backup"), "{err}");
+    for modes in ["a+rwX", "go-w", "go-rwx"] {
+        let chmod = Command::new("chmod")
+            .args(["-R", modes])
+            .arg(&mine)
+            .status()
+            .unwrap();
+        assert!(chmod.success());
+        let out = ctxlog_as(Some("nobody"), 0o022, &[], &dir, &["--db", m, "sessions"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{modes}: {err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("ses_0a3f"));
+        assert!(
+            err.contains("belongs to root (uid 0)") && !err.contains("damaged"),
+            "{modes}: {err}"
+        );
+    }
+    assert!(
+        not_owned_by(&mine, 0).is_empty(),
+        "{:?}",
+        not_owned_by(&mine, 0)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

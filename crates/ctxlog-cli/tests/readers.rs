@@ -234,21 +234,38 @@ fn a_holder_that_does_not_answer_is_named() {
     let _ = std::fs::remove_dir_all(&db);
 }
 
-/// A command that writes is refused while another process holds the store,
-/// naming it; nothing is written.
+/// A command that writes while another process holds the store writes
+/// through that process, and says so; nothing speaks of damage.
 #[test]
-fn a_write_while_another_process_holds_the_store_names_it() {
+fn a_write_while_another_process_holds_the_store_goes_through_it() {
     let db = store("write-in-use", false);
     let writer = Writer::start(&db, 1, 20_000);
     let pid = writer.child.id();
+    let fixture = common::root().join("fixtures/sessions/pi/edge-cases.jsonl");
+    let o = common::ctxlog_on(&db, &["import"])
+        .arg(&fixture)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{}", out_text(&o));
+    assert!(
+        err.contains(&format!("held by process {pid}: writing through it")),
+        "{err}"
+    );
     let o = common::ctxlog_on(&db, &["compact", "no-such-session"])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{}", out_text(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", out_text(&o));
+    assert!(err.contains("no session \"no-such-session\""), "{err}");
+    assert!(!err.contains("damaged") && !err.contains("backup"), "{err}");
+    let o = common::ctxlog_on(&db, &["sessions", "--json"])
+        .output()
+        .unwrap();
     assert!(
-        err.contains(&format!("in use by process {pid}")) && err.contains("stress"),
-        "{err}"
+        String::from_utf8_lossy(&o.stdout).contains("5e1f0c2a-9b8d-4e7f-a6c5-b4d3e2f1a0b9"),
+        "{}",
+        out_text(&o)
     );
     drop(writer);
     let _ = std::fs::remove_dir_all(&db);

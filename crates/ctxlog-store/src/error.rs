@@ -100,6 +100,18 @@ pub enum OpenError {
         /// The process holding it, when it can be told.
         holder: Option<String>,
     },
+    /// The store belongs to another user: a store is private to its owner,
+    /// and root opens it only through a process of its owner (so that no
+    /// file of it becomes root's), none of which serves it now.
+    #[error("{}", crate::sled::failure::not_owner(.path, .owner, *.root))]
+    NotOwner {
+        /// The store.
+        path: String,
+        /// Its owner, by name and uid.
+        owner: String,
+        /// Whether this process runs as root.
+        root: bool,
+    },
     /// Another process holds the store and did not serve a reader: it did
     /// not answer in time, stopped answering, or speaks another protocol.
     #[error("{path}: the store is held by {}, which did not serve this reader ({why}); run this again, or when it has finished", .holder.as_deref().unwrap_or("another process"))]

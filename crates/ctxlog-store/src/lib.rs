@@ -26,10 +26,12 @@
 //!   [`ReadError::Lost`] (see `sled/witness.rs`). sled's errors and panics
 //!   become a [`BackendError`] naming the file and offset; [`salvage`]
 //!   copies what is intact.
-//! - **Readers while a writer runs**: sled lets one process open a store,
-//!   so an open store serves other processes' reads over a socket beside
-//!   it, up to each session's durable head; [`Reader`] reads through the
-//!   holder when there is one, else opens the store.
+//! - **Many processes, one holder**: sled lets one process open a store,
+//!   so an open store serves other processes over a socket beside it:
+//!   reads up to each session's durable head, and appends made by its own
+//!   writer with the same guarantees; [`SharedStore`] goes through the
+//!   holder when there is one, else opens the store (and serves the
+//!   others), and goes on with the next holder when one lets go.
 //! - **Subscriptions** wake subscribers only after events are durable; a
 //!   [`Follower`] follows any [`Followable`] log.
 //!
@@ -74,7 +76,7 @@ pub use log::{Appended, EventLog, LoadedState, NewEvent, SessionContents};
 pub use memory::MemoryLog;
 pub use sled::config::{Durability, StoreConfig, DEFAULT_CACHE_BYTES};
 pub use sled::guard::in_guarded_call;
-pub use sled::remote::{Reader, RemoteLog};
+pub use sled::remote::{RemoteLog, SharedStore};
 pub use sled::salvage::{salvage, SalvageReport, Unsaved};
 pub use sled::serve::{wait_for_readers, yield_to_writer};
 pub use sled::shared::StoreStats;

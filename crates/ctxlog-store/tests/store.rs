@@ -814,7 +814,7 @@ fn acknowledged_events_that_sled_lost_are_named_never_silent() {
     let report = {
         let from = SledStore::open(dir.path()).unwrap();
         let into = SledStore::open(to.path()).unwrap();
-        salvage(&ctxlog_store::Reader::from(from.clone()), &into).unwrap()
+        salvage(&ctxlog_store::SharedStore::from(from.clone()), &into).unwrap()
     };
     assert_eq!(report.saved[&a], 18);
     assert_eq!(report.saved[&b], 10);
@@ -963,10 +963,15 @@ fn the_holder_serves_what_is_durable_and_nothing_more() {
     let tail: Vec<Envelope> = remote.read(b, 29).unwrap().map(Result::unwrap).collect();
     assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), [29, 30]);
     assert_eq!(remote.replay(b).unwrap(), store.replay(b).unwrap());
-    match remote.append(b, Expected::Exactly(30), ev_a[..1].to_vec()) {
-        Err(AppendError::InUse { .. }) => {}
+    // Appends are made by the holder: refusals keep their kind, and a
+    // retried batch answers where it landed.
+    let (_, fresh) = session_events(72, 1);
+    match remote.append(b, Expected::Exactly(29), fresh) {
+        Err(AppendError::WrongExpectedVersion { actual: 30, .. }) => {}
         other => panic!("{other:?}"),
     }
+    let again = remote.append(b, Expected::NoStream, ev_b.clone()).unwrap();
+    assert_eq!((again.first, again.last, again.duplicate), (1, 30, true));
     store.flush().unwrap();
     assert_eq!(remote.head(a).unwrap(), 40);
     let report = remote.verify().unwrap();
@@ -988,14 +993,14 @@ fn the_holder_serves_what_is_durable_and_nothing_more() {
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert!(socket.exists());
     assert!(RemoteLog::connect(dir.path()).unwrap().is_none());
-    let reader = Reader::open(dir.path()).unwrap();
+    let reader = SharedStore::open(dir.path()).unwrap();
     assert!(reader.served_by().is_none());
     assert_eq!(reader.head(a).unwrap(), 40);
     assert!(RemoteLog::connect(dir.path()).unwrap().is_some());
 
     // A reader whose holder lets go of the store between two calls opens
     // the store itself and goes on.
-    let served = Reader::open(dir.path()).unwrap();
+    let served = SharedStore::open(dir.path()).unwrap();
     assert_eq!(served.served_by(), Some(std::process::id()));
     assert_eq!(served.head(b).unwrap(), 30);
     drop(reader);

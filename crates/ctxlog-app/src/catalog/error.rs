@@ -1,7 +1,7 @@
 //! Why a catalog operation failed: [`CatalogError`].
 
 use ctxlog_core::SessionId;
-use ctxlog_store::StoreError;
+use ctxlog_store::{AppendError, StoreError};
 use thiserror::Error;
 
 ctxlog_store::log_errors_into!(CatalogError, CatalogError::Store);
@@ -60,6 +60,23 @@ pub enum CatalogError {
         /// The sessions it names.
         sessions: Vec<SessionId>,
     },
+}
+
+impl CatalogError {
+    /// Whether an append found the session or its description stream
+    /// moved on since it was read (another process stored part of the
+    /// same recording meanwhile): storing again from what is stored now
+    /// converges.
+    pub fn is_race(&self) -> bool {
+        matches!(
+            self,
+            CatalogError::Store(StoreError::Append(
+                AppendError::WrongExpectedVersion { .. }
+                    | AppendError::PartialDuplicate { .. }
+                    | AppendError::IdConflict { .. }
+            ))
+        )
+    }
 }
 
 fn list(sessions: &[SessionId]) -> String {

@@ -91,6 +91,16 @@ pub(crate) enum Failure {
         /// The process holding it, when it can be told.
         holder: Option<String>,
     },
+    /// The store belongs to another user (see [`OpenError::NotOwner`]).
+    #[error("{}", not_owner(.path, .owner, *.root))]
+    NotOwner {
+        /// The store directory.
+        path: String,
+        /// Its owner, by name and uid.
+        owner: String,
+        /// Whether this process runs as root.
+        root: bool,
+    },
     /// Another process holds the store and did not serve a reader: it did
     /// not answer in time, stopped answering, or speaks another protocol.
     #[error("{path}: the store is held by {}, which did not serve this reader ({why}); run this again, or when it has finished", .holder.as_deref().unwrap_or("another process"))]
@@ -134,6 +144,19 @@ pub(crate) enum Failure {
         /// What failed.
         error: std::io::Error,
     },
+}
+
+/// Why a store of another user is not opened, and what to do.
+pub(crate) fn not_owner(path: &str, owner: &str, root: bool) -> String {
+    if root {
+        format!(
+            "{path}: the store belongs to {owner}: root opens it only through a process of its owner, so that every file of it stays theirs, and none serves it now; run this as its owner, or while one of the owner's ctxlog commands holds the store (`import --follow`)"
+        )
+    } else {
+        format!(
+            "{path}: the store belongs to {owner}: a store is private to the user who made it (only its owner and root can open it); name a store of your own"
+        )
+    }
 }
 
 /// What to do about an I/O error on a store.
@@ -288,6 +311,7 @@ impl From<Failure> for OpenError {
     fn from(f: Failure) -> Self {
         match f {
             Failure::InUse { path, holder } => OpenError::InUse { path, holder },
+            Failure::NotOwner { path, owner, root } => OpenError::NotOwner { path, owner, root },
             Failure::Unanswered { path, holder, why } => {
                 OpenError::Unanswered { path, holder, why }
             }
@@ -309,9 +333,10 @@ impl From<Failure> for StoreError {
             | Failure::PartialDuplicate { .. }
             | Failure::EmptyAppend
             | Failure::Encode { .. } => StoreError::Append(f.into()),
-            Failure::InUse { .. } | Failure::InvalidConfig(_) | Failure::Io { .. } => {
-                StoreError::Open(f.into())
-            }
+            Failure::InUse { .. }
+            | Failure::NotOwner { .. }
+            | Failure::InvalidConfig(_)
+            | Failure::Io { .. } => StoreError::Open(f.into()),
             other => StoreError::Read(other.into_read()),
         }
     }
@@ -374,6 +399,7 @@ impl From<OpenError> for Failure {
     fn from(e: OpenError) -> Self {
         match e {
             OpenError::InUse { path, holder } => Failure::InUse { path, holder },
+            OpenError::NotOwner { path, owner, root } => Failure::NotOwner { path, owner, root },
             OpenError::Unanswered { path, holder, why } => {
                 Failure::Unanswered { path, holder, why }
             }

@@ -49,6 +49,12 @@ pub(crate) fn peer(stream: &UnixStream) -> io::Result<Peer> {
     })
 }
 
+/// The effective uid of this process.
+pub(crate) fn euid() -> u32 {
+    // SAFETY: `geteuid` has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// Lowers the CPU priority of the calling thread to `nice` (Linux keeps a
 /// nice value per thread), so that a thread answering a reader yields the
 /// cores to the writer when both want them. Best effort: a failure is

@@ -129,6 +129,46 @@ pub(crate) fn owner(path: &Path) -> io::Result<u32> {
     Ok(fs::metadata(path)?.uid())
 }
 
+/// `name (uid N)` for `uid`, from `/etc/passwd` when it names it.
+pub(crate) fn user(uid: u32) -> String {
+    let name = fs::read_to_string("/etc/passwd").ok().and_then(|passwd| {
+        passwd.lines().find_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            (fields.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_owned())
+        })
+    });
+    match name {
+        Some(name) => format!("{name} (uid {uid})"),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// Refuses to open the existing store at `path` when it belongs to
+/// another user: a store is private to its owner, and a root process
+/// would leave files of its own in it that lock the owner out (sled makes
+/// snapshots as it goes); root reaches it through a process of its owner
+/// instead.
+pub fn check_owner(path: &Path) -> Result<(), crate::OpenError> {
+    Ok(check_owner_now(path)?)
+}
+
+/// [`check_owner`], failing with the sled log's own error.
+pub(crate) fn check_owner_now(path: &Path) -> Result<(), crate::sled::failure::Failure> {
+    let Ok(owner) = owner(path) else {
+        return Ok(()); // a new store, made by this process
+    };
+    let me = crate::sled::os::euid();
+    if owner == me {
+        return Ok(());
+    }
+    Err(crate::sled::failure::Failure::NotOwner {
+        path: path.display().to_string(),
+        owner: user(owner),
+        root: me == 0,
+    })
+}
+
 /// Whether a process running as `uid` may read a store `owner` owns: it is
 /// the owner, or root.
 pub(crate) fn may_read(uid: u32, owner: u32) -> bool {

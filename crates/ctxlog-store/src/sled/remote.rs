@@ -1,6 +1,7 @@
-//! Reading a store another process holds: [`RemoteLog`] asks that process
-//! (`serve.rs`) over the store's socket, [`Reader`] picks between it and
-//! opening the store directly.
+//! Working on a store another process holds: [`RemoteLog`] asks that
+//! process (`serve.rs`) over the store's socket, [`SharedStore`] picks
+//! between it and opening the store directly, and goes on with the next
+//! holder when one lets go.
 
 use crate::error::{AppendError, Expected, OpenError, ReadError};
 use crate::log::{Appended, EventLog, LoadedState, NewEvent};
@@ -9,17 +10,15 @@ use crate::sled::failure::Failure;
 use crate::sled::store::SledStore;
 use crate::sled::trees::holder_of;
 use crate::sled::verify::VerifyReport;
-use crate::sled::wire::{read_frame, write_frame, Reply, Request, SocketPath, VERSION};
+use crate::sled::wire::{
+    fits, read_frame, write_frame, Reply, Request, SocketPath, WireAppend, VERSION,
+};
 use ctxlog_core::{Envelope, Seq, SessionId, EVENT_SCHEMA_VERSION};
 use std::io::{self, BufReader};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
-
-/// How long [`Reader::open`] tries a store another process holds, to be
-/// served by it or to open it, before naming that process.
-const IN_USE_WAIT: Duration = Duration::from_secs(1);
 
 /// How long the holder of a store has to say who it is.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(1);
@@ -28,10 +27,10 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(1);
 /// second).
 const REPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A store read through the process that holds it: sessions, heads and
-/// events up to each session's durable head (at most one commit behind the
-/// writer), and verification. Appends are refused with
-/// [`AppendError::InUse`]. Every call is one connection.
+/// A store worked on through the process that holds it: sessions, heads
+/// and events up to each session's durable head (at most one commit behind
+/// the writer), verification, and appends made by the holder's writer
+/// (answered once durable). Every call is one connection.
 #[derive(Debug, Clone)]
 pub struct RemoteLog {
     store: PathBuf,
@@ -174,16 +173,42 @@ impl RemoteLog {
         }
     }
 
-    fn ask_read(&self, session: SessionId, from: Seq) -> Result<RemoteRead<'_>, Asked> {
+    fn ask_read(&self, session: SessionId, from: Seq) -> Result<RemoteRead, Asked> {
         // The first reply tells whether the holder still answers; events
         // that follow arrive as they are read.
         let (reply, first) = self.answered(&Request::Read(session, from))?;
         Ok(RemoteRead {
-            log: self,
+            log: self.clone(),
             reply,
             first: Some(first),
             done: false,
         })
+    }
+
+    /// Has the holder append `events` to `session` if its head is
+    /// `expected`: its answer (where they landed, or why not), or why
+    /// there was none. [`Asked::Gone`] when the connection dropped before
+    /// an answer: the append may or may not have been made.
+    fn ask_append(
+        &self,
+        session: SessionId,
+        expected: Expected,
+        events: &[NewEvent],
+    ) -> Result<Result<Appended, AppendError>, Asked> {
+        let request = Request::Append(WireAppend::new(session, expected, events));
+        if !fits(&request) {
+            return Ok(Err(AppendError::Backend(crate::BackendError::new(format!(
+                "a batch of {} events is larger than the {} MiB the holder of {} takes at once: append it in smaller batches",
+                events.len(),
+                ctxlog_core::codec::MAX_ENCODED_BYTES >> 20,
+                self.store.display()
+            )))));
+        }
+        match self.answered(&request)?.1 {
+            Reply::Appended(at) => Ok(Ok(at.of(session))),
+            Reply::Refused(why) => Ok(Err(why.into())),
+            other => Err(Asked::Failed(self.unexpected(other))),
+        }
     }
 
     /// Sends `request` until the holder takes it (a holder answering as
@@ -219,16 +244,15 @@ impl RemoteLog {
     }
 
     /// The next reply that is not `Working`; `Failed` is the owner's error,
-    /// `Closing` a holder that is letting go of the store.
+    /// `Closing` a holder that is letting go of the store, a connection it
+    /// dropped one that ended ([`Asked::Gone`]: what was answered before
+    /// stands, and the rest may be asked of the next holder).
     fn next(&self, reply: &mut BufReader<UnixStream>) -> Result<Reply, Asked> {
         self.reply(reply, false)
     }
 
-    /// The first reply to a request, as [`RemoteLog::next`], but a
-    /// connection the holder dropped before it answered anything (it
-    /// ended between accepting the request and serving it) is
-    /// [`Asked::Gone`]: nothing was read, so whoever asked may read the
-    /// store itself instead.
+    /// The first reply to a request, as [`RemoteLog::next`], but a holder
+    /// answering as many requests as it will is [`Asked::Busy`].
     fn first_reply(&self, reply: &mut BufReader<UnixStream>) -> Result<Reply, Asked> {
         self.reply(reply, true)
     }
@@ -247,7 +271,7 @@ impl RemoteLog {
                 }
                 Ok(Reply::Closing) => return Err(Asked::Gone("it is closing the store".into())),
                 Ok(other) => return Ok(other),
-                Err(e) if first && dropped(&e) => return Err(Asked::Gone(e.to_string())),
+                Err(e) if dropped(&e) => return Err(Asked::Gone(e.to_string())),
                 Err(e) => return Err(Asked::Failed(self.gone(&e))),
             }
         }
@@ -281,8 +305,9 @@ impl RemoteLog {
 
 /// Why a request to the holder got no answer.
 enum Asked {
-    /// The holder no longer listens, or is closing the store, before it
-    /// answered anything: whoever asked may open the store instead.
+    /// The holder no longer listens, is closing the store, or dropped the
+    /// connection (it ended): whoever asked may go on with the next holder,
+    /// or open the store.
     Gone(String),
     /// The request failed (the holder's error, or it stopped mid-answer).
     Failed(Failure),
@@ -335,16 +360,19 @@ fn dial(store: &Path, timeout: Duration) -> io::Result<UnixStream> {
 }
 
 impl EventLog for RemoteLog {
+    /// Made by the holder's writer; [`AppendError::InUse`] when the holder
+    /// is gone (a [`SharedStore`] goes on with the next one instead).
     fn append(
         &self,
-        _session: SessionId,
-        _expected: Expected,
-        _events: Vec<NewEvent>,
+        session: SessionId,
+        expected: Expected,
+        events: Vec<NewEvent>,
     ) -> Result<Appended, AppendError> {
-        Err(AppendError::InUse {
-            path: self.store.display().to_string(),
-            holder: holder_of(&self.store).or(Some(format!("process {}", self.pid))),
-        })
+        match self.ask_append(session, expected, &events) {
+            Ok(answer) => answer,
+            Err(Asked::Gone(why)) => Err(AppendError::from(self.gone(&io::Error::other(why)))),
+            Err(e) => Err(self.failure(e).into()),
+        }
     }
 
     fn read(
@@ -353,7 +381,9 @@ impl EventLog for RemoteLog {
         from: Seq,
     ) -> Result<Box<dyn Iterator<Item = Result<Envelope, ReadError>> + '_>, ReadError> {
         let events = self.ask_read(session, from).map_err(|e| self.failure(e))?;
-        Ok(Box::new(events.map(|e| e.map_err(ReadError::from))))
+        Ok(Box::new(
+            events.map(|e| e.map_err(|e| ReadError::from(self.failure(e)))),
+        ))
     }
 
     fn head(&self, session: SessionId) -> Result<Seq, ReadError> {
@@ -366,16 +396,16 @@ impl EventLog for RemoteLog {
 }
 
 /// The events of one `Read`, as they arrive; ends at `End` or the first error.
-struct RemoteRead<'a> {
-    log: &'a RemoteLog,
+struct RemoteRead {
+    log: RemoteLog,
     reply: BufReader<UnixStream>,
     /// The first reply, read when the request was made.
     first: Option<Reply>,
     done: bool,
 }
 
-impl Iterator for RemoteRead<'_> {
-    type Item = Result<Envelope, Failure>;
+impl Iterator for RemoteRead {
+    type Item = Result<Envelope, Asked>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -388,67 +418,89 @@ impl Iterator for RemoteRead<'_> {
         let item = match reply {
             Ok(Reply::Event(e)) => return Some(Ok(*e)),
             Ok(Reply::End) => None,
-            Ok(other) => Some(Err(self.log.unexpected(other))),
-            Err(e) => Some(Err(self.log.failure(e))),
+            Ok(other) => Some(Err(Asked::Failed(self.log.unexpected(other)))),
+            Err(e) => Some(Err(e)),
         };
         self.done = true;
         item
     }
 }
 
-/// A store opened for reading: directly when no other process holds it, or
-/// through the process that does ([`RemoteLog`]). When that process lets go
-/// of the store between two requests (it ended), the reader opens the store
-/// itself and goes on.
+/// How long a store is waited for when the process that holds it is
+/// opening or letting go of it (sled's lock held, nobody answering yet),
+/// or has stopped serving it mid-command, before that process is named:
+/// long enough for a holder to open a large store, or for another to take
+/// it over from one that was killed.
+const TAKE_OVER_WAIT: Duration = Duration::from_secs(10);
+
+/// A store this process works on whoever holds it: opened here when no
+/// other process holds it (this process then serves the others), else
+/// reached through the process that does ([`RemoteLog`]), which reads for
+/// it and makes its appends with its own writer (durable when
+/// acknowledged, checked against the expected head, idempotent on retry).
+/// When that process lets go of the store (it ended, or was killed), the
+/// next call goes to the process that took it over, or opens the store
+/// here; an append whose answer was lost with the holder is sent again,
+/// which its event ids make safe.
 #[derive(Debug)]
-pub struct Reader {
+pub struct SharedStore {
+    path: PathBuf,
     source: Source,
 }
 
 #[derive(Debug)]
 enum Source {
-    /// This process opened the store (and serves it to other readers).
+    /// This process opened the store (and serves it to other processes).
     Opened(SledStore),
-    /// Another process holds the store and answers for it; once it is
-    /// gone, the store this process opened instead.
+    /// Another process held the store when it was opened: the one that
+    /// answers now, until this process opened it itself.
     Served {
-        remote: RemoteLog,
+        remote: Mutex<RemoteLog>,
         took_over: OnceLock<SledStore>,
     },
 }
 
-impl Reader {
-    /// Opens the store at `path` for reading: through the process that
-    /// holds it when one answers, else directly. Like [`SledStore::open`],
-    /// a missing store is created; check first when that is not wanted.
+/// Who answers a call now.
+enum Answerer<'a> {
+    Opened(&'a SledStore),
+    Remote(RemoteLog),
+}
+
+impl SharedStore {
+    /// Opens the store at `path`: through the process that holds it when
+    /// one answers, else directly. Like [`SledStore::open`], a missing
+    /// store is created; check first when that is not wanted.
     /// [`OpenError::InUse`] or [`OpenError::Unanswered`] name the holder
-    /// that neither lets go nor answers, about a second after the call.
-    pub fn open(path: impl AsRef<Path>) -> Result<Reader, OpenError> {
-        Reader::open_scanning(path, super::config::DEFAULT_CACHE_BYTES)
+    /// that neither lets go nor answers (after about ten seconds for one
+    /// that holds sled's lock and has no socket: an embedder that does not
+    /// serve, or a holder still opening a large store).
+    pub fn open(path: impl AsRef<Path>) -> Result<SharedStore, OpenError> {
+        SharedStore::open_scanning(path, super::config::DEFAULT_CACHE_BYTES)
     }
 
-    /// [`Reader::open`], sled's page cache (when the store is opened here)
-    /// holding at most `cache_bytes`: a command that reads each event once
-    /// or twice, in order, gains nothing from a larger one.
-    pub fn open_scanning(path: impl AsRef<Path>, cache_bytes: u64) -> Result<Reader, OpenError> {
+    /// [`SharedStore::open`], sled's page cache (when the store is opened
+    /// here) holding at most `cache_bytes`: a command that reads each event
+    /// once or twice, in order, gains nothing from a larger one.
+    pub fn open_scanning(
+        path: impl AsRef<Path>,
+        cache_bytes: u64,
+    ) -> Result<SharedStore, OpenError> {
         let path = path.as_ref();
-        let mut config = StoreConfig::new(path);
-        config.in_use_wait = Duration::ZERO;
-        config.cache_bytes = cache_bytes;
         let started = Instant::now();
         loop {
             if let Some(remote) = RemoteLog::connect(path)? {
-                return Ok(Reader {
+                return Ok(SharedStore {
+                    path: path.to_path_buf(),
                     source: Source::Served {
-                        remote,
+                        remote: Mutex::new(remote),
                         took_over: OnceLock::new(),
                     },
                 });
             }
             // The holder may be opening the store, or closing it.
-            match SledStore::open_with(config.clone()) {
-                Ok(store) => return Ok(Reader::from(store)),
-                Err(e @ OpenError::InUse { .. }) if started.elapsed() >= IN_USE_WAIT => {
+            match open_here(path, cache_bytes) {
+                Ok(store) => return Ok(SharedStore::from(store)),
+                Err(e @ OpenError::InUse { .. }) if started.elapsed() >= TAKE_OVER_WAIT => {
                     return Err(e)
                 }
                 Err(OpenError::InUse { .. }) => std::thread::sleep(Duration::from_millis(20)),
@@ -459,10 +511,7 @@ impl Reader {
 
     /// The store directory.
     pub fn path(&self) -> &Path {
-        match &self.source {
-            Source::Opened(s) => s.path(),
-            Source::Served { remote, .. } => remote.path(),
-        }
+        &self.path
     }
 
     /// What opening the store found readable by other users and made
@@ -479,7 +528,7 @@ impl Reader {
     pub fn served_by(&self) -> Option<u32> {
         match &self.source {
             Source::Opened(_) => None,
-            Source::Served { remote, .. } => Some(remote.pid()),
+            Source::Served { remote, .. } => Some(lock(remote).pid()),
         }
     }
 
@@ -488,69 +537,169 @@ impl Reader {
         Ok(self.ask(|s| Ok(s.verify()?), RemoteLog::ask_verify)?)
     }
 
+    /// Who answers a call now.
+    fn answerer(&self) -> Answerer<'_> {
+        match &self.source {
+            Source::Opened(s) => Answerer::Opened(s),
+            Source::Served { remote, took_over } => match took_over.get() {
+                Some(s) => Answerer::Opened(s),
+                None => Answerer::Remote(lock(remote).clone()),
+            },
+        }
+    }
+
     /// Answers a call from the store this process opened, or from the
-    /// holder, opening the store itself when the holder is gone.
+    /// holder; when the holder is gone, from the next one.
     fn ask<T>(
         &self,
         opened: impl Fn(&SledStore) -> Result<T, Failure>,
         served: impl Fn(&RemoteLog) -> Result<T, Asked>,
     ) -> Result<T, Failure> {
-        match &self.source {
-            Source::Opened(s) => opened(s),
-            Source::Served { remote, took_over } => {
-                if let Some(s) = took_over.get() {
-                    return opened(s);
-                }
-                match served(remote) {
-                    Ok(t) => Ok(t),
-                    Err(Asked::Gone(why)) => opened(self.take_over(remote, took_over, &why)?),
-                    Err(e) => Err(remote.failure(e)),
-                }
+        let started = Instant::now();
+        loop {
+            match self.answerer() {
+                Answerer::Opened(s) => return opened(s),
+                Answerer::Remote(remote) => match served(&remote) {
+                    Ok(t) => return Ok(t),
+                    Err(Asked::Gone(why)) => self.next_holder(&remote, &why, started)?,
+                    Err(e) => return Err(remote.failure(e)),
+                },
             }
         }
     }
 
-    /// Opens the store the holder let go of.
-    fn take_over<'a>(
-        &self,
-        remote: &RemoteLog,
-        took_over: &'a OnceLock<SledStore>,
-        why: &str,
-    ) -> Result<&'a SledStore, Failure> {
-        tracing::debug!(store = %remote.path().display(), "the holder is gone ({why}): opening the store");
-        let store = SledStore::open(remote.path()).map_err(|e| match e {
-            OpenError::InUse { path, holder } => Failure::Unanswered {
-                path,
-                holder,
-                why: format!("process {} stopped serving it ({why})", remote.pid()),
-            },
-            e => e.into(),
-        })?;
-        Ok(took_over.get_or_init(|| store))
+    /// After `gone` stopped serving the store (`why`): the process that
+    /// took it over answers from now on, or this one opens it. Waits
+    /// while another process holds sled's lock without answering yet, up
+    /// to [`TAKE_OVER_WAIT`] from `started`.
+    fn next_holder(&self, gone: &RemoteLog, why: &str, started: Instant) -> Result<(), Failure> {
+        let Source::Served { remote, took_over } = &self.source else {
+            return Ok(());
+        };
+        // One thread finds the next holder; the others wait for it.
+        let mut current = lock(remote);
+        if took_over.get().is_some() || current.pid() != gone.pid() {
+            return Ok(());
+        }
+        tracing::debug!(store = %self.path.display(), "process {} stopped serving the store ({why})", gone.pid());
+        loop {
+            match RemoteLog::connect_now(&self.path)? {
+                // A holder that answers again (the same one, whose
+                // connection dropped, or another that took over).
+                Some(next) if next.pid() != gone.pid() || started.elapsed() < TAKE_OVER_WAIT => {
+                    *current = next;
+                    return Ok(());
+                }
+                Some(_) => {}
+                None => match open_here(&self.path, super::config::DEFAULT_CACHE_BYTES) {
+                    Ok(store) => {
+                        let _ = took_over.set(store);
+                        return Ok(());
+                    }
+                    Err(OpenError::InUse { .. }) if started.elapsed() < TAKE_OVER_WAIT => {}
+                    Err(OpenError::InUse { path, holder }) => {
+                        return Err(Failure::Unanswered {
+                            path,
+                            holder,
+                            why: format!(
+                                "process {} stopped serving it ({why}) and no other took it over within {TAKE_OVER_WAIT:?}",
+                                gone.pid()
+                            ),
+                        })
+                    }
+                    Err(e) => return Err(e.into()),
+                },
+            }
+            if started.elapsed() >= TAKE_OVER_WAIT {
+                return Err(gone.gone(&io::Error::other(why.to_string())));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
-impl From<SledStore> for Reader {
+/// A session's events read through the holders of a store, in order: when
+/// the holder goes away mid-read, the rest is read from the next one (or
+/// the store opened here), from the event after the last one read. Every
+/// event a holder served was durable, so the next one has it too.
+struct SharedRead<'a> {
+    store: &'a SharedStore,
+    session: SessionId,
+    /// The seq to read from when the holder goes away.
+    next: Seq,
+    events: RemoteRead,
+    /// The rest, once the holder went away.
+    then: Option<Box<dyn Iterator<Item = Result<Envelope, ReadError>> + 'a>>,
+}
+
+impl Iterator for SharedRead<'_> {
+    type Item = Result<Envelope, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(rest) = &mut self.then {
+            return rest.next();
+        }
+        match self.events.next()? {
+            Ok(e) => {
+                self.next = e.seq + 1;
+                Some(Ok(e))
+            }
+            Err(Asked::Gone(why)) => {
+                let gone = self.events.log.clone();
+                if let Err(e) = self.store.next_holder(&gone, &why, Instant::now()) {
+                    return Some(Err(e.into()));
+                }
+                match self.store.read(self.session, self.next) {
+                    Ok(rest) => self.then.insert(rest).next(),
+                    Err(e) => Some(Err(e)),
+                }
+            }
+            Err(e) => Some(Err(self.events.log.failure(e).into())),
+        }
+    }
+}
+
+/// Opens the store at `path` here, not waiting for another process that
+/// holds it.
+fn open_here(path: &Path, cache_bytes: u64) -> Result<SledStore, OpenError> {
+    let mut config = StoreConfig::new(path);
+    config.in_use_wait = Duration::ZERO;
+    config.cache_bytes = cache_bytes;
+    SledStore::open_with(config)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl From<SledStore> for SharedStore {
     fn from(store: SledStore) -> Self {
-        Reader {
+        SharedStore {
+            path: store.path().to_path_buf(),
             source: Source::Opened(store),
         }
     }
 }
 
-impl EventLog for Reader {
+impl EventLog for SharedStore {
     fn append(
         &self,
         session: SessionId,
         expected: Expected,
         events: Vec<NewEvent>,
     ) -> Result<Appended, AppendError> {
-        match &self.source {
-            Source::Opened(s) => s.append(session, expected, events),
-            Source::Served { remote, took_over } => match took_over.get() {
-                Some(s) => s.append(session, expected, events),
-                None => remote.append(session, expected, events),
-            },
+        let started = Instant::now();
+        loop {
+            match self.answerer() {
+                Answerer::Opened(s) => return s.append(session, expected, events),
+                Answerer::Remote(remote) => match remote.ask_append(session, expected, &events) {
+                    Ok(answer) => return answer,
+                    // Made or not before the holder went: sent again, its
+                    // ids make it safe (a made append answers `duplicate`).
+                    Err(Asked::Gone(why)) => self.next_holder(&remote, &why, started)?,
+                    Err(e) => return Err(remote.failure(e).into()),
+                },
+            }
         }
     }
 
@@ -559,19 +708,23 @@ impl EventLog for Reader {
         session: SessionId,
         from: Seq,
     ) -> Result<Box<dyn Iterator<Item = Result<Envelope, ReadError>> + '_>, ReadError> {
-        match &self.source {
-            Source::Opened(s) => s.read(session, from),
-            Source::Served { remote, took_over } => {
-                if let Some(s) = took_over.get() {
-                    return s.read(session, from);
-                }
-                match remote.ask_read(session, from) {
-                    Ok(events) => Ok(Box::new(events.map(|e| e.map_err(ReadError::from)))),
-                    Err(Asked::Gone(why)) => {
-                        self.take_over(remote, took_over, &why)?.read(session, from)
+        let started = Instant::now();
+        loop {
+            match self.answerer() {
+                Answerer::Opened(s) => return s.read(session, from),
+                Answerer::Remote(remote) => match remote.ask_read(session, from) {
+                    Ok(events) => {
+                        return Ok(Box::new(SharedRead {
+                            store: self,
+                            session,
+                            next: from,
+                            events,
+                            then: None,
+                        }))
                     }
-                    Err(e) => Err(remote.failure(e).into()),
-                }
+                    Err(Asked::Gone(why)) => self.next_holder(&remote, &why, started)?,
+                    Err(e) => return Err(remote.failure(e).into()),
+                },
             }
         }
     }
@@ -585,39 +738,34 @@ impl EventLog for Reader {
     }
 
     fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
-        match &self.source {
-            Source::Opened(s) => s.load_state(session),
-            // Events from the holder (no snapshots over the socket), or
-            // from the store once taken over.
-            Source::Served { took_over, .. } => match took_over.get() {
-                Some(s) => s.load_state(session),
-                None => {
-                    let mut state = ctxlog_core::SessionState::new();
-                    let replayed = crate::log::evolve_to_head(self, session, &mut state)?;
-                    Ok(LoadedState {
-                        state,
-                        snapshot: None,
-                        replayed,
-                    })
-                }
-            },
+        match self.answerer() {
+            Answerer::Opened(s) => s.load_state(session),
+            // Events from the holder (no snapshots over the socket).
+            Answerer::Remote(_) => {
+                let mut state = ctxlog_core::SessionState::new();
+                let replayed = crate::log::evolve_to_head(self, session, &mut state)?;
+                Ok(LoadedState {
+                    state,
+                    snapshot: None,
+                    replayed,
+                })
+            }
         }
     }
 
     fn flush(&self) -> Result<(), AppendError> {
-        match &self.source {
-            Source::Opened(s) => s.flush(),
-            Source::Served { took_over, .. } => took_over.get().map_or(Ok(()), SledStore::flush),
+        match self.answerer() {
+            Answerer::Opened(s) => s.flush(),
+            // The holder acknowledges an append once it is durable.
+            Answerer::Remote(_) => Ok(()),
         }
     }
 
     /// Kept where the store is open here; the holder keeps its own.
     fn save_snapshot(&self, state: &ctxlog_core::SessionState) -> Result<(), AppendError> {
-        match &self.source {
-            Source::Opened(s) => s.save_snapshot(state),
-            Source::Served { took_over, .. } => {
-                took_over.get().map_or(Ok(()), |s| s.save_snapshot(state))
-            }
+        match self.answerer() {
+            Answerer::Opened(s) => s.save_snapshot(state),
+            Answerer::Remote(_) => Ok(()),
         }
     }
 }

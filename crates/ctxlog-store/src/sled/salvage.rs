@@ -9,7 +9,7 @@
 use crate::error::Expected;
 use crate::error::{OpenError, StoreError};
 use crate::log::{EventLog, NewEvent};
-use crate::sled::remote::Reader;
+use crate::sled::remote::SharedStore;
 use crate::sled::store::SledStore;
 use ctxlog_core::{Seq, SessionId};
 use std::collections::BTreeMap;
@@ -46,7 +46,7 @@ impl SalvageReport {
 
 /// Copies every event of `from` that reads, chains and precedes any damage
 /// into `to` (a store with no session yet), session by session.
-pub fn salvage(from: &Reader, to: &SledStore) -> Result<SalvageReport, StoreError> {
+pub fn salvage(from: &SharedStore, to: &SledStore) -> Result<SalvageReport, StoreError> {
     if !to.sessions()?.is_empty() {
         return Err(StoreError::Open(OpenError::InvalidConfig(format!(
             "salvage writes into a new store; {} already holds sessions",
@@ -106,7 +106,7 @@ pub fn salvage(from: &Reader, to: &SledStore) -> Result<SalvageReport, StoreErro
 /// Copies one session up to its first unreadable event; (events copied,
 /// why it stopped early).
 fn copy_session(
-    from: &Reader,
+    from: &SharedStore,
     to: &SledStore,
     session: SessionId,
 ) -> Result<(Seq, Option<String>), StoreError> {

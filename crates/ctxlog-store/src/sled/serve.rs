@@ -1,9 +1,12 @@
-//! Serves reads of an open store to other processes. sled lets one process
-//! open a store, so the process that holds it answers for it: a thread
-//! accepts connections on the store's socket (`wire.rs`) and answers each on
-//! a thread of its own, with what is durable — every session up to its
+//! Serves an open store to other processes. sled lets one process open a
+//! store, so the process that holds it answers for it: a thread accepts
+//! connections on the store's socket (`wire.rs`) and answers each on a
+//! thread of its own. Reads get what is durable — every session up to its
 //! durable head, so a reader is at most one commit behind the writer and
-//! never sees an event a crash could still take back.
+//! never sees an event a crash could still take back. Appends go to the
+//! holder's own writer, with its guarantees (checked against the expected
+//! head, idempotent on retry, acknowledged once durable), so every process
+//! writes the store and one process holds it.
 //!
 //! A request in progress holds the store open: a process that drops its last
 //! handle while a reader streams a session closes the store when that
@@ -14,7 +17,8 @@ use crate::sled::failure::Failure;
 use crate::sled::pace::{self, Pace};
 use crate::sled::verify::VerifyReport;
 use crate::sled::wire::{
-    read_request, write_frame, Reply, Request, SocketPath, WireReport, VERSION,
+    read_request, write_frame, Reply, Request, SocketPath, WireAppended, WireRefusal, WireReport,
+    VERSION,
 };
 use crate::sled::{os, private};
 use crossbeam_channel::{bounded, RecvTimeoutError};
@@ -165,7 +169,7 @@ impl Drop for Answering {
 
 /// Lowers the CPU priority of the calling thread to that of the threads
 /// that answer readers: for a process that reads a store another process
-/// writes (through [`Reader`](crate::Reader) when it is served), so that its
+/// writes (through [`SharedStore`](crate::SharedStore) when it is served), so that its
 /// work on what it reads never takes the cores from the writer. Best
 /// effort: a failure is only logged.
 pub fn yield_to_writer() {
@@ -229,10 +233,6 @@ fn accept<S: Holder>(listener: &UnixListener, stop: &AtomicBool, owner: u32, ope
             .name("ctxlog-serve-reader".into())
             .spawn(move || {
                 let _slot = slot;
-                // A reader never takes the cores from the writer.
-                if let Err(e) = os::lower_thread_priority(READER_NICE) {
-                    tracing::debug!("cannot lower a reader thread's priority: {e}");
-                }
                 answer(&stream, &open);
             });
         if let Err(e) = spawned {
@@ -247,6 +247,13 @@ fn answer<S: Holder>(stream: &UnixStream, open: &Open<S>) {
     let Ok(request) = read_request(stream, Instant::now() + REQUEST_TIMEOUT) else {
         return;
     };
+    // A reader never takes the cores from the writer; an append is the
+    // writer's own work.
+    if !matches!(request, Request::Append(_)) {
+        if let Err(e) = os::lower_thread_priority(READER_NICE) {
+            tracing::debug!("cannot lower a reader thread's priority: {e}");
+        }
+    }
     let mut out = BufWriter::new(stream);
     let answered = match open() {
         Some(store) => reply(&store, request, &mut out),
@@ -281,6 +288,14 @@ fn reply(store: &impl Holder, request: Request, out: &mut impl Write) -> io::Res
         }
         Request::Read(session, from) => read(store, session, from, out),
         Request::Verify => verify(store, out),
+        Request::Append(append) => {
+            let (session, expected, events) = append.into_parts();
+            let reply = match store.append(session, expected, events) {
+                Ok(appended) => Reply::Appended(WireAppended::from(&appended)),
+                Err(e) => Reply::Refused(WireRefusal::from(&e)),
+            };
+            write_frame(out, &reply)
+        }
     }
 }
 

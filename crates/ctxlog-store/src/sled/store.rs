@@ -92,6 +92,7 @@ impl SledStore {
     }
 
     fn open_unguarded(config: StoreConfig) -> Result<Self, Failure> {
+        private::check_owner_now(&config.path)?;
         // A new store is created private (0700) before sled writes in it.
         private::create_dir(&config.path).map_err(|e| Failure::Io {
             path: config.path.clone(),

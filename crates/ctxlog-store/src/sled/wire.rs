@@ -1,11 +1,14 @@
-//! How a reader talks to the process that holds a store (`serve.rs` answers,
-//! `remote.rs` asks): a Unix socket named [`SOCKET`] in the store directory,
-//! one request per connection, every message a frame (a little-endian `u32`
-//! length, then the value in ctxlog's binary codec).
+//! How another process talks to the process that holds a store (`serve.rs`
+//! answers, `remote.rs` asks): a Unix socket named [`SOCKET`] in the store
+//! directory, one request per connection, every message a frame (a
+//! little-endian `u32` length, then the value in ctxlog's binary codec).
+//! Reads and appends both go this way.
 
+use crate::error::{AppendError, BackendError, Expected};
+use crate::log::{Appended, NewEvent};
 use crate::sled::verify::{VerifyError, VerifyReport, KINDS};
 use ctxlog_core::codec::{self, MAX_ENCODED_BYTES};
-use ctxlog_core::{Envelope, Seq, SessionId};
+use ctxlog_core::{Envelope, Event, EventId, Seq, SessionId, TimestampMs};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -19,14 +22,14 @@ use std::time::Instant;
 /// The socket's file name inside the store directory.
 pub(crate) const SOCKET: &str = "owner.sock";
 
-/// The protocol's version; both sides must speak the same one.
-pub(crate) const VERSION: u32 = 1;
+/// The protocol's version; both sides must speak the same one (2: appends).
+pub(crate) const VERSION: u32 = 2;
 
 /// Longest frame either side accepts: one record at the codec's limit, with
 /// room for its framing.
 const MAX_FRAME: u64 = MAX_ENCODED_BYTES + 4096;
 
-/// A reader's question.
+/// What another process asks of the holder.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Request {
     /// Who serves this store, and which protocol version.
@@ -39,6 +42,196 @@ pub(crate) enum Request {
     Read(SessionId, Seq),
     /// A store-wide verification.
     Verify,
+    /// An append, made by the holder's own writer: answered once it is
+    /// durable (`Appended`), or refused (`Refused`).
+    Append(WireAppend),
+}
+
+/// An append as it travels.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct WireAppend {
+    pub(crate) session: SessionId,
+    pub(crate) expected: WireExpected,
+    pub(crate) events: Vec<WireEvent>,
+}
+
+impl WireAppend {
+    /// The append of `events` to `session` expecting `expected`.
+    pub(crate) fn new(session: SessionId, expected: Expected, events: &[NewEvent]) -> Self {
+        WireAppend {
+            session,
+            expected: expected.into(),
+            events: events.iter().cloned().map(WireEvent::from).collect(),
+        }
+    }
+
+    /// The append's parts, as the log takes them.
+    pub(crate) fn into_parts(self) -> (SessionId, Expected, Vec<NewEvent>) {
+        let events = self.events.into_iter().map(NewEvent::from).collect();
+        (self.session, self.expected.into(), events)
+    }
+}
+
+/// An [`Expected`] as it travels.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub(crate) enum WireExpected {
+    NoStream,
+    Exactly(Seq),
+    Any,
+}
+
+impl From<Expected> for WireExpected {
+    fn from(e: Expected) -> Self {
+        match e {
+            Expected::NoStream => WireExpected::NoStream,
+            Expected::Exactly(n) => WireExpected::Exactly(n),
+            Expected::Any => WireExpected::Any,
+        }
+    }
+}
+
+impl From<WireExpected> for Expected {
+    fn from(e: WireExpected) -> Self {
+        match e {
+            WireExpected::NoStream => Expected::NoStream,
+            WireExpected::Exactly(n) => Expected::Exactly(n),
+            WireExpected::Any => Expected::Any,
+        }
+    }
+}
+
+/// A [`NewEvent`] as it travels.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct WireEvent {
+    id: EventId,
+    recorded_at: TimestampMs,
+    causation: Option<EventId>,
+    correlation: Option<uuid::Uuid>,
+    event: Event,
+}
+
+impl From<NewEvent> for WireEvent {
+    fn from(e: NewEvent) -> Self {
+        WireEvent {
+            id: e.id,
+            recorded_at: e.recorded_at,
+            causation: e.causation,
+            correlation: e.correlation,
+            event: e.event,
+        }
+    }
+}
+
+impl From<WireEvent> for NewEvent {
+    fn from(e: WireEvent) -> Self {
+        NewEvent {
+            id: e.id,
+            recorded_at: e.recorded_at,
+            causation: e.causation,
+            correlation: e.correlation,
+            event: e.event,
+        }
+    }
+}
+
+/// Why the holder refused an append, as it travels: the refusals a caller
+/// acts on keep their kind; any other failure is its message.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum WireRefusal {
+    WrongExpectedVersion {
+        session: SessionId,
+        expected: WireExpected,
+        actual: Seq,
+    },
+    IdConflict {
+        id: EventId,
+        session: SessionId,
+        seq: Seq,
+    },
+    PartialDuplicate {
+        id: EventId,
+    },
+    EmptyAppend,
+    Poisoned(String),
+    Other(String),
+}
+
+impl From<&AppendError> for WireRefusal {
+    fn from(e: &AppendError) -> Self {
+        match e {
+            AppendError::WrongExpectedVersion {
+                session,
+                expected,
+                actual,
+            } => WireRefusal::WrongExpectedVersion {
+                session: *session,
+                expected: (*expected).into(),
+                actual: *actual,
+            },
+            AppendError::IdConflict { id, session, seq } => WireRefusal::IdConflict {
+                id: *id,
+                session: *session,
+                seq: *seq,
+            },
+            AppendError::PartialDuplicate { id } => WireRefusal::PartialDuplicate { id: *id },
+            AppendError::EmptyAppend => WireRefusal::EmptyAppend,
+            AppendError::Poisoned(why) => WireRefusal::Poisoned(why.clone()),
+            other => WireRefusal::Other(other.to_string()),
+        }
+    }
+}
+
+impl From<WireRefusal> for AppendError {
+    fn from(e: WireRefusal) -> Self {
+        match e {
+            WireRefusal::WrongExpectedVersion {
+                session,
+                expected,
+                actual,
+            } => AppendError::WrongExpectedVersion {
+                session,
+                expected: expected.into(),
+                actual,
+            },
+            WireRefusal::IdConflict { id, session, seq } => {
+                AppendError::IdConflict { id, session, seq }
+            }
+            WireRefusal::PartialDuplicate { id } => AppendError::PartialDuplicate { id },
+            WireRefusal::EmptyAppend => AppendError::EmptyAppend,
+            WireRefusal::Poisoned(why) => AppendError::Poisoned(why),
+            WireRefusal::Other(why) => AppendError::Backend(BackendError::new(why)),
+        }
+    }
+}
+
+/// Where an append landed, as it travels.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct WireAppended {
+    first: Seq,
+    last: Seq,
+    duplicate: bool,
+}
+
+impl From<&Appended> for WireAppended {
+    fn from(a: &Appended) -> Self {
+        WireAppended {
+            first: a.first,
+            last: a.last,
+            duplicate: a.duplicate,
+        }
+    }
+}
+
+impl WireAppended {
+    /// The append's place in `session`.
+    pub(crate) fn of(self, session: SessionId) -> Appended {
+        Appended {
+            session,
+            first: self.first,
+            last: self.last,
+            duplicate: self.duplicate,
+        }
+    }
 }
 
 /// The owner's answer; a `Read` is answered by `Event`s then `End`.
@@ -72,6 +265,11 @@ pub(crate) enum Reply {
     /// The owner answers as many requests as it will at once: the request
     /// was not served, and may be sent again shortly.
     Busy(String),
+    /// An append is durable, here.
+    Appended(WireAppended),
+    /// An append was refused or failed; nothing of it is stored unless
+    /// the refusal says the outcome is unknown (a poisoned store).
+    Refused(WireRefusal),
 }
 
 /// A [`VerifyReport`] as it travels.
@@ -178,13 +376,42 @@ fn read_frame_upto<T: DeserializeOwned>(r: &mut impl Read, max: u64) -> io::Resu
     codec::decode(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
-/// Longest request a server reads (a request is a few dozen bytes).
-pub(crate) const MAX_REQUEST: u64 = 4096;
+/// Longest request a server reads: an append of a batch of records up to
+/// the codec's limit (a read request is a few dozen bytes).
+pub(crate) const MAX_REQUEST: u64 = MAX_FRAME;
 
-/// Reads a request from `stream`, all of it by `deadline` however slowly
-/// its bytes come (a deadline for the request, not for each read).
+/// The slowest a request's bytes may come, in bytes a second, once its
+/// length is known: a large append gets time in proportion.
+const REQUEST_RATE: u64 = 32 << 20;
+
+/// Reads a request from `stream`: its length by `deadline`, then its
+/// bytes by `deadline` plus the time they take at [`REQUEST_RATE`],
+/// however slowly they come (a deadline for the request, not for each
+/// read).
 pub(crate) fn read_request(stream: &UnixStream, deadline: Instant) -> io::Result<Request> {
-    read_frame_upto(&mut DeadlineReader { stream, deadline }, MAX_REQUEST)
+    let mut reader = DeadlineReader { stream, deadline };
+    let mut len = [0u8; 4];
+    reader.read_exact(&mut len)?;
+    let len = u64::from(u32::from_le_bytes(len));
+    if len > MAX_REQUEST {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a request of {len} bytes (at most {MAX_REQUEST})"),
+        ));
+    }
+    reader.deadline += std::time::Duration::from_millis(len * 1000 / REQUEST_RATE);
+    let mut bytes = Vec::new();
+    (&mut reader).take(len).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 != len {
+        return Err(io::ErrorKind::UnexpectedEof.into());
+    }
+    codec::decode(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Whether the holder takes `request` (at most [`MAX_ENCODED_BYTES`]
+/// encoded): a batch too large to send is refused before it is sent.
+pub(crate) fn fits(request: &Request) -> bool {
+    codec::encoded_len(request) <= MAX_ENCODED_BYTES
 }
 
 /// Reads from a stream until a deadline.
