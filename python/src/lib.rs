@@ -127,7 +127,7 @@ fn backend(path: &str) -> PyResult<Arc<Backend>> {
             summarizers,
         )));
     }
-    if ctxlog_postgres::is_postgres_url(path) {
+    if ctxlog_postgres::is_postgres_target(path) {
         // No canonical path begins so: the key cannot name a directory.
         let key = OsString::from(format!("postgresql-url:{path}"));
         let mut open = OPEN.lock().unwrap_or_else(PoisonError::into_inner);
@@ -170,7 +170,7 @@ impl NativeStore {
     fn new(py: Python<'_>, path: String) -> PyResult<Self> {
         let backend = py.detach(|| backend(&path))?;
         // A connection string is kept and shown without its password.
-        let path = if ctxlog_postgres::is_postgres_url(&path) {
+        let path = if ctxlog_postgres::is_postgres_target(&path) {
             ctxlog_postgres::without_password(&path)
         } else {
             path

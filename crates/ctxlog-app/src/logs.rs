@@ -30,7 +30,7 @@ impl Location {
     pub fn parse(name: impl Into<OsString>) -> Result<Location, String> {
         let name: OsString = name.into();
         match name.to_str() {
-            Some(text) if ctxlog_postgres::is_postgres_url(text) => {
+            Some(text) if ctxlog_postgres::is_postgres_target(text) => {
                 Target::parse(text).map(|t| Location::Postgres(Box::new(t)))
             }
             _ => Ok(Location::Dir(PathBuf::from(name))),

@@ -239,3 +239,147 @@ fn import_follow_writes_to_postgres_as_recordings_arrive() {
     assert!(said.contains("b.jsonl"), "{said}");
     assert!(!said.contains(&password), "{said}");
 }
+
+/// The server as libpq users name it: key/value settings, `PGPASSWORD`,
+/// `~/.pgpass`, a service (`PGSERVICEFILE`, `service=`), the `PG*`
+/// variables with an empty URL. Each reaches the same log, none is taken
+/// for a directory, and no password is ever shown.
+#[test]
+fn libpq_forms_name_the_same_log_and_never_a_directory() {
+    let Some(pg) = PgDatabase::create("cli_libpq_forms") else {
+        return;
+    };
+    let password = pg.password().unwrap();
+    let settings: BTreeMap<String, String> = ctxlog_postgres::conninfo::parse(pg.url())
+        .unwrap()
+        .into_iter()
+        .collect();
+    let [host, port, user, dbname] =
+        ["host", "port", "user", "dbname"].map(|k| settings[k].clone());
+    let home = TempDir::created("cli-libpq-home");
+    let work = TempDir::created("cli-libpq-work");
+    let store = work.join("store");
+    for f in fixtures() {
+        common::succeeds(&store, &["import", &f]);
+    }
+    // Runs ctxlog in `work` with `envs`, as a user whose home is `home`
+    // and who has no PG* settings but these.
+    let run_with = |envs: &[(&str, &str)], args: &[&str]| -> std::process::Output {
+        let mut c = ctxlog();
+        c.current_dir(work.path()).env("HOME", home.path());
+        for (k, _) in std::env::vars() {
+            if k.starts_with("PG") {
+                c.env_remove(k);
+            }
+        }
+        c.envs(envs.iter().copied()).args(args);
+        let out = c.output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            !text.contains(&password),
+            "{args:?} showed the password: {text}"
+        );
+        out
+    };
+    let listed = |out: &std::process::Output| {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text.contains("ses_0a3f")
+    };
+
+    // Key/value settings with PGPASSWORD: `copy` writes the log, not a
+    // directory named after the string.
+    let kv = format!("host={host} port={port} user={user} dbname={dbname}");
+    let out = run_with(
+        &[("PGPASSWORD", &password)],
+        &["copy", store.to_str().unwrap(), &kv],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let entries: Vec<_> = std::fs::read_dir(work.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        entries,
+        ["store"],
+        "copy made a directory of the connection string"
+    );
+    assert!(listed(&run_with(
+        &[("PGPASSWORD", &password)],
+        &["--db", &kv, "sessions"]
+    )));
+    // The password in the settings themselves, never shown.
+    let with_password = format!("{kv} password={password}");
+    assert!(listed(&run_with(
+        &[],
+        &["--db", &with_password, "sessions"]
+    )));
+    let wrong = run_with(
+        &[],
+        &["--db", &format!("{kv} password=not-it-55"), "sessions"],
+    );
+    assert_eq!(wrong.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&wrong.stderr);
+    assert!(
+        err.contains("password=***") && !err.contains("not-it-55"),
+        "{err}"
+    );
+    // Without a password anywhere: the server asks for one, and the error
+    // says where libpq users put it.
+    let none = run_with(&[], &["--db", &kv, "sessions"]);
+    assert_eq!(none.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(
+        err.contains("PGPASSWORD") && err.contains(".pgpass"),
+        "{err}"
+    );
+    // ~/.pgpass (0600), for a URL without a password.
+    let pgpass = home.join(".pgpass");
+    std::fs::write(&pgpass, format!("{host}:{port}:*:{user}:{password}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let url = format!("postgresql://{user}@{host}:{port}/{dbname}");
+    assert!(listed(&run_with(&[], &["--db", &url, "sessions"])));
+    std::fs::remove_file(&pgpass).unwrap();
+    // A service, and the PG* variables with an empty URL.
+    let services = home.join("services.conf");
+    std::fs::write(
+        &services,
+        format!("[ctx]\nhost={host}\nport={port}\nuser={user}\ndbname={dbname}\n"),
+    )
+    .unwrap();
+    let service_file = services.to_str().unwrap();
+    assert!(listed(&run_with(
+        &[("PGSERVICEFILE", service_file), ("PGPASSWORD", &password)],
+        &["--db", "service=ctx", "sessions"],
+    )));
+    assert!(listed(&run_with(
+        &[
+            ("PGHOST", &host),
+            ("PGPORT", &port),
+            ("PGUSER", &user),
+            ("PGDATABASE", &dbname),
+            ("PGPASSWORD", &password),
+        ],
+        &["--db", "postgresql://", "sessions"],
+    )));
+    let missing = run_with(
+        &[("PGSERVICEFILE", service_file)],
+        &["--db", "service=nope", "sessions"],
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("service \"nope\""));
+}

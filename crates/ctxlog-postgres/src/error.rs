@@ -19,7 +19,17 @@ pub(crate) fn backend(target: &Target, what: &str, error: postgres::Error) -> Ba
             None => error.to_string(),
         },
     };
-    BackendError::with_source(format!("{target}: {what}: {detail}"), error)
+    let advice = if detail.contains("password missing") {
+        ": the server asks for a password and none was given; put it in PGPASSWORD, in ~/.pgpass (mode 0600) or in the connection string"
+    } else if error
+        .as_db_error()
+        .is_some_and(|db| db.code().code() == "28P01")
+    {
+        ": check the password (the connection string, PGPASSWORD, ~/.pgpass)"
+    } else {
+        ""
+    };
+    BackendError::with_source(format!("{target}: {what}: {detail}{advice}"), error)
 }
 
 /// Whether `error` is a unique violation.

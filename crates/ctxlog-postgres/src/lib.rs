@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 mod append;
+pub mod conninfo;
 mod error;
 mod fast;
 mod inner;
@@ -57,5 +58,5 @@ mod verify;
 
 pub use log::{PgLog, PgOptions};
 pub use tail::{Position, Tail};
-pub use target::{is_postgres_url, without_password, Target};
+pub use target::{is_postgres_target, without_password, Target};
 pub use tls::SslMode;

@@ -1,19 +1,23 @@
-//! Where a log is: a `postgresql://` (or `postgres://`) connection string,
+//! Where a log is: a connection string (a `postgresql://` URL or libpq's
+//! key/value settings, completed from the environment as libpq does),
 //! parsed once, and shown everywhere with its password left out.
 
+use crate::conninfo::{self, Conninfo, Env, ProcessEnv};
 use crate::tls::{self, SslMode};
 use std::fmt;
-use std::path::PathBuf;
 use std::str::FromStr;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-/// Whether `text` names a PostgreSQL log rather than a directory.
-pub fn is_postgres_url(text: &str) -> bool {
-    text.starts_with("postgresql://") || text.starts_with("postgres://")
+/// Whether `text` names a PostgreSQL log rather than a directory: a
+/// `postgresql://` URL or libpq's key/value settings (see
+/// [`conninfo::is_conninfo`]).
+pub fn is_postgres_target(text: &str) -> bool {
+    conninfo::is_conninfo(text)
 }
 
-/// A connection string and its parsed form, with the TLS its `sslmode`
-/// asks for (see `tls.rs`). Its [`fmt::Display`] never shows the password.
+/// A connection string, completed as libpq completes it (`conninfo.rs`)
+/// and parsed once, with the TLS its `sslmode` asks for (see `tls.rs`).
+/// Its [`fmt::Display`] never shows the password.
 #[derive(Clone)]
 pub struct Target {
     config: postgres::Config,
@@ -22,15 +26,57 @@ pub struct Target {
     shown: String,
 }
 
+/// Settings libpq reads that ctxlog reads itself (the TLS ones), has
+/// already used (`service`, `passfile`), or that change nothing here.
+const NOT_PASSED: &[&str] = &[
+    "sslmode",
+    "sslrootcert",
+    "service",
+    "passfile",
+    "fallback_application_name",
+    "client_encoding",
+    "sslcompression",
+    "requiressl",
+    "sslcrl",
+    "krbsrvname",
+    "gssencmode",
+];
+
+/// Settings ctxlog cannot honour: refused rather than left out.
+const REFUSED: &[(&str, &str)] = &[
+    ("sslcert", "client certificates are not supported"),
+    ("sslkey", "client certificates are not supported"),
+];
+
 impl Target {
-    /// Parses `url` (libpq's URL form; `sslmode` and `sslrootcert` as
-    /// libpq reads them).
-    pub fn parse(url: &str) -> Result<Target, String> {
-        let shown = without_password(url);
+    /// Reads `text` (a URL or key/value settings) and completes it from
+    /// this process's environment, as libpq does.
+    pub fn parse(text: &str) -> Result<Target, String> {
+        Target::parse_in(text, &ProcessEnv)
+    }
+
+    /// [`Target::parse`], completed from `env`.
+    pub fn parse_in(text: &str, env: &dyn Env) -> Result<Target, String> {
+        let shown = conninfo::without_password(text);
         let bad = |e: String| format!("{shown}: {e}");
-        let (rest, ssl_mode, root_cert) = take_tls_params(url).map_err(bad)?;
-        let mut config = postgres::Config::from_str(&rest)
-            .map_err(|e| format!("{shown}: not a PostgreSQL connection string: {e}"))?;
+        let info = Conninfo::resolve(text, env).map_err(bad)?;
+        for (key, why) in REFUSED {
+            if info.get(key).is_some() {
+                return Err(bad(format!("{key}: {why}")));
+            }
+        }
+        let ssl_mode = match info.get("sslmode") {
+            Some(mode) => SslMode::parse(mode).map_err(bad)?,
+            None => SslMode::Prefer,
+        };
+        let root_cert = info.get("sslrootcert").map(tls::root_cert_path);
+        let passed: Vec<String> = info
+            .settings()
+            .filter(|(k, _)| !NOT_PASSED.contains(k))
+            .map(|(k, v)| format!("{k}='{}'", v.replace('\\', "\\\\").replace('\'', "\\'")))
+            .collect();
+        let mut config = postgres::Config::from_str(&passed.join(" "))
+            .map_err(|e| bad(format!("not a PostgreSQL connection string: {e}")))?;
         config.ssl_mode(ssl_mode.client_mode());
         let tls = tls::connector(ssl_mode, root_cert.as_deref()).map_err(bad)?;
         Ok(Target {
@@ -63,55 +109,6 @@ impl Target {
     }
 }
 
-/// `url` without its `sslmode` and `sslrootcert` parameters (which the
-/// client library reads otherwise, or not at all), and what they say
-/// (`prefer` without one, as libpq).
-fn take_tls_params(url: &str) -> Result<(String, SslMode, Option<PathBuf>), String> {
-    let Some((base, query)) = url.split_once('?') else {
-        return Ok((url.to_owned(), SslMode::Prefer, None));
-    };
-    let mut mode = SslMode::Prefer;
-    let mut root_cert = None;
-    let mut kept = Vec::new();
-    for param in query.split('&').filter(|p| !p.is_empty()) {
-        match param.split_once('=') {
-            Some(("sslmode", v)) => mode = SslMode::parse(&percent_decoded(v))?,
-            Some(("sslrootcert", v)) => root_cert = Some(tls::root_cert_path(&percent_decoded(v))),
-            _ => kept.push(param),
-        }
-    }
-    let rest = if kept.is_empty() {
-        base.to_owned()
-    } else {
-        format!("{base}?{}", kept.join("&"))
-    };
-    Ok((rest, mode, root_cert))
-}
-
-/// `%XX` escapes of a URL parameter decoded (anything else kept).
-fn percent_decoded(v: &str) -> String {
-    let bytes = v.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.shown)
@@ -124,39 +121,10 @@ impl fmt::Debug for Target {
     }
 }
 
-/// `url` with the password of its user info (and any `password=` query
-/// parameter) replaced by `***`.
-pub fn without_password(url: &str) -> String {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) => (Some(scheme), rest),
-        None => (None, url),
-    };
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let authority = match authority.rsplit_once('@') {
-        Some((user_info, hosts)) => match user_info.split_once(':') {
-            Some((user, _)) => format!("{user}:***@{hosts}"),
-            None => format!("{user_info}@{hosts}"),
-        },
-        None => authority.to_owned(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let params: Vec<String> = query
-                .split('&')
-                .map(|p| match p.split_once('=') {
-                    Some((k, _)) if k.eq_ignore_ascii_case("password") => format!("{k}=***"),
-                    _ => p.to_owned(),
-                })
-                .collect();
-            format!("{path}?{}", params.join("&"))
-        }
-        None => tail.to_owned(),
-    };
-    match scheme {
-        Some(scheme) => format!("{scheme}://{authority}{tail}"),
-        None => format!("{authority}{tail}"),
-    }
+/// `text` (a URL or key/value settings) with every password replaced by
+/// `***`.
+pub fn without_password(text: &str) -> String {
+    conninfo::without_password(text)
 }
 
 #[cfg(test)]

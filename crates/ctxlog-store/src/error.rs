@@ -103,7 +103,7 @@ pub enum OpenError {
     /// The store belongs to another user: a store is private to its owner,
     /// and root opens it only through a process of its owner (so that no
     /// file of it becomes root's), none of which serves it now.
-    #[error("{}", crate::sled::failure::not_owner(.path, .owner, *.root))]
+    #[error("{}", not_owner(.path, .owner, *.root))]
     NotOwner {
         /// The store.
         path: String,
@@ -296,6 +296,19 @@ impl StoreError {
             | StoreError::Append(AppendError::Read(e)) => Some(e),
             _ => None,
         }
+    }
+}
+
+/// Why a store of another user is not opened, and what to do.
+pub(crate) fn not_owner(path: &str, owner: &str, root: bool) -> String {
+    if root {
+        format!(
+            "{path}: the store belongs to {owner}: root opens it only through a process of its owner, so that every file of it stays theirs, and none serves it now; run this as its owner, or while one of the owner's ctxlog commands holds the store (`import --follow`)"
+        )
+    } else {
+        format!(
+            "{path}: the store belongs to {owner}: a store is private to the user who made it (only its owner and root can open it); name a store of your own"
+        )
     }
 }
 

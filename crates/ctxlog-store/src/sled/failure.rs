@@ -92,7 +92,7 @@ pub(crate) enum Failure {
         holder: Option<String>,
     },
     /// The store belongs to another user (see [`OpenError::NotOwner`]).
-    #[error("{}", not_owner(.path, .owner, *.root))]
+    #[error("{}", crate::error::not_owner(.path, .owner, *.root))]
     NotOwner {
         /// The store directory.
         path: String,
@@ -144,19 +144,6 @@ pub(crate) enum Failure {
         /// What failed.
         error: std::io::Error,
     },
-}
-
-/// Why a store of another user is not opened, and what to do.
-pub(crate) fn not_owner(path: &str, owner: &str, root: bool) -> String {
-    if root {
-        format!(
-            "{path}: the store belongs to {owner}: root opens it only through a process of its owner, so that every file of it stays theirs, and none serves it now; run this as its owner, or while one of the owner's ctxlog commands holds the store (`import --follow`)"
-        )
-    } else {
-        format!(
-            "{path}: the store belongs to {owner}: a store is private to the user who made it (only its owner and root can open it); name a store of your own"
-        )
-    }
 }
 
 /// What to do about an I/O error on a store.

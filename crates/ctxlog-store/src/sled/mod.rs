@@ -11,8 +11,9 @@
 //! acknowledged, beside sled), `append` (one append's writes), `repair`
 //! (what a crash left past a head), `shared`, `ticket`, `fixture` (the
 //! unit tests' own), `writer` (the committer and the flusher thread),
-//! `wire` (how readers talk to the holder), `os`, `pace`, `serve` (answers other
+//! `wire` (how other processes talk to the holder), `os`, `pace`, `serve` (answers other
 //! processes), `store` (the handle), `remote` (asks the holder),
+//! `shared_store` (the store whoever holds it),
 //! `salvage`; `private` keeps the files to their owner.
 
 pub(crate) mod append;
@@ -30,6 +31,7 @@ pub(crate) mod repair;
 pub(crate) mod salvage;
 pub(crate) mod serve;
 pub(crate) mod shared;
+pub(crate) mod shared_store;
 pub(crate) mod snapshot;
 pub(crate) mod store;
 pub(crate) mod ticket;

@@ -9,7 +9,7 @@
 use crate::error::Expected;
 use crate::error::{OpenError, StoreError};
 use crate::log::{EventLog, NewEvent};
-use crate::sled::remote::SharedStore;
+use crate::sled::shared_store::SharedStore;
 use crate::sled::store::SledStore;
 use ctxlog_core::{Seq, SessionId};
 use std::collections::BTreeMap;
