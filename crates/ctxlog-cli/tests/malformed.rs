@@ -531,3 +531,30 @@ fn what_was_accepted_leniently_is_refused_by_name() {
     }
     assert_eq!(verified(&db), before, "a refused import changed the store");
 }
+
+/// A recording imported under another agent's format is refused at its
+/// first line, naming the format it is of, never taken for a transcript
+/// with nothing in it yet (a Codex rollout named as Claude Code said "no
+/// session written yet" and exited 0).
+#[test]
+fn a_recording_named_as_another_format_is_refused_at_its_first_line() {
+    let d = dir("wrong-format");
+    let db = d.join("store");
+    let fixtures = common::root().join("fixtures/sessions");
+    for (file, named, is) in [
+        ("codex/edge-cases.jsonl", "claude-code", "codex"),
+        ("pi/edge-cases.jsonl", "claude-code", "pi"),
+        ("claude-code/edge-cases.jsonl", "codex", ""),
+        ("claude-code/edge-cases.jsonl", "pi", ""),
+    ] {
+        let path = fixtures.join(file);
+        let out = ctxlog(&db, &["import", "--format", named, path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{file} as {named}: {err}");
+        assert!(err.contains(&format!("{}:1:", path.display())), "{err}");
+        if !is.is_empty() {
+            assert!(err.contains(&format!("--format {is}")), "{err}");
+        }
+        assert!(!db.join("db").exists(), "a refused import made a store");
+    }
+}

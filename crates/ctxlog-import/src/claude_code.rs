@@ -157,6 +157,17 @@ impl<'a> Importer<'a> {
             .get("type")
             .and_then(Value::as_str)
             .ok_or_else(|| self.err("field `type` missing or not a string"))?;
+        // Lines of a type it does not know are passed over (newer Claude
+        // Code versions add some), but never another agent's: a file of
+        // those is refused, not taken for a transcript with nothing in it.
+        let other = v.as_object().and_then(Format::detect_object);
+        if let Some(other) = other.filter(|f| *f != Format::ClaudeCode) {
+            return Err(self.err(format!(
+                "a {} line (`type` {ty:?}), not a Claude Code one: this file is not a Claude Code transcript; import it with --format {}, or without --format",
+                other.name(),
+                other.name()
+            )));
+        }
         if let (Some(text), Some(leaf)) = (
             v.get("summary").and_then(Value::as_str),
             v.get("leafUuid").and_then(Value::as_str),

@@ -131,7 +131,8 @@ impl Format {
         }
     }
 
-    fn detect_object(o: &serde_json::Map<String, serde_json::Value>) -> Option<Format> {
+    /// The format one JSON value (a line, or a whole export) is of.
+    pub(crate) fn detect_object(o: &serde_json::Map<String, serde_json::Value>) -> Option<Format> {
         // An export without its `info` is one still (its messages are
         // `{info, parts}`): the importer names what is missing.
         let opencode_message = |m: &serde_json::Value| {
