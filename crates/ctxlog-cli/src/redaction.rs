@@ -43,10 +43,12 @@ pub(crate) fn plural(n: usize, word: &str) -> String {
     }
 }
 
-/// Writes `html` to `out` (a failure names the file).
 /// Bad input unless a page can be written at `path`: its directory exists
-/// and it is not a directory itself.
+/// and it is not a directory itself (`-`, standard output, always can).
 pub(crate) fn check_page_path(path: &Path) -> Result<(), CliError> {
+    if crate::report::is_stdout(path) {
+        return Ok(());
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -67,6 +69,12 @@ pub(crate) fn check_page_path(path: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Writes `html` to `out` (`-`: standard output; a failure names the
+/// file).
 pub(crate) fn write_page(out: &Path, html: &str) -> Result<(), CliError> {
+    if crate::report::is_stdout(out) {
+        crate::write_stdout_raw(html);
+        return Ok(());
+    }
     std::fs::write(out, html).map_err(|e| CliError::Failed(format!("{}: {e}", out.display())))
 }

@@ -6,13 +6,27 @@ use crate::{Cli, CliError};
 use serde_json::json;
 use std::path::Path;
 
-/// Writes the page `write` makes to `out`: the file is made only once the
-/// page is ready to be written, and a partial one removed when writing it
-/// fails.
+/// Whether `out` names standard output (`-`).
+pub(crate) fn is_stdout(out: &Path) -> bool {
+    out.as_os_str() == "-"
+}
+
+/// Writes the page `write` makes to `out` (`-`: standard output): the
+/// file is made only once the page is ready to be written, and a partial
+/// one removed when writing it fails.
 fn write_page<T>(
     out: &Path,
     write: impl FnOnce(&mut dyn std::io::Write) -> Result<T, ctxlog_app::pages::PageError>,
 ) -> Result<T, CliError> {
+    if is_stdout(out) {
+        let stdout = std::io::stdout();
+        let mut page = std::io::BufWriter::new(stdout.lock());
+        let done = write(&mut page).map_err(|e| CliError::Failed(e.to_string()))?;
+        if let Err(e) = std::io::Write::flush(&mut page) {
+            crate::stdout_failed(&e);
+        }
+        return Ok(done);
+    }
     // Nothing is written before every session is folded: an error before
     // then leaves no file; the file is made at the first piece.
     let mut file = LazyFile {
@@ -69,6 +83,10 @@ pub(crate) fn write_report(
     out: &Path,
     redact: bool,
 ) -> Result<(), CliError> {
+    // A path the page cannot go to is refused before anything is read.
+    if !is_stdout(out) {
+        crate::redaction::check_page_path(out)?;
+    }
     let store = crate::store::open_existing_scanning(&cli.db)?;
     let ids = std::iter::once(session)
         .chain(with.iter().map(String::as_str))
@@ -77,6 +95,17 @@ pub(crate) fn write_report(
     let page = write_page(out, |file| {
         ctxlog_app::pages::write_report(&store, &ids, redact, file)
     })?;
+    if is_stdout(out) {
+        // The page is standard output: what was written goes to stderr.
+        if let Some(redacted) = &page.redacted {
+            eprintln!("{}", redaction_line(redacted));
+        }
+        eprintln!(
+            "ctxlog: wrote the page of {} to standard output",
+            labels(&page.sessions)
+        );
+        return Ok(());
+    }
     let bytes = std::fs::metadata(out).map_or(0, |m| m.len());
     if cli.json {
         println!(
@@ -91,12 +120,17 @@ pub(crate) fn write_report(
             "wrote {} ({} bytes): {}",
             out.display(),
             bytes,
-            page.sessions
-                .iter()
-                .map(|s| format!("{} ({})", s.label, s.session))
-                .collect::<Vec<_>>()
-                .join(", ")
+            labels(&page.sessions)
         );
     }
     Ok(())
+}
+
+/// The sessions of a page, as `label (id), …`.
+fn labels(sessions: &[ctxlog_app::pages::PageSession]) -> String {
+    sessions
+        .iter()
+        .map(|s| format!("{} ({})", s.label, s.session))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -139,6 +139,11 @@ pub fn simulate(json: bool, db: &Location, a: &SimulateArgs) -> Result<(), CliEr
     // The page is written last: a path it cannot go to is refused before
     // anything is simulated or kept.
     if let Some(path) = &a.report {
+        if crate::report::is_stdout(path) {
+            return Err(CliError::BadInput(
+                "--report -: simulate prints its decisions on standard output; name a file for the page".into(),
+            ));
+        }
         crate::redaction::check_page_path(path)?;
     }
     // The recording is labelled with its agent's preset (else the seed's),

@@ -843,6 +843,28 @@ fn short_prefixes_bad_page_paths_plurals_and_help() {
     );
     let after = json(&ctxlog(&["--db", &db, "sessions", "--json"]));
     assert_eq!(before["sessions"], after["sessions"], "nothing was kept");
+    // `report` refuses such a path the same way (it exited 1), and `-` is
+    // standard output (it wrote a file named `-`).
+    let refused = ctxlog(&[
+        "--db",
+        &db,
+        "report",
+        "ses_0a3f",
+        "--out",
+        "/nonexistent/r.html",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let to_stdout = common::ctxlog()
+        .current_dir(recordings.path())
+        .args(["--db", &db, "report", "7f1c2d3e", "--out", "-"])
+        .output()
+        .unwrap();
+    assert!(to_stdout.status.success());
+    assert!(String::from_utf8_lossy(&to_stdout.stdout).starts_with("<!doctype html>"));
+    assert!(
+        !recordings.join("-").exists(),
+        "a file named `-` was written"
+    );
 
     let help = ctxlog(&["--help"]);
     let commands: Vec<String> = String::from_utf8_lossy(&help.stdout)
