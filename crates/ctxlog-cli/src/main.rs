@@ -432,7 +432,7 @@ enum SummarizerKind {
 /// data directory (`$XDG_DATA_HOME/ctxlog`, else `~/.local/share/ctxlog`,
 /// as the XDG base directory specification has it), the same from any
 /// directory; `./ctxlog-data` only when there is no home.
-fn default_store() -> PathBuf {
+pub(crate) fn default_store() -> PathBuf {
     let var = |k: &str| std::env::var_os(k).map(PathBuf::from);
     var("XDG_DATA_HOME")
         .filter(|p| p.is_absolute())

@@ -65,6 +65,18 @@ pub fn sessions(json: bool, zone: &Zone, db: &Location, a: &SessionsArgs) -> Res
         since,
         until,
     };
+    // A new user's store is made by the first import: until then there
+    // are no sessions, which is said with what to run (a store named by
+    // hand that does not exist is a mistyped path, refused below).
+    let default = crate::default_store();
+    if let Some(dir) = db.dir().filter(|d| !d.exists() && *d == default) {
+        if json {
+            println!("{}", json!({ "ok": true, "sessions": [] }));
+        } else {
+            println!("no sessions yet: {}", crate::store::no_store_yet(dir));
+        }
+        return Ok(());
+    }
     let store = crate::store::open_existing(db)?;
     let listing = ctxlog_app::sessions::list(&store, &filter, a.sort, a.desc)
         .map_err(|e| CliError::Failed(e.to_string()))?;

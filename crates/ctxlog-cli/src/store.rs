@@ -191,6 +191,9 @@ fn require_store_dir(db: &Path) -> Result<(), CliError> {
     if let Some(gone) = damaged::log_gone(db) {
         return Err(gone);
     }
+    if !db.exists() {
+        return Err(CliError::BadInput(no_store_yet(db)));
+    }
     if db.join("db").is_file() {
         Ok(())
     } else {
@@ -199,6 +202,15 @@ fn require_store_dir(db: &Path) -> Result<(), CliError> {
             db.display()
         )))
     }
+}
+
+/// What a command on a store that does not exist yet says: nothing was
+/// imported into it, and how to.
+pub(crate) fn no_store_yet(db: &Path) -> String {
+    format!(
+        "{}: no store yet (nothing has been imported into it): `ctxlog import --discover` imports every Claude Code, Codex, pi and OpenCode session on this machine, `ctxlog import FILE` one recording",
+        db.display()
+    )
 }
 
 /// Copies the files of a store (the witness first: it never claims more

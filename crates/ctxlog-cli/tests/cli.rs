@@ -718,7 +718,10 @@ fn read_only_commands_on_a_missing_store_create_nothing() {
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains("not a ctxlog store"), "{args:?}: {err}");
+        assert!(
+            err.contains("no store yet") && err.contains("ctxlog import --discover"),
+            "{args:?}: {err}"
+        );
         assert!(
             !missing.parent().unwrap().exists(),
             "{args:?} created the path"

@@ -186,6 +186,22 @@ fn the_default_store_is_the_users_from_any_directory() {
     }
     let fixture = common::root().join(FIXTURE);
     let env = [("HOME", home.as_path())];
+    // A new user has no sessions yet, which is said with what to run (it
+    // exited 2 with "not a ctxlog store"); nothing is created.
+    let fresh = ok(ctxlog_as(None, 0o022, &env, &a, &["sessions"]));
+    let said = String::from_utf8_lossy(&fresh.stdout);
+    assert!(
+        said.contains("no sessions yet") && said.contains("ctxlog import --discover"),
+        "{said}"
+    );
+    let fresh = ok(ctxlog_as(None, 0o022, &env, &a, &["--json", "sessions"]));
+    assert!(String::from_utf8_lossy(&fresh.stdout).contains("\"sessions\":[]"));
+    assert!(!home.join(".local").exists());
+    // `import --discover` that finds nothing says where it looked.
+    let none = ctxlog_as(None, 0o022, &env, &a, &["import", "--discover"]);
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert_eq!(none.status.code(), Some(2), "{err}");
+    assert!(err.contains("looked for claude-code in "), "{err}");
     ok(ctxlog_as(
         None,
         0o022,

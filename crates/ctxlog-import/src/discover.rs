@@ -57,6 +57,50 @@ impl Places {
             .unwrap_or_else(|| self.home.join(".local/share"))
             .join("opencode")
     }
+
+    /// Claude Code's projects folder.
+    fn claude_projects(&self) -> PathBuf {
+        self.claude_config_dir
+            .clone()
+            .unwrap_or_else(|| self.home.join(".claude"))
+            .join("projects")
+    }
+
+    /// Codex's sessions folder.
+    fn codex_sessions(&self) -> PathBuf {
+        self.codex_home
+            .clone()
+            .unwrap_or_else(|| self.home.join(".codex"))
+            .join("sessions")
+    }
+
+    /// pi's sessions folder.
+    fn pi_sessions(&self) -> PathBuf {
+        self.home.join(".pi/agent/sessions")
+    }
+
+    /// OpenCode ≤ 1.1's session folder.
+    fn opencode_storage(&self) -> PathBuf {
+        self.opencode_data().join("storage/session")
+    }
+
+    /// OpenCode ≥ 1.2's database.
+    fn opencode_database(&self) -> PathBuf {
+        self.opencode_db
+            .clone()
+            .unwrap_or_else(|| self.opencode_data().join("opencode.db"))
+    }
+
+    /// Where [`discover`] looks, by agent: to say so when it finds nothing.
+    pub fn searched(&self) -> Vec<(Format, PathBuf)> {
+        vec![
+            (Format::ClaudeCode, self.claude_projects()),
+            (Format::Codex, self.codex_sessions()),
+            (Format::Pi, self.pi_sessions()),
+            (Format::OpenCode, self.opencode_storage()),
+            (Format::OpenCode, self.opencode_database()),
+        ]
+    }
 }
 
 /// A session file found where an agent keeps it.
@@ -100,12 +144,7 @@ pub enum Layout {
 /// Every session file under `places`, by agent then path.
 pub fn discover(places: &Places) -> Vec<Found> {
     let mut found = Vec::new();
-    let claude = places
-        .claude_config_dir
-        .clone()
-        .unwrap_or_else(|| places.home.join(".claude"))
-        .join("projects");
-    for dir in sorted_dirs(&claude) {
+    for dir in sorted_dirs(&places.claude_projects()) {
         push_files(
             &mut found,
             &dir,
@@ -114,22 +153,16 @@ pub fn discover(places: &Places) -> Vec<Found> {
             false,
         );
     }
-    let codex = places
-        .codex_home
-        .clone()
-        .unwrap_or_else(|| places.home.join(".codex"))
-        .join("sessions");
     push_files(
         &mut found,
-        &codex,
+        &places.codex_sessions(),
         Format::Codex,
         |n| n.starts_with("rollout-") && n.ends_with(".jsonl"),
         true,
     );
-    let pi = places.home.join(".pi/agent/sessions");
+    let pi = places.pi_sessions();
     push_files(&mut found, &pi, Format::Pi, |n| n.ends_with(".jsonl"), true);
-    let storage = places.opencode_data().join("storage/session");
-    for dir in sorted_dirs(&storage) {
+    for dir in sorted_dirs(&places.opencode_storage()) {
         let before = found.len();
         push_files(
             &mut found,
@@ -142,10 +175,7 @@ pub fn discover(places: &Places) -> Vec<Found> {
             f.layout = Layout::OpenCodeStorage;
         }
     }
-    let db = places
-        .opencode_db
-        .clone()
-        .unwrap_or_else(|| places.opencode_data().join("opencode.db"));
+    let db = places.opencode_database();
     if db.is_file() {
         found.extend(database_sessions(&db));
     }

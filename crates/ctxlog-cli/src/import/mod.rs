@@ -38,6 +38,6 @@ pub fn import(json: bool, db: &Location, a: &ImportArgs) -> Result<(), CliError>
         [Input::File(file)] if !a.discover && a.files.len() == 1 && !a.files[0].is_dir() => {
             import_one(json, db, file, &request)
         }
-        _ => import_many(json, db, &inputs, &request),
+        _ => import_many(json, db, &inputs, &request, a.discover),
     }
 }

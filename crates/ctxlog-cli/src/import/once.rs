@@ -90,6 +90,22 @@ fn store_versions(
     })
 }
 
+/// Why an import found nothing: with `--discover`, where it looked.
+fn nothing_found(discover: bool) -> String {
+    if !discover {
+        return "nothing to import: no recording in the files named".into();
+    }
+    let looked: Vec<String> = Places::from_env()
+        .searched()
+        .into_iter()
+        .map(|(format, place)| format!("{} in {}", format.name(), place.display()))
+        .collect();
+    format!(
+        "nothing to import: no session found (looked for {}); name a recording's file, or set CLAUDE_CONFIG_DIR, CODEX_HOME, XDG_DATA_HOME or OPENCODE_DB where the agents keep theirs elsewhere",
+        looked.join(", ")
+    )
+}
+
 /// What `import` reads: the files named and, with `--discover`, the
 /// sessions found ([`inputs::named`]).
 pub(crate) fn inputs(a: &ImportArgs) -> Result<Vec<Input>, CliError> {
@@ -102,11 +118,10 @@ pub(crate) fn import_many(
     db: &Location,
     inputs: &[Input],
     request: &Request,
+    discover: bool,
 ) -> Result<(), CliError> {
     if inputs.is_empty() {
-        return Err(CliError::BadInput(
-            "nothing to import: no recording in the files named, and none found".into(),
-        ));
+        return Err(CliError::BadInput(nothing_found(discover)));
     }
     // Opened once something is to be stored: refusing everything creates
     // nothing.
