@@ -59,6 +59,10 @@ pub struct Page {
     pub sessions: Vec<PageSession>,
     /// The secrets redacted, by kind (`None`: not asked to redact).
     pub redacted: Option<RedactionCounts>,
+    /// Of those, how many the page shows (`None`: all of them): a
+    /// transcript cuts long tool outputs, and with them what was redacted
+    /// in the part it leaves out.
+    pub redacted_shown: Option<u32>,
 }
 
 /// A session's described events ([`views::described_events`]), redacted
@@ -103,6 +107,7 @@ pub fn report(
         text,
         sessions: written.sessions,
         redacted: written.redacted,
+        redacted_shown: None,
     })
 }
 
@@ -218,9 +223,16 @@ fn each_page_event(
 pub fn markdown(log: &impl EventLog, session: SessionId, redact: bool) -> Result<Page, PageError> {
     let mut redacted = redact.then(RedactionCounts::new);
     let events = page_events(log, session, redacted.as_mut())?;
-    let text =
-        ctxlog_report::markdown(&events).map_err(|error| PageError::Render { session, error })?;
+    let untitled = crate::titles::first_prompt_in(&events);
+    let text = ctxlog_report::markdown(&events, untitled.as_deref())
+        .map_err(|error| PageError::Render { session, error })?;
+    let redacted_shown = redacted.is_some().then(|| {
+        let total: u32 = redacted.iter().flat_map(|c| c.values()).sum();
+        let shown: u32 = ctxlog_core::redact::count_markers(&text).values().sum();
+        shown.min(total)
+    });
     Ok(Page {
+        redacted_shown,
         text,
         sessions: vec![PageSession {
             session: session.to_string(),

@@ -69,7 +69,14 @@ pub(crate) fn export_markdown(
     let page = ctxlog_app::pages::markdown(&store, id, redact)
         .map_err(|e| CliError::Failed(e.to_string()))?;
     if let (Some(redacted), false) = (&page.redacted, cli.json && out.is_some()) {
-        eprintln!("{}", redaction_line(redacted));
+        let mut line = redaction_line(redacted);
+        let total: u32 = redacted.values().sum();
+        if let Some(shown) = page.redacted_shown.filter(|&shown| shown < total) {
+            line.push_str(&format!(
+                "; the transcript shows {shown} of them, the rest were in the parts of long tool outputs it leaves out"
+            ));
+        }
+        eprintln!("{line}");
     }
     let text = &page.text;
     let events = page.sessions.first().map_or(0, |s| s.events);
@@ -79,7 +86,7 @@ pub(crate) fn export_markdown(
             if cli.json {
                 println!(
                     "{}",
-                    json!({"ok": true, "session": id.to_string(), "format": "markdown", "out": path.display().to_string(), "events": events, "bytes": text.len(), "redacted": page.redacted.as_ref().map(redaction_json)})
+                    json!({"ok": true, "session": id.to_string(), "format": "markdown", "out": path.display().to_string(), "events": events, "bytes": text.len(), "redacted": page.redacted.as_ref().map(redaction_json), "redacted_shown": page.redacted_shown})
                 );
             } else {
                 println!(
@@ -92,7 +99,7 @@ pub(crate) fn export_markdown(
         // With --json, stdout is one JSON document: the transcript in it.
         None if cli.json => println!(
             "{}",
-            json!({"ok": true, "session": id.to_string(), "format": "markdown", "events": events, "text": text, "redacted": page.redacted.as_ref().map(redaction_json)})
+            json!({"ok": true, "session": id.to_string(), "format": "markdown", "events": events, "text": text, "redacted": page.redacted.as_ref().map(redaction_json), "redacted_shown": page.redacted_shown})
         ),
         None => crate::write_stdout(format_args!("{text}")),
     }

@@ -643,3 +643,59 @@ fn window_formats_show_what_each_agent_sends() {
     }
     let _ = std::fs::remove_dir_all(&db);
 }
+
+/// The Markdown transcript is headed by the title `sessions` and `report`
+/// show (for a pi session, its first prompt; it was the session's uuid),
+/// leaves code alone when redacting (`const apiKey = await getKey(…)` lost
+/// its code), and says how many of the secrets it redacted it shows (it
+/// counted those in the parts of long outputs it cuts as if shown).
+#[test]
+fn markdown_is_titled_and_counts_the_secrets_it_shows() {
+    let db = store("markdown-title");
+    let dir = db.with_extension("in");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut lines: Vec<Value> = std::fs::read_to_string(fixture("pi/edge-cases.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let token = |n: usize| format!("ghp_{}", n.to_string().repeat(36));
+    let output = format!(
+        "const apiKey = await getApiKeyForModel(model);\nexport GITHUB_TOKEN={}\n{}{}",
+        token(0),
+        "filler line\n".repeat(300),
+        (1..10)
+            .map(|n| format!("key{n}: {}\n", token(n)))
+            .collect::<String>()
+    );
+    for l in &mut lines {
+        if l["message"]["toolCallId"] == "toolu_pi_read" {
+            l["message"]["content"][0]["text"] = Value::String(output.clone());
+        }
+    }
+    let file = dir.join("secrets.jsonl");
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(&file, text.join("\n") + "\n").unwrap();
+    ok(ctxlog_at(&db, &["import", file.to_str().unwrap()]));
+    let out = ok(ctxlog_at(
+        &db,
+        &["export", "5e1f0c2a", "--format", "markdown", "--redact"],
+    ));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        md.starts_with("# Read the theme docs and port the selector.\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("const apiKey = await getApiKeyForModel(model);"),
+        "{md}"
+    );
+    assert_eq!(md.matches("[REDACTED github-token]").count(), 1, "{md}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("redacted 10 secrets") && err.contains("the transcript shows 1 of them"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -141,6 +141,10 @@ const NOT_SECRETS: &[&str] = &[
     "PWD=/home/user/project",
     "std::env::var(\"API_KEY\")",
     "[REDACTED openai-key] was already redacted",
+    "const apiKey = await getApiKeyForModel(model);",
+    "let token = new TokenSource(config)",
+    "secret = yield fetch_secret()",
+    "apiKey = require('./key.js')",
 ];
 
 #[test]

@@ -15,16 +15,17 @@ use std::fmt::Write;
 /// size said.
 pub const MAX_OUTPUT_CHARS: usize = 2_000;
 
-/// The transcript of `events`.
-pub fn markdown(events: &[Envelope]) -> Result<String, ReportError> {
+/// The transcript of `events`, headed by the recording's title, else
+/// `untitled` (its first prompt, as `sessions` and `report` show it), else
+/// its id.
+pub fn markdown(events: &[Envelope], untitled: Option<&str>) -> Result<String, ReportError> {
     let label = "session";
     let state =
         SessionState::replay_keeping_history(events).map_err(|r| ReportError::refused(label, r))?;
     let mut out = String::new();
     let about = state.about.as_ref();
-    let title = about
-        .and_then(|a| a.title.clone())
-        .or_else(|| state.title.clone())
+    let title = crate::data::title(&state)
+        .or_else(|| untitled.map(str::to_owned))
         .or_else(|| state.source_id.clone())
         .unwrap_or_else(|| "session".into());
     let _ = writeln!(out, "# {}\n", inline(&title));

@@ -210,6 +210,11 @@ fn credential_like(text: &str, value: &str, end: usize, quoted: bool, prose: boo
         if value.contains('.') && value.split('.').all(identifier) {
             return false;
         }
+        // An expression that starts with a keyword (`await getKey(…)`,
+        // `new Source(…)`): its first word is the value's end.
+        if EXPRESSION_KEYWORDS.contains(&value) {
+            return false;
+        }
     }
     if prose {
         let has_digit = value.bytes().any(|b| b.is_ascii_digit());
@@ -220,6 +225,12 @@ fn credential_like(text: &str, value: &str, end: usize, quoted: bool, prose: boo
     }
     true
 }
+
+/// Words that start an expression in code, never a credential's value.
+const EXPRESSION_KEYWORDS: &[&str] = &[
+    "await", "new", "yield", "typeof", "async", "function", "lambda", "require", "import", "move",
+    "sizeof", "clone", "static",
+];
 
 /// How a template reference opens: two opening braces (Jinja, Handlebars,
 /// Go templates), written as escapes.
