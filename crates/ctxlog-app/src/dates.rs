@@ -67,6 +67,22 @@ impl Zone {
         }
     }
 
+    /// What a column of times in this zone is headed with: their one
+    /// offset (`UTC`, `-04:00`), or, when they straddle a change of offset
+    /// (summer and winter time), the zone's name (`America/New_York`;
+    /// `local` for a zone without one), since no one offset is true of all.
+    pub fn offsets_of(&self, times: impl IntoIterator<Item = u64>) -> String {
+        let mut offsets = std::collections::BTreeSet::new();
+        for ms in times {
+            offsets.insert(self.offset(ms));
+        }
+        match offsets.len() {
+            0 => self.offset(0),
+            1 => offsets.into_iter().next().unwrap_or_default(),
+            _ => self.tz.iana_name().unwrap_or("local").to_owned(),
+        }
+    }
+
     /// RFC 3339 with this zone's offset and milliseconds:
     /// `2025-09-25T14:02:07.120+02:00` (`Z` in UTC).
     pub fn rfc3339(&self, ms: u64) -> String {
@@ -188,6 +204,19 @@ mod tests {
         assert!(utc.parse("20261341", false, 0).is_err());
         assert_eq!(utc.week(NOON_26_NOV_2026), "2026-11-23");
         assert_eq!(utc.month(NOON_26_NOV_2026), "2026-11");
+    }
+
+    #[test]
+    fn times_across_summer_and_winter_are_headed_by_the_zones_name() {
+        let Ok(tz) = TimeZone::get("America/New_York") else {
+            return; // no zoneinfo database here
+        };
+        let ny = Zone { tz };
+        let july = NOON_26_NOV_2026 - 140 * 86_400_000;
+        assert_eq!(ny.offsets_of([july]), "-04:00");
+        assert_eq!(ny.offsets_of([NOON_26_NOV_2026]), "-05:00");
+        assert_eq!(ny.offsets_of([july, NOON_26_NOV_2026]), "America/New_York");
+        assert_eq!(Zone::utc().offsets_of([july, NOON_26_NOV_2026]), "UTC");
     }
 
     #[test]

@@ -27,15 +27,17 @@ pub(crate) fn show_audit(cli: &Cli, session: &str) -> Result<(), CliError> {
     let zone = cli.zone();
     let mut measured = ui::Measured::with_headers(&HEADERS);
     let mut first = None;
+    let mut last = None;
     each(&mut |l| {
         first.get_or_insert(l.entry.at);
+        last = Some(l.entry.at);
         measured.add(&audit_row(&l.entry, &zone));
     })?;
-    let Some(first) = first else {
+    let (Some(first), Some(last)) = (first, last) else {
         println!("nothing was pruned or compacted in {session}");
         return Ok(());
     };
-    let time = format!("TIME ({})", zone.offset(first));
+    let time = format!("TIME ({})", zone.offsets_of([first, last]));
     let names = ["SEQ", &time, "KIND", "TOKENS", "WHAT"];
     measured.fit_headers(&names);
     let columns = ui::plain_columns(&names, &measured);
@@ -94,8 +96,8 @@ fn audit_row(e: &AuditEntry, zone: &Zone) -> Vec<String> {
 /// The audit trail as a table.
 pub(crate) fn print_audit(entries: &[AuditEntry], zone: &Zone) {
     let rows: Vec<Vec<String>> = entries.iter().map(|e| audit_row(e, zone)).collect();
-    if let Some(first) = entries.first() {
-        let time = format!("TIME ({})", zone.offset(first.at));
+    if !entries.is_empty() {
+        let time = format!("TIME ({})", zone.offsets_of(entries.iter().map(|e| e.at)));
         ui::table(&["SEQ", &time, "KIND", "TOKENS", "WHAT"], &rows);
     }
 }

@@ -156,8 +156,12 @@ fn print_sessions(listing: &Listing, zone: &Zone) {
         })
         .collect();
     let mut columns: Vec<ui::Column<'_>> = SESSION_COLUMNS.to_vec();
+    let started = listing.rows.iter().filter_map(|r| match r {
+        Listed::Row(r) => Some(r.started_at),
+        Listed::Unreadable(_) => None,
+    });
     let date = match listing.rows.first() {
-        Some(Listed::Row(r)) => format!("DATE ({})", zone.offset(r.started_at)),
+        Some(Listed::Row(_)) => format!("DATE ({})", zone.offsets_of(started)),
         _ => "DATE".to_owned(),
     };
     columns[1].header = &date;

@@ -179,7 +179,7 @@ fn print_heading(end: &TimelineEnd, survey: &Survey, zone: &Zone) {
     let day = |ms: u64| zone.day(ms);
     let days = match (survey.first, survey.last) {
         (Some(a), Some((b, ..))) if day(a) != day(b) => {
-            format!(" · {} to {} ({})", day(a), day(b), zone.offset(a))
+            format!(" · {} to {} ({})", day(a), day(b), zone.offsets_of([a, b]))
         }
         (Some(a), _) => format!(" · {} ({})", day(a), zone.offset(a)),
         _ => String::new(),

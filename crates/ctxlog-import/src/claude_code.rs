@@ -177,8 +177,10 @@ impl<'a> Importer<'a> {
         if !matches!(ty, "user" | "assistant" | "system") {
             return Ok(()); // summary, file-history-snapshot, queue-operation, ...
         }
+        // The project is where the session started (Claude Code names its
+        // projects folder after it), not where a `cd` left it.
         if let Some(cwd) = v.get("cwd").and_then(Value::as_str) {
-            self.b.about.directory = Some(cwd.to_owned());
+            self.b.about.directory.get_or_insert_with(|| cwd.to_owned());
         }
         if let Some(version) = v.get("version").and_then(Value::as_str) {
             self.b.about.agent = Some(format!("claude-code-{version}"));

@@ -294,3 +294,22 @@ fn a_reactive_boundary_is_an_overflow_from_claude_code_2_1_on() {
     assert!(overflow("2.1.328"));
     assert!(!overflow("2.0.29"));
 }
+
+/// A session's project is the directory it started in: a later `cd` made
+/// it the subdirectory, and one project two rows of `usage --by project`.
+#[test]
+fn the_project_is_where_the_session_started() {
+    let lines = [
+        r#"{"type":"user","sessionId":"s3","uuid":"u1","cwd":"/home/dev/proj","timestamp":"2025-10-21T03:00:00Z","message":{"role":"user","content":"Build it"}}"#,
+        r#"{"type":"assistant","sessionId":"s3","uuid":"a1","cwd":"/home/dev/proj/web","timestamp":"2025-10-21T03:00:01Z","message":{"id":"msg_1","model":"claude-sonnet-4-5","role":"assistant","content":[{"type":"text","text":"Done."}],"stop_reason":"end_turn","usage":{"input_tokens":3,"output_tokens":2}}}"#,
+    ];
+    let a = claude_code::import(
+        BufReader::new(lines.join("\n").as_bytes()),
+        "p.jsonl",
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    let s = SessionState::replay(&a.events.to_vec().unwrap()).unwrap();
+    let about = s.about.unwrap();
+    assert_eq!(about.directory.as_deref(), Some("/home/dev/proj"));
+}
