@@ -290,18 +290,30 @@ fn session_usage(
     // counted when the events end before their end (the agent was still
     // writing, or a call waits for its result).
     let mut open: BTreeMap<MessageId, (TokenUsage, u64)> = BTreeMap::new();
+    // The model of the last call that reported usage: what a compaction,
+    // a prune or a request aborted before any usage is grouped with (the
+    // session's model, its last selected, may never have been used).
+    let mut in_use: Option<String> = None;
     let add_step = |groups: &mut BTreeMap<String, Figures>,
+                    in_use: &mut Option<String>,
                     message: &MessageId,
                     tokens: &TokenUsage,
                     cost_micros: Option<u64>,
                     at: u64,
                     models: &BTreeMap<MessageId, ModelRef>| {
+        let model = models.get(message).map(|m| m.model.as_str());
+        let used = StepTokens::of(tokens).total > 0 || cost_micros.is_some();
+        if used {
+            if let Some(m) = model {
+                *in_use = Some(m.to_owned());
+            }
+        }
         if !in_range(at) {
             return;
         }
-        let model = models.get(message).map(|m| m.model.as_str());
+        let grouped = if used { model } else { in_use.as_deref() };
         let figures = groups
-            .entry(key_of(by, &keys, model, at, zone))
+            .entry(key_of(by, &keys, grouped, at, zone))
             .or_default();
         figures.steps += 1;
         let priced = model.or(keys.about.model.as_deref());
@@ -328,10 +340,18 @@ fn session_usage(
                 ..
             } => {
                 open.remove(message);
-                add_step(groups, message, tokens, *cost_micros, at, &models);
+                add_step(
+                    groups,
+                    &mut in_use,
+                    message,
+                    tokens,
+                    *cost_micros,
+                    at,
+                    &models,
+                );
             }
             Event::SummaryCompleted { tokens, .. } if in_range(at) => {
-                let model = keys.about.model.as_deref();
+                let model = in_use.as_deref().or(keys.about.model.as_deref());
                 let figures = groups
                     .entry(key_of(by, &keys, model, at, zone))
                     .or_default();
@@ -346,7 +366,7 @@ fn session_usage(
                 return Ok(());
             }
             Event::PartsPruned { .. } if in_range(at) => {
-                let model = keys.about.model.as_deref();
+                let model = in_use.as_deref().or(keys.about.model.as_deref());
                 groups
                     .entry(key_of(by, &keys, model, at, zone))
                     .or_default()
@@ -356,7 +376,7 @@ fn session_usage(
         }
     }
     for (message, (tokens, at)) in &open {
-        add_step(groups, message, tokens, None, *at, &models);
+        add_step(groups, &mut in_use, message, tokens, None, *at, &models);
     }
     Ok(())
 }
@@ -392,11 +412,7 @@ fn key_of(by: GroupBy, keys: &SessionKeys, model: Option<&str>, at: u64, zone: &
         GroupBy::Month => zone.month(at),
         GroupBy::Session => keys.name.clone(),
         GroupBy::Project => or_dash(keys.about.directory.as_deref().map(project_of)),
-        GroupBy::Model => or_dash(
-            model
-                .or(keys.about.model.as_deref())
-                .map(|m| m.rsplit('/').next().unwrap_or(m).to_owned()),
-        ),
+        GroupBy::Model => or_dash(model.or(keys.about.model.as_deref()).map(model_family)),
         GroupBy::Agent => or_dash(
             keys.about
                 .agent
@@ -406,10 +422,42 @@ fn key_of(by: GroupBy, keys: &SessionKeys, model: Option<&str>, at: u64, zone: &
     }
 }
 
+/// A model as `usage --by model` groups it: without its provider
+/// (`anthropic/…`) and its date snapshot (`claude-sonnet-4-5-20250929`,
+/// Vertex's `claude-sonnet-4-5@20250929` → `claude-sonnet-4-5`), which
+/// name the same model.
+pub fn model_family(model: &str) -> String {
+    let model = model.rsplit('/').next().unwrap_or(model);
+    let dated = |tail: &str| tail.len() == 8 && tail.bytes().all(|b| b.is_ascii_digit());
+    match model.rfind(['-', '@']) {
+        Some(i) if dated(&model[i + 1..]) && i > 0 => model[..i].to_owned(),
+        _ => model.to_owned(),
+    }
+}
+
 /// `claude-code-2.0.5` → `claude-code`.
 pub fn without_version(agent: &str) -> &str {
     match agent.rsplit_once('-') {
         Some((name, v)) if v.starts_with(|c: char| c.is_ascii_digit()) => name,
         _ => agent,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model_family;
+
+    #[test]
+    fn a_models_date_snapshot_and_provider_name_the_same_model() {
+        for (model, family) in [
+            ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+            ("anthropic/claude-sonnet-4-5", "claude-sonnet-4-5"),
+            ("claude-sonnet-4-5@20250929", "claude-sonnet-4-5"),
+            ("gpt-5.1-codex", "gpt-5.1-codex"),
+            ("gpt-4o-2024-08-06", "gpt-4o-2024-08-06"),
+            ("model-12345678x", "model-12345678x"),
+        ] {
+            assert_eq!(model_family(model), family);
+        }
     }
 }

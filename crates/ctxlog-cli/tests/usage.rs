@@ -224,3 +224,51 @@ fn usage_agrees_with_each_recording_and_its_recorded_cost() {
         "{bad}"
     );
 }
+
+/// `usage --by model` names a model once, whatever date snapshot a call
+/// used (`claude-sonnet-4-5-20250929` was a row of its own), and a request
+/// aborted before it reported any usage makes no row for its model.
+#[test]
+fn usage_by_model_groups_snapshots_and_leaves_out_models_never_used() {
+    let dir = TempDir::created("usage-models");
+    let fixture = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/sessions/pi/edge-cases.jsonl"),
+    )
+    .unwrap();
+    let line = |at: &str, ms: u64, model: &str, usage: &str, stop: &str| {
+        format!(
+            "{{\"type\": \"message\", \"timestamp\": \"{at}\", \"message\": {{\"role\": \"assistant\", \"content\": [{{\"type\": \"text\", \"text\": \"ok\"}}], \"api\": \"anthropic-messages\", \"provider\": \"anthropic\", \"model\": \"{model}\", \"usage\": {usage}, \"stopReason\": \"{stop}\", \"timestamp\": {ms}}}}}\n"
+        )
+    };
+    let file = dir.join("models.jsonl");
+    let text = fixture
+        + &line(
+            "2025-11-20T23:42:00.000Z",
+            1_763_682_120_000,
+            "claude-sonnet-4-5-20250929",
+            "{\"input\": 10, \"output\": 5, \"cacheRead\": 0, \"cacheWrite\": 0}",
+            "stop",
+        )
+        + &line(
+            "2025-11-20T23:43:00.000Z",
+            1_763_682_180_000,
+            "claude-opus-4-1",
+            "{\"input\": 0, \"output\": 0, \"cacheRead\": 0, \"cacheWrite\": 0}",
+            "aborted",
+        );
+    std::fs::write(&file, text).unwrap();
+    let db = dir.join("store");
+    common::succeeds(&db, &["import", file.to_str().unwrap()]);
+    let out = json_of(&common::succeeds(
+        &db,
+        &["usage", "--by", "model", "--json"],
+    ));
+    let keys: Vec<&str> = out["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["claude-sonnet-4-5", "gpt-5.1-codex"], "{out}");
+}

@@ -830,3 +830,42 @@ fn an_opencode_message_longer_than_the_limit_is_refused() {
         "{refused}"
     );
 }
+
+/// A model selected and never used (switched away from before any step)
+/// raises no warning that it is not in the limits table; one a step ran
+/// on does.
+#[test]
+fn only_a_model_a_step_ran_on_is_warned_of() {
+    let text = fixture("pi/edge-cases.jsonl");
+    let switch = "{\"type\": \"model_change\", \"timestamp\": \"2025-11-20T23:33:50.900Z\", \"provider\": \"x\", \"modelId\": \"no-such-model-a\"}";
+    let back = "{\"type\": \"model_change\", \"timestamp\": \"2025-11-20T23:33:50.950Z\", \"provider\": \"anthropic\", \"modelId\": \"claude-sonnet-4-5\"}";
+    let warnings = |text: &str| {
+        import(
+            text.as_bytes(),
+            "p.jsonl",
+            Format::Pi,
+            &ImportOptions::default(),
+        )
+        .unwrap()
+        .warnings
+    };
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.insert(1, back);
+    lines.insert(1, switch);
+    let passing = warnings(&lines.join("\n"));
+    assert!(
+        !passing.iter().any(|w| w.contains("no-such-model-a")),
+        "{passing:?}"
+    );
+    // A step that ran on it.
+    let used = text.replacen(
+        "\"model\": \"claude-sonnet-4-5\"",
+        "\"model\": \"no-such-model-b\"",
+        1,
+    );
+    let used = warnings(&used);
+    assert!(
+        used.iter().any(|w| w.contains("no-such-model-b")),
+        "{used:?}"
+    );
+}

@@ -23,7 +23,7 @@ use ctxlog_core::{
     Recorder, Role, SeededIds, SessionAbout, SessionId, SourceTarget, TimestampMs, TokenUsage,
 };
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// serde_json::Value → Json through the human-readable serde path.
 pub(crate) fn as_json(v: &serde_json::Value) -> Json {
@@ -92,6 +92,12 @@ pub(crate) struct Builder<'a> {
     /// [`Builder::refresh_limits`]).
     own_limits: ModelLimits,
     warnings: Vec<String>,
+    /// Each model not in the limits table, with its warning: said at the
+    /// end for the models a step ran on (a model selected and never used
+    /// is not worth one).
+    unknown_models: BTreeMap<String, String>,
+    /// The models steps ran on (as the limits were resolved for them).
+    stepped_models: BTreeSet<String>,
     /// What the recording says about the session; recorded as
     /// `SessionDescribed` at the end (the model and cost default to the
     /// last model used and the steps' summed cost).
@@ -126,6 +132,8 @@ impl<'a> Builder<'a> {
             limits: ModelLimits::default(),
             own_limits: ModelLimits::default(),
             warnings: Vec::new(),
+            unknown_models: BTreeMap::new(),
+            stepped_models: BTreeSet::new(),
             about: SessionAbout::default(),
             step_cost: None,
             sources: BTreeMap::new(),
@@ -402,6 +410,10 @@ impl<'a> Builder<'a> {
             },
         )?;
         self.steps += 1;
+        let model = self.options.limits.model.as_ref().or(self.model.as_ref());
+        if let Some(model) = model.filter(|m| !self.stepped_models.contains(*m)) {
+            self.stepped_models.insert(model.clone());
+        }
         if let Some(c) = cost_micros {
             self.step_cost = Some(self.step_cost.unwrap_or(0).saturating_add(c));
         }

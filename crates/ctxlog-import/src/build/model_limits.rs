@@ -22,6 +22,17 @@ impl Builder<'_> {
         self.refresh_limits(at)
     }
 
+    /// The warnings of the models not in the limits table that a step ran
+    /// on, for the end of the import.
+    pub(super) fn unknown_models_used(&mut self) -> Vec<String> {
+        let unknown = std::mem::take(&mut self.unknown_models);
+        unknown
+            .into_iter()
+            .filter(|(model, _)| self.stepped_models.contains(model))
+            .map(|(_, w)| w)
+            .collect()
+    }
+
     /// The context window the recording itself states (Codex does).
     pub fn set_file_context(&mut self, at: TimestampMs, context: u64) -> Result<(), ImportError> {
         if self.file_context == Some(context) {
@@ -48,6 +59,7 @@ impl Builder<'_> {
             self.model.as_deref(),
             self.file_context,
         );
+        // Said at the end if a step ran on it (`unknown_models_used`).
         if let Some(model) = unknown {
             let w = format!(
                 "model {model:?} is not in the limits table: assuming {} context, {} output \
@@ -55,9 +67,7 @@ impl Builder<'_> {
                 limits.context,
                 limits.output.unwrap_or(0)
             );
-            if !self.warnings.contains(&w) {
-                self.warnings.push(w);
-            }
+            self.unknown_models.entry(model).or_insert(w);
         }
         if own != self.own_limits {
             self.own_limits = own;

@@ -78,6 +78,11 @@ impl Builder<'_> {
     }
 
     pub fn finish(mut self) -> Result<Imported, ImportError> {
+        for w in self.unknown_models_used() {
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
         if self.started() {
             // At the last event's time, not the last line's: a later import
             // of the grown file appends what happened after that event
