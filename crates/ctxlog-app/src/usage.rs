@@ -283,41 +283,15 @@ fn session_usage(
         Some(keys) if keeps(filter, &keys) => keys,
         _ => return Ok(()),
     };
-    let in_range =
-        |at: u64| filter.since.is_none_or(|t| at >= t) && filter.until.is_none_or(|t| at < t);
-    let mut models: BTreeMap<MessageId, ModelRef> = BTreeMap::new();
-    // The usage reported so far of steps whose end is not recorded yet:
-    // counted when the events end before their end (the agent was still
-    // writing, or a call waits for its result).
-    let mut open: BTreeMap<MessageId, (TokenUsage, u64)> = BTreeMap::new();
-    // The model of the last call that reported usage: what a compaction,
-    // a prune or a request aborted before any usage is grouped with (the
-    // session's model, its last selected, may never have been used).
-    let mut in_use: Option<String> = None;
-    let add_step = |groups: &mut BTreeMap<String, Figures>,
-                    in_use: &mut Option<String>,
-                    message: &MessageId,
-                    tokens: &TokenUsage,
-                    cost_micros: Option<u64>,
-                    at: u64,
-                    models: &BTreeMap<MessageId, ModelRef>| {
-        let model = models.get(message).map(|m| m.model.as_str());
-        let used = StepTokens::of(tokens).total > 0 || cost_micros.is_some();
-        if used {
-            if let Some(m) = model {
-                *in_use = Some(m.to_owned());
-            }
-        }
-        if !in_range(at) {
-            return;
-        }
-        let grouped = if used { model } else { in_use.as_deref() };
-        let figures = groups
-            .entry(key_of(by, &keys, grouped, at, zone))
-            .or_default();
-        figures.steps += 1;
-        let priced = model.or(keys.about.model.as_deref());
-        figures.add_call(tokens, cost_of(tokens, cost_micros, priced, prices));
+    let mut fold = SessionFold {
+        keys: &keys,
+        by,
+        filter,
+        zone,
+        prices,
+        models: BTreeMap::new(),
+        open: BTreeMap::new(),
+        in_use: None,
     };
     for e in events {
         let e = e?;
@@ -328,10 +302,10 @@ fn session_usage(
                 model: Some(model),
                 ..
             } => {
-                models.insert(*message, model.clone());
+                fold.models.insert(*message, model.clone());
             }
             Event::UsageReported { message, tokens } => {
-                open.insert(*message, (*tokens, at));
+                fold.open.insert(*message, (*tokens, at));
             }
             Event::StepFinished {
                 message,
@@ -339,22 +313,12 @@ fn session_usage(
                 cost_micros,
                 ..
             } => {
-                open.remove(message);
-                add_step(
-                    groups,
-                    &mut in_use,
-                    message,
-                    tokens,
-                    *cost_micros,
-                    at,
-                    &models,
-                );
+                fold.open.remove(message);
+                fold.step(groups, message, tokens, *cost_micros, at);
             }
-            Event::SummaryCompleted { tokens, .. } if in_range(at) => {
-                let model = in_use.as_deref().or(keys.about.model.as_deref());
-                let figures = groups
-                    .entry(key_of(by, &keys, model, at, zone))
-                    .or_default();
+            Event::SummaryCompleted { tokens, .. } if fold.in_range(at) => {
+                let model = fold.in_use_model();
+                let figures = groups.entry(fold.key(model, at)).or_default();
                 figures.compactions += 1;
                 if tokens != &TokenUsage::default() {
                     figures.add_call(tokens, cost_of(tokens, None, model, prices));
@@ -365,20 +329,80 @@ fn session_usage(
                 groups.clear();
                 return Ok(());
             }
-            Event::PartsPruned { .. } if in_range(at) => {
-                let model = in_use.as_deref().or(keys.about.model.as_deref());
-                groups
-                    .entry(key_of(by, &keys, model, at, zone))
-                    .or_default()
-                    .prunes += 1;
+            Event::PartsPruned { .. } if fold.in_range(at) => {
+                let key = fold.key(fold.in_use_model(), at);
+                groups.entry(key).or_default().prunes += 1;
             }
             _ => {}
         }
     }
-    for (message, (tokens, at)) in &open {
-        add_step(groups, &mut in_use, message, tokens, None, *at, &models);
+    for (message, (tokens, at)) in std::mem::take(&mut fold.open) {
+        fold.step(groups, &message, &tokens, None, at);
     }
     Ok(())
+}
+
+/// One session's calls, read an event at a time by [`session_usage`].
+struct SessionFold<'a> {
+    keys: &'a SessionKeys,
+    by: GroupBy,
+    filter: &'a UsageFilter,
+    zone: &'a Zone,
+    prices: &'a PriceTable,
+    /// The model of each step's message.
+    models: BTreeMap<MessageId, ModelRef>,
+    /// The usage reported so far of steps whose end is not recorded yet:
+    /// counted when the events end before their end (the agent was still
+    /// writing, or a call waits for its result).
+    open: BTreeMap<MessageId, (TokenUsage, u64)>,
+    /// The model of the last call that reported usage: what a compaction,
+    /// a prune or a request aborted before any usage is grouped with (the
+    /// session's model, its last selected, may never have been used).
+    in_use: Option<String>,
+}
+
+impl SessionFold<'_> {
+    fn in_range(&self, at: u64) -> bool {
+        self.filter.since.is_none_or(|t| at >= t) && self.filter.until.is_none_or(|t| at < t)
+    }
+
+    /// The model a call that is not a step of its own goes with.
+    fn in_use_model(&self) -> Option<&str> {
+        self.in_use.as_deref().or(self.keys.about.model.as_deref())
+    }
+
+    /// The group of a call made at `at` with `model`.
+    fn key(&self, model: Option<&str>, at: u64) -> String {
+        key_of(self.by, self.keys, model, at, self.zone)
+    }
+
+    /// Counts the step of `message` that reported `tokens` at `at`.
+    fn step(
+        &mut self,
+        groups: &mut BTreeMap<String, Figures>,
+        message: &MessageId,
+        tokens: &TokenUsage,
+        cost_micros: Option<u64>,
+        at: u64,
+    ) {
+        let model = self.models.get(message).map(|m| m.model.clone());
+        let used = StepTokens::of(tokens).total > 0 || cost_micros.is_some();
+        if used && model.is_some() {
+            self.in_use = model.clone();
+        }
+        if !self.in_range(at) {
+            return;
+        }
+        let grouped = if used {
+            model.as_deref()
+        } else {
+            self.in_use.as_deref()
+        };
+        let figures = groups.entry(self.key(grouped, at)).or_default();
+        figures.steps += 1;
+        let priced = model.as_deref().or(self.keys.about.model.as_deref());
+        figures.add_call(tokens, cost_of(tokens, cost_micros, priced, self.prices));
+    }
 }
 
 /// `usd` rounded to micro-dollars (sums of float prices carry noise).

@@ -43,10 +43,15 @@ pub(crate) fn plural(n: usize, word: &str) -> String {
     }
 }
 
+/// Whether `out` names standard output (`-`).
+pub(crate) fn is_stdout(out: &Path) -> bool {
+    out.as_os_str() == "-"
+}
+
 /// Bad input unless a page can be written at `path`: its directory exists
 /// and it is not a directory itself (`-`, standard output, always can).
 pub(crate) fn check_page_path(path: &Path) -> Result<(), CliError> {
-    if crate::report::is_stdout(path) {
+    if is_stdout(path) {
         return Ok(());
     }
     let dir = match path.parent() {
@@ -72,7 +77,7 @@ pub(crate) fn check_page_path(path: &Path) -> Result<(), CliError> {
 /// Writes `html` to `out` (`-`: standard output; a failure names the
 /// file).
 pub(crate) fn write_page(out: &Path, html: &str) -> Result<(), CliError> {
-    if crate::report::is_stdout(out) {
+    if is_stdout(out) {
         crate::write_stdout_raw(html);
         return Ok(());
     }

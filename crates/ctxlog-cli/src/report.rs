@@ -1,15 +1,11 @@
 //! `report`: the HTML page of one or more stored sessions.
 
+use crate::redaction::is_stdout;
 use crate::redaction::redaction_json;
 use crate::redaction::redaction_line;
 use crate::{Cli, CliError};
 use serde_json::json;
 use std::path::Path;
-
-/// Whether `out` names standard output (`-`).
-pub(crate) fn is_stdout(out: &Path) -> bool {
-    out.as_os_str() == "-"
-}
 
 /// Writes the page `write` makes to `out` (`-`: standard output): the
 /// file is made only once the page is ready to be written, and a partial

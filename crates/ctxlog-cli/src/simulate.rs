@@ -139,7 +139,7 @@ pub fn simulate(json: bool, db: &Location, a: &SimulateArgs) -> Result<(), CliEr
     // The page is written last: a path it cannot go to is refused before
     // anything is simulated or kept.
     if let Some(path) = &a.report {
-        if crate::report::is_stdout(path) {
+        if crate::redaction::is_stdout(path) {
             return Err(CliError::BadInput(
                 "--report -: simulate prints its decisions on standard output; name a file for the page".into(),
             ));
@@ -287,7 +287,9 @@ fn print_json(imported: &Imported, recorded: &Timeline, runs: &[Simulated], repo
             // several policies could be given.
             "decisions": first.report.decisions,
             "policy": first.policy,
-            "steps": first.report.steps,
+            // The recording's steps as `sessions` and `timeline` count
+            // them (a step whose end is not recorded yet too).
+            "steps": recorded.steps.len(),
             "turns": first.report.turns,
             "overhead_tokens": first.report.overhead,
             "final_window_tokens": first.report.final_window,
@@ -316,7 +318,7 @@ fn print_text(imported: &Imported, recorded: &Timeline, runs: &[Simulated], repo
         imported.format.name(),
         imported.source_session.as_deref().unwrap_or("-"),
         first.report.turns,
-        first.report.steps,
+        recorded.steps.len(),
         first.report.overhead,
         if limits.context == 0 {
             "unlimited".into()
@@ -329,7 +331,7 @@ fn print_text(imported: &Imported, recorded: &Timeline, runs: &[Simulated], repo
     for r in runs {
         println!();
         println!(
-            "under {} (auto {}, prune {}, threshold {}%): usable {}, compacts at {}, peak {}",
+            "under {} (auto {}, prune {}, threshold {}%): usable {}, {}, peak {}",
             r.policy.name,
             r.policy.auto,
             r.policy.prune,
@@ -343,7 +345,9 @@ fn print_text(imported: &Imported, recorded: &Timeline, runs: &[Simulated], repo
                 .steps
                 .last()
                 .and_then(|s| s.threshold)
-                .map_or("never".into(), |u| u.to_string()),
+                .map_or("never compacts on a threshold".into(), |u| format!(
+                    "compacts at {u}"
+                )),
             r.timeline.peak(),
         );
         if r.report.decisions.is_empty() {
@@ -378,7 +382,7 @@ fn comparison(recorded: &ctxlog_core::Timeline, runs: &[Simulated]) {
             t.steps
                 .last()
                 .and_then(|s| s.threshold)
-                .map_or("-".into(), ui::tokens),
+                .map_or("never".into(), ui::tokens),
             ui::tokens(t.peak()),
             t.count("summary_completed").to_string(),
             t.count("compaction_failed").to_string(),

@@ -198,7 +198,7 @@ fn print_heading(end: &TimelineEnd, survey: &Survey, zone: &Zone) {
         last.and_then(|(_, usable, _)| usable)
             .map_or("-".into(), |u| u.to_string()),
         last.and_then(|(_, _, threshold)| threshold)
-            .map_or("-".into(), |u| u.to_string()),
+            .map_or("never".into(), |u| u.to_string()),
     );
 }
 

@@ -66,7 +66,9 @@ pub struct StepRow {
     /// `tokens.total` (what the context held) as a percentage of `usable`,
     /// to 0.01 (`None` without a limit).
     pub percent: Option<f64>,
-    /// The policy's threshold at this step: where automatic compaction fires.
+    /// The policy's threshold at this step: where automatic compaction
+    /// fires (`None`: it never does after this step's model, or there is
+    /// no context limit).
     pub threshold: Option<u64>,
     /// Whether the policy's overflow check fired on this step (`count`
     /// reached `threshold` as the policy compares, with `auto` on).
@@ -409,6 +411,14 @@ fn step_row(
     let check = state.policy.check_overflow(&state.limits, tokens);
     let reported = StepTokens::of(tokens);
     let no_usage = reported.total == 0;
+    // A policy that never checks after this step's model (Claude Code 2.1
+    // on the models whose window it resolves to "auto") has no threshold
+    // here: nothing compacts on one.
+    let model = state
+        .message(message)
+        .and_then(|m| m.model.as_deref())
+        .map(|m| m.model.as_str());
+    let checked = state.policy.checks_model(model);
     StepRow {
         seq,
         time,
@@ -420,8 +430,8 @@ fn step_row(
             .usable
             .filter(|_| !no_usage)
             .map(|u| percent(reported.total, u)),
-        threshold: state.policy.threshold(&state.limits),
-        overflow: check.overflow && !open,
+        threshold: state.policy.threshold(&state.limits).filter(|_| checked),
+        overflow: check.overflow && !open && checked,
         window_estimate: estimate_window(state),
         events: Vec::new(),
         open,

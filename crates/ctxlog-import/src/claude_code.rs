@@ -22,11 +22,12 @@
 //!   prompt that triggered it, mid-turn the overflowing call and its
 //!   result) stay in place before the boundary and are kept verbatim after
 //!   the summary: the tail starts at the first of them. An automatic
-//!   boundary Claude Code 2.1 (or later) could not have decided on its threshold (the
-//!   model has none, or `preTokens` is under it) followed a prompt the
-//!   provider refused as too long: it is recorded as an overflow
-//!   compaction (the refusal itself is not in the transcript).
+//!   boundary Claude Code 2.1+ could not have decided on its threshold
+//!   (none for the model, or `preTokens` under it) followed a prompt the
+//!   provider refused as too long: an overflow compaction (the refusal
+//!   is not in the transcript).
 //! - Source ids: user lines keep their `uuid`, steps their `message.id`.
+//! - The project is the directory the session started in.
 
 use crate::build::{Builder, NewMessage, OpenCall};
 use crate::strict;
@@ -157,16 +158,9 @@ impl<'a> Importer<'a> {
             .get("type")
             .and_then(Value::as_str)
             .ok_or_else(|| self.err("field `type` missing or not a string"))?;
-        // Lines of a type it does not know are passed over (newer Claude
-        // Code versions add some), but never another agent's: a file of
-        // those is refused, not taken for a transcript with nothing in it.
-        let other = v.as_object().and_then(Format::detect_object);
-        if let Some(other) = other.filter(|f| *f != Format::ClaudeCode) {
-            return Err(self.err(format!(
-                "a {} line (`type` {ty:?}), not a Claude Code one: this file is not a Claude Code transcript; import it with --format {}, or without --format",
-                other.name(),
-                other.name()
-            )));
+        // Unknown line types are passed over, never another agent's.
+        if let Some(why) = Format::ClaudeCode.foreign_line(v) {
+            return Err(self.err(why));
         }
         if let (Some(text), Some(leaf)) = (
             v.get("summary").and_then(Value::as_str),
@@ -177,8 +171,6 @@ impl<'a> Importer<'a> {
         if !matches!(ty, "user" | "assistant" | "system") {
             return Ok(()); // summary, file-history-snapshot, queue-operation, ...
         }
-        // The project is where the session started (Claude Code names its
-        // projects folder after it), not where a `cd` left it.
         if let Some(cwd) = v.get("cwd").and_then(Value::as_str) {
             self.b.about.directory.get_or_insert_with(|| cwd.to_owned());
         }
@@ -690,16 +682,13 @@ fn usage_of(u: &serde_json::Map<String, Value>) -> Result<LineUsage, String> {
 /// (`compactMetadata.preservedMessages.uuids`, else the head of
 /// `preservedSegment`); none before Claude Code 2.1.
 fn preserved_uuids(boundary: &Value) -> Vec<String> {
-    let listed = boundary
+    let listed: Vec<String> = boundary
         .pointer("/compactMetadata/preservedMessages/uuids")
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
+        .into_iter()
+        .flatten()
+        .filter_map(|u| u.as_str().map(str::to_owned))
+        .collect();
     if !listed.is_empty() {
         return listed;
     }

@@ -131,6 +131,26 @@ impl Format {
         }
     }
 
+    /// Why `line`, read as a line of this format, is refused: it is
+    /// recognisably another agent's (a file of those is not taken for a
+    /// recording of this format with nothing in it yet).
+    pub(crate) fn foreign_line(self, line: &serde_json::Value) -> Option<String> {
+        let other = line.as_object().and_then(Format::detect_object)?;
+        let ty = line
+            .get("type")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("");
+        (other != self).then(|| {
+            format!(
+                "a {} line (`type` {ty:?}), not a {} one: this file is not a {} recording; import it with --format {}, or without --format",
+                other.name(),
+                self.name(),
+                self.name(),
+                other.name()
+            )
+        })
+    }
+
     /// The format one JSON value (a line, or a whole export) is of.
     pub(crate) fn detect_object(o: &serde_json::Map<String, serde_json::Value>) -> Option<Format> {
         // An export without its `info` is one still (its messages are
