@@ -189,10 +189,15 @@ fn window_header(state: &SessionState, w: &Window, session: SessionId, at: u64, 
     );
     let recorded = state.last_finished.as_ref().map(|l| {
         let t = ctxlog_core::StepTokens::of(&l.tokens);
-        format!(
-            "{} tokens at the last step (input {}, cache read {}, cache write {}, output {})",
-            t.total, t.input, t.cache_read, t.cache_write, t.output
-        )
+        // Zeros say nothing of the context: never shown as 0 tokens.
+        match (t.total, l.summary) {
+            (0, true) => "not recorded at the last step (a summary whose tokens the recording does not give)".into(),
+            (0, false) => "not recorded at the last step (it reported no usage: an aborted or interrupted call)".into(),
+            _ => format!(
+                "{} tokens at the last step (input {}, cache read {}, cache write {}, output {})",
+                t.total, t.input, t.cache_read, t.cache_write, t.output
+            ),
+        }
     });
     println!(
         "recorded: {} · estimated window: ~{} tokens in {} messages{} · usable {} (threshold {})",

@@ -745,3 +745,24 @@ fn a_policy_with_no_threshold_for_the_model_shows_none() {
     );
     let _ = std::fs::remove_file(&page);
 }
+
+/// `window --at` after a step that reported no usage (pi records none for
+/// its summaries; an aborted call) says the usage is not recorded, never
+/// "0 tokens at the last step".
+#[test]
+fn window_after_a_step_without_usage_says_not_recorded() {
+    let db = store("window-no-usage");
+    ok(ctxlog_at(&db, &["import", &fixture("pi/edge-cases.jsonl")]));
+    for (at, why) in [("28", "a summary"), ("16", "reported no usage")] {
+        let said = text(&db, &["window", "5e1f0c2a", "--at", at]);
+        let header = said.lines().nth(1).unwrap();
+        assert!(
+            header.starts_with("recorded: not recorded at the last step"),
+            "{header}"
+        );
+        assert!(
+            header.contains(why) && !header.contains("0 tokens"),
+            "{header}"
+        );
+    }
+}
