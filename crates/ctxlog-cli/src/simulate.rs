@@ -10,15 +10,17 @@ use ctxlog_app::simulation::SimulationError;
 use ctxlog_core::{Envelope, Policy, Timeline};
 use ctxlog_engine::simulate::{Decision, SimulateConfig};
 use ctxlog_import::limits::resolve;
-use ctxlog_import::{ImportOptions, Imported};
+use ctxlog_import::ImportOptions;
 use ctxlog_store::EventLog;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
-/// `simulate FILE` options beyond the file.
+/// `simulate FILE|SESSION` options beyond the recording.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimulateArgs {
-    /// The recording (`-`: standard input).
+    /// The recording: a file (`-`: standard input), or a session of the
+    /// store (as `sessions` names it) when no such file exists.
+    #[arg(value_name = "FILE|SESSION")]
     pub file: PathBuf,
     /// Its format.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
@@ -155,46 +157,108 @@ pub fn simulate(json: bool, db: &Location, a: &SimulateArgs) -> Result<(), CliEr
         max_line_bytes: a.max_line_bytes,
         version: 0,
     };
-    let imported = read_recording(json, &a.file, a.format, &options)?
-        .ok_or_else(|| CliError::BadInput(format!("{}: no session", a.file.display())))?;
-    let source = imported
+    let recorded = recording_of(json, db, a, &options)?;
+    let source = recorded
         .source_session
         .clone()
         .unwrap_or_else(|| a.file.display().to_string());
-    let recording = decoded(&imported.events)?;
+    let recording = &recorded.events;
     // With --model, the recorded model switches no longer matter: one set of
     // limits for the whole run. Otherwise the recording's (with overrides
-    // already applied by the importer) are followed.
-    let fixed = a
-        .limits
-        .model
-        .is_some()
-        .then(|| resolve(&options.limits, None, None).limits);
+    // already applied by the importer) are followed; a stored session's
+    // limits were set when it was imported, so overrides fix them too.
+    let overridden = a.limits.model.is_some()
+        || (recorded.stored
+            && (options.limits.context.is_some()
+                || options.limits.output.is_some()
+                || options.limits.input.is_some()));
+    let fixed =
+        overridden.then(|| resolve(&options.limits, recorded.model.as_deref(), None).limits);
     let store = if a.keep { Some(open_store(db)?) } else { None };
     let mut runs = Vec::new();
     for policy in &policies {
         let mut config = SimulateConfig::new(policy.clone());
         config.limits = fixed.clone();
         if a.keep {
-            config = config.keepable(&source, &recording);
+            config = config.keepable(&source, recording);
         }
-        runs.push(run_one(json, &recording, config, store.as_ref())?);
+        runs.push(run_one(json, recording, config, store.as_ref())?);
     }
     if let Some(store) = &store {
         store
             .flush()
             .map_err(|e| CliError::Failed(format!("{}: {e}", db)))?;
     }
-    let recorded = crate::timeline::timeline_of(&recording)?;
+    let timeline = crate::timeline::timeline_of(recording)?;
     if let Some(path) = &a.report {
-        write_report(path, &recording, &runs)?;
+        write_report(path, recording, &runs)?;
     }
     if json {
-        print_json(&imported, &recorded, &runs, a.report.as_deref());
+        print_json(&recorded, &timeline, &runs, a.report.as_deref());
     } else {
-        print_text(&imported, &recorded, &runs, a.report.as_deref());
+        print_text(&recorded, &timeline, &runs, a.report.as_deref());
     }
     Ok(())
+}
+
+/// What a simulation runs on: a recording read from a file, or a session
+/// already stored.
+struct Recording {
+    /// The format it was read in, or the agent that recorded it.
+    format: String,
+    /// The agent's own session id.
+    source_session: Option<String>,
+    /// The model it used last (for limits given by hand).
+    model: Option<String>,
+    /// Whether it is a stored session.
+    stored: bool,
+    /// Its events, seq 1 first.
+    events: Vec<Envelope>,
+}
+
+/// The recording `a.file` names: the file when it exists (or `-`), else
+/// the stored session it names.
+fn recording_of(
+    json: bool,
+    db: &Location,
+    a: &SimulateArgs,
+    options: &ImportOptions,
+) -> Result<Recording, CliError> {
+    if a.file.as_os_str() == "-" || a.file.exists() {
+        let imported = read_recording(json, &a.file, a.format, options)?
+            .ok_or_else(|| CliError::BadInput(format!("{}: no session", a.file.display())))?;
+        return Ok(Recording {
+            format: imported.format.name().to_owned(),
+            source_session: imported.source_session.clone(),
+            model: None,
+            stored: false,
+            events: decoded(&imported.events)?,
+        });
+    }
+    let name = a.file.to_string_lossy();
+    let (store, session) = crate::store::stored_session_in(db, &name).map_err(|e| match e {
+        CliError::BadInput(why) => CliError::BadInput(format!(
+            "{name}: no such file, and not a stored session: {why}"
+        )),
+        e => e,
+    })?;
+    let events = ctxlog_app::views::described_events(&store, session)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let state = ctxlog_core::SessionState::replay(&events)
+        .map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
+    let about = state.about.clone().unwrap_or_default();
+    Ok(Recording {
+        format: about.agent.as_deref().map_or("stored".into(), |a| {
+            ctxlog_app::usage::without_version(a).to_owned()
+        }),
+        source_session: state
+            .source_id
+            .clone()
+            .or_else(|| Some(session.to_string())),
+        model: about.model,
+        stored: true,
+        events,
+    })
 }
 
 /// One simulation of `recording` under `config`, behind a progress bar;
@@ -257,7 +321,12 @@ fn write_report(path: &Path, recording: &[Envelope], runs: &[Simulated]) -> Resu
 }
 
 /// `simulate --json`.
-fn print_json(imported: &Imported, recorded: &Timeline, runs: &[Simulated], report: Option<&Path>) {
+fn print_json(
+    imported: &Recording,
+    recorded: &Timeline,
+    runs: &[Simulated],
+    report: Option<&Path>,
+) {
     let simulations: Vec<_> = runs
         .iter()
         .map(|r| {
@@ -294,7 +363,7 @@ fn print_json(imported: &Imported, recorded: &Timeline, runs: &[Simulated], repo
             "overhead_tokens": first.report.overhead,
             "final_window_tokens": first.report.final_window,
             "source_session": imported.source_session,
-            "format": imported.format.name(),
+            "format": imported.format,
             "recorded": {
                 "policy": recorded.policy,
                 "limits": recorded.limits,
@@ -310,12 +379,17 @@ fn print_json(imported: &Imported, recorded: &Timeline, runs: &[Simulated], repo
 
 /// `simulate` as text: the recording, then each simulation's decisions,
 /// then the comparison.
-fn print_text(imported: &Imported, recorded: &Timeline, runs: &[Simulated], report: Option<&Path>) {
+fn print_text(
+    imported: &Recording,
+    recorded: &Timeline,
+    runs: &[Simulated],
+    report: Option<&Path>,
+) {
     let first = &runs[0];
     let limits = &first.timeline.limits;
     println!(
         "{} {}: {} turns, {} steps, overhead ~{} tokens; limits: context {}, output {}, input {}",
-        imported.format.name(),
+        imported.format,
         imported.source_session.as_deref().unwrap_or("-"),
         first.report.turns,
         recorded.steps.len(),

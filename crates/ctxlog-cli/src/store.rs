@@ -283,8 +283,16 @@ fn tell_widened(db: &Path, widened: &[String]) {
 /// Opens the store for reading (see [`open_existing`]) and finds `text` in
 /// it (a ctxlog id or a source id).
 pub(crate) fn stored_session(cli: &Cli, text: &str) -> Result<(AnyLog, SessionId), CliError> {
-    let store = open_existing(&cli.db)?;
-    let session = resolve_session(&store, &cli.db, text)?;
+    stored_session_in(&cli.db, text)
+}
+
+/// [`stored_session`] in the store at `db`.
+pub(crate) fn stored_session_in(
+    db: &Location,
+    text: &str,
+) -> Result<(AnyLog, SessionId), CliError> {
+    let store = open_existing(db)?;
+    let session = resolve_session(&store, db, text)?;
     Ok((store, session))
 }
 

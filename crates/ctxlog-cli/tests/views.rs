@@ -766,3 +766,23 @@ fn window_after_a_step_without_usage_says_not_recorded() {
         );
     }
 }
+
+/// `simulate` takes a stored session as it takes its file (it took only a
+/// file): the same simulations, and a name that is neither is refused.
+#[test]
+fn simulate_takes_a_stored_session() {
+    let db = store("simulate-stored");
+    let file = fixture("codex/edge-cases.jsonl");
+    ok(ctxlog_at(&db, &["import", &file]));
+    let args = ["--policy", "opencode-1.17,claude-code", "--context", "20k"];
+    let from_file = json(&db, &[&["simulate", file.as_str()][..], &args].concat());
+    let from_store = json(&db, &[&["simulate", "01997e76"][..], &args].concat());
+    assert_eq!(from_file["simulations"], from_store["simulations"]);
+    assert_eq!(from_file["steps"], from_store["steps"]);
+    assert_eq!(from_file["source_session"], from_store["source_session"]);
+    let none = ctxlog_at(&db, &["simulate", "no-such-thing"]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("no such file, and not a stored session")
+    );
+}
