@@ -558,3 +558,26 @@ fn a_recording_named_as_another_format_is_refused_at_its_first_line() {
         assert!(!db.join("db").exists(), "a refused import made a store");
     }
 }
+
+/// A line that is not JSON is named by its line and the column inside it
+/// (it said "line 2 column 0" of a one-line value cut short).
+#[test]
+fn a_line_that_is_not_json_names_its_column() {
+    let d = dir("not-json-column");
+    let fixture =
+        std::fs::read_to_string(common::root().join("fixtures/sessions/pi/edge-cases.jsonl"))
+            .unwrap();
+    let mut lines: Vec<&str> = fixture.lines().collect();
+    let cut = &lines[1][..40];
+    lines[1] = cut;
+    let file = d.join("cut.jsonl");
+    std::fs::write(&file, lines.join("\r\n") + "\r\n").unwrap();
+    let out = ctxlog(&d.join("store"), &["import", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cut.jsonl:2: not JSON: EOF while parsing") && err.contains("at column 40"),
+        "{err}"
+    );
+    assert!(!err.contains("line 2 column"), "{err}");
+}

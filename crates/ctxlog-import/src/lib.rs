@@ -348,12 +348,15 @@ pub(crate) fn each_line<R: BufRead>(
                 } else {
                     text
                 };
+                // The line without its end: a value cut short ends there,
+                // not on a line after it.
+                let text = text.trim_end_matches(['\n', '\r']);
                 if text.trim().is_empty() {
                     return Ok(None);
                 }
                 serde_json::from_str(text)
                     .map(Some)
-                    .map_err(|e| format!("not JSON: {e}"))
+                    .map_err(|e| not_json(&e))
             });
         match parsed {
             Ok(Some(v)) => f(n, v)?,
@@ -362,6 +365,16 @@ pub(crate) fn each_line<R: BufRead>(
             Err(message) => return Err(err(message)),
         }
     }
+}
+
+/// What is wrong with a line that does not parse, at its column (the
+/// line is one JSON value: its own line number would say nothing).
+fn not_json(e: &serde_json::Error) -> String {
+    let what = e.to_string();
+    let what = what
+        .rsplit_once(" at line ")
+        .map_or(what.as_str(), |(what, _)| what);
+    format!("not JSON: {what} at column {}", e.column())
 }
 
 /// Counts the bytes read through it since its counter was last set to 0 and
