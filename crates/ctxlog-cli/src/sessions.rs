@@ -135,11 +135,32 @@ fn print_sessions(listing: &Listing, zone: &Zone) {
         .collect();
     let by_source = short_names(&names, &listing.all_names);
     let by_id = short_names(&names, &with_ids);
+    // Rows whose recording ids are the same (versions of one recording,
+    // two copies compacted by hand) keep that name for the newest version,
+    // which it names; the others are named by their ctxlog ids: a prefix
+    // of it, or, for a copy (which no prefix names), all of it.
+    let own_ids: Vec<String> = listing
+        .rows
+        .iter()
+        .map(|r| match r {
+            Listed::Row(r) => r.session.clone(),
+            Listed::Unreadable(u) => u.session.clone(),
+        })
+        .collect();
+    let by_own_id = short_names(&own_ids, &listing.all_ids);
+    let shared = |i: usize| by_source.iter().filter(|n| **n == by_source[i]).count() > 1;
     let table: Vec<Vec<String>> = listing
         .rows
         .iter()
         .enumerate()
         .map(|(i, r)| match r {
+            Listed::Row(r)
+                if r.source_session.is_some() && shared(i) && r.replaced_by.is_some() =>
+            {
+                let copy = r.source_session.as_deref().is_some_and(|s| s.contains('@'));
+                let name = if copy { &r.session } else { &by_own_id[i] };
+                session_line(name.clone(), r, zone)
+            }
             Listed::Row(r) if r.source_session.is_some() => {
                 session_line(by_source[i].clone(), r, zone)
             }

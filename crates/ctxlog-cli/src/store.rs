@@ -315,7 +315,15 @@ pub fn resolve_session(
     text: &str,
 ) -> Result<SessionId, CliError> {
     catalog::resolve_session(store, text).map_err(|e| match e {
-        CatalogError::NotFound(_) => CliError::BadInput(format!("{e} in {db}")),
+        CatalogError::NotFound(_) => {
+            let near = catalog::closest(store, text).unwrap_or_default();
+            let hint = match near.as_slice() {
+                [] => String::new(),
+                [one] => format!("; did you mean {one}?"),
+                many => format!("; did you mean one of {}?", many.join(", ")),
+            };
+            CliError::BadInput(format!("{e} in {db}{hint}"))
+        }
         e @ (CatalogError::Ambiguous { .. } | CatalogError::TooShort { .. }) => {
             CliError::BadInput(e.to_string())
         }

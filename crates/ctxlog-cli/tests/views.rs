@@ -786,3 +786,46 @@ fn simulate_takes_a_stored_session() {
         String::from_utf8_lossy(&none.stderr).contains("no such file, and not a stored session")
     );
 }
+
+/// Every name `sessions` shows names its own session: versions of one
+/// recording, and the copies compacted by hand of each, share their
+/// recording's id (two rows showed `5e1f0c2a@manual`, the second could not
+/// be named), so they are shown by their ctxlog ids. A mistyped id is
+/// answered with the nearest names.
+#[test]
+fn every_shown_name_names_its_own_session() {
+    let db = store("shown-names");
+    let file = db.with_extension("jsonl");
+    let fixture = std::fs::read_to_string(fixture("pi/edge-cases.jsonl")).unwrap();
+    std::fs::write(&file, &fixture).unwrap();
+    let f = file.to_str().unwrap();
+    ok(ctxlog_at(&db, &["import", f]));
+    ok(ctxlog_at(&db, &["compact", "5e1f0c2a"]));
+    std::fs::write(
+        &file,
+        fixture.replace("Now add a test.", "Now add two tests."),
+    )
+    .unwrap();
+    ok(ctxlog_at(&db, &["import", "--replace", f]));
+    ok(ctxlog_at(&db, &["compact", "5e1f0c2a"]));
+    let listed = text(&db, &["sessions"]);
+    let names: Vec<&str> = listed
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names.len(), 4, "{listed}");
+    let mut named = std::collections::BTreeSet::new();
+    for name in &names {
+        let replayed = json(&db, &["replay", name]);
+        assert!(
+            named.insert(replayed["session"].to_string()),
+            "{name} names another row's session: {listed}"
+        );
+    }
+    let typo = ctxlog_at(&db, &["timeline", "5e1f0c2b"]);
+    assert_eq!(typo.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&typo.stderr);
+    assert!(err.contains("did you mean 5e1f0c2a"), "{err}");
+    let _ = std::fs::remove_file(&file);
+}

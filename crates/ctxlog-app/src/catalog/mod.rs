@@ -24,5 +24,5 @@ pub use copies::{manual_copy, mirrors_recording, MANUAL};
 pub use descriptions::{descriptions_after, interrupted, load_described, load_listed};
 pub use error::CatalogError;
 pub use replaced::{mark_replaced, replaced_by};
-pub use resolve::{resolve_session, sessions, source_of, MIN_PREFIX};
+pub use resolve::{closest, resolve_session, sessions, source_of, MIN_PREFIX};
 pub use storing::{store_recording, store_recording_adopting, Adopt, Stored};

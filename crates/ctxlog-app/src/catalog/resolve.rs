@@ -150,3 +150,66 @@ pub(super) fn resolve_named(log: &impl EventLog, text: &str) -> Result<SessionId
         }),
     }
 }
+
+/// The most names [`closest`] gives.
+const MAX_CLOSEST: usize = 3;
+
+/// The stored names closest to `text`, a name that names no session (a
+/// mistyped id): each session's recording id (else its ctxlog id) whose
+/// start is at most one character in four away from `text`, nearest first,
+/// cut to `text`'s length when longer (at least 8 characters), at most
+/// [`MAX_CLOSEST`].
+pub fn closest(log: &impl EventLog, text: &str) -> Result<Vec<String>, ReadError> {
+    let wanted: Vec<char> = text.chars().collect();
+    if wanted.len() < MIN_PREFIX {
+        return Ok(Vec::new());
+    }
+    let allowed = (wanted.len() / 4).max(1);
+    let mut near: Vec<(usize, String)> = Vec::new();
+    for (s, _) in sessions(log)? {
+        let name = source_of(log, s)?.unwrap_or_else(|| s.to_string());
+        let start: Vec<char> = name.chars().take(wanted.len()).collect();
+        let distance = edit_distance(&wanted, &start);
+        if distance <= allowed {
+            let shown: String = name.chars().take(wanted.len().max(8)).collect();
+            near.push((distance, shown));
+        }
+    }
+    near.sort();
+    near.dedup_by(|a, b| a.1 == b.1);
+    Ok(near.into_iter().take(MAX_CLOSEST).map(|(_, n)| n).collect())
+}
+
+/// The Levenshtein distance between `a` and `b`.
+fn edit_distance(a: &[char], b: &[char]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substituted = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substituted.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit_distance;
+
+    #[test]
+    fn edit_distances() {
+        let d = |a: &str, b: &str| {
+            edit_distance(
+                &a.chars().collect::<Vec<_>>(),
+                &b.chars().collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(d("7f1c2d3f", "7f1c2d3e"), 1);
+        assert_eq!(d("kitten", "sitting"), 3);
+        assert_eq!(d("", "abc"), 3);
+        assert_eq!(d("abc", "abc"), 0);
+    }
+}
