@@ -107,7 +107,7 @@ pub fn sessions(json: bool, zone: &Zone, db: &Location, a: &SessionsArgs) -> Res
         println!("no {what} in {db}{filtered}");
         return outcome;
     }
-    print_sessions(&listing, zone);
+    print_sessions(&listing, zone, a.sort);
     for u in &unreadable {
         println!("error: {u}");
     }
@@ -116,7 +116,7 @@ pub fn sessions(json: bool, zone: &Zone, db: &Location, a: &SessionsArgs) -> Res
 
 /// The list as a table: the shortest unique name of each session, its
 /// date, agent, model and numbers, and a title that says what it is.
-fn print_sessions(listing: &Listing, zone: &Zone) {
+fn print_sessions(listing: &Listing, zone: &Zone, sort: SortBy) {
     let name = |r: &Listed| match r {
         Listed::Row(r) => r
             .source_session
@@ -177,6 +177,17 @@ fn print_sessions(listing: &Listing, zone: &Zone) {
         })
         .collect();
     let mut columns: Vec<ui::Column<'_>> = SESSION_COLUMNS.to_vec();
+    // The column the rows are sorted by is never left out to fit.
+    let sorted = match sort {
+        SortBy::Agent => Some("AGENT"),
+        SortBy::Peak => Some("PEAK"),
+        SortBy::Steps => Some("STEPS"),
+        SortBy::Title => Some("TITLE"),
+        SortBy::Date | SortBy::Events => None,
+    };
+    for c in columns.iter_mut().filter(|c| Some(c.header) == sorted) {
+        c.rank = None;
+    }
     let started = listing.rows.iter().filter_map(|r| match r {
         Listed::Row(r) => Some(r.started_at),
         Listed::Unreadable(_) => None,

@@ -177,29 +177,41 @@ impl<'a> Survey<'a> {
 /// limits.
 fn print_heading(end: &TimelineEnd, survey: &Survey, zone: &Zone) {
     let day = |ms: u64| zone.day(ms);
-    let days = match (survey.first, survey.last) {
-        (Some(a), Some((b, ..))) if day(a) != day(b) => {
-            format!(" · {} to {} ({})", day(a), day(b), zone.offsets_of([a, b]))
-        }
-        (Some(a), _) => format!(" · {} ({})", day(a), zone.offset(a)),
-        _ => String::new(),
-    };
     let limits = &end.limits;
     let last = survey.last;
-    println!(
-        "session {}{days} · policy {} · context {} · usable {} · threshold {}",
-        end.session.map_or("-".into(), |s| s.to_string()),
-        end.policy,
+    let mut parts = vec![format!(
+        "session {}",
+        end.session.map_or("-".into(), |s| s.to_string())
+    )];
+    if let (Some(a), Some((b, ..))) = (survey.first, survey.last) {
+        parts.push(if day(a) != day(b) {
+            format!("{} to {} ({})", day(a), day(b), zone.offsets_of([a, b]))
+        } else {
+            format!("{} ({})", day(a), zone.offset(a))
+        });
+    } else if let Some(a) = survey.first {
+        parts.push(format!("{} ({})", day(a), zone.offset(a)));
+    }
+    parts.push(format!("policy {}", end.policy));
+    parts.push(format!(
+        "context {}",
         if limits.context == 0 {
             "unlimited".into()
         } else {
             limits.context.to_string()
-        },
+        }
+    ));
+    parts.push(format!(
+        "usable {}",
         last.and_then(|(_, usable, _)| usable)
-            .map_or("-".into(), |u| u.to_string()),
+            .map_or("-".into(), |u| u.to_string())
+    ));
+    parts.push(format!(
+        "threshold {}",
         last.and_then(|(_, _, threshold)| threshold)
-            .map_or("never".into(), |u| u.to_string()),
-    );
+            .map_or("never".into(), |u| u.to_string())
+    ));
+    ui::print_heading(&parts);
 }
 
 /// `timeline --json`: the timeline as serialized, the session as text,
@@ -263,7 +275,7 @@ const TIMELINE_COLUMNS: [ui::Column<'static>; 12] = [
     ui::number("USED"),
     ui::keep("CONTEXT").optional(0),
     ui::number("WINDOW").optional(1),
-    ui::text("WHAT").at_least(16),
+    ui::text("WHAT").at_least(16).wrapped(),
 ];
 
 /// One step's row of the timeline; a step that reported no usage shows

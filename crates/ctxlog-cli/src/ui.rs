@@ -71,6 +71,9 @@ pub struct Column<'a> {
     /// When the table does not fit even with its text at its narrowest,
     /// columns with a rank are left out, the lowest rank first.
     pub rank: Option<u8>,
+    /// A free-text column that, last in its row, goes on over the next
+    /// lines rather than being cut (what an audit line says).
+    pub wraps: bool,
 }
 
 impl<'a> Column<'a> {
@@ -87,6 +90,15 @@ impl<'a> Column<'a> {
     pub const fn at_least(self, min: usize) -> Column<'a> {
         Column { min, ..self }
     }
+
+    /// The column, its text going on over the next lines when it is the
+    /// last shown and too wide, rather than cut.
+    pub const fn wrapped(self) -> Column<'a> {
+        Column {
+            wraps: true,
+            ..self
+        }
+    }
 }
 
 /// A column that is never cut.
@@ -96,6 +108,7 @@ pub const fn keep(header: &str) -> Column<'_> {
         fit: Fit::Keep,
         min: MIN_TEXT_WIDTH,
         rank: None,
+        wraps: false,
     }
 }
 
@@ -106,6 +119,7 @@ pub const fn number(header: &str) -> Column<'_> {
         fit: Fit::Number,
         min: MIN_TEXT_WIDTH,
         rank: None,
+        wraps: false,
     }
 }
 
@@ -116,6 +130,7 @@ pub const fn text(header: &str) -> Column<'_> {
         fit: Fit::Text,
         min: MIN_TEXT_WIDTH,
         rank: None,
+        wraps: false,
     }
 }
 
@@ -160,7 +175,8 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
 
 /// The columns [`table`] gives the rows `measured` under `header`: a
 /// number (right-aligned) where every row's cell reads as one (`-` counts
-/// as none) and one does, else the last free text and the others kept.
+/// as none) and one does, else the last free text (going on over the next
+/// lines rather than cut) and the others kept.
 pub fn plain_columns<'a>(header: &[&'a str], measured: &Measured) -> Vec<Column<'a>> {
     let last = header.len().saturating_sub(1);
     header
@@ -168,7 +184,7 @@ pub fn plain_columns<'a>(header: &[&'a str], measured: &Measured) -> Vec<Column<
         .enumerate()
         .map(|(i, h)| match (measured.numeric(i), i == last) {
             (true, _) => number(h),
-            (false, true) => text(h),
+            (false, true) => text(h).wrapped(),
             (false, false) => keep(h),
         })
         .collect()
@@ -219,6 +235,57 @@ pub fn dollars(usd: f64) -> String {
 /// two, a combining mark none).
 pub fn width(text: &str) -> usize {
     console::measure_text_width(text)
+}
+
+/// `text` in pieces of at most `max` terminal columns (at least 1), broken
+/// after a space where one is near the end of a piece.
+pub fn wrap(text: &str, max: usize) -> Vec<String> {
+    let max = max.max(1);
+    let mut pieces = Vec::new();
+    let mut piece = String::new();
+    let mut piece_width = 0;
+    for ch in text.chars() {
+        let w = width(ch.encode_utf8(&mut [0; 4]));
+        if piece_width + w > max && !piece.is_empty() {
+            // Break after the last space when it leaves most of the piece.
+            let at = piece
+                .rfind(' ')
+                .filter(|&i| width(&piece[..i]) * 2 > max)
+                .map(|i| i + 1);
+            let rest = match at {
+                Some(i) => piece.split_off(i),
+                None => String::new(),
+            };
+            pieces.push(piece.trim_end().to_owned());
+            piece_width = width(&rest);
+            piece = rest;
+        }
+        piece.push(ch);
+        piece_width += w;
+    }
+    if !piece.is_empty() || pieces.is_empty() {
+        pieces.push(piece);
+    }
+    pieces
+}
+
+/// Prints a heading's parts joined by ` · `, going on to a new line
+/// between two parts where the next would pass the terminal's width.
+pub fn print_heading(parts: &[String]) {
+    let max = terminal_width().unwrap_or(usize::MAX);
+    let mut line = String::new();
+    for part in parts {
+        if !line.is_empty() && width(&line) + 3 + width(part) > max {
+            println!("{line}");
+            line = format!("  {part}");
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(" · ");
+        }
+        line.push_str(part);
+    }
+    println!("{line}");
 }
 
 /// `text` cut to `max` terminal columns, the last one `…` when it was
@@ -382,10 +449,36 @@ impl<'a> Table<'a> {
         let row: Vec<String> = row.iter().map(|c| cell(c).into_owned()).collect();
         if self.compact {
             print_compact(self.columns, &row, self.max, self.printed == 0);
+        } else if let Some((last, rest)) = self.wrapped_last(&row) {
+            let mut cells: Vec<&str> = row.iter().map(String::as_str).collect();
+            cells[last] = &rest[0];
+            println!("{}", self.line(cells.into_iter()));
+            let indent = self.offset_of(last);
+            for more in &rest[1..] {
+                println!("{}{more}", " ".repeat(indent));
+            }
         } else {
             println!("{}", self.line(row.iter().map(String::as_str)));
         }
         self.printed += 1;
+    }
+
+    /// When `row`'s last shown cell is of a wrapping column and wider than
+    /// it: that column, and the cell in pieces that fit it.
+    fn wrapped_last(&self, row: &[String]) -> Option<(usize, Vec<String>)> {
+        let &last = self.shown.last()?;
+        let c = row.get(last)?;
+        let w = self.widths[last];
+        (self.columns[last].wraps && width(c) > w).then(|| (last, wrap(c, w)))
+    }
+
+    /// Where column `i` starts on a line of the table.
+    fn offset_of(&self, i: usize) -> usize {
+        self.shown
+            .iter()
+            .take_while(|&&j| j != i)
+            .map(|&j| self.widths[j] + 2)
+            .sum()
     }
 
     /// The cells as a line of the table.

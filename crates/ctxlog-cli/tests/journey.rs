@@ -285,18 +285,31 @@ fn day_two_list_usage_timeline_report_and_simulations() {
     assert!(text.contains("~$"), "an estimate is marked: {text}");
 
     // The timeline and the report of each session.
+    // Every line fits: the heading goes on over lines at its ` · `, the
+    // WHAT of a step and of an audit line over the next lines (they went
+    // past 60 columns, and an audit's WHAT was cut at 80).
     for row in &rows {
         let id = row["session"].as_str().unwrap();
-        let table = user.run(Some(100), &["timeline", id]);
-        let header = table.lines().nth(1).unwrap();
-        assert!(
-            header.starts_with("SEQ") && header.contains("TOTAL"),
-            "{table}"
-        );
-        for line in table.lines().skip(1).filter(|l| !l.contains(" · peak ")) {
-            assert!(line.chars().count() <= 100, "{line:?}");
+        for width in [60, 100] {
+            let table = user.run(Some(width), &["timeline", id]);
+            let header = table.lines().find(|l| l.starts_with("SEQ")).unwrap();
+            assert!(header.contains("TOTAL"), "{table}");
+            for line in table.lines().filter(|l| !l.contains(" · peak ")) {
+                assert!(line.chars().count() <= width, "{line:?} at {width}");
+            }
         }
+        let audit = user.run(Some(80), &["audit", id]);
+        for line in audit.lines() {
+            assert!(line.chars().count() <= 80, "{line:?}");
+        }
+        assert!(!audit.contains('…'), "{audit}");
     }
+    // The column the list is sorted by is never left out to fit.
+    let by_peak = user.run(Some(80), &["sessions", "--sort", "peak", "--desc"]);
+    assert!(
+        by_peak.lines().next().unwrap().contains("PEAK"),
+        "{by_peak}"
+    );
     let page = dir.join("report.html");
     let opencode = rows
         .iter()
