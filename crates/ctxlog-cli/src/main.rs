@@ -11,7 +11,7 @@ use crate::recording::read_policy;
 use crate::store::remove_read_copies;
 use crate::window::show_window;
 use crate::window::WindowFormat;
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 use ctxlog_app::logs::Location;
 use ctxlog_core::generate::GenerateConfig;
 use ctxlog_core::{ModelLimits, Policy};
@@ -42,6 +42,7 @@ mod audit;
 mod bench;
 mod check;
 mod compact;
+mod completion;
 mod copy;
 mod damaged;
 mod demo;
@@ -169,7 +170,7 @@ enum Command {
         /// Policy preset (`opencode-seed`, `opencode-1.17`); with
         /// --policy-file, the one of the file's policies to use
         /// [default: opencode-seed].
-        #[arg(long)]
+        #[arg(long, add = crate::completion::presets())]
         policy: Option<String>,
         /// Policy as a JSON file (every constant configurable): one policy,
         /// or several (`ctxlog presets > p.json`) and --policy NAME to pick.
@@ -262,7 +263,7 @@ enum Command {
     Sessions(sessions::SessionsArgs),
     /// Print the completion script of a shell on stdout.
     #[command(
-        after_help = "Example:\n  ctxlog completions bash > ~/.local/share/bash-completion/completions/ctxlog\n  ctxlog completions zsh > ~/.zfunc/_ctxlog\n  ctxlog completions fish > ~/.config/fish/completions/ctxlog.fish"
+        after_help = "Example:\n  ctxlog completions bash > ~/.local/share/bash-completion/completions/ctxlog\n  echo 'source <(ctxlog completions zsh)' >> ~/.zshrc\n  ctxlog completions fish > ~/.config/fish/completions/ctxlog.fish"
     )]
     Completions {
         /// The shell.
@@ -283,6 +284,7 @@ enum Command {
         /// The session: a ctxlog id, the recording's own id, or a unique prefix
         /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
         /// simulation.
+        #[arg(add = crate::completion::sessions())]
         session: String,
     },
     /// Write a stored session as an OpenCode export (markers, summaries and
@@ -294,6 +296,7 @@ enum Command {
         /// The session: a ctxlog id, the recording's own id, or a unique prefix
         /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
         /// simulation.
+        #[arg(add = crate::completion::sessions())]
         session: String,
         /// The output format.
         #[arg(long, value_enum, default_value_t = ExportFormat::Opencode)]
@@ -325,6 +328,7 @@ enum Command {
     #[cfg(feature = "bench")]
     BenchReplayRss {
         /// The session id.
+        #[arg(add = crate::completion::sessions())]
         session: String,
     },
     /// Print the exact model input of a stored session, at its head or as it
@@ -334,6 +338,7 @@ enum Command {
         /// The session: a ctxlog id, the recording's own id, or a unique prefix
         /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
         /// simulation.
+        #[arg(add = crate::completion::sessions())]
         session: String,
         /// Show the window as it was right after this event.
         #[arg(long)]
@@ -356,6 +361,7 @@ enum Command {
         /// The session: a ctxlog id, the recording's own id, or a unique prefix
         /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
         /// simulation.
+        #[arg(add = crate::completion::sessions())]
         session: String,
     },
     /// Write one self-contained HTML page of a stored session: the context
@@ -371,9 +377,10 @@ enum Command {
         /// The session: a ctxlog id, the recording's own id, or a unique prefix
         /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
         /// simulation.
+        #[arg(add = crate::completion::sessions())]
         session: String,
         /// More sessions on the same chart.
-        #[arg(long = "with", value_name = "SESSION")]
+        #[arg(long = "with", value_name = "SESSION", add = crate::completion::sessions())]
         with: Vec<String>,
         /// The HTML file to write.
         #[arg(long)]
@@ -390,6 +397,7 @@ enum Command {
         /// The session: a ctxlog id, the recording's own id, or a unique prefix
         /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
         /// simulation.
+        #[arg(add = crate::completion::sessions())]
         session: String,
     },
     /// Compact a stored session by hand and run the job now (a job already
@@ -401,6 +409,7 @@ enum Command {
         /// The session: a ctxlog id, the recording's own id, or a unique prefix
         /// of either (as `sessions` shows it); `<id>@<policy>` names a kept
         /// simulation.
+        #[arg(add = crate::completion::sessions())]
         session: String,
         /// The summarizer.
         #[arg(long, value_enum, default_value_t = SummarizerKind::Extractive)]
@@ -518,6 +527,8 @@ impl Cli {
 pub(crate) use output::{stdout_failed, write_stderr, write_stdout, write_stdout_raw};
 
 fn main() -> ExitCode {
+    // A shell asking what completes a word is answered, and nothing else.
+    completion::answer_if_asked();
     memory::limit_arenas();
     // A panic inside the store's calls into sled becomes a located error
     // (`StoreError::SledPanicked`), printed once like any other.
@@ -635,7 +646,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         } => compact::compact(cli, session, *summarizer),
         Command::Presets => recording::print_presets(),
         Command::Completions { shell } => {
-            output::print_completions(*shell, &mut Cli::command());
+            completion::print_script(*shell);
             Ok(())
         }
     }

@@ -104,10 +104,3 @@ pub(crate) fn command_line_refused(e: clap::Error) -> ! {
     }
     e.exit()
 }
-
-/// `completions SHELL`: the completion script of `cli` for `shell`.
-pub(crate) fn print_completions(shell: clap_complete::Shell, cli: &mut clap::Command) {
-    let mut out = Vec::new();
-    clap_complete::generate(shell, cli, "ctxlog", &mut out);
-    write_stdout_raw(&String::from_utf8_lossy(&out));
-}

@@ -27,7 +27,7 @@ pub struct SimulateArgs {
     pub format: FormatArg,
     /// Policy presets to simulate, comma-separated (`opencode-1.17,codex`);
     /// see `ctxlog presets` [default: opencode-seed, unless --policy-file].
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', add = crate::completion::presets())]
     pub policy: Vec<String>,
     /// Policies as a JSON file (every constant; `ctxlog presets` prints
     /// the built-in ones in this form): its one policy is simulated too;

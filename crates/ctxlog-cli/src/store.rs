@@ -79,7 +79,7 @@ pub(crate) fn require_store(db: &Location) -> Result<(), CliError> {
 }
 
 /// Opens the PostgreSQL log at `target` (its tables made or migrated).
-fn open_postgres(target: &Target) -> Result<AnyLog, CliError> {
+pub(crate) fn open_postgres(target: &Target) -> Result<AnyLog, CliError> {
     PgLog::open_at(target.clone(), PgOptions::default())
         .map(AnyLog::Postgres)
         .map_err(|e| CliError::Failed(e.to_string()))

@@ -1,7 +1,7 @@
 //! End-to-end tests of the `ctxlog` binary: the Quick start's demo, the
 //! cross-process digest, and bad input (named, exit 2).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
@@ -889,4 +889,48 @@ fn short_prefixes_bad_page_paths_plurals_and_help() {
             "`{c} --help` shows a Rust path:\n{text}"
         );
     }
+}
+
+/// `completions bash` makes bash ask ctxlog what completes a word: stored
+/// sessions (they did not complete), preset names and commands, in a real
+/// bash; completing on a store that does not exist creates nothing.
+#[test]
+fn bash_completes_sessions_presets_and_commands() {
+    let dir = ctxlog_testkit::TempDir::new("cli-completion");
+    let db = dir.path().join("store");
+    let fixture = common::root().join("fixtures/sessions/pi/edge-cases.jsonl");
+    let d = db.to_str().unwrap();
+    assert!(ctxlog(&["--db", d, "import", fixture.to_str().unwrap()])
+        .status
+        .success());
+    let complete = |store: &Path, words: &[&str]| -> Vec<String> {
+        let line = words.join(" ");
+        let script = format!(
+            "source <('{}' completions bash) && COMP_WORDS=({line}) && COMP_CWORD={} && COMP_TYPE=9 && _clap_complete_ctxlog ctxlog '{}' '{}' && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            env!("CARGO_BIN_EXE_ctxlog"),
+            words.len() - 1,
+            words[words.len() - 1],
+            words[words.len() - 2],
+        );
+        let out = Command::new("bash")
+            .args(["-c", &script])
+            .env("CTXLOG_DB", store)
+            .output()
+            .expect("bash runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    assert_eq!(
+        complete(&db, &["ctxlog", "timeline", "5e1"]),
+        ["5e1f0c2a-9b8d-4e7f-a6c5-b4d3e2f1a0b9"]
+    );
+    let presets = complete(&db, &["ctxlog", "simulate", "x", "--policy", "codex"]);
+    assert!(presets.iter().any(|p| p == "codex-0.169"), "{presets:?}");
+    assert_eq!(complete(&db, &["ctxlog", "timel"]), ["timeline"]);
+    let missing = dir.path().join("no-store");
+    assert!(complete(&missing, &["ctxlog", "timeline", "5e1"]).is_empty());
+    assert!(!missing.exists(), "completing made a store");
 }

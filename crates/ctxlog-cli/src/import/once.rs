@@ -40,7 +40,7 @@ pub struct ImportArgs {
     /// the agent that wrote it (Claude Code → claude-code, Codex → codex,
     /// pi → pi, OpenCode 1.17.x and 1.18.x → opencode-1.17 and
     /// opencode-1.18), else opencode-seed].
-    #[arg(long)]
+    #[arg(long, add = crate::completion::presets())]
     pub policy: Option<String>,
     #[command(flatten)]
     pub limits: LimitArgs,
