@@ -765,6 +765,21 @@ fn window_after_a_step_without_usage_says_not_recorded() {
             "{header}"
         );
     }
+    // Nor does the report's usable line pass through it (a step on a model
+    // selected for a moment drew a spike to that model's budget).
+    let page = db.with_extension("html");
+    ok(ctxlog_at(
+        &db,
+        &["report", "5e1f0c2a", "--out", page.to_str().unwrap()],
+    ));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let points = html
+        .split("class=\"usable\" points=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap();
+    assert_eq!(points.split_whitespace().count(), 3, "{points}");
+    let _ = std::fs::remove_file(&page);
 }
 
 /// `simulate` takes a stored session as it takes its file (it took only a

@@ -152,9 +152,11 @@ fn budget_lines(
     x: &impl Fn(usize) -> f64,
     y: &impl Fn(u64) -> f64,
 ) {
+    // A step that reported no usage (an aborted call, perhaps on a model
+    // selected for a moment) says nothing of the budget either.
     let usable = curves
         .first()
-        .map(|s| line(s, |r| r.usable, x, y))
+        .map(|s| line(s, |r| r.usable.filter(|_| !r.no_usage), x, y))
         .unwrap_or_default();
     if !usable.is_empty() {
         let _ = write!(
@@ -163,7 +165,7 @@ fn budget_lines(
         );
     }
     for (c, series) in curves.iter().enumerate() {
-        let threshold = line(series, |r| r.threshold, x, y);
+        let threshold = line(series, |r| r.threshold.filter(|_| !r.no_usage), x, y);
         if !threshold.is_empty() && threshold != usable {
             let _ = write!(
                 svg,
