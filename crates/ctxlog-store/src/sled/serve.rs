@@ -17,8 +17,8 @@ use crate::sled::failure::Failure;
 use crate::sled::pace::{self, Pace};
 use crate::sled::verify::VerifyReport;
 use crate::sled::wire::{
-    read_request, write_frame, Reply, Request, SocketPath, WireAppended, WireRefusal, WireReport,
-    VERSION,
+    read_request, write_frame, Reply, Request, SocketPath, Unread, WireAppended, WireRefusal,
+    WireReport, VERSION,
 };
 use crate::sled::{os, private};
 use crossbeam_channel::{bounded, RecvTimeoutError};
@@ -244,9 +244,18 @@ fn accept<S: Holder>(listener: &UnixListener, stop: &AtomicBool, owner: u32, ope
 /// Reads one request from `stream` and answers it.
 fn answer<S: Holder>(stream: &UnixStream, open: &Open<S>) {
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
-    let Ok(request) = read_request(stream, Instant::now() + REQUEST_TIMEOUT) else {
-        return;
+    let incoming = match read_request(stream, Instant::now() + REQUEST_TIMEOUT) {
+        Ok(incoming) => incoming,
+        Err(Unread::Busy(why)) => {
+            let _ = write_frame(&mut &*stream, &Reply::Busy(why));
+            return;
+        }
+        Err(Unread::Bad(e)) => {
+            tracing::debug!("a request that does not read: {e}");
+            return;
+        }
     };
+    let request = incoming.request;
     // A reader never takes the cores from the writer; an append is the
     // writer's own work.
     if !matches!(request, Request::Append(_)) {

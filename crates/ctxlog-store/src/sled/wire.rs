@@ -377,35 +377,118 @@ fn read_frame_upto<T: DeserializeOwned>(r: &mut impl Read, max: u64) -> io::Resu
 }
 
 /// Longest request a server reads: an append of a batch of records up to
-/// the codec's limit (a read request is a few dozen bytes).
+/// the codec's limit.
 pub(crate) const MAX_REQUEST: u64 = MAX_FRAME;
+
+/// Longest request but an append (a read asks in a few dozen bytes).
+const MAX_SMALL_REQUEST: u64 = 4096;
+
+/// The first byte of an append's frame: its variant's index in
+/// [`Request`] (the codec writes a small index as one byte).
+const APPEND_VARIANT: u8 = 5;
+
+/// The most bytes of appends a server reads at once, all connections
+/// together: a request past it is told the server is busy (and sent
+/// again), so that many large appends at once never take more memory than
+/// one of the largest.
+const APPENDS_IN_FLIGHT: u64 = MAX_REQUEST;
+
+/// Bytes of appends being read or answered now (see [`APPENDS_IN_FLIGHT`]).
+static IN_FLIGHT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// The slowest a request's bytes may come, in bytes a second, once its
 /// length is known: a large append gets time in proportion.
 const REQUEST_RATE: u64 = 32 << 20;
 
-/// Reads a request from `stream`: its length by `deadline`, then its
-/// bytes by `deadline` plus the time they take at [`REQUEST_RATE`],
+/// A request read whole, and the share of [`APPENDS_IN_FLIGHT`] it holds
+/// until it is dropped (after its answer).
+pub(crate) struct Incoming {
+    pub(crate) request: Request,
+    _held: InFlight,
+}
+
+/// A share of [`APPENDS_IN_FLIGHT`], given back when dropped.
+struct InFlight(u64);
+
+impl InFlight {
+    /// `bytes` of the budget, or `None` when the server reads as many as
+    /// it will.
+    fn take(bytes: u64) -> Option<InFlight> {
+        use std::sync::atomic::Ordering;
+        let mut now = IN_FLIGHT.load(Ordering::SeqCst);
+        loop {
+            let next = now.checked_add(bytes).filter(|n| *n <= APPENDS_IN_FLIGHT)?;
+            match IN_FLIGHT.compare_exchange(now, next, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return Some(InFlight(bytes)),
+                Err(seen) => now = seen,
+            }
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(self.0, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Why a request was not read.
+pub(crate) enum Unread {
+    /// The server reads as many appends as it will: say so (the request is
+    /// sent again).
+    Busy(String),
+    /// It did not arrive whole in time, or is not a request.
+    Bad(io::Error),
+}
+
+impl From<io::Error> for Unread {
+    fn from(e: io::Error) -> Self {
+        Unread::Bad(e)
+    }
+}
+
+/// Reads a request from `stream`: its length and kind by `deadline`, then
+/// its bytes by `deadline` plus the time they take at [`REQUEST_RATE`],
 /// however slowly they come (a deadline for the request, not for each
-/// read).
-pub(crate) fn read_request(stream: &UnixStream, deadline: Instant) -> io::Result<Request> {
+/// read). Only an append may be longer than [`MAX_SMALL_REQUEST`], and the
+/// appends being read at once stay within [`APPENDS_IN_FLIGHT`].
+pub(crate) fn read_request(stream: &UnixStream, deadline: Instant) -> Result<Incoming, Unread> {
     let mut reader = DeadlineReader { stream, deadline };
-    let mut len = [0u8; 4];
-    reader.read_exact(&mut len)?;
-    let len = u64::from(u32::from_le_bytes(len));
-    if len > MAX_REQUEST {
-        return Err(io::Error::new(
+    let mut head = [0u8; 5];
+    reader.read_exact(&mut head)?;
+    let len = u64::from(u32::from_le_bytes([head[0], head[1], head[2], head[3]]));
+    let limit = if head[4] == APPEND_VARIANT {
+        MAX_REQUEST
+    } else {
+        MAX_SMALL_REQUEST
+    };
+    if len == 0 || len > limit {
+        return Err(Unread::Bad(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("a request of {len} bytes (at most {MAX_REQUEST})"),
-        ));
+            format!("a request of {len} bytes (at most {limit})"),
+        )));
     }
+    let held = match InFlight::take(if len > MAX_SMALL_REQUEST { len } else { 0 }) {
+        Some(held) => held,
+        None => {
+            return Err(Unread::Busy(format!(
+                "{} MiB of appends are being read",
+                APPENDS_IN_FLIGHT >> 20
+            )))
+        }
+    };
     reader.deadline += std::time::Duration::from_millis(len * 1000 / REQUEST_RATE);
-    let mut bytes = Vec::new();
-    (&mut reader).take(len).read_to_end(&mut bytes)?;
+    let mut bytes = vec![head[4]];
+    (&mut reader).take(len - 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 != len {
-        return Err(io::ErrorKind::UnexpectedEof.into());
+        return Err(io::Error::from(io::ErrorKind::UnexpectedEof).into());
     }
-    codec::decode(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    let request =
+        codec::decode(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    Ok(Incoming {
+        request,
+        _held: held,
+    })
 }
 
 /// Whether the holder takes `request` (at most [`MAX_ENCODED_BYTES`]
@@ -456,5 +539,24 @@ impl SocketPath {
             path: PathBuf::from(format!("/proc/self/fd/{}/{SOCKET}", dir.as_raw_fd())),
             _dir: Some(dir),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An append's frame starts with the byte the server reads it by.
+    #[test]
+    fn an_append_is_known_by_its_first_byte() {
+        let append = Request::Append(WireAppend::new(
+            SessionId(uuid::Uuid::nil()),
+            Expected::Any,
+            &[],
+        ));
+        assert_eq!(codec::encode(&append).unwrap()[0], APPEND_VARIANT);
+        for small in [Request::Hello, Request::Sessions, Request::Verify] {
+            assert_ne!(codec::encode(&small).unwrap()[0], APPEND_VARIANT);
+        }
     }
 }
