@@ -4,12 +4,12 @@
 
 use crate::catalog;
 use crate::titles::{PromptSearch, PROMPT_SEARCH_EVENTS};
-use crate::views::{self, ViewError};
+use crate::views::ViewError;
 use ctxlog_core::{Envelope, Event, SessionId};
 use ctxlog_import::export::ExportError;
 use ctxlog_report::fold::{PageFold, Survey};
 use ctxlog_report::redacted::RedactionCounts;
-use ctxlog_report::{Folded, ReportError};
+use ctxlog_report::{Folded, MarkdownSurvey, ReportError};
 use ctxlog_store::EventLog;
 use serde::Serialize;
 use thiserror::Error;
@@ -65,25 +65,6 @@ pub struct Page {
     pub redacted_shown: Option<u32>,
 }
 
-/// A session's described events ([`views::described_events`]), redacted
-/// into `counts` when given.
-fn page_events(
-    log: &impl EventLog,
-    session: SessionId,
-    counts: Option<&mut RedactionCounts>,
-) -> Result<Vec<Envelope>, PageError> {
-    let events = views::described_events(log, session)?;
-    let Some(counts) = counts else {
-        return Ok(events);
-    };
-    let (events, found) = ctxlog_report::redacted::redacted_events(&events)
-        .map_err(|error| PageError::Render { session, error })?;
-    for (kind, n) in found {
-        *counts.entry(kind).or_insert(0) += n;
-    }
-    Ok(events)
-}
-
 /// What a report written to its output shows.
 #[derive(Debug, Clone)]
 pub struct Written {
@@ -91,6 +72,10 @@ pub struct Written {
     pub sessions: Vec<PageSession>,
     /// The secrets redacted, by kind (`None`: not asked to redact).
     pub redacted: Option<RedactionCounts>,
+    /// Of those, how many the page shows, when it cuts what it shows (a
+    /// transcript cuts long tool outputs, and with them what was redacted
+    /// in the part it leaves out).
+    pub redacted_shown: Option<u32>,
 }
 
 /// The HTML report of `sessions` side by side (see [`write_report`]).
@@ -107,7 +92,7 @@ pub fn report(
         text,
         sessions: written.sessions,
         redacted: written.redacted,
-        redacted_shown: None,
+        redacted_shown: written.redacted_shown,
     })
 }
 
@@ -184,11 +169,12 @@ pub fn write_report(
     Ok(Written {
         sessions: surveyed.into_iter().map(|(shown, ..)| shown).collect(),
         redacted,
+        redacted_shown: None,
     })
 }
 
 /// Hands `each` the described events of `session` up to `head` (its
-/// events, then its descriptions, as [`views::described_events`] has them),
+/// events, then its descriptions, as [`crate::views::described_events`] has them),
 /// an event at a time, redacted into `counts` when given.
 fn each_page_event(
     log: &impl EventLog,
@@ -219,27 +205,69 @@ fn each_page_event(
     Ok(())
 }
 
-/// The Markdown transcript of `session`; secrets redacted with `redact`.
+/// The Markdown transcript of `session` ([`write_markdown`]), held as a
+/// page.
 pub fn markdown(log: &impl EventLog, session: SessionId, redact: bool) -> Result<Page, PageError> {
+    let mut out = Vec::new();
+    let written = write_markdown(log, session, redact, &mut out)?;
+    let text = String::from_utf8(out)
+        .map_err(|e| PageError::Report(ReportError::Write(std::io::Error::other(e))))?;
+    Ok(Page {
+        text,
+        sessions: written.sessions,
+        redacted: written.redacted,
+        redacted_shown: written.redacted_shown,
+    })
+}
+
+/// Writes the Markdown transcript of `session` to `out`, secrets redacted
+/// with `redact`. The session is read twice, an event at a time (its
+/// state, its label and first prompt; then the messages, each written
+/// once the events it needs are read: `ctxlog_report::markdown`), so
+/// memory does not grow with the session.
+pub fn write_markdown(
+    log: &impl EventLog,
+    session: SessionId,
+    redact: bool,
+    out: &mut dyn std::io::Write,
+) -> Result<Written, PageError> {
+    let render = |error| PageError::Render { session, error };
+    // Both readings stop at the head the first one found.
+    let head = log.head(session)?;
+    let mut survey = MarkdownSurvey::new();
+    let mut labels = Labeler::default();
+    let mut prompt = PromptSearch::default();
+    let mut title = None;
+    let mut events = 0;
+    // The secrets are counted on the second reading.
+    let mut uncounted = redact.then(RedactionCounts::new);
+    each_page_event(log, session, head, uncounted.as_mut(), |e| {
+        survey.push(&e).map_err(render)?;
+        labels.see(&e);
+        if title.is_none() && events < PROMPT_SEARCH_EVENTS {
+            title = prompt.see(&e.event);
+        }
+        events += 1;
+        Ok(())
+    })?;
     let mut redacted = redact.then(RedactionCounts::new);
-    let events = page_events(log, session, redacted.as_mut())?;
-    let untitled = crate::titles::first_prompt_in(&events);
-    let text = ctxlog_report::markdown(&events, untitled.as_deref())
-        .map_err(|error| PageError::Render { session, error })?;
-    let redacted_shown = redacted.is_some().then(|| {
-        let total: u32 = redacted.iter().flat_map(|c| c.values()).sum();
-        let shown: u32 = ctxlog_core::redact::count_markers(&text).values().sum();
+    let mut writer = survey.writer(title.as_deref(), out).map_err(render)?;
+    each_page_event(log, session, head, redacted.as_mut(), |e| {
+        writer.push(e).map_err(render)
+    })?;
+    let shown = writer.finish().map_err(render)?;
+    let redacted_shown = redacted.as_ref().map(|counts| {
+        let total: u32 = counts.values().sum();
         shown.min(total)
     });
-    Ok(Page {
-        redacted_shown,
-        text,
+    Ok(Written {
         sessions: vec![PageSession {
             session: session.to_string(),
-            label: label(&events),
-            events: events.len(),
+            label: labels.label(),
+            events,
         }],
         redacted,
+        redacted_shown,
     })
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 /// Writes the page `write` makes to `out` (`-`: standard output): the
 /// file is made only once the page is ready to be written, and a partial
 /// one removed when writing it fails.
-fn write_page<T>(
+pub(crate) fn write_page<T>(
     out: &Path,
     write: impl FnOnce(&mut dyn std::io::Write) -> Result<T, ctxlog_app::pages::PageError>,
 ) -> Result<T, CliError> {

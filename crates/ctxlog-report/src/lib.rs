@@ -22,7 +22,7 @@ pub mod redacted;
 use ctxlog_core::{ContentError, Envelope, RefusedEvent};
 use data::SessionData;
 use fold::{PageFold, Survey};
-pub use markdown::markdown;
+pub use markdown::{markdown, MarkdownSurvey, MarkdownWriter};
 use std::fmt::Write;
 
 /// Why a page could not be made.

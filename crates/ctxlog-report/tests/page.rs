@@ -315,3 +315,45 @@ fn a_page_of_runs_shows_each_run_by_its_peak_and_that_steps_window() {
     }
     assert!(merged > 0, "some run merges prunes");
 }
+
+/// The transcript is written as the session is read again, holding only
+/// the events of the messages not written yet: a long session's (it held
+/// every event, 7 GB for 3M) holds a few, and the transcript is the same
+/// written in one go or event by event.
+#[test]
+fn the_transcript_holds_a_few_events_whatever_the_sessions_length() {
+    use ctxlog_report::MarkdownSurvey;
+    let events = generate(&GenerateConfig {
+        seed: 5,
+        turns: 200,
+        policy: Policy::opencode_seed(),
+        limits: ModelLimits {
+            context: 60_000,
+            input: None,
+            output: Some(8_000),
+        },
+        ..GenerateConfig::default()
+    })
+    .expect("a generated session");
+    assert!(events.len() > 2_000, "{} events", events.len());
+    let mut survey = MarkdownSurvey::new();
+    for e in &events {
+        survey.push(e).unwrap();
+    }
+    let mut out = Vec::new();
+    let mut writer = survey.writer(Some("a title"), &mut out).unwrap();
+    for e in &events {
+        writer.push(e.clone()).unwrap();
+    }
+    let held = writer.most_held();
+    writer.finish().unwrap();
+    // Some, since the state leaves the parts' contents in the events; few.
+    assert!(
+        (1..=16).contains(&held),
+        "held {held} of {} events at once",
+        events.len()
+    );
+    let whole = ctxlog_report::markdown(&events, Some("a title")).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), whole);
+    assert!(whole.starts_with("# a title\n"));
+}
