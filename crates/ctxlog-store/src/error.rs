@@ -189,9 +189,9 @@ pub enum AppendError {
     /// The log is shut down.
     #[error("store is closed")]
     Closed,
-    /// The log is read through another process that holds it: it cannot
-    /// be written from here.
-    #[error("{path}: the store is in use by {}; only it can write: run this when it has finished", .holder.as_deref().unwrap_or("another process"))]
+    /// Another process holds the store and does not serve it (sled lets
+    /// one process open a store): it cannot be written from here.
+    #[error("{path}: the store is in use by {}, which does not serve other processes: run this when it has finished", .holder.as_deref().unwrap_or("another process"))]
     InUse {
         /// The store.
         path: String,

@@ -355,8 +355,9 @@ fn dial(store: &Path, timeout: Duration) -> io::Result<UnixStream> {
 }
 
 impl EventLog for RemoteLog {
-    /// Made by the holder's writer; [`AppendError::InUse`] when the holder
-    /// is gone (a [`SharedStore`](crate::SharedStore) goes on with the next one instead).
+    /// Made by the holder's writer; an error naming the holder when it is
+    /// gone (a [`SharedStore`](crate::SharedStore) goes on with the next
+    /// one instead).
     fn append(
         &self,
         session: SessionId,
