@@ -116,25 +116,12 @@ pub fn write_report(
     let mut bases: Vec<String> = Vec::with_capacity(sessions.len());
     for &id in sessions {
         let mut survey = Survey::default();
-        let mut labels = Labeler::default();
-        let mut prompt = PromptSearch::default();
-        let mut title = None;
-        let mut events = 0;
-        // The secrets are counted on the second reading.
-        let mut uncounted = redact.then(RedactionCounts::new);
-        // Both readings stop at the head the first one found: a session an
-        // agent still writes is shown as it was then.
-        let head = log.head(id)?;
-        each_page_event(log, id, head, uncounted.as_mut(), |e| {
-            survey.see(&e);
-            labels.see(&e);
-            if title.is_none() && events < PROMPT_SEARCH_EVENTS {
-                title = prompt.see(&e.event);
-            }
-            events += 1;
+        let first = first_reading(log, id, redact, |e| {
+            survey.see(e);
             Ok(())
         })?;
-        let base = labels.label();
+        let (head, title, events) = (first.head, first.title, first.events);
+        let base = first.labels.label();
         let same = bases.iter().filter(|l| **l == base).count();
         bases.push(base.clone());
         let name = if same == 0 {
@@ -232,27 +219,11 @@ pub fn write_markdown(
     out: &mut dyn std::io::Write,
 ) -> Result<Written, PageError> {
     let render = |error| PageError::Render { session, error };
-    // Both readings stop at the head the first one found.
-    let head = log.head(session)?;
     let mut survey = MarkdownSurvey::new();
-    let mut labels = Labeler::default();
-    let mut prompt = PromptSearch::default();
-    let mut title = None;
-    let mut events = 0;
-    // The secrets are counted on the second reading.
-    let mut uncounted = redact.then(RedactionCounts::new);
-    each_page_event(log, session, head, uncounted.as_mut(), |e| {
-        survey.push(&e).map_err(render)?;
-        labels.see(&e);
-        if title.is_none() && events < PROMPT_SEARCH_EVENTS {
-            title = prompt.see(&e.event);
-        }
-        events += 1;
-        Ok(())
-    })?;
+    let first = first_reading(log, session, redact, |e| survey.push(e).map_err(render))?;
     let mut redacted = redact.then(RedactionCounts::new);
-    let mut writer = survey.writer(title.as_deref(), out).map_err(render)?;
-    each_page_event(log, session, head, redacted.as_mut(), |e| {
+    let mut writer = survey.writer(first.title.as_deref(), out).map_err(render)?;
+    each_page_event(log, session, first.head, redacted.as_mut(), |e| {
         writer.push(e).map_err(render)
     })?;
     let shown = writer.finish().map_err(render)?;
@@ -263,11 +234,54 @@ pub fn write_markdown(
     Ok(Written {
         sessions: vec![PageSession {
             session: session.to_string(),
-            label: labels.label(),
-            events,
+            label: first.labels.label(),
+            events: first.events,
         }],
         redacted,
         redacted_shown,
+    })
+}
+
+/// What a page's first reading of a session learnt beside what `see` made
+/// of its events.
+struct FirstReading {
+    /// Where both readings stop: a session an agent still writes is shown
+    /// as it was when the first began.
+    head: u64,
+    labels: Labeler,
+    /// Its first prompt, the title of a session the recording gives none.
+    title: Option<String>,
+    events: usize,
+}
+
+/// Reads `session` once, up to its head now, an event at a time, redacted
+/// when `redact` (its secrets are counted on the second reading), handing
+/// each event to `see`.
+fn first_reading(
+    log: &impl EventLog,
+    session: SessionId,
+    redact: bool,
+    mut see: impl FnMut(&Envelope) -> Result<(), PageError>,
+) -> Result<FirstReading, PageError> {
+    let head = log.head(session)?;
+    let mut labels = Labeler::default();
+    let mut prompt = PromptSearch::default();
+    let (mut title, mut events) = (None, 0);
+    let mut uncounted = redact.then(RedactionCounts::new);
+    each_page_event(log, session, head, uncounted.as_mut(), |e| {
+        see(&e)?;
+        labels.see(&e);
+        if title.is_none() && events < PROMPT_SEARCH_EVENTS {
+            title = prompt.see(&e.event);
+        }
+        events += 1;
+        Ok(())
+    })?;
+    Ok(FirstReading {
+        head,
+        labels,
+        title,
+        events,
     })
 }
 

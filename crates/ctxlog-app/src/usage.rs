@@ -355,10 +355,11 @@ struct SessionFold<'a> {
     /// counted when the events end before their end (the agent was still
     /// writing, or a call waits for its result).
     open: BTreeMap<MessageId, (TokenUsage, u64)>,
-    /// The model of the last call that reported usage: what a compaction,
-    /// a prune or a request aborted before any usage is grouped with (the
-    /// session's model, its last selected, may never have been used).
-    in_use: Option<String>,
+    /// The step of the last call that reported usage on a known model:
+    /// its model is what a compaction, a prune or a request aborted before
+    /// any usage is grouped with (the session's model, its last selected,
+    /// may never have been used).
+    in_use: Option<MessageId>,
 }
 
 impl SessionFold<'_> {
@@ -366,9 +367,16 @@ impl SessionFold<'_> {
         self.filter.since.is_none_or(|t| at >= t) && self.filter.until.is_none_or(|t| at < t)
     }
 
+    /// The model of the step of `message`, when recorded.
+    fn model_of(&self, message: &MessageId) -> Option<&str> {
+        self.models.get(message).map(|m| m.model.as_str())
+    }
+
     /// The model a call that is not a step of its own goes with.
     fn in_use_model(&self) -> Option<&str> {
-        self.in_use.as_deref().or(self.keys.about.model.as_deref())
+        self.in_use
+            .and_then(|m| self.model_of(&m))
+            .or(self.keys.about.model.as_deref())
     }
 
     /// The group of a call made at `at` with `model`.
@@ -385,23 +393,25 @@ impl SessionFold<'_> {
         cost_micros: Option<u64>,
         at: u64,
     ) {
-        let model = self.models.get(message).map(|m| m.model.clone());
         let used = StepTokens::of(tokens).total > 0 || cost_micros.is_some();
-        if used && model.is_some() {
-            self.in_use = model.clone();
+        if used && self.models.contains_key(message) {
+            self.in_use = Some(*message);
         }
         if !self.in_range(at) {
             return;
         }
+        let model = self.model_of(message);
         let grouped = if used {
-            model.as_deref()
+            model
         } else {
-            self.in_use.as_deref()
+            self.in_use.and_then(|m| self.model_of(&m))
         };
-        let figures = groups.entry(self.key(grouped, at)).or_default();
+        let key = self.key(grouped, at);
+        let priced = model.or(self.keys.about.model.as_deref());
+        let cost = cost_of(tokens, cost_micros, priced, self.prices);
+        let figures = groups.entry(key).or_default();
         figures.steps += 1;
-        let priced = model.as_deref().or(self.keys.about.model.as_deref());
-        figures.add_call(tokens, cost_of(tokens, cost_micros, priced, self.prices));
+        figures.add_call(tokens, cost);
     }
 }
 

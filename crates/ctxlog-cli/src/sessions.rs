@@ -148,7 +148,11 @@ fn print_sessions(listing: &Listing, zone: &Zone, sort: SortBy) {
         })
         .collect();
     let by_own_id = short_names(&own_ids, &listing.all_ids);
-    let shared = |i: usize| by_source.iter().filter(|n| **n == by_source[i]).count() > 1;
+    let mut shown_times: std::collections::BTreeMap<&str, usize> = Default::default();
+    for name in &by_source {
+        *shown_times.entry(name.as_str()).or_default() += 1;
+    }
+    let shared = |i: usize| shown_times[by_source[i].as_str()] > 1;
     let table: Vec<Vec<String>> = listing
         .rows
         .iter()

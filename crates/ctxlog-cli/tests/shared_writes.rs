@@ -119,7 +119,20 @@ fn writes_go_through_the_holder_and_survive_its_kill() {
     // The same recording twice at once.
     imports.push(import(&db, &files[0]));
     imports.push(import(&db, &files[0]));
-    std::thread::sleep(Duration::from_millis(300));
+    // Killed in the middle: once the first import's events are durable
+    // through it, while the others still write.
+    let holder_log = ctxlog_store::RemoteLog::connect(&db)
+        .ok()
+        .flatten()
+        .expect("the holder serves");
+    let started = Instant::now();
+    while holder_log.sessions().map_or(0, |s| s.len()) < 3 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no import wrote through the holder"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let running = imports
         .iter_mut()
         .map(|c| c.try_wait().unwrap().is_none())

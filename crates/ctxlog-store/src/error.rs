@@ -12,7 +12,7 @@ use std::fmt;
 use thiserror::Error;
 
 /// What an append expects the session's head to be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Expected {
     /// The session must not exist yet.
     NoStream,

@@ -11,8 +11,9 @@ use ctxlog_core::{
 use std::borrow::Cow;
 use uuid::Uuid;
 
-/// An event to append; the store stamps the session and the seq.
-#[derive(Debug, Clone, PartialEq)]
+/// An event to append; the store stamps the session and the seq. It
+/// travels as it is to a store's holder (`sled/wire.rs`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NewEvent {
     /// Unique id (UUID v7); the idempotency key.
     pub id: EventId,

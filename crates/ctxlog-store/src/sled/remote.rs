@@ -190,7 +190,11 @@ impl RemoteLog {
         expected: Expected,
         events: &[NewEvent],
     ) -> Result<Result<Appended, AppendError>, Asked> {
-        let request = Request::Append(WireAppend::new(session, expected, events));
+        let request = Request::Append(WireAppend {
+            session,
+            expected,
+            events: events.to_vec(),
+        });
         if !fits(&request) {
             return Ok(Err(AppendError::Backend(crate::BackendError::new(format!(
                 "a batch of {} events is larger than the {} MiB the holder of {} takes at once: append it in smaller batches",

@@ -17,8 +17,8 @@ use crate::sled::failure::Failure;
 use crate::sled::pace::{self, Pace};
 use crate::sled::verify::VerifyReport;
 use crate::sled::wire::{
-    read_request, write_frame, Reply, Request, SocketPath, Unread, WireAppended, WireRefusal,
-    WireReport, VERSION,
+    read_request, write_frame, Reply, Request, SocketPath, Unread, WireAppend, WireAppended,
+    WireRefusal, WireReport, VERSION,
 };
 use crate::sled::{os, private};
 use crossbeam_channel::{bounded, RecvTimeoutError};
@@ -298,7 +298,11 @@ fn reply(store: &impl Holder, request: Request, out: &mut impl Write) -> io::Res
         Request::Read(session, from) => read(store, session, from, out),
         Request::Verify => verify(store, out),
         Request::Append(append) => {
-            let (session, expected, events) = append.into_parts();
+            let WireAppend {
+                session,
+                expected,
+                events,
+            } = append;
             let reply = match store.append(session, expected, events) {
                 Ok(appended) => Reply::Appended(WireAppended::from(&appended)),
                 Err(e) => Reply::Refused(WireRefusal::from(&e)),

@@ -8,7 +8,7 @@ use crate::error::{AppendError, BackendError, Expected};
 use crate::log::{Appended, NewEvent};
 use crate::sled::verify::{VerifyError, VerifyReport, KINDS};
 use ctxlog_core::codec::{self, MAX_ENCODED_BYTES};
-use ctxlog_core::{Envelope, Event, EventId, Seq, SessionId, TimestampMs};
+use ctxlog_core::{Envelope, EventId, Seq, SessionId};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -51,87 +51,8 @@ pub(crate) enum Request {
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct WireAppend {
     pub(crate) session: SessionId,
-    pub(crate) expected: WireExpected,
-    pub(crate) events: Vec<WireEvent>,
-}
-
-impl WireAppend {
-    /// The append of `events` to `session` expecting `expected`.
-    pub(crate) fn new(session: SessionId, expected: Expected, events: &[NewEvent]) -> Self {
-        WireAppend {
-            session,
-            expected: expected.into(),
-            events: events.iter().cloned().map(WireEvent::from).collect(),
-        }
-    }
-
-    /// The append's parts, as the log takes them.
-    pub(crate) fn into_parts(self) -> (SessionId, Expected, Vec<NewEvent>) {
-        let events = self.events.into_iter().map(NewEvent::from).collect();
-        (self.session, self.expected.into(), events)
-    }
-}
-
-/// An [`Expected`] as it travels.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub(crate) enum WireExpected {
-    NoStream,
-    Exactly(Seq),
-    Any,
-}
-
-impl From<Expected> for WireExpected {
-    fn from(e: Expected) -> Self {
-        match e {
-            Expected::NoStream => WireExpected::NoStream,
-            Expected::Exactly(n) => WireExpected::Exactly(n),
-            Expected::Any => WireExpected::Any,
-        }
-    }
-}
-
-impl From<WireExpected> for Expected {
-    fn from(e: WireExpected) -> Self {
-        match e {
-            WireExpected::NoStream => Expected::NoStream,
-            WireExpected::Exactly(n) => Expected::Exactly(n),
-            WireExpected::Any => Expected::Any,
-        }
-    }
-}
-
-/// A [`NewEvent`] as it travels.
-#[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct WireEvent {
-    id: EventId,
-    recorded_at: TimestampMs,
-    causation: Option<EventId>,
-    correlation: Option<uuid::Uuid>,
-    event: Event,
-}
-
-impl From<NewEvent> for WireEvent {
-    fn from(e: NewEvent) -> Self {
-        WireEvent {
-            id: e.id,
-            recorded_at: e.recorded_at,
-            causation: e.causation,
-            correlation: e.correlation,
-            event: e.event,
-        }
-    }
-}
-
-impl From<WireEvent> for NewEvent {
-    fn from(e: WireEvent) -> Self {
-        NewEvent {
-            id: e.id,
-            recorded_at: e.recorded_at,
-            causation: e.causation,
-            correlation: e.correlation,
-            event: e.event,
-        }
-    }
+    pub(crate) expected: Expected,
+    pub(crate) events: Vec<NewEvent>,
 }
 
 /// Why the holder refused an append, as it travels: the refusals a caller
@@ -140,7 +61,7 @@ impl From<WireEvent> for NewEvent {
 pub(crate) enum WireRefusal {
     WrongExpectedVersion {
         session: SessionId,
-        expected: WireExpected,
+        expected: Expected,
         actual: Seq,
     },
     IdConflict {
@@ -165,7 +86,7 @@ impl From<&AppendError> for WireRefusal {
                 actual,
             } => WireRefusal::WrongExpectedVersion {
                 session: *session,
-                expected: (*expected).into(),
+                expected: *expected,
                 actual: *actual,
             },
             AppendError::IdConflict { id, session, seq } => WireRefusal::IdConflict {
@@ -190,7 +111,7 @@ impl From<WireRefusal> for AppendError {
                 actual,
             } => AppendError::WrongExpectedVersion {
                 session,
-                expected: expected.into(),
+                expected,
                 actual,
             },
             WireRefusal::IdConflict { id, session, seq } => {
@@ -549,11 +470,11 @@ mod tests {
     /// An append's frame starts with the byte the server reads it by.
     #[test]
     fn an_append_is_known_by_its_first_byte() {
-        let append = Request::Append(WireAppend::new(
-            SessionId(uuid::Uuid::nil()),
-            Expected::Any,
-            &[],
-        ));
+        let append = Request::Append(WireAppend {
+            session: SessionId(uuid::Uuid::nil()),
+            expected: Expected::Any,
+            events: Vec::new(),
+        });
         assert_eq!(codec::encode(&append).unwrap()[0], APPEND_VARIANT);
         for small in [Request::Hello, Request::Sessions, Request::Verify] {
             assert_ne!(codec::encode(&small).unwrap()[0], APPEND_VARIANT);
