@@ -1,0 +1,279 @@
+//! The index on disk (tantivy): opened, made when missing, made again when
+//! it does not open or is of another schema; what it has indexed of each
+//! session (its watermarks, kept in each commit's payload, so they are
+//! exactly as durable as what they describe); its one writer at a time.
+
+use crate::error::SearchError;
+use crate::schema::{Fields, Stored, SCHEMA_VERSION};
+use ctxlog_core::{Seq, SessionId};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use tantivy::collector::TopDocs;
+use tantivy::query::TermQuery;
+use tantivy::schema::IndexRecordOption;
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
+
+/// Memory the writer may use before it writes a segment (tantivy's floor
+/// is 15 MB per thread).
+const WRITER_MEMORY: usize = 48 * 1024 * 1024;
+
+/// What the index has taken in, per session: the last seq indexed. A
+/// session whose first event says it is not to be indexed (a kept
+/// simulation) has its head here too, and no documents.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watermarks {
+    /// The schema the index was written with.
+    pub schema: u32,
+    /// Session id → last seq indexed.
+    pub sessions: BTreeMap<String, Seq>,
+}
+
+impl Watermarks {
+    /// The last seq of `session` indexed (0: none).
+    pub fn of(&self, session: SessionId) -> Seq {
+        self.sessions
+            .get(&session.to_string())
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Why an index was made anew when opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Remade {
+    /// There was none.
+    Missing,
+    /// It did not open, or its commit does not read: tantivy's words.
+    Damaged(String),
+    /// It was written with another schema.
+    OtherSchema(u32),
+}
+
+/// The search index of one store.
+pub struct SearchIndex {
+    dir: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    pub(crate) fields: Fields,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("dir", &self.dir)
+            .finish()
+    }
+}
+
+impl SearchIndex {
+    /// Opens the index in `dir`, making it when missing and making it anew
+    /// when it does not open or was written with another schema (the log
+    /// has everything it held); says which.
+    pub fn open(dir: &Path) -> Result<(SearchIndex, Option<Remade>), SearchError> {
+        if !dir.join("meta.json").exists() {
+            return Ok((SearchIndex::remake(dir)?, Some(Remade::Missing)));
+        }
+        match SearchIndex::open_existing(dir) {
+            Ok(idx) => match idx.watermarks() {
+                Ok(w) if w.schema == SCHEMA_VERSION => Ok((idx, None)),
+                Ok(w) => {
+                    drop(idx);
+                    Ok((
+                        SearchIndex::remake(dir)?,
+                        Some(Remade::OtherSchema(w.schema)),
+                    ))
+                }
+                Err(e) => {
+                    drop(idx);
+                    Ok((
+                        SearchIndex::remake(dir)?,
+                        Some(Remade::Damaged(e.to_string())),
+                    ))
+                }
+            },
+            Err(e) => Ok((
+                SearchIndex::remake(dir)?,
+                Some(Remade::Damaged(e.to_string())),
+            )),
+        }
+    }
+
+    /// Removes whatever is in `dir` and makes an empty index there.
+    pub fn remake(dir: &Path) -> Result<SearchIndex, SearchError> {
+        let io = |source| SearchError::Io {
+            path: dir.to_owned(),
+            source,
+        };
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(e)),
+        }
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let (schema, fields) = Fields::build();
+        let index = Index::create_in_dir(dir, schema).map_err(SearchError::index(dir))?;
+        let idx = SearchIndex::with(dir, index, fields)?;
+        // An empty first commit, so the schema's version is on disk.
+        let mut writer = idx.writer(Duration::ZERO)?;
+        idx.commit(&mut writer, &Watermarks::default())?;
+        Ok(idx)
+    }
+
+    fn open_existing(dir: &Path) -> Result<SearchIndex, SearchError> {
+        let index = Index::open_in_dir(dir).map_err(SearchError::index(dir))?;
+        let (_, fields) = Fields::build();
+        if index.schema() != Fields::build().0 {
+            return Err(SearchError::Index {
+                path: dir.to_owned(),
+                source: tantivy::TantivyError::SchemaError(
+                    "the index's fields are not this version's".into(),
+                ),
+            });
+        }
+        SearchIndex::with(dir, index, fields)
+    }
+
+    fn with(dir: &Path, index: Index, fields: Fields) -> Result<SearchIndex, SearchError> {
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(SearchError::index(dir))?;
+        Ok(SearchIndex {
+            dir: dir.to_owned(),
+            index,
+            reader,
+            fields,
+        })
+    }
+
+    /// The index's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What the last commit says was indexed.
+    pub fn watermarks(&self) -> Result<Watermarks, SearchError> {
+        let metas = self
+            .index
+            .load_metas()
+            .map_err(SearchError::index(&self.dir))?;
+        match metas.payload {
+            None => Ok(Watermarks {
+                schema: SCHEMA_VERSION,
+                sessions: BTreeMap::new(),
+            }),
+            Some(p) => serde_json::from_str(&p).map_err(|e| SearchError::Index {
+                path: self.dir.clone(),
+                source: tantivy::TantivyError::InternalError(format!(
+                    "its watermarks do not read: {e}"
+                )),
+            }),
+        }
+    }
+
+    /// The writer, waiting up to `wait` while another process holds it.
+    pub(crate) fn writer(&self, wait: Duration) -> Result<IndexWriter, SearchError> {
+        let deadline = Instant::now() + wait;
+        loop {
+            match self
+                .index
+                .writer_with_num_threads::<TantivyDocument>(1, WRITER_MEMORY)
+            {
+                Ok(w) => return Ok(w),
+                Err(tantivy::TantivyError::LockFailure(..)) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(tantivy::TantivyError::LockFailure(..)) => {
+                    return Err(SearchError::Busy {
+                        path: self.dir.clone(),
+                    })
+                }
+                Err(e) => return Err(SearchError::index(&self.dir)(e)),
+            }
+        }
+    }
+
+    /// Commits what `writer` holds with `marks`, and lets this handle's
+    /// searches see it.
+    pub(crate) fn commit(
+        &self,
+        writer: &mut IndexWriter,
+        marks: &Watermarks,
+    ) -> Result<(), SearchError> {
+        let payload = serde_json::to_string(&Watermarks {
+            schema: SCHEMA_VERSION,
+            sessions: marks.sessions.clone(),
+        })
+        .unwrap_or_default();
+        let mut prepared = writer
+            .prepare_commit()
+            .map_err(SearchError::index(&self.dir))?;
+        prepared.set_payload(&payload);
+        prepared.commit().map_err(SearchError::index(&self.dir))?;
+        self.reload()
+    }
+
+    /// Sees what was committed since (by this process or another).
+    pub fn reload(&self) -> Result<(), SearchError> {
+        self.reader.reload().map_err(SearchError::index(&self.dir))
+    }
+
+    /// A searcher over the last commit seen.
+    pub(crate) fn searcher(&self) -> Searcher {
+        self.reader.searcher()
+    }
+
+    /// The stored documents that have `term`, at most `limit`.
+    pub(crate) fn docs_with(&self, term: Term, limit: usize) -> Result<Vec<Stored>, SearchError> {
+        let searcher = self.searcher();
+        let query = TermQuery::new(term, IndexRecordOption::Basic);
+        let found = searcher
+            .search(&query, &TopDocs::with_limit(limit.max(1)).order_by_score())
+            .map_err(SearchError::index(&self.dir))?;
+        self.read_docs(&searcher, found.into_iter().map(|(_, a)| a))
+    }
+
+    /// Reads stored documents.
+    pub(crate) fn read_docs(
+        &self,
+        searcher: &Searcher,
+        addresses: impl Iterator<Item = tantivy::DocAddress>,
+    ) -> Result<Vec<Stored>, SearchError> {
+        addresses
+            .map(|a| {
+                searcher
+                    .doc::<TantivyDocument>(a)
+                    .map(|d| self.fields.read(&d))
+                    .map_err(SearchError::index(&self.dir))
+            })
+            .collect()
+    }
+
+    /// Checks every file of the index against its checksum; the files that
+    /// fail.
+    pub fn damaged_files(&self) -> Result<Vec<String>, SearchError> {
+        let bad = self
+            .index
+            .validate_checksum()
+            .map_err(SearchError::index(&self.dir))?;
+        let mut names: Vec<String> = bad.iter().map(|p| p.display().to_string()).collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// The bytes the index's files take on disk.
+    pub fn disk_bytes(&self) -> u64 {
+        std::fs::read_dir(&self.dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok()?.metadata().ok())
+                    .filter(|m| m.is_file())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+}

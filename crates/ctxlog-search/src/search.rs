@@ -1,0 +1,213 @@
+//! Running a query: the parts whose text matches, best first, each with
+//! where it is, who wrote it, a snippet cut from the log, and its status
+//! now.
+
+use crate::error::SearchError;
+use crate::index::SearchIndex;
+use crate::project::MessageFlavor;
+use crate::query::parse;
+use crate::schema::{Stored, DOC_PART};
+use crate::session_view::{body_at, parse_id, stale, term_query, text_of, view_of, SessionView};
+use crate::status::Status;
+use ctxlog_core::{MessageId, PartId, Seq, SessionId};
+use ctxlog_store::EventLog;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
+use tantivy::snippet::SnippetGenerator;
+use tantivy::Term;
+
+/// The longest snippet, in characters.
+pub const SNIPPET_CHARS: usize = 240;
+
+/// What to look for, and where.
+#[derive(Debug, Clone, Default)]
+pub struct SearchRequest {
+    /// The query, as typed ([`crate::query`]).
+    pub query: String,
+    /// Only in these sessions (`None`: every session indexed).
+    pub sessions: Option<Vec<SessionId>>,
+    /// Only items recorded at or after this time, ms.
+    pub since: Option<u64>,
+    /// Only items recorded before this time, ms.
+    pub until: Option<u64>,
+    /// Only what the model no longer sees whole: pruned, compacted away,
+    /// withdrawn.
+    pub dropped: bool,
+    /// Hits to return.
+    pub limit: usize,
+    /// Hits to pass over first (a cursor: the hits returned before).
+    pub skip: usize,
+}
+
+/// One hit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Hit {
+    /// The session.
+    pub session: SessionId,
+    /// The seq of the event that holds the part as it is now.
+    pub seq: Seq,
+    /// When that event was recorded, ms since the epoch.
+    pub time: u64,
+    /// The part.
+    pub part: PartId,
+    /// Its message.
+    pub message: MessageId,
+    /// Who wrote it: `user`, `assistant`, or `summary` for a compaction's
+    /// summary.
+    pub author: String,
+    /// `text`, `reasoning`, `tool` or `file`.
+    pub kind: String,
+    /// The tool, for a tool part.
+    pub tool: Option<String>,
+    /// The provider's call id, for a tool part.
+    pub call_id: Option<String>,
+    /// The agent's own id for the part, else for its message.
+    pub source_id: Option<String>,
+    /// Relevance (BM25).
+    pub score: f32,
+    /// The best passage, as recorded (not made printable: a front door
+    /// does that).
+    pub snippet: String,
+    /// Byte ranges of the matched words in `snippet`.
+    pub highlights: Vec<(usize, usize)>,
+    /// What became of it.
+    pub status: Status,
+}
+
+/// The hits of one request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Found {
+    /// The hits, best first.
+    pub hits: Vec<Hit>,
+    /// Whether more hits follow (ask again with `skip` past these).
+    pub more: bool,
+}
+
+/// Runs `request` on `index`, reading snippets from `log`.
+pub fn search<L: EventLog + ?Sized>(
+    index: &SearchIndex,
+    log: &L,
+    request: &SearchRequest,
+) -> Result<Found, SearchError> {
+    let searcher = index.searcher();
+    let f = index.fields;
+    let analyzer = searcher
+        .index()
+        .tokenizer_for_field(f.text)
+        .map_err(SearchError::index(index.dir()))?;
+    let parsed = parse(&request.query, &searcher, f.text, &analyzer)?;
+    let mut snippets = SnippetGenerator::new(parsed.highlight, analyzer, f.text, SNIPPET_CHARS);
+    snippets.set_max_num_chars(SNIPPET_CHARS);
+    let query = filtered(index, parsed.query, request);
+    let wanted = request.skip + request.limit + 1;
+    let mut views: BTreeMap<SessionId, SessionView> = BTreeMap::new();
+    let mut page = if request.dropped { wanted * 4 } else { wanted };
+    loop {
+        let found = searcher
+            .search(&query, &TopDocs::with_limit(page.max(1)).order_by_score())
+            .map_err(SearchError::index(index.dir()))?;
+        let exhausted = found.len() < page;
+        let mut kept = Vec::new();
+        for (score, address) in found {
+            let d = index
+                .read_docs(&searcher, std::iter::once(address))?
+                .remove(0);
+            let hit = resolve(index, log, &mut views, &d, score, &snippets)?;
+            if !request.dropped || hit.status.is_dropped() {
+                kept.push(hit);
+            }
+            if kept.len() == wanted {
+                break;
+            }
+        }
+        if kept.len() == wanted || exhausted {
+            let more = kept.len() == wanted;
+            let hits = kept
+                .into_iter()
+                .skip(request.skip)
+                .take(request.limit)
+                .collect();
+            return Ok(Found { hits, more });
+        }
+        page *= 4;
+    }
+}
+
+/// `query` limited to parts, and to the request's sessions and times.
+fn filtered(index: &SearchIndex, query: Box<dyn Query>, request: &SearchRequest) -> BooleanQuery {
+    let f = index.fields;
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
+        (Occur::Must, query),
+        (Occur::Must, term_query(f.doc, DOC_PART)),
+    ];
+    if let Some(sessions) = &request.sessions {
+        let any: Vec<(Occur, Box<dyn Query>)> = sessions
+            .iter()
+            .map(|s| (Occur::Should, term_query(f.session, &s.to_string())))
+            .collect();
+        clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+    }
+    if request.since.is_some() || request.until.is_some() {
+        let lower = request.since.map_or(Bound::Unbounded, |t| {
+            Bound::Included(Term::from_field_u64(f.time, t))
+        });
+        let upper = request.until.map_or(Bound::Unbounded, |t| {
+            Bound::Excluded(Term::from_field_u64(f.time, t))
+        });
+        clauses.push((Occur::Must, Box::new(RangeQuery::new(lower, upper))));
+    }
+    BooleanQuery::new(clauses)
+}
+
+/// The hit of a matching part document.
+fn resolve<L: EventLog + ?Sized>(
+    index: &SearchIndex,
+    log: &L,
+    views: &mut BTreeMap<SessionId, SessionView>,
+    d: &Stored,
+    score: f32,
+    snippets: &SnippetGenerator,
+) -> Result<Hit, SearchError> {
+    let ids = (
+        parse_id(&d.session),
+        d.part.as_deref().and_then(parse_id),
+        d.message.as_deref().and_then(parse_id),
+    );
+    let (Some(session), Some(part), Some(message)) = ids else {
+        return Err(stale(d, "a part"));
+    };
+    let (session, part, message) = (SessionId(session), PartId(part), MessageId(message));
+    let view = view_of(views, index, session)?;
+    let info = view.message(index, message)?;
+    let status = view.status(message, info.as_ref().map_or(d.seq, |i| i.seq), Some(part));
+    let author = match &info {
+        Some(i) if i.flavor == MessageFlavor::Summary => "summary".to_owned(),
+        Some(i) => i.role.clone(),
+        None => "unknown".to_owned(),
+    };
+    let body = body_at(log, session, d.seq, part)?;
+    let snippet = snippets.snippet(&text_of(&body));
+    Ok(Hit {
+        session,
+        seq: d.seq,
+        time: d.time,
+        part,
+        message,
+        author,
+        kind: d.kind.clone().unwrap_or_default(),
+        tool: d.tool.clone(),
+        call_id: d.call.clone(),
+        source_id: d.source.clone().or_else(|| info.and_then(|i| i.source_id)),
+        score,
+        snippet: snippet.fragment().to_owned(),
+        highlights: snippet
+            .highlighted()
+            .iter()
+            .map(|r| (r.start, r.end))
+            .collect(),
+        status,
+    })
+}
