@@ -14,6 +14,8 @@
 //!   either way), checked by reading both back;
 //! - [`importing`]: a recording stored as the newest version of its
 //!   session, and what became of each input;
+//! - [`history`]: every session's history searched and given back (the
+//!   search index kept up to the log);
 //! - [`sessions`]: the session list, one [`sessions::SessionRow`] per
 //!   session;
 //! - [`views`]: a session's audit trail and its window at a step;
@@ -40,6 +42,7 @@ pub mod catalog;
 pub mod compaction;
 pub mod copying;
 pub mod dates;
+pub mod history;
 pub mod importing;
 pub mod inputs;
 pub mod logs;

@@ -46,15 +46,19 @@ mod completion;
 mod copy;
 mod damaged;
 mod demo;
+mod error;
 mod events;
 mod export;
 mod import;
+mod location;
 mod memory;
 mod output;
+mod recall;
 mod recording;
 mod redaction;
 mod replay;
 mod report;
+mod search;
 mod selection;
 mod sessions;
 mod simulate;
@@ -86,6 +90,11 @@ See a session:
   audit          every prune and compaction, with the agent's ids and the tokens
   usage          tokens and cost by day, week, month, session, project, model or agent
   export         an OpenCode export or a Markdown transcript
+
+Get back what the agent forgot:
+  search         every session's history, pruned and compacted away included
+  recall         one item whole by its id (a tool call id too), or all a compaction replaced
+  index          bring the search index up to the log, or --rebuild it
 
 Compare policies:
   simulate       run a recording under other presets (--policy a,b); --keep, --report
@@ -144,6 +153,27 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Search every session's history: prompts, answers, tool calls and
+    /// their outputs, summaries, what pruning cleared and compaction
+    /// replaced included. Each hit: the session, its seq and time, who
+    /// wrote it, a snippet, and what became of it (in the window, pruned at
+    /// seq N, compacted away at seq N).
+    #[command(
+        after_help = "Example:\n  ctxlog search 'migration \"rows affected\"'\n  ctxlog search deploy* --agent claude --since 7d --dropped\n  ctxlog search 'timeout -retry' --session 0199812e --json"
+    )]
+    Search(search::SearchArgs),
+    /// Give one item back whole, as recorded: a part or a message by its
+    /// ctxlog id or the agent's own (a tool call id gives a pruned tool
+    /// output back), or with --compaction everything one compaction
+    /// replaced, with the summary that replaced it.
+    #[command(
+        after_help = "Example:\n  ctxlog recall toolu_01XkP9\n  ctxlog recall --compaction last 0199812e"
+    )]
+    Recall(recall::RecallArgs),
+    /// Bring the search index up to the log (search and recall do it
+    /// first too), or make it again with --rebuild; says what it holds.
+    #[command(after_help = "Example:\n  ctxlog index\n  ctxlog index --rebuild")]
+    Index(search::IndexArgs),
     /// Import the built-in OpenCode fixture (an already compacted and pruned
     /// session) into a throw-away store, print its audit, and simulate it
     /// under a policy with pruning on: the Quick start's main command.
@@ -437,81 +467,6 @@ enum SummarizerKind {
     Openai,
 }
 
-/// The store when neither `--db` nor `$CTXLOG_DB` names one: the user's
-/// data directory (`$XDG_DATA_HOME/ctxlog`, else `~/.local/share/ctxlog`,
-/// as the XDG base directory specification has it), the same from any
-/// directory; `./ctxlog-data` only when there is no home.
-pub(crate) fn default_store() -> PathBuf {
-    let var = |k: &str| std::env::var_os(k).map(PathBuf::from);
-    var("XDG_DATA_HOME")
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            var("HOME")
-                .filter(|p| p.is_absolute())
-                .map(|h| h.join(".local/share"))
-        })
-        .map_or_else(|| PathBuf::from("ctxlog-data"), |d| d.join("ctxlog"))
-}
-
-/// Parses `--db` (a directory, or a PostgreSQL URL whose password is never
-/// shown).
-#[derive(Clone)]
-struct LocationParser;
-
-impl clap::builder::TypedValueParser for LocationParser {
-    type Value = Location;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        _arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<Location, clap::Error> {
-        Location::parse(value).map_err(|e| {
-            clap::Error::raw(
-                clap::error::ErrorKind::ValueValidation,
-                format!("--db: {e}\n"),
-            )
-            .with_cmd(cmd)
-        })
-    }
-}
-
-/// A failure, with the exit code it maps to.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum CliError {
-    #[error("{0}")]
-    BadInput(String),
-    #[error("{0}")]
-    Failed(String),
-    /// The failure is already in the command's output.
-    #[error("{0} problem(s) found")]
-    Reported(usize),
-    /// Inputs refused, already named in the command's output (bad input:
-    /// exit 2).
-    #[error("{0} input(s) refused; nothing of them was written")]
-    Refused(usize),
-}
-
-impl CliError {
-    fn code(&self) -> u8 {
-        match self {
-            CliError::BadInput(_) | CliError::Refused(_) => 2,
-            CliError::Failed(_) | CliError::Reported(_) => 1,
-        }
-    }
-
-    /// The error's kind in the JSON envelope.
-    fn kind(&self) -> &'static str {
-        match self {
-            CliError::BadInput(_) => "bad_input",
-            CliError::Failed(_) => "failed",
-            CliError::Reported(_) => "reported",
-            CliError::Refused(_) => "refused",
-        }
-    }
-}
-
 impl Cli {
     /// The zone times are shown in: UTC with `--utc`, else the system's
     /// (`TZ` honoured).
@@ -524,6 +479,8 @@ impl Cli {
     }
 }
 
+pub(crate) use error::CliError;
+pub(crate) use location::{default_store, LocationParser};
 pub(crate) use output::{stdout_failed, write_stderr, write_stdout, write_stdout_raw};
 
 fn main() -> ExitCode {
@@ -644,6 +601,9 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             session,
             summarizer,
         } => compact::compact(cli, session, *summarizer),
+        Command::Search(args) => search::search(cli, args),
+        Command::Recall(args) => recall::recall(cli, args),
+        Command::Index(args) => search::index(cli, args),
         Command::Presets => recording::print_presets(),
         Command::Completions { shell } => {
             completion::print_script(*shell);

@@ -288,6 +288,21 @@ pub fn print_heading(parts: &[String]) {
     println!("{line}");
 }
 
+/// A size in bytes as people read it: `812 B`, `4.2 MB`, `1.3 GB`.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["kB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 /// `text` cut to `max` terminal columns, the last one `…` when it was
 /// wider.
 pub fn cut(text: &str, max: usize) -> String {

@@ -30,6 +30,7 @@ mod recall;
 mod schema;
 mod search;
 mod session_view;
+mod snippet;
 pub mod status;
 
 pub use catch_up::{catch_up, CaughtUp, Keep, COMMIT_EVERY};

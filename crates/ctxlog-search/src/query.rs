@@ -21,6 +21,8 @@ pub const PREFIX_TERMS: usize = 128;
 pub(crate) struct Parsed {
     pub query: Box<dyn Query>,
     pub highlight: BTreeMap<String, f32>,
+    /// The phrases looked for (words of more than one token), as tokens.
+    pub phrases: Vec<Vec<String>>,
 }
 
 /// One piece of a query, as typed.
@@ -103,6 +105,7 @@ pub(crate) fn parse(
     };
     let pieces = pieces(query).map_err(|why| bad(&why))?;
     let mut highlight = BTreeMap::new();
+    let mut phrases = Vec::new();
     let mut alternatives: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for group in pieces.split(|p| *p == Piece::Or) {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
@@ -123,6 +126,9 @@ pub(crate) fn parse(
                 for t in &tokens {
                     highlight.insert(t.clone(), 1.0);
                 }
+                if tokens.len() > 1 {
+                    phrases.push(tokens.clone());
+                }
             }
             let q = piece_query(searcher, field, &tokens, prefix, &mut highlight, not)?;
             clauses.push((if not { Occur::MustNot } else { Occur::Must }, q));
@@ -141,6 +147,7 @@ pub(crate) fn parse(
     Ok(Parsed {
         query: Box::new(BooleanQuery::new(alternatives)),
         highlight,
+        phrases,
     })
 }
 

@@ -8,6 +8,7 @@ use crate::project::MessageFlavor;
 use crate::query::parse;
 use crate::schema::{Stored, DOC_PART};
 use crate::session_view::{body_at, parse_id, stale, term_query, text_of, view_of, SessionView};
+use crate::snippet::Snippets;
 use crate::status::Status;
 use ctxlog_core::{MessageId, PartId, Seq, SessionId};
 use ctxlog_store::EventLog;
@@ -99,8 +100,11 @@ pub fn search<L: EventLog + ?Sized>(
         .tokenizer_for_field(f.text)
         .map_err(SearchError::index(index.dir()))?;
     let parsed = parse(&request.query, &searcher, f.text, &analyzer)?;
-    let mut snippets = SnippetGenerator::new(parsed.highlight, analyzer, f.text, SNIPPET_CHARS);
-    snippets.set_max_num_chars(SNIPPET_CHARS);
+    let snippets = Snippets {
+        generator: SnippetGenerator::new(parsed.highlight, analyzer.clone(), f.text, SNIPPET_CHARS),
+        phrases: parsed.phrases,
+        analyzer,
+    };
     let query = filtered(index, parsed.query, request);
     let wanted = request.skip + request.limit + 1;
     let mut views: BTreeMap<SessionId, SessionView> = BTreeMap::new();
@@ -169,7 +173,7 @@ fn resolve<L: EventLog + ?Sized>(
     views: &mut BTreeMap<SessionId, SessionView>,
     d: &Stored,
     score: f32,
-    snippets: &SnippetGenerator,
+    snippets: &Snippets,
 ) -> Result<Hit, SearchError> {
     let ids = (
         parse_id(&d.session),
@@ -189,7 +193,7 @@ fn resolve<L: EventLog + ?Sized>(
         None => "unknown".to_owned(),
     };
     let body = body_at(log, session, d.seq, part)?;
-    let snippet = snippets.snippet(&text_of(&body));
+    let (snippet, highlights) = snippets.cut(&text_of(&body));
     Ok(Hit {
         session,
         seq: d.seq,
@@ -202,12 +206,8 @@ fn resolve<L: EventLog + ?Sized>(
         call_id: d.call.clone(),
         source_id: d.source.clone().or_else(|| info.and_then(|i| i.source_id)),
         score,
-        snippet: snippet.fragment().to_owned(),
-        highlights: snippet
-            .highlighted()
-            .iter()
-            .map(|r| (r.start, r.end))
-            .collect(),
+        snippet,
+        highlights,
         status,
     })
 }

@@ -41,7 +41,12 @@ pub fn create_dir(path: &Path) -> io::Result<()> {
 fn own_entry(name: &str) -> bool {
     matches!(
         name,
-        "conf" | "db" | "blobs" | crate::sled::witness::FILE_NAME | crate::sled::wire::SOCKET
+        "conf"
+            | "db"
+            | "blobs"
+            | "search"
+            | crate::sled::witness::FILE_NAME
+            | crate::sled::wire::SOCKET
     ) || name.starts_with("snap.")
         || name.starts_with(crate::sled::witness::FILE_NAME)
         || name == crate::sled::trees::SET_ASIDE

@@ -1,0 +1,177 @@
+//! `search`, `recall` and `index` end to end through the binary, on the
+//! built-in recordings: what pruning and compaction took is found and
+//! given back byte for byte; filters and bad queries; an index damaged or
+//! missing is made again from the log.
+
+mod common;
+
+use common::ctxlog_at;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+fn store(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ctxlog-search-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let fixtures = common::root().join("fixtures/sessions");
+    let mut args = vec!["import".to_owned()];
+    for agent in ["opencode", "claude-code", "codex", "pi"] {
+        for f in std::fs::read_dir(fixtures.join(agent)).unwrap() {
+            args.push(f.unwrap().path().display().to_string());
+        }
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = ctxlog_at(&dir, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+fn json(db: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = ctxlog_at(db, &all);
+    assert!(
+        out.status.success(),
+        "{args:?}: exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The output OpenCode recorded for `call` in the built-in fixture.
+fn recorded_output(call: &str) -> String {
+    let path = common::root().join("fixtures/sessions/opencode/compacted-and-pruned.json");
+    let export: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    for m in export["messages"].as_array().unwrap() {
+        for p in m["parts"].as_array().unwrap() {
+            if p["callID"] == call {
+                return p["state"]["output"].as_str().unwrap().to_owned();
+            }
+        }
+    }
+    panic!("no call {call}")
+}
+
+#[test]
+fn what_pruning_and_compaction_took_is_found_and_given_back_whole() {
+    let db = store("found");
+    let call = "toolu_01Nc8cHPow5epgXnpMZT5HN1";
+    // The read of parse.rs: pruned at seq 30, then compacted away at 42.
+    let found = json(&db, &["search", "\"line_14 tokens next\"", "--dropped"]);
+    let hits = found["hits"].as_array().unwrap();
+    assert_eq!(hits.len(), 1, "{found}");
+    let hit = &hits[0];
+    assert_eq!(hit["call_id"], call);
+    assert_eq!(hit["tool"], "read");
+    assert_eq!(hit["status"]["status"], "compacted");
+    assert_eq!(hit["status"]["at"], 42);
+    assert_eq!(hit["label"]["agent"], "opencode-1.17.20");
+    assert!(hit["snippet"].as_str().unwrap().contains("line_14"));
+
+    let recalled = json(&db, &["recall", call]);
+    let item = &recalled["items"][0];
+    assert_eq!(item["item"], "part");
+    let output = &item["body"]["Tool"]["state"]["Completed"]["output"];
+    assert_eq!(output.as_str().unwrap(), recorded_output(call));
+
+    // Everything the compaction replaced, the summary beside it.
+    let compaction = json(&db, &["recall", "--compaction", "42", "ses_0a3f"]);
+    let c = &compaction["compaction"];
+    assert_eq!(c["number"], 1);
+    assert_eq!(c["summary"]["author"], "summary");
+    let replaced = c["messages"].as_array().unwrap();
+    assert!(replaced.iter().any(|m| m["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p["call_id"] == call)));
+    assert_eq!(
+        json(&db, &["recall", "--compaction", "last", "ses_0a3f"])["compaction"],
+        *c
+    );
+
+    // Filters: an agent without the words, a session, prefixes, phrases.
+    assert_eq!(
+        json(&db, &["search", "parser", "--agent", "codex"])["hits"],
+        Value::Array(vec![])
+    );
+    let prefixed = json(
+        &db,
+        &["search", "pars*", "--session", "ses_0a3f", "--limit", "50"],
+    );
+    assert!(prefixed["hits"].as_array().unwrap().len() >= 3);
+    let excluded = json(
+        &db,
+        &[
+            "search",
+            "pars* -objective",
+            "--session",
+            "ses_0a3f",
+            "--limit",
+            "50",
+        ],
+    );
+    assert!(
+        excluded["hits"].as_array().unwrap().len() < prefixed["hits"].as_array().unwrap().len()
+    );
+    let _ = std::fs::remove_dir_all(&db);
+}
+
+#[test]
+fn bad_queries_and_unknown_ids_are_refused_by_name() {
+    let db = store("refused");
+    for (args, says) in [
+        (vec!["search", "-only -excluded"], "give at least one word"),
+        (vec!["search", "\"unclosed"], "a quote is not closed"),
+        (
+            vec!["recall", "toolu_nothing_like_it"],
+            "toolu_nothing_like_it",
+        ),
+        (
+            vec!["recall", "--compaction", "soon", "ses_0a3f"],
+            "--compaction",
+        ),
+        (
+            vec!["recall", "--compaction", "-3", "ses_0a3f"],
+            "no such compaction",
+        ),
+    ] {
+        let out = ctxlog_at(&db, &args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&db);
+}
+
+#[test]
+fn a_damaged_or_missing_index_is_made_again_from_the_log() {
+    let db = store("damaged");
+    let before = json(&db, &["search", "parser", "--limit", "50"]);
+    // Damage: the index's metadata no longer reads.
+    std::fs::write(db.join("search/meta.json"), b"{ not json").unwrap();
+    let out = ctxlog_at(&db, &["--json", "search", "parser", "--limit", "50"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("made again from the log"), "{err}");
+    let after: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(before["hits"], after["hits"]);
+    // Gone entirely: made again without a word.
+    std::fs::remove_dir_all(db.join("search")).unwrap();
+    assert_eq!(
+        json(&db, &["search", "parser", "--limit", "50"])["hits"],
+        before["hits"]
+    );
+    // --rebuild gives the same index.
+    let rebuilt = json(&db, &["index", "--rebuild"]);
+    assert_eq!(rebuilt["sessions"], 4);
+    assert_eq!(
+        json(&db, &["search", "parser", "--limit", "50"])["hits"],
+        before["hits"]
+    );
+    let _ = std::fs::remove_dir_all(&db);
+}
