@@ -41,6 +41,7 @@ pub use recall::{
     MAX_NAMED,
 };
 pub use schema::SCHEMA_VERSION;
-pub use search::{search, Found, Hit, SearchRequest, SNIPPET_CHARS};
+pub use search::{search, Found, Hit, SearchRequest};
 pub use session_view::MessageInfo;
+pub use snippet::SNIPPET_CHARS;
 pub use status::{Pivot, Status};

@@ -8,7 +8,7 @@ use crate::project::MessageFlavor;
 use crate::query::parse;
 use crate::schema::{Stored, DOC_PART};
 use crate::session_view::{body_at, parse_id, stale, term_query, text_of, view_of, SessionView};
-use crate::snippet::Snippets;
+use crate::snippet::{Snippets, SNIPPET_CHARS};
 use crate::status::Status;
 use ctxlog_core::{MessageId, PartId, Seq, SessionId};
 use ctxlog_store::EventLog;
@@ -19,9 +19,6 @@ use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::Term;
-
-/// The longest snippet, in characters.
-pub const SNIPPET_CHARS: usize = 240;
 
 /// What to look for, and where.
 #[derive(Debug, Clone, Default)]

@@ -3,9 +3,11 @@
 //! searched for is the line shown), else the passage tantivy finds richest
 //! in the query's words.
 
-use crate::search::SNIPPET_CHARS;
 use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::TextAnalyzer;
+
+/// The longest snippet, in bytes (a phrase met is shown whole).
+pub const SNIPPET_CHARS: usize = 240;
 
 /// Cuts the passages of one query.
 pub(crate) struct Snippets {
