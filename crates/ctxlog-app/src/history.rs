@@ -139,3 +139,104 @@ pub fn labels(
     }
     out
 }
+
+/// What the agents recorded in one project directory, imported as it
+/// grows: the front door that serves an agent (`ctxlog mcp`) brings its
+/// sessions in before each answer, so what was compacted away a moment
+/// ago is found.
+#[derive(Debug, Default)]
+pub struct ProjectImports {
+    /// Each input's stamp when it was last imported.
+    seen: BTreeMap<String, crate::inputs::Stamp>,
+}
+
+/// What one round of [`ProjectImports::import`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Imported {
+    /// Inputs read and stored (new or grown).
+    pub stored: usize,
+    /// Inputs refused, each why.
+    pub refused: Vec<String>,
+}
+
+impl ProjectImports {
+    /// Imports the sessions recorded in `dir` (found at `places`) whose
+    /// files changed since the last round, as live recordings (what is
+    /// stored already is not written again).
+    pub fn import(
+        &mut self,
+        log: &impl EventLog,
+        places: &ctxlog_import::discover::Places,
+        dir: &std::path::Path,
+    ) -> Imported {
+        let found =
+            ctxlog_import::projects::of_project(ctxlog_import::discover::discover(places), dir);
+        let request = crate::importing::Request {
+            format: None,
+            options: ctxlog_import::ImportOptions::default(),
+            replace: false,
+        };
+        let mut done = Imported::default();
+        for f in found {
+            let input = crate::inputs::Input::Found(f);
+            let name = input.name();
+            let stamp = input.stamp();
+            if self.seen.get(&name) == Some(&stamp) {
+                continue;
+            }
+            let read = crate::inputs::read(&input, None, &request.options, &());
+            let outcome = match read {
+                Ok(Some(imported)) => {
+                    crate::importing::store_input(log, &input, imported, &request)
+                        .map(|_| ())
+                        .map_err(|e| format!("{name}: {e}"))
+                }
+                Ok(None) => continue,
+                Err(e) => Err(e.to_string()),
+            };
+            match outcome {
+                Ok(()) => done.stored += 1,
+                Err(why) => done.refused.push(why),
+            }
+            self.seen.insert(name, stamp);
+        }
+        done
+    }
+}
+
+/// A part's content whole, as recorded, in plain text: a text's words; a
+/// tool call's input (JSON) and its output or error; a file's name and
+/// type.
+pub fn body_text(body: &ctxlog_core::PartBody) -> String {
+    use ctxlog_core::{PartBody, ToolState};
+    match body {
+        PartBody::Text { text, .. } | PartBody::Reasoning { text, .. } => text.clone(),
+        PartBody::Tool { state, .. } => {
+            let input = format!("input: {}", state.input().to_json_string());
+            match state {
+                ToolState::Completed { output, .. } => format!("{input}\noutput:\n{output}"),
+                ToolState::Error { error, .. } => format!("{input}\nerror:\n{error}"),
+                ToolState::Pending { .. } | ToolState::Running { .. } => {
+                    format!("{input}\n({}: no output recorded)", state.status())
+                }
+            }
+        }
+        PartBody::File(f) => format!(
+            "file {} ({})",
+            f.filename.as_deref().unwrap_or("(unnamed)"),
+            f.mime
+        ),
+        other => format!("({} part)", other.kind()),
+    }
+}
+
+/// What became of an item, in words.
+pub fn status_words(status: &ctxlog_search::Status) -> String {
+    use ctxlog_search::Status;
+    match status {
+        Status::InWindow => "in the window".to_owned(),
+        Status::Pruned { at } => format!("pruned at seq {at}"),
+        Status::Compacted { at, .. } => format!("compacted away at seq {at}"),
+        Status::Withdrawn { at } => format!("withdrawn at seq {at}"),
+    }
+}

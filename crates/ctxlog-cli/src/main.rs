@@ -51,6 +51,7 @@ mod events;
 mod export;
 mod import;
 mod location;
+mod mcp;
 mod memory;
 mod output;
 mod recall;
@@ -95,6 +96,7 @@ Get back what the agent forgot:
   search         every session's history, pruned and compacted away included
   recall         one item whole by its id (a tool call id too), or all a compaction replaced
   index          bring the search index up to the log, or --rebuild it
+  mcp            an MCP server the agent recalls its own history with; mcp install
 
 Compare policies:
   simulate       run a recording under other presets (--policy a,b); --keep, --report
@@ -174,6 +176,15 @@ enum Command {
     /// first too), or make it again with --rebuild; says what it holds.
     #[command(after_help = "Example:\n  ctxlog index\n  ctxlog index --rebuild")]
     Index(search::IndexArgs),
+    /// Serve this directory's agent over MCP (stdio): tools to search its
+    /// history, recall an item whole (a pruned tool output by its call id)
+    /// and see what a compaction replaced. Each call first imports what the
+    /// agents recorded here. `mcp install --agent claude-code|codex|opencode`
+    /// writes the agent's own configuration to start it.
+    #[command(
+        after_help = "Example:\n  ctxlog mcp install --agent claude-code\n  ctxlog mcp install --agent codex --scope user\n  ctxlog mcp uninstall --agent opencode"
+    )]
+    Mcp(mcp::McpArgs),
     /// Import the built-in OpenCode fixture (an already compacted and pruned
     /// session) into a throw-away store, print its audit, and simulate it
     /// under a policy with pruning on: the Quick start's main command.
@@ -604,6 +615,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Search(args) => search::search(cli, args),
         Command::Recall(args) => recall::recall(cli, args),
         Command::Index(args) => search::index(cli, args),
+        Command::Mcp(args) => mcp::mcp(cli, args),
         Command::Presets => recording::print_presets(),
         Command::Completions { shell } => {
             completion::print_script(*shell);

@@ -5,7 +5,7 @@
 use crate::search::{indexed, label_words, status_words, writer_words, Indexed};
 use crate::{ui, Cli, CliError};
 use ctxlog_app::history;
-use ctxlog_core::{PartBody, SessionId, ToolState};
+use ctxlog_core::{PartBody, SessionId};
 use ctxlog_search::{Recalled, RecalledMessage, RecalledPart, Replaced, SearchError, Which};
 use serde_json::json;
 
@@ -142,25 +142,7 @@ fn print_part(zone: &ctxlog_app::dates::Zone, p: &RecalledPart, labels: &Labels,
 
 /// A part's content, whole and as recorded.
 fn print_body(body: &PartBody) {
-    match body {
-        PartBody::Text { text, .. } | PartBody::Reasoning { text, .. } => println!("{text}"),
-        PartBody::Tool { state, .. } => {
-            println!("input: {}", state.input().to_json_string());
-            match state {
-                ToolState::Completed { output, .. } => println!("output:\n{output}"),
-                ToolState::Error { error, .. } => println!("error:\n{error}"),
-                ToolState::Pending { .. } | ToolState::Running { .. } => {
-                    println!("({}: no output recorded)", state.status())
-                }
-            }
-        }
-        PartBody::File(f) => println!(
-            "file {} ({})",
-            f.filename.as_deref().unwrap_or("(unnamed)"),
-            f.mime
-        ),
-        other => println!("({} part)", other.kind()),
-    }
+    println!("{}", history::body_text(body));
 }
 
 fn print_message(

@@ -183,12 +183,7 @@ fn print_json(
 
 /// What became of a hit, in words.
 pub(crate) fn status_words(status: &Status) -> String {
-    match status {
-        Status::InWindow => "in the window".to_owned(),
-        Status::Pruned { at } => format!("pruned at seq {at}"),
-        Status::Compacted { at, .. } => format!("compacted away at seq {at}"),
-        Status::Withdrawn { at } => format!("withdrawn at seq {at}"),
-    }
+    history::status_words(status)
 }
 
 /// Who wrote an item: the author, and the tool and call for a tool part.

@@ -53,6 +53,7 @@ pub mod opencode_db;
 mod opencode_names;
 pub mod opencode_storage;
 pub mod pi;
+pub mod projects;
 mod strict;
 pub mod time;
 

@@ -67,6 +67,20 @@ pub fn sessions(db: &Path) -> Result<Vec<DbSession>, ImportError> {
     Ok(rows)
 }
 
+/// The directory each session of the database at `db` ran in, by id
+/// (sessions without one are left out).
+pub fn session_directories(db: &Path) -> Result<Vec<(String, String)>, ImportError> {
+    let conn = open(db)?;
+    let mut stmt = conn
+        .prepare("SELECT id, directory FROM session WHERE directory IS NOT NULL ORDER BY id")
+        .map_err(|e| at(db, "", format!("its sessions have no directory: {e}")))?;
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| at(db, "table session", format!("does not read: {e}")))?;
+    Ok(rows)
+}
+
 /// The export `{info, messages: [{info, parts}]}` of `session`, as JSON
 /// bytes; no row's `data` may be longer than `max_bytes`.
 pub fn assemble(db: &Path, session: &str, max_bytes: u64) -> Result<Vec<u8>, ImportError> {
