@@ -17,14 +17,16 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod call;
 pub mod install;
 mod render;
 pub mod server;
 mod settings;
 mod work;
 
+pub use call::{Scope, WorkError};
 pub use settings::{Settings, MAX_BYTES, MAX_ITEMS};
-pub use work::{Scope, Work, WorkError};
+pub use work::Work;
 
 /// Why the server stopped.
 #[derive(Debug, thiserror::Error)]

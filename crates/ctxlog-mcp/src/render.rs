@@ -3,7 +3,7 @@
 //! (unless told not to), and never more than the call's budget: the rest
 //! is one call away, with the cursor the answer ends with.
 
-use crate::work::{Scope, WorkError};
+use crate::call::{Scope, WorkError};
 use ctxlog_app::history::{body_text, status_words, SessionLabel};
 use ctxlog_core::SessionId;
 use ctxlog_search::{Found, Recalled, RecalledMessage, Replaced};

@@ -2,7 +2,8 @@
 //! once (agents hold their first request until their servers connect);
 //! work is done only when a tool is called, on a blocking thread.
 
-use crate::work::{Scope, Work, WorkError};
+use crate::call::{Scope, WorkError};
+use crate::work::Work;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
