@@ -525,37 +525,7 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> Result<(), CliError> {
     match &cli.command {
         Command::Demo => demo::run(cli.json),
-        Command::Generate {
-            seed,
-            turns,
-            context,
-            output,
-            policy,
-            policy_file,
-            events_out,
-        } => {
-            let policy = match policy_file {
-                Some(path) => read_policy(path, policy.as_deref())?,
-                None => Policy::named(
-                    policy
-                        .as_deref()
-                        .unwrap_or(ctxlog_core::policy::PRESET_OPENCODE_SEED),
-                )
-                .map_err(|e| CliError::BadInput(e.to_string()))?,
-            };
-            let cfg = GenerateConfig {
-                seed: *seed,
-                turns: *turns,
-                policy,
-                limits: ModelLimits {
-                    context: *context,
-                    input: None,
-                    output: Some(*output),
-                },
-                ..GenerateConfig::default()
-            };
-            generate_session(cli.json, &cfg, events_out.as_deref())
-        }
+        Command::Generate { .. } => generate(cli),
         Command::ReplayEvents { file } => replay_events(cli.json, file),
         Command::Stress {
             sessions,
@@ -622,6 +592,43 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             Ok(())
         }
     }
+}
+
+/// `generate`.
+fn generate(cli: &Cli) -> Result<(), CliError> {
+    let Command::Generate {
+        seed,
+        turns,
+        context,
+        output,
+        policy,
+        policy_file,
+        events_out,
+    } = &cli.command
+    else {
+        return Ok(());
+    };
+    let policy = match policy_file {
+        Some(path) => read_policy(path, policy.as_deref())?,
+        None => Policy::named(
+            policy
+                .as_deref()
+                .unwrap_or(ctxlog_core::policy::PRESET_OPENCODE_SEED),
+        )
+        .map_err(|e| CliError::BadInput(e.to_string()))?,
+    };
+    let cfg = GenerateConfig {
+        seed: *seed,
+        turns: *turns,
+        policy,
+        limits: ModelLimits {
+            context: *context,
+            input: None,
+            output: Some(*output),
+        },
+        ..GenerateConfig::default()
+    };
+    generate_session(cli.json, &cfg, events_out.as_deref())
 }
 
 /// Now, ms since the epoch: the command line's clock, for relative dates
