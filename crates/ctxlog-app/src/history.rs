@@ -240,3 +240,66 @@ pub fn status_words(status: &ctxlog_search::Status) -> String {
         Status::Withdrawn { at } => format!("withdrawn at seq {at}"),
     }
 }
+
+/// What `verify` says of a store's index (derived: never a fault of the
+/// store, and made again from the log by `ctxlog index --rebuild`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum IndexHealth {
+    /// Not made yet (the first search makes it).
+    Missing,
+    /// It does not open, or a file fails its checksum.
+    Damaged {
+        /// What is wrong.
+        why: String,
+    },
+    /// Events of the log it has not taken in yet (the next search does).
+    Lagging {
+        /// Sessions with events not indexed.
+        sessions: usize,
+        /// Those events.
+        events: u64,
+    },
+    /// Up to the log.
+    UpToDate,
+    /// The log is PostgreSQL's.
+    NotKept,
+}
+
+/// The health of the index of the store at `location`, whose log is `log`;
+/// nothing is changed.
+pub fn index_health(location: &Location, log: &impl EventLog) -> Result<IndexHealth, ReadError> {
+    let Some(dir) = index_dir(location) else {
+        return Ok(IndexHealth::NotKept);
+    };
+    if !dir.join("meta.json").exists() {
+        return Ok(IndexHealth::Missing);
+    }
+    let damaged = |why: String| Ok(IndexHealth::Damaged { why });
+    let index = match SearchIndex::open_existing(&dir) {
+        Ok(index) => index,
+        Err(e) => return damaged(e.to_string()),
+    };
+    match index.damaged_files() {
+        Ok(bad) if bad.is_empty() => {}
+        Ok(bad) => return damaged(format!("files failing their checksum: {}", bad.join(", "))),
+        Err(e) => return damaged(e.to_string()),
+    }
+    let marks = match index.watermarks() {
+        Ok(m) => m,
+        Err(e) => return damaged(e.to_string()),
+    };
+    let (mut sessions, mut events) = (0, 0);
+    for (s, head) in catalog::sessions(log)? {
+        let behind = head.saturating_sub(marks.of(s));
+        if behind > 0 {
+            sessions += 1;
+            events += behind;
+        }
+    }
+    Ok(if sessions == 0 {
+        IndexHealth::UpToDate
+    } else {
+        IndexHealth::Lagging { sessions, events }
+    })
+}

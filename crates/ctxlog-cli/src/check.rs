@@ -13,6 +13,8 @@ pub(crate) fn verify(cli: &Cli) -> Result<(), CliError> {
     let report = store
         .verify()
         .map_err(|e| CliError::Failed(format!("verify failed: {e}")))?;
+    let index = ctxlog_app::history::index_health(&cli.db, &store)
+        .map_err(|e| CliError::Failed(format!("verify failed: {e}")))?;
     if cli.json {
         let heads: serde_json::Map<String, serde_json::Value> = report
             .heads
@@ -38,7 +40,7 @@ pub(crate) fn verify(cli: &Cli) -> Result<(), CliError> {
             .collect();
         println!(
             "{}",
-            json!({"ok": report.ok(), "sessions": report.sessions, "events": report.events, "heads": heads, "errors": errors})
+            json!({"ok": report.ok(), "sessions": report.sessions, "events": report.events, "heads": heads, "errors": errors, "index": index})
         );
     } else {
         println!(
@@ -48,12 +50,28 @@ pub(crate) fn verify(cli: &Cli) -> Result<(), CliError> {
         for e in &report.errors {
             println!("error: {e}");
         }
+        if let Some(words) = index_words(&index) {
+            println!("search index: {words}");
+        }
         println!("{}", if report.ok() { "ok" } else { "NOT OK" });
     }
     if report.ok() {
         Ok(())
     } else {
         Err(CliError::Reported(report.errors.len()))
+    }
+}
+
+/// What `verify` says of the search index, when there is one to speak of.
+fn index_words(health: &ctxlog_app::history::IndexHealth) -> Option<String> {
+    use ctxlog_app::history::IndexHealth;
+    match health {
+        IndexHealth::Missing | IndexHealth::NotKept => None,
+        IndexHealth::UpToDate => Some("up to date".into()),
+        IndexHealth::Lagging { sessions, events } => Some(format!(
+            "{events} events of {sessions} sessions not indexed yet (the next search or `ctxlog index` takes them in)"
+        )),
+        IndexHealth::Damaged { why } => Some(format!("damaged: {why}")),
     }
 }
 

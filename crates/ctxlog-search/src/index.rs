@@ -121,7 +121,9 @@ impl SearchIndex {
         Ok(idx)
     }
 
-    fn open_existing(dir: &Path) -> Result<SearchIndex, SearchError> {
+    /// Opens the index in `dir` as it is, never making it: for a check
+    /// that must not change what it looks at.
+    pub fn open_existing(dir: &Path) -> Result<SearchIndex, SearchError> {
         let index = Index::open_in_dir(dir).map_err(SearchError::index(dir))?;
         let (_, fields) = Fields::build();
         if index.schema() != Fields::build().0 {
