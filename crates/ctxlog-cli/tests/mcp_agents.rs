@@ -1,0 +1,152 @@
+//! `ctxlog mcp` in the real agents, driven offline by a scripted model
+//! server, each with the server configured as `ctxlog mcp install` writes
+//! it: a tool prints a unique line, a compaction replaces it, and then the
+//! scripted model calls ctxlog's search tool; the tool result the agent
+//! sends back to the model holds the line verbatim, found in the session's
+//! own recording, which the server imported itself. pi has no MCP client.
+//!
+//! The agents are the pinned ones of `ctxlog-differential`, installed once
+//! into its cache; a test skips with a message when the npm registry
+//! cannot be reached.
+
+mod common;
+
+use ctxlog_differential::claude_code;
+use ctxlog_differential::model_server::{Api, ModelServer, Reply, Script, Usage};
+use ctxlog_differential::drive::DriveError;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The line a tool prints, which the compaction replaces.
+const LINE: &str = "MIGRATION-7f3a rows affected: 4242";
+
+fn text(t: &str) -> Reply {
+    Reply::Text {
+        text: t.into(),
+        usage: Usage::new(2_000, 20),
+    }
+}
+
+fn call(id: &str, name: &str, input: Value) -> Reply {
+    Reply::ToolCalls {
+        calls: vec![(id.into(), name.into(), input)],
+        usage: Usage::new(2_000, 20),
+    }
+}
+
+/// Writes the agent's MCP configuration with this build's `ctxlog mcp
+/// install`, the store at `db`, as a user would in `project`.
+fn install(agent: &str, db: &Path, project: &Path, home: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .arg("--db")
+        .arg(db)
+        .args(["mcp", "install", "--agent", agent, "--project"])
+        .arg(project)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mcp install: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every text the agent sent back as a tool result, in order.
+fn tool_results(requests: &[ctxlog_differential::model_server::Request]) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(last) = requests.iter().rev().find(|r| r.body["messages"].is_array()) else {
+        return out;
+    };
+    for m in last.body["messages"].as_array().into_iter().flatten() {
+        for b in m["content"].as_array().into_iter().flatten() {
+            if b["type"] == "tool_result" {
+                let text = match &b["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join(""),
+                    _ => String::new(),
+                };
+                out.push(text);
+            }
+        }
+    }
+    out
+}
+
+fn skipped(agent: &str, e: DriveError) -> Option<PathBuf> {
+    match e {
+        DriveError::Unreachable(why) => {
+            eprintln!("SKIPPED: the {agent} MCP test needs the npm registry: {why}");
+            None
+        }
+        e => panic!("installing {agent} failed: {e}"),
+    }
+}
+
+#[test]
+fn claude_code_finds_what_its_compaction_replaced() {
+    let Some(bin) = claude_code::install().map_or_else(|e| skipped("Claude Code", e), Some)
+    else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("ctxlog-mcp-claude-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let script = Script {
+        agent: VecDeque::from(vec![
+            call(
+                "toolu_01Migrate",
+                "Bash",
+                json!({"command": format!("echo '{LINE}'"), "description": "Run the migration"}),
+            ),
+            text("The migration ran."),
+            call(
+                "toolu_02Search",
+                "mcp__ctxlog__search_history",
+                json!({"query": "\"MIGRATION-7f3a\"", "scope": "session"}),
+            ),
+            text("It printed the row count."),
+        ]),
+        summary: VecDeque::from(vec![text(
+            "<analysis>scripted</analysis>\n<summary>A migration was run.</summary>",
+        )]),
+    };
+    let server = ModelServer::start_api(Api::AnthropicMessages, script).expect("model server");
+    // MCP tools are loaded up front (not through ToolSearch) so the
+    // scripted model can call one by name.
+    let sandbox = claude_code::Sandbox::new(
+        bin,
+        dir.clone(),
+        &server.origin(),
+        "claude-sonnet-4-6",
+        &[("ENABLE_TOOL_SEARCH", "false")],
+    )
+    .expect("sandbox");
+    let project = std::fs::canonicalize(dir.join("project")).unwrap();
+    install("claude-code", &dir.join("store"), &project, &dir.join("home"));
+    let first = sandbox.prompt("Run the migration.", None).expect("prompt 1");
+    let session = first["session_id"].as_str().expect("a session id").to_owned();
+    sandbox.prompt("/compact", Some(&session)).expect("compact");
+    let last = sandbox
+        .prompt("What did the migration print?", Some(&session))
+        .expect("prompt 3");
+    assert_eq!(last["is_error"], false, "{last}");
+    let requests = server.requests();
+    let results = tool_results(&requests);
+    let found = results
+        .iter()
+        .find(|t| t.contains("hits for"))
+        .unwrap_or_else(|| panic!("no ctxlog tool result in {results:#?}"));
+    assert!(found.contains(LINE), "{found}");
+    assert!(found.contains("compacted away at seq"), "{found}");
+    assert!(found.contains("toolu_01Migrate"), "{found}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
