@@ -150,3 +150,94 @@ fn claude_code_finds_what_its_compaction_replaced() {
     assert!(found.contains("toolu_01Migrate"), "{found}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every output Codex sent back for a function call, in order.
+fn codex_outputs(requests: &[ctxlog_differential::model_server::Request]) -> Vec<String> {
+    requests
+        .iter()
+        .flat_map(|r| r.body["input"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| match &i["output"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn codex_finds_what_its_automatic_compaction_replaced() {
+    use ctxlog_differential::codex;
+    let Some(js) = codex::install().map_or_else(|e| skipped("Codex", e), Some) else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("ctxlog-mcp-codex-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let usage = |prompt, completion| Usage::new(prompt, completion);
+    let script = Script {
+        agent: VecDeque::from(vec![
+            Reply::ToolCalls {
+                calls: vec![(
+                    "call_migrate".into(),
+                    "exec_command".into(),
+                    json!({"cmd": format!("echo '{LINE}'")}),
+                )],
+                usage: usage(1_000, 10),
+            },
+            // The turn ends at the configured limit: Codex compacts before
+            // the next prompt.
+            Reply::Text {
+                text: "The migration ran.".into(),
+                usage: usage(79_000, 1_000),
+            },
+            Reply::ToolCalls {
+                calls: vec![(
+                    "call_search".into(),
+                    "mcp__ctxlog::search_history".into(),
+                    json!({"query": "\"MIGRATION-7f3a\"", "scope": "session"}),
+                )],
+                usage: usage(3_000, 10),
+            },
+            Reply::Text {
+                text: "It printed the row count.".into(),
+                usage: usage(3_000, 10),
+            },
+        ]),
+        summary: VecDeque::from(vec![Reply::Text {
+            text: "SUMMARY: a migration was run.".into(),
+            usage: usage(500, 50),
+        }]),
+    };
+    let server = ModelServer::start_api(Api::OpenAiResponses, script).expect("model server");
+    let model = codex::ModelConfig {
+        context: 100_000,
+        auto_compact_limit: Some(80_000),
+    };
+    let sandbox = codex::Sandbox::new(js, dir.clone(), &server.base_url(), model).expect("sandbox");
+    let home = dir.join("home");
+    let project = std::fs::canonicalize(dir.join("project")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .arg("--db")
+        .arg(dir.join("store"))
+        .args(["mcp", "install", "--agent", "codex", "--scope", "user", "--project"])
+        .arg(&project)
+        .env("HOME", &home)
+        .env("CODEX_HOME", home.join(".codex"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let thread = sandbox.exec("Run the migration.", None).expect("turn 1");
+    sandbox
+        .exec("What did the migration print?", Some(&thread))
+        .expect("turn 2");
+    let requests = server.requests();
+    let outputs = codex_outputs(&requests);
+    let log = std::fs::read_to_string(dir.join("exec.log")).unwrap_or_default();
+    let found = outputs
+        .iter()
+        .find(|t| t.contains("hits for"))
+        .unwrap_or_else(|| panic!("no ctxlog tool result in {outputs:#?}\n{log}"));
+    assert!(found.contains(LINE), "{found}");
+    assert!(found.contains("compacted away at seq"), "{found}");
+    assert!(found.contains("call_migrate"), "{found}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -432,11 +432,18 @@ fn respond_responses(stream: &mut TcpStream, n: usize, reply: &Reply) -> std::io
                 .iter()
                 .enumerate()
                 .map(|(i, (id, name, args))| {
-                    json!({
+                    let mut item = json!({
                         "type": "function_call", "id": format!("fc_scripted_{n:04}_{i}"),
                         "call_id": id, "name": name, "arguments": args.to_string(),
                         "status": "completed",
-                    })
+                    });
+                    // `namespace::name` calls a tool of a namespace (Codex
+                    // offers each MCP server's tools as one).
+                    if let Some((namespace, tool)) = name.split_once("::") {
+                        item["namespace"] = json!(namespace);
+                        item["name"] = json!(tool);
+                    }
+                    item
                 })
                 .collect(),
             usage,
