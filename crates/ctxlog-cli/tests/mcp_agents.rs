@@ -12,8 +12,8 @@
 mod common;
 
 use ctxlog_differential::claude_code;
-use ctxlog_differential::model_server::{Api, ModelServer, Reply, Script, Usage};
 use ctxlog_differential::drive::DriveError;
+use ctxlog_differential::model_server::{Api, ModelServer, Reply, Script, Usage};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -60,7 +60,11 @@ fn install(agent: &str, db: &Path, project: &Path, home: &Path) {
 /// Every text the agent sent back as a tool result, in order.
 fn tool_results(requests: &[ctxlog_differential::model_server::Request]) -> Vec<String> {
     let mut out = Vec::new();
-    let Some(last) = requests.iter().rev().find(|r| r.body["messages"].is_array()) else {
+    let Some(last) = requests
+        .iter()
+        .rev()
+        .find(|r| r.body["messages"].is_array())
+    else {
         return out;
     };
     for m in last.body["messages"].as_array().into_iter().flatten() {
@@ -94,8 +98,7 @@ fn skipped(agent: &str, e: DriveError) -> Option<PathBuf> {
 
 #[test]
 fn claude_code_finds_what_its_compaction_replaced() {
-    let Some(bin) = claude_code::install().map_or_else(|e| skipped("Claude Code", e), Some)
-    else {
+    let Some(bin) = claude_code::install().map_or_else(|e| skipped("Claude Code", e), Some) else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("ctxlog-mcp-claude-{}", std::process::id()));
@@ -131,9 +134,19 @@ fn claude_code_finds_what_its_compaction_replaced() {
     )
     .expect("sandbox");
     let project = std::fs::canonicalize(dir.join("project")).unwrap();
-    install("claude-code", &dir.join("store"), &project, &dir.join("home"));
-    let first = sandbox.prompt("Run the migration.", None).expect("prompt 1");
-    let session = first["session_id"].as_str().expect("a session id").to_owned();
+    install(
+        "claude-code",
+        &dir.join("store"),
+        &project,
+        &dir.join("home"),
+    );
+    let first = sandbox
+        .prompt("Run the migration.", None)
+        .expect("prompt 1");
+    let session = first["session_id"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
     sandbox.prompt("/compact", Some(&session)).expect("compact");
     let last = sandbox
         .prompt("What did the migration print?", Some(&session))
@@ -218,13 +231,25 @@ fn codex_finds_what_its_automatic_compaction_replaced() {
     let out = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
         .arg("--db")
         .arg(dir.join("store"))
-        .args(["mcp", "install", "--agent", "codex", "--scope", "user", "--project"])
+        .args([
+            "mcp",
+            "install",
+            "--agent",
+            "codex",
+            "--scope",
+            "user",
+            "--project",
+        ])
         .arg(&project)
         .env("HOME", &home)
         .env("CODEX_HOME", home.join(".codex"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let thread = sandbox.exec("Run the migration.", None).expect("turn 1");
     sandbox
         .exec("What did the migration print?", Some(&thread))
@@ -239,5 +264,107 @@ fn codex_finds_what_its_automatic_compaction_replaced() {
     assert!(found.contains(LINE), "{found}");
     assert!(found.contains("compacted away at seq"), "{found}");
     assert!(found.contains("call_migrate"), "{found}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every tool result OpenCode sent in its last request, in order.
+fn opencode_tool_results(requests: &[ctxlog_differential::model_server::Request]) -> Vec<String> {
+    requests
+        .iter()
+        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|m| m["role"] == "tool")
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// Seven turns of large tool outputs (the first printing the line) make
+/// OpenCode prune the first two; the scripted model then finds the line
+/// pruned; an answer at the usable limit compacts; it finds the line
+/// again, compacted away.
+#[test]
+fn opencode_finds_what_pruning_and_then_compaction_took() {
+    use ctxlog_differential::opencode;
+    let bin = match opencode::install() {
+        Ok(bin) => bin,
+        Err(e) => {
+            skipped("OpenCode", e);
+            return;
+        }
+    };
+    let dir = std::env::temp_dir().join(format!("ctxlog-mcp-opencode-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut script = Script::default();
+    let big = "for i in $(seq 1 440); do printf '%099d\\n' $i; done";
+    for n in 1..=7u64 {
+        let command = if n == 1 {
+            format!("echo '{LINE}'; {big}")
+        } else {
+            big.to_owned()
+        };
+        script.agent.push_back(Reply::bash(
+            &format!("call_{n:04}"),
+            &command,
+            5_000 + n * 11_000,
+            20,
+        ));
+        script.agent.push_back(Reply::text(
+            &format!("Turn {n} done."),
+            6_000 + n * 11_000,
+            5,
+        ));
+    }
+    let search = |id: &str| Reply::ToolCalls {
+        calls: vec![(
+            id.into(),
+            "ctxlog_search_history".into(),
+            json!({"query": "\"MIGRATION-7f3a\"", "scope": "session"}),
+        )],
+        usage: Usage::new(90_000, 20),
+    };
+    script.agent.extend([
+        search("call_search_1"),
+        // 395,997 + 3 = the usable 396,000: OpenCode compacts.
+        Reply::text("Found it.", 395_997, 3),
+        Reply::text("Resumed.", 5_000, 3),
+        search("call_search_2"),
+        Reply::text("Found it again.", 6_000, 3),
+    ]);
+    script.summary.push_back(Reply::text(
+        "## Objective\n- Run the migrations.",
+        9_000,
+        20,
+    ));
+    let server = ModelServer::start(script).expect("model server");
+    let model = opencode::ModelConfig {
+        context: 400_000,
+        output: 4_000,
+        prune: true,
+    };
+    let sandbox =
+        opencode::Sandbox::new(bin, dir.clone(), &server.base_url(), model).expect("sandbox");
+    let project = std::fs::canonicalize(sandbox.project()).unwrap();
+    install("opencode", &dir.join("store"), &project, &dir.join("home"));
+    let oc = opencode::Server::start(&sandbox).expect("opencode serve");
+    let id = oc.create_session().expect("session");
+    for n in 1..=7 {
+        oc.prompt(&id, &format!("turn {n}")).expect("prompt");
+    }
+    oc.prompt(&id, "What did the first migration print?")
+        .expect("prompt 8");
+    oc.prompt(&id, "And now?").expect("prompt 9");
+    drop(oc);
+    let results = opencode_tool_results(&server.requests());
+    let found: Vec<&String> = results.iter().filter(|t| t.contains("hits for")).collect();
+    assert!(!found.is_empty(), "no ctxlog tool result in {results:#?}");
+    assert!(found[0].contains(LINE), "{}", found[0]);
+    assert!(found[0].contains("pruned at seq"), "{}", found[0]);
+    let last = found.last().unwrap();
+    assert!(
+        last.contains(LINE) && last.contains("compacted away at seq"),
+        "{last}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
