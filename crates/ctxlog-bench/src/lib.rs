@@ -35,6 +35,7 @@ mod raw;
 mod readers;
 mod replay;
 mod report;
+mod search;
 mod simulate;
 mod sizes;
 mod steps;
@@ -50,6 +51,7 @@ pub use raw::{encoded, raw_db, raw_scan_rate, Record};
 pub use readers::{bench_readers, SpawnCtxlog};
 pub use replay::{bench_replay, replay_for_rss, RssReport};
 pub use report::{machine, Goal, Report, GOALS};
+pub use search::bench_search;
 pub use simulate::bench_simulate;
 pub use sizes::{generated, generator_config, Sizes};
 pub use steps::bench_steps;
@@ -71,7 +73,7 @@ pub(crate) fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BenchErro
 }
 
 /// The number of times [`run`] calls `progress`.
-pub const STAGES: u64 = 11;
+pub const STAGES: u64 = 12;
 
 /// A part of a run that `ctxlog bench --only` can run alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,22 +91,25 @@ pub enum Stage {
     Memory,
     /// Durable appends beside reader processes.
     Readers,
+    /// The search index: its cost, its size, query latency.
+    Search,
 }
 
 impl Stage {
     /// Every stage with the name `--only` takes, in run order.
-    const BY_NAME: [(&'static str, Stage); 6] = [
+    const BY_NAME: [(&'static str, Stage); 7] = [
         ("appends", Stage::Appends),
         ("replay", Stage::Replay),
         ("steps", Stage::Steps),
         ("import", Stage::Import),
         ("memory", Stage::Memory),
         ("readers", Stage::Readers),
+        ("search", Stage::Search),
     ];
 
     /// The names `--only` takes, in run order.
-    pub const NAMES: [&'static str; 6] = {
-        let mut names = [""; 6];
+    pub const NAMES: [&'static str; 7] = {
+        let mut names = [""; 7];
         let mut i = 0;
         while i < names.len() {
             names[i] = Self::BY_NAME[i].0;
@@ -180,6 +185,10 @@ pub fn run(
     progress();
     if on(Stage::Readers) {
         bench_readers(&z, &mut r, spawn_ctxlog)?;
+    }
+    progress();
+    if on(Stage::Search) {
+        bench_search(&z, &mut r)?;
     }
     progress();
     r.set_figure("bench_seconds", json!(started.elapsed().as_secs_f64()));

@@ -43,6 +43,10 @@ pub struct Sizes {
     pub baseline_durable: u64,
     /// Events of the session whose bytes on disk are compared.
     pub baseline_bytes: u64,
+    /// Events of the store searched.
+    pub search: u64,
+    /// Times each search query is timed.
+    pub search_rounds: usize,
 }
 
 impl Sizes {
@@ -64,6 +68,8 @@ impl Sizes {
         baseline_steps: 15,
         baseline_durable: 150,
         baseline_bytes: 20_000,
+        search: 40_000,
+        search_rounds: 5,
     };
 
     /// `ctxlog bench`: the figures BENCHMARKS.md reports.
@@ -84,6 +90,8 @@ impl Sizes {
         baseline_steps: 21,
         baseline_durable: 1_000,
         baseline_bytes: 200_000,
+        search: 1_000_000,
+        search_rounds: 20,
     };
 
     /// [`Sizes::QUICK`] or [`Sizes::FULL`].

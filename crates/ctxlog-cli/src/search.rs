@@ -117,6 +117,19 @@ fn catch_up(json: bool, store: &AnyLog, index: &SearchIndex) -> Result<bool, Cli
     }
 }
 
+/// Brings the index of the store at `db` up to `store` after an import
+/// wrote to it, so that the next search answers at once; a failure is only
+/// a warning (the index is derived, and the next search catches up).
+pub(crate) fn index_after_import(json: bool, db: &Location, store: &AnyLog) {
+    if history::index_dir(db).is_none() {
+        return;
+    }
+    let done = open_index(db, false).and_then(|index| catch_up(json, store, &index));
+    if let Err(e) = done {
+        eprintln!("ctxlog: warning: the search index was not brought up to date: {e}");
+    }
+}
+
 /// `search QUERY`.
 pub(crate) fn search(cli: &Cli, a: &SearchArgs) -> Result<(), CliError> {
     let (since, until) = a.select.span(&cli.zone())?;

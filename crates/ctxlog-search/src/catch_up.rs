@@ -138,10 +138,8 @@ impl Run<'_> {
         let f = self.index.fields;
         for change in changes(e) {
             match change {
-                Change::Message(m) => {
-                    self.writer.delete_term(f.message_key(m.message));
-                    self.add(f.message_doc(e, &m))?;
-                }
+                // A message is appended once: nothing to replace.
+                Change::Message(m) => self.add(f.message_doc(e, &m))?,
                 Change::Part(p) => {
                     let message = match p.message {
                         Some(m) => Some(m),
@@ -153,7 +151,11 @@ impl Run<'_> {
                         continue;
                     };
                     self.origins.insert(p.part, message);
-                    self.writer.delete_term(f.part_key(p.part));
+                    // An update replaces the part's document; its first
+                    // version has none to replace.
+                    if p.message.is_none() {
+                        self.writer.delete_term(f.part_key(p.part));
+                    }
                     self.add(f.part_doc(e, &p, message))?;
                 }
                 Change::Mark(m) => self.add(f.mark_doc(e, &m))?,

@@ -182,7 +182,7 @@ impl SearchIndex {
         loop {
             match self
                 .index
-                .writer_with_num_threads::<TantivyDocument>(1, WRITER_MEMORY)
+                .writer_with_num_threads::<TantivyDocument>(2, WRITER_MEMORY)
             {
                 Ok(w) => return Ok(w),
                 Err(tantivy::TantivyError::LockFailure(..)) if Instant::now() < deadline => {

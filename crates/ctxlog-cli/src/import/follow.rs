@@ -38,6 +38,7 @@ pub(crate) fn follow(
     let mut store = Some(open_store(db)?);
     let mut seen: BTreeMap<String, Stamp> = BTreeMap::new();
     loop {
+        let mut changed = false;
         for input in inputs(a)? {
             let name = input.name();
             let now: Stamp = input.stamp();
@@ -47,6 +48,11 @@ pub(crate) fn follow(
             let outcome = import_input(db, &mut store, &input, &request)?;
             report(json, &name, &outcome);
             seen.insert(name, now);
+            changed = true;
+        }
+        // What changed is searchable before the next round.
+        if let (true, Some(store)) = (changed, &store) {
+            crate::search::index_after_import(json, db, store);
         }
         std::thread::sleep(interval);
     }

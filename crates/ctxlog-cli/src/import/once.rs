@@ -134,6 +134,9 @@ pub(crate) fn import_many(
         bar.inc(1);
     }
     bar.finish_and_clear();
+    if let Some(store) = &store {
+        crate::search::index_after_import(json, db, store);
+    }
     let refused = outcomes
         .iter()
         .filter(|o| matches!(o, Outcome::Refused(_)))
@@ -269,6 +272,7 @@ pub(crate) fn import_one(
         CliError::BadInput(m) => CliError::BadInput(format!("{}: {m}", file.display())),
         e => e,
     })?;
+    crate::search::index_after_import(json, db, &store);
     let doc = json!({
         "session": imported.session.to_string(),
         "format": imported.format.name(),

@@ -1,0 +1,134 @@
+//! Search over a store of generated sessions ([`bench_search`]): what
+//! bringing the index up to the log costs against writing the log, the
+//! index's size against the log's, and the latency of queries of every
+//! kind (a word in every part, a phrase, a prefix, an exclusion, `OR`).
+
+use crate::measure::Scratch;
+use crate::report::Report;
+use crate::sizes::{generated, Sizes};
+use crate::stores::write_log;
+use crate::{failed, BenchError};
+use ctxlog_search::{catch_up, search, SearchIndex, SearchRequest};
+use ctxlog_store::{Durability, SledStore};
+use serde_json::json;
+use std::time::{Duration, Instant};
+
+/// Sessions the search store holds (its events split evenly).
+const SESSIONS: u64 = 4;
+
+/// The queries timed, one of each kind.
+const QUERIES: &[&str] = &[
+    "parse",
+    "\"parse token\"",
+    "tok*",
+    "cargo -test",
+    "window OR struct",
+    "\"file 7\"",
+];
+
+/// Stage 8: search over `z.search` events.
+pub fn bench_search(z: &Sizes, r: &mut Report) -> Result<(), BenchError> {
+    let dir = Scratch::new("search");
+    let mut store_seconds = 0.0;
+    for i in 0..SESSIONS {
+        let events = generated(41 + i, z.search / SESSIONS)?;
+        let t = Instant::now();
+        write_log(dir.path(), &events)?;
+        store_seconds += t.elapsed().as_secs_f64();
+    }
+    let log = crate::stores::store(dir.path(), Durability::Buffered)?;
+    let events = total_events(&log)?;
+    let (index, _) =
+        SearchIndex::open(&dir.path().join("search")).map_err(|e| failed("index")(&e))?;
+    let t = Instant::now();
+    catch_up(&index, &log, &|_| true, Duration::ZERO, &mut |_| {})
+        .map_err(|e| failed("catch up")(&e))?;
+    let index_seconds = t.elapsed().as_secs_f64();
+    r.set_figure("search_events", json!(events));
+    r.set_figure("index_events_per_s", json!(events as f64 / index_seconds));
+    r.set_figure("store_events_per_s", json!(events as f64 / store_seconds));
+    r.set_ratio(
+        "store_with_index_vs_without",
+        store_seconds / (store_seconds + index_seconds),
+    );
+    let index_bytes = index.disk_bytes();
+    let log_bytes = dir_bytes(dir.path()).saturating_sub(index_bytes);
+    r.set_figure("index_bytes", json!(index_bytes));
+    r.set_figure("log_bytes", json!(log_bytes));
+    r.set_ratio(
+        "index_vs_log_bytes",
+        index_bytes as f64 / log_bytes.max(1) as f64,
+    );
+
+    let mut millis = Vec::new();
+    let mut per_query = serde_json::Map::new();
+    for q in QUERIES {
+        let request = SearchRequest {
+            query: (*q).to_owned(),
+            limit: 10,
+            ..SearchRequest::default()
+        };
+        let mut hits = 0;
+        let mut these = Vec::new();
+        for _ in 0..z.search_rounds {
+            let t = Instant::now();
+            let found = search(&index, &log, &request).map_err(|e| failed("search")(&e))?;
+            these.push(t.elapsed().as_secs_f64() * 1e3);
+            hits = found.hits.len();
+        }
+        if hits == 0 {
+            return Err(BenchError::Failed(format!(
+                "bench: the query {q:?} found nothing"
+            )));
+        }
+        per_query.insert((*q).to_owned(), json!(percentile(&mut these.clone(), 50)));
+        millis.extend(these);
+    }
+    let p50 = percentile(&mut millis.clone(), 50);
+    let p99 = percentile(&mut millis, 99);
+    r.set_figure("search_p50_ms", json!(p50));
+    r.set_figure("search_p99_ms", json!(p99));
+    r.set_figure(
+        "search_p50_ms_by_query",
+        serde_json::Value::Object(per_query),
+    );
+    r.set_ratio("search_p50_vs_50ms", p50 / 50.0);
+    Ok(())
+}
+
+/// Every event of the log's sessions.
+fn total_events(log: &SledStore) -> Result<u64, BenchError> {
+    use ctxlog_store::EventLog;
+    Ok(log
+        .sessions()
+        .map_err(|e| failed("sessions")(&e))?
+        .iter()
+        .map(|(_, head)| head)
+        .sum())
+}
+
+/// The `p`-th percentile of `v` (nearest rank).
+fn percentile(v: &mut [f64], p: usize) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let rank = (p * v.len()).div_ceil(100).clamp(1, v.len());
+    v[rank - 1]
+}
+
+/// The bytes of every file under `dir`.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
