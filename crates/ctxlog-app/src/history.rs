@@ -9,7 +9,7 @@ use crate::catalog;
 use crate::logs::Location;
 use crate::sessions::{self, row_of, Filter, SortBy};
 use ctxlog_core::{Envelope, Event, SessionId};
-use ctxlog_search::{CaughtUp, Remade, SearchError, SearchIndex};
+use ctxlog_search::{CaughtUp, SearchError, SearchIndex};
 use ctxlog_store::{EventLog, ReadError};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -25,8 +25,31 @@ pub const CATCH_UP_WAIT: Duration = Duration::from_secs(10);
 
 /// The index's directory for the store at `location`; `None` for a
 /// PostgreSQL log, which searches with PostgreSQL's own full-text search.
+/// A store of another user (root reading it) is never written to: its
+/// index is made in a private directory of this process's, for this run.
 pub fn index_dir(location: &Location) -> Option<PathBuf> {
-    location.dir().map(|d| d.join(INDEX_DIR))
+    let dir = location.dir()?;
+    if owns(dir) {
+        return Some(dir.join(INDEX_DIR));
+    }
+    Some(private_index_dir())
+}
+
+/// Where a process makes the index of a store it does not own (removed by
+/// the front door when it ends).
+pub fn private_index_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("ctxlog-index-{}", std::process::id()))
+}
+
+/// Whether this process's user owns the store at `dir` (a store not made
+/// yet is the maker's).
+pub fn owns(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/self").map(|m| m.uid());
+    match (std::fs::metadata(dir), me) {
+        (Ok(store), Ok(me)) => store.uid() == me,
+        _ => true,
+    }
 }
 
 /// Whether a session is indexed, told by its first event: a kept
@@ -40,12 +63,6 @@ pub fn is_indexed(first: &Envelope) -> bool {
         } => sessions::simulation_of(source, &policy.name).is_none(),
         _ => true,
     }
-}
-
-/// The index of the sled store at `dir` (a directory holding a store),
-/// made or made anew when it must be (said in the second value).
-pub fn open_index(dir: &std::path::Path) -> Result<(SearchIndex, Option<Remade>), SearchError> {
-    SearchIndex::open(&dir.join(INDEX_DIR))
 }
 
 /// Brings `index` up to `log`; when another process is doing it and does

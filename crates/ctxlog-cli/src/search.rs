@@ -121,7 +121,9 @@ fn catch_up(json: bool, store: &AnyLog, index: &SearchIndex) -> Result<bool, Cli
 /// wrote to it, so that the next search answers at once; a failure is only
 /// a warning (the index is derived, and the next search catches up).
 pub(crate) fn index_after_import(json: bool, db: &Location, store: &AnyLog) {
-    if history::index_dir(db).is_none() {
+    // Another user's store (root writing through its holder) is left to
+    // its owner's next search.
+    if db.dir().is_none_or(|d| !history::owns(d)) {
         return;
     }
     let done = open_index(db, false).and_then(|index| catch_up(json, store, &index));

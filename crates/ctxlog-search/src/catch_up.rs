@@ -75,6 +75,7 @@ pub fn catch_up<L: EventLog + ?Sized>(
     writer
         .wait_merging_threads()
         .map_err(SearchError::index(index.dir()))?;
+    index.keep_private()?;
     Ok(done)
 }
 

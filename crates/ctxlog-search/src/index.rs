@@ -118,6 +118,8 @@ impl SearchIndex {
         // An empty first commit, so the schema's version is on disk.
         let mut writer = idx.writer(Duration::ZERO)?;
         idx.commit(&mut writer, &Watermarks::default())?;
+        drop(writer);
+        idx.keep_private()?;
         Ok(idx)
     }
 
@@ -252,6 +254,30 @@ impl SearchIndex {
                     .map_err(SearchError::index(&self.dir))
             })
             .collect()
+    }
+
+    /// Makes the index its owner's only (the directory 0700, its files
+    /// 0600), whatever the umask tantivy wrote them under: it holds the
+    /// words of people's prompts and secrets.
+    pub fn keep_private(&self) -> Result<(), SearchError> {
+        use std::os::unix::fs::PermissionsExt;
+        let io = |source| SearchError::Io {
+            path: self.dir.clone(),
+            source,
+        };
+        let set = |p: &Path, mode: u32| match std::fs::set_permissions(
+            p,
+            std::fs::Permissions::from_mode(mode),
+        ) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+            _ => Ok(()),
+        };
+        set(&self.dir, 0o700)?;
+        for e in std::fs::read_dir(&self.dir).map_err(io)?.flatten() {
+            let is_file = e.file_type().is_ok_and(|t| t.is_file());
+            set(&e.path(), if is_file { 0o600 } else { 0o700 })?;
+        }
+        Ok(())
     }
 
     /// Checks every file of the index against its checksum; the files that

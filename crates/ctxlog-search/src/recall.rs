@@ -261,7 +261,7 @@ fn part_of<L: EventLog + ?Sized>(
         author: author(info.as_ref()),
         tool: d.tool.clone(),
         call_id: d.call.clone(),
-        status: view.status(message, message_seq, Some(part)),
+        status: view.status(index, message, message_seq, Some(part))?,
         body: body_at(log, session, d.seq, part)?,
     })
 }
@@ -298,7 +298,7 @@ fn message_of<L: EventLog + ?Sized>(
         message,
         author: author(Some(&info)),
         source_id: info.source_id.clone(),
-        status: view.status(message, d.seq, None),
+        status: view.status(index, message, d.seq, None)?,
         parts,
     })
 }

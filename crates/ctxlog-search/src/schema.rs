@@ -13,7 +13,7 @@ use tantivy::{TantivyDocument, Term};
 
 /// The schema's version, kept in every commit: an index of another version
 /// is rebuilt from the log.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Document kinds (field `doc`).
 pub(crate) const DOC_MESSAGE: &str = "message";
@@ -40,8 +40,11 @@ pub(crate) struct Fields {
     pub source: Field,
     /// Every id an item is recalled by: ctxlog's and the agent's.
     pub ids: Field,
-    /// A mark, as JSON.
+    /// A mark, as text ([`crate::marks`]).
     pub mark: Field,
+    /// A mark's kind: `pruned`, `restored`, `withdrawn`, `started`,
+    /// `pivot` (a session's compactions are read by it).
+    pub mark_kind: Field,
     /// The searched text.
     pub text: Field,
 }
@@ -71,6 +74,7 @@ impl Fields {
             source: b.add_text_field("source", STORED),
             ids: b.add_text_field("ids", STRING),
             mark: b.add_text_field("mark", STORED),
+            mark_kind: b.add_text_field("mark_kind", STRING),
             text: b.add_text_field("text", text),
         };
         (b.build(), fields)
@@ -140,9 +144,27 @@ impl Fields {
     }
 
     /// The document of a mark.
+    /// A prune, restore or withdrawal is found by the parts or messages it
+    /// names, a compaction's marks by their kind: a hit's status reads only
+    /// the marks that concern it.
     pub fn mark_doc(&self, e: &Envelope, m: &Mark) -> TantivyDocument {
         let mut d = self.base(DOC_MARK, e);
-        d.add_text(self.mark, crate::marks::encode(m));
+        let text = crate::marks::encode(m);
+        d.add_text(self.mark_kind, text.split(' ').next().unwrap_or_default());
+        match m {
+            Mark::Pruned(parts) | Mark::Restored(parts) => {
+                for p in parts {
+                    d.add_text(self.part, p.to_string());
+                }
+            }
+            Mark::Withdrawn(messages) => {
+                for m in messages {
+                    d.add_text(self.message, m.to_string());
+                }
+            }
+            Mark::Started { .. } | Mark::Pivot { .. } => {}
+        }
+        d.add_text(self.mark, text);
         d
     }
 }

@@ -6,7 +6,7 @@ use crate::error::SearchError;
 use crate::index::SearchIndex;
 use crate::project::MessageFlavor;
 use crate::query::parse;
-use crate::schema::{Stored, DOC_PART};
+use crate::schema::Stored;
 use crate::session_view::{body_at, parse_id, stale, term_query, text_of, view_of, SessionView};
 use crate::snippet::{Snippets, SNIPPET_CHARS};
 use crate::status::Status;
@@ -126,6 +126,14 @@ pub fn search<L: EventLog + ?Sized>(
         }
         if kept.len() == wanted || exhausted {
             let more = kept.len() == wanted;
+            // Equal scores in log order, whatever the segments' order.
+            kept.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then(a.session.cmp(&b.session))
+                    .then(a.seq.cmp(&b.seq))
+                    .then(a.part.cmp(&b.part))
+            });
             let hits = kept
                 .into_iter()
                 .skip(request.skip)
@@ -137,13 +145,12 @@ pub fn search<L: EventLog + ?Sized>(
     }
 }
 
-/// `query` limited to parts, and to the request's sessions and times.
+/// `query` limited to the request's sessions and times. Only parts have
+/// text, and every query needs a word of it: no clause for the kind (one
+/// over every part would be intersected with every query).
 fn filtered(index: &SearchIndex, query: Box<dyn Query>, request: &SearchRequest) -> BooleanQuery {
     let f = index.fields;
-    let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![
-        (Occur::Must, query),
-        (Occur::Must, term_query(f.doc, DOC_PART)),
-    ];
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, query)];
     if let Some(sessions) = &request.sessions {
         let any: Vec<(Occur, Box<dyn Query>)> = sessions
             .iter()
@@ -183,7 +190,12 @@ fn resolve<L: EventLog + ?Sized>(
     let (session, part, message) = (SessionId(session), PartId(part), MessageId(message));
     let view = view_of(views, index, session)?;
     let info = view.message(index, message)?;
-    let status = view.status(message, info.as_ref().map_or(d.seq, |i| i.seq), Some(part));
+    let status = view.status(
+        index,
+        message,
+        info.as_ref().map_or(d.seq, |i| i.seq),
+        Some(part),
+    )?;
     let author = match &info {
         Some(i) if i.flavor == MessageFlavor::Summary => "summary".to_owned(),
         Some(i) => i.role.clone(),

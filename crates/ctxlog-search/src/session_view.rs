@@ -37,30 +37,22 @@ pub(crate) struct SessionView {
 }
 
 impl SessionView {
-    /// Loads the marks of `session` and the messages its compactions
-    /// start at.
+    /// Loads the compactions of `session` (their start and pivot marks)
+    /// and the messages they start the window at.
     pub fn load(index: &SearchIndex, session: SessionId) -> Result<SessionView, SearchError> {
         let f = index.fields;
-        let searcher = index.searcher();
         let query = BooleanQuery::new(vec![
             (Occur::Must, term_query(f.session, &session.to_string())),
             (Occur::Must, term_query(f.doc, DOC_MARK)),
+            (
+                Occur::Must,
+                Box::new(BooleanQuery::new(vec![
+                    (Occur::Should, term_query(f.mark_kind, "started")),
+                    (Occur::Should, term_query(f.mark_kind, "pivot")),
+                ])),
+            ),
         ]);
-        let found = searcher
-            .search(&query, &DocSetCollector)
-            .map_err(SearchError::index(index.dir()))?;
-        let mut addresses: Vec<_> = found.into_iter().collect();
-        addresses.sort();
-        let mut marks = Vec::new();
-        for d in index.read_docs(&searcher, addresses.into_iter())? {
-            let mark = d
-                .mark
-                .as_deref()
-                .and_then(decode)
-                .ok_or_else(|| stale(&d, "a mark"))?;
-            marks.push((d.seq, mark));
-        }
-        let marks = SessionMarks::new(marks);
+        let marks = SessionMarks::new(marks_matching(index, &query)?);
         let mut view = SessionView {
             marks,
             pivots: Vec::new(),
@@ -95,10 +87,56 @@ impl SessionView {
     }
 
     /// The status now of an item of `message` (appended at
-    /// `message_seq`), part `part` when a part.
-    pub fn status(&self, message: MessageId, message_seq: Seq, part: Option<PartId>) -> Status {
-        self.marks.status(&self.pivots, message, message_seq, part)
+    /// `message_seq`), part `part` when a part: the compactions, then the
+    /// prunes, restores and withdrawals that name it.
+    pub fn status(
+        &self,
+        index: &SearchIndex,
+        message: MessageId,
+        message_seq: Seq,
+        part: Option<PartId>,
+    ) -> Result<Status, SearchError> {
+        let f = index.fields;
+        let mut naming: Vec<(Occur, Box<dyn Query>)> =
+            vec![(Occur::Should, term_query(f.message, &message.to_string()))];
+        if let Some(p) = part {
+            naming.push((Occur::Should, term_query(f.part, &p.to_string())));
+        }
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, term_query(f.doc, DOC_MARK)),
+            (Occur::Must, Box::new(BooleanQuery::new(naming))),
+        ]);
+        let mine = SessionMarks::new(marks_matching(index, &query)?);
+        Ok(
+            match self.marks.status(&self.pivots, message, message_seq, None) {
+                compacted @ Status::Compacted { .. } => compacted,
+                _ => mine.status(&[], message, message_seq, part),
+            },
+        )
     }
+}
+
+/// The marks `query` matches, with their seqs.
+fn marks_matching(
+    index: &SearchIndex,
+    query: &dyn Query,
+) -> Result<Vec<(Seq, crate::project::Mark)>, SearchError> {
+    let searcher = index.searcher();
+    let found = searcher
+        .search(query, &DocSetCollector)
+        .map_err(SearchError::index(index.dir()))?;
+    let mut addresses: Vec<_> = found.into_iter().collect();
+    addresses.sort();
+    let mut marks = Vec::new();
+    for d in index.read_docs(&searcher, addresses.into_iter())? {
+        let mark = d
+            .mark
+            .as_deref()
+            .and_then(decode)
+            .ok_or_else(|| stale(&d, "a mark"))?;
+        marks.push((d.seq, mark));
+    }
+    Ok(marks)
 }
 
 /// The view of `session` in `views`, loaded the first time.
