@@ -35,10 +35,46 @@ pub fn index_dir(location: &Location) -> Option<PathBuf> {
     Some(private_index_dir())
 }
 
-/// Where a process makes the index of a store it does not own (removed by
-/// the front door when it ends).
-pub fn private_index_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("ctxlog-index-{}", std::process::id()))
+/// The directory this process made for an index of a store it does not
+/// own, once.
+static PRIVATE_INDEX: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Where this process makes the index of a store it does not own: in a
+/// directory of its own, made for this run only (0700, a name nobody had
+/// before), removed by [`remove_private_index`].
+fn private_index_dir() -> PathBuf {
+    PRIVATE_INDEX
+        .get_or_init(|| {
+            use std::os::unix::fs::DirBuilderExt;
+            let nanos = |attempt: u32| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos())
+                    .wrapping_add(u128::from(attempt))
+            };
+            let mut dir = PathBuf::new();
+            for attempt in 0..8 {
+                dir = std::env::temp_dir().join(format!(
+                    "ctxlog-index-{}-{}",
+                    std::process::id(),
+                    nanos(attempt)
+                ));
+                // Made here, never found: a directory someone else made
+                // first is not used.
+                if std::fs::DirBuilder::new().mode(0o700).create(&dir).is_ok() {
+                    break;
+                }
+            }
+            dir
+        })
+        .join("index")
+}
+
+/// Removes the index this process made of a store it does not own.
+pub fn remove_private_index() {
+    if let Some(dir) = PRIVATE_INDEX.get() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
 
 /// Whether this process's user owns the store at `dir` (a store not made

@@ -512,7 +512,7 @@ fn main() -> ExitCode {
     // A reader this process serves is not cut off by its exit.
     ctxlog_store::wait_for_readers(std::time::Duration::from_secs(30));
     remove_read_copies();
-    let _ = std::fs::remove_dir_all(ctxlog_app::history::private_index_dir());
+    ctxlog_app::history::remove_private_index();
     memory::report_peak();
     match result {
         Ok(()) => ExitCode::SUCCESS,

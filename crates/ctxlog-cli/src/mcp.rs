@@ -139,8 +139,17 @@ fn server_command(cli: &Cli) -> Result<ServerCommand, CliError> {
                 "a PostgreSQL store's URL may hold a password: give it to the agent as CTXLOG_DB in its environment instead of --db".into(),
             ));
         }
+        // The agent starts the server in its own directory: the store by
+        // its absolute path.
+        let dir = cli.db.dir().map(|d| {
+            std::fs::canonicalize(d).unwrap_or_else(|_| {
+                std::env::current_dir()
+                    .map(|cwd| cwd.join(d))
+                    .unwrap_or_else(|_| d.to_owned())
+            })
+        });
         args.push("--db".to_owned());
-        args.push(cli.db.to_string());
+        args.push(dir.map_or_else(|| cli.db.to_string(), |d| d.display().to_string()));
     }
     args.push("mcp".to_owned());
     Ok(ServerCommand { program, args })

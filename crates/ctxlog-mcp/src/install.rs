@@ -155,6 +155,12 @@ fn edit(
         file: file.to_owned(),
         source,
     };
+    if file.is_relative() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "not an absolute path: is HOME set?",
+        )));
+    }
     let before = match std::fs::read_to_string(file) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -222,7 +228,17 @@ fn edit_json(
             let Some(servers) = servers.as_object_mut() else {
                 return Err(unreadable(format!("its {key:?} is not an object")));
             };
-            servers.insert(SERVER_NAME.to_owned(), json_entry(agent, c));
+            // An entry already there keeps what else it says (its `env`).
+            let mut entry = json_entry(agent, c);
+            if let (Some(old), Some(new)) = (
+                servers.get(SERVER_NAME).and_then(Value::as_object),
+                entry.as_object_mut(),
+            ) {
+                for (k, v) in old {
+                    new.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+            servers.insert(SERVER_NAME.to_owned(), entry);
         }
         None => {
             if let Some(servers) = root.get_mut(key).and_then(Value::as_object_mut) {
@@ -263,21 +279,39 @@ fn edit_toml(
             let Some(servers) = servers.as_table_mut() else {
                 return Err(unreadable("its mcp_servers is not a table".into()));
             };
-            let mut entry = Table::new();
-            entry.insert("command", value(c.program.clone()));
+            // An entry already there keeps what else it says (its `env`).
+            let entry = match servers.get_mut(SERVER_NAME).and_then(Item::as_table_mut) {
+                Some(t) => t,
+                None => {
+                    servers.insert(SERVER_NAME, Item::Table(Table::new()));
+                    servers
+                        .get_mut(SERVER_NAME)
+                        .and_then(Item::as_table_mut)
+                        .ok_or_else(|| unreadable("its mcp_servers.ctxlog is not a table".into()))?
+                }
+            };
             let mut args = Array::new();
             for a in &c.args {
                 args.push(a.as_str());
             }
-            entry.insert("args", value(args));
+            let same_args = entry.get("args").and_then(Item::as_array).is_some_and(|a| {
+                a.iter()
+                    .map(|v| v.as_str())
+                    .eq(c.args.iter().map(|a| Some(a.as_str())))
+            });
+            if entry.get("command").and_then(Item::as_str) != Some(c.program.as_str()) {
+                entry.insert("command", value(c.program.clone()));
+            }
+            if !same_args {
+                entry.insert("args", value(args));
+            }
             // Every tool of this server only reads: no approval to ask.
-            entry.insert("default_tools_approval_mode", value("approve"));
-            let same = servers
-                .get(SERVER_NAME)
-                .and_then(Item::as_table)
-                .is_some_and(|t| t.to_string() == entry.to_string());
-            if !same {
-                servers.insert(SERVER_NAME, Item::Table(entry));
+            if entry
+                .get("default_tools_approval_mode")
+                .and_then(Item::as_str)
+                != Some("approve")
+            {
+                entry.insert("default_tools_approval_mode", value("approve"));
             }
         }
         None => {
@@ -289,23 +323,36 @@ fn edit_toml(
     Ok(doc.to_string())
 }
 
-/// Writes `text` to `file` through a file beside it renamed over it,
-/// keeping `file`'s permissions (0600 for a new file: it may hold
-/// tokens).
+/// Writes `text` to `file` through a file beside it renamed over it
+/// (made new, never one found there, synced first), keeping `file`'s
+/// permissions (0600 for a new file: it may hold tokens); a link is
+/// followed to the file it names, which is replaced.
 fn write_replacing(file: &Path, text: &str) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_owned());
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let mode = std::fs::metadata(file).map_or(0o600, |m| m.permissions().mode() & 0o7777);
+    let mode = std::fs::metadata(&file).map_or(0o600, |m| m.permissions().mode() & 0o7777);
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = file.with_file_name(format!(".{name}.ctxlog-{}", std::process::id()));
-    std::fs::write(&tmp, text)?;
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
-    std::fs::rename(&tmp, file).inspect_err(|_| {
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)?;
+        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &file)
+    })();
+    if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
-    })
+    }
+    written
 }

@@ -7,8 +7,8 @@
 //! in the project directory (so what was compacted away a turn ago is
 //! found), brings the search index up to the log, and answers in plain
 //! text within a byte budget, secrets redacted unless told not to
-//! ([`render`]). It writes to the store only those imports, and opens only
-//! its own user's store. [`install`] writes an agent's own MCP
+//! ([`render`]). It writes to the store only those imports, and never opens
+//! another user's store itself. [`install`] writes an agent's own MCP
 //! configuration to start it.
 //!
 //! The async runtime lives here only: one thread, and the work itself on

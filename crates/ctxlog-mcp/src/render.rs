@@ -41,7 +41,7 @@ impl Budget {
     pub fn page(&self, text: &str, offset: usize, tool: &str, arg: &str) -> String {
         let text = self.clean(text);
         let from = floor(&text, offset.min(text.len()));
-        let to = floor(&text, (from + self.max_bytes).min(text.len()));
+        let to = floor(&text, from.saturating_add(self.max_bytes).min(text.len()));
         let mut out = text[from..to].to_owned();
         if to < text.len() {
             let _ = write!(

@@ -107,12 +107,17 @@ impl Run<'_> {
                 .delete_term(self.index.fields.session_term(session));
             mark = 0;
         }
+        if self.marks.skipped.contains(&session.to_string()) {
+            self.set_mark(session, head);
+            return Ok(());
+        }
         for e in log.read(session, mark + 1)? {
             let e = e?;
             if e.seq > head {
                 break;
             }
             if e.seq == 1 && !keep(&e) {
+                self.marks.skipped.insert(session.to_string());
                 self.set_mark(session, head);
                 return Ok(());
             }

@@ -27,7 +27,7 @@ pub enum SearchError {
     },
     /// Another process is bringing the index up to date and did not finish
     /// in time.
-    #[error("the search index at {path} is being brought up to date by another process (pid in its lock); try again in a moment")]
+    #[error("the search index at {path} is being brought up to date by another process; try again in a moment")]
     Busy {
         /// The index's directory.
         path: PathBuf,

@@ -28,6 +28,10 @@ pub struct Watermarks {
     pub schema: u32,
     /// Session id → last seq indexed.
     pub sessions: BTreeMap<String, Seq>,
+    /// Sessions not indexed (kept simulations): what they append later is
+    /// not either.
+    #[serde(default)]
+    pub skipped: std::collections::BTreeSet<String>,
 }
 
 impl Watermarks {
@@ -111,7 +115,14 @@ impl SearchIndex {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(e)),
         }
-        std::fs::create_dir_all(dir).map_err(io)?;
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(io)?;
+        }
         let (schema, fields) = Fields::build();
         let index = Index::create_in_dir(dir, schema).map_err(SearchError::index(dir))?;
         let idx = SearchIndex::with(dir, index, fields)?;
@@ -167,7 +178,7 @@ impl SearchIndex {
         match metas.payload {
             None => Ok(Watermarks {
                 schema: SCHEMA_VERSION,
-                sessions: BTreeMap::new(),
+                ..Watermarks::default()
             }),
             Some(p) => serde_json::from_str(&p).map_err(|e| SearchError::Index {
                 path: self.dir.clone(),
@@ -209,7 +220,7 @@ impl SearchIndex {
     ) -> Result<(), SearchError> {
         let payload = serde_json::to_string(&Watermarks {
             schema: SCHEMA_VERSION,
-            sessions: marks.sessions.clone(),
+            ..marks.clone()
         })
         .unwrap_or_default();
         let mut prepared = writer

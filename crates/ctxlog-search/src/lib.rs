@@ -41,7 +41,7 @@ pub use recall::{
     MAX_NAMED,
 };
 pub use schema::SCHEMA_VERSION;
-pub use search::{search, Found, Hit, SearchRequest};
+pub use search::{search, Found, Hit, SearchRequest, MAX_LIMIT, MAX_SKIP};
 pub use session_view::MessageInfo;
 pub use snippet::SNIPPET_CHARS;
 pub use status::{Pivot, Status};

@@ -112,10 +112,17 @@ pub fn recall<L: EventLog + ?Sized>(
     sessions: Option<&[SessionId]>,
 ) -> Result<Vec<Recalled>, SearchError> {
     let f = index.fields;
-    let mut docs = index.docs_with(Term::from_field_text(f.ids, id.trim()), MAX_NAMED * 4)?;
-    docs.retain(|d| {
-        parse_id(&d.session).is_some_and(|s| sessions.is_none_or(|ss| ss.contains(&SessionId(s))))
-    });
+    let mut clauses: Vec<(Occur, Box<dyn Query>)> =
+        vec![(Occur::Must, term_query(f.ids, id.trim()))];
+    if let Some(ss) = sessions {
+        let any = ss
+            .iter()
+            .map(|s| (Occur::Should, term_query(f.session, &s.to_string())))
+            .collect();
+        clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
+    }
+    // Every item with the id (ids are few per item), newest first.
+    let mut docs = in_order(index, &BooleanQuery::new(clauses))?;
     docs.sort_by(|a, b| b.time.cmp(&a.time).then(b.seq.cmp(&a.seq)));
     docs.truncate(MAX_NAMED);
     let mut views = BTreeMap::new();
@@ -160,12 +167,18 @@ pub fn replaced<L: EventLog + ?Sized>(
     };
     let Some(i) = chosen else { return Ok(None) };
     let pivot = pivots[i];
-    let from = if i == 0 {
-        0
-    } else {
-        pivots[i - 1].start_seq.unwrap_or(0)
+    let unknown_start = |p: &Pivot| SearchError::Stale {
+        session: session.to_string(),
+        seq: p.at,
+        what: format!("the message compaction {} starts the window at", i + 1),
     };
-    let to = pivot.start_seq.unwrap_or(0);
+    let from = match i {
+        0 => 0,
+        _ => pivots[i - 1]
+            .start_seq
+            .ok_or_else(|| unknown_start(&pivots[i - 1]))?,
+    };
+    let to = pivot.start_seq.ok_or_else(|| unknown_start(&pivot))?;
     let mut messages = Vec::new();
     for d in messages_between(index, session, from, to)? {
         messages.push(message_of(index, log, &mut view, session, &d)?);

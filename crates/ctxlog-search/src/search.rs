@@ -20,6 +20,13 @@ use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
 use tantivy::snippet::SnippetGenerator;
 use tantivy::Term;
 
+/// The most hits one request may pass over (`skip`): a search is for the
+/// best hits, not for walking every one.
+pub const MAX_SKIP: usize = 1_000;
+
+/// The most hits one request returns.
+pub const MAX_LIMIT: usize = 200;
+
 /// What to look for, and where.
 #[derive(Debug, Clone, Default)]
 pub struct SearchRequest {
@@ -34,9 +41,10 @@ pub struct SearchRequest {
     /// Only what the model no longer sees whole: pruned, compacted away,
     /// withdrawn.
     pub dropped: bool,
-    /// Hits to return.
+    /// Hits to return (at most [`MAX_LIMIT`]).
     pub limit: usize,
-    /// Hits to pass over first (a cursor: the hits returned before).
+    /// Hits to pass over first (a cursor: the hits returned before; at
+    /// most [`MAX_SKIP`]).
     pub skip: usize,
 }
 
@@ -102,8 +110,18 @@ pub fn search<L: EventLog + ?Sized>(
         phrases: parsed.phrases,
         analyzer,
     };
+    if request.skip > MAX_SKIP {
+        return Err(SearchError::Query {
+            query: request.query.clone(),
+            why: format!(
+                "a search gives its best {MAX_SKIP} hits; narrow it instead of passing over {}",
+                request.skip
+            ),
+        });
+    }
+    let limit = request.limit.clamp(1, MAX_LIMIT);
     let query = filtered(index, parsed.query, request);
-    let wanted = request.skip + request.limit + 1;
+    let wanted = request.skip + limit + 1;
     let mut views: BTreeMap<SessionId, SessionView> = BTreeMap::new();
     let mut page = if request.dropped { wanted * 4 } else { wanted };
     loop {
@@ -116,7 +134,16 @@ pub fn search<L: EventLog + ?Sized>(
             let d = index
                 .read_docs(&searcher, std::iter::once(address))?
                 .remove(0);
-            let hit = resolve(index, log, &mut views, &d, score, &snippets)?;
+            let hit = match resolve(index, log, &mut views, &d, score, &snippets) {
+                Ok(hit) => hit,
+                // One document the log no longer backs does not hide the
+                // others: it is left out, and said in the log.
+                Err(e @ SearchError::Stale { .. }) => {
+                    tracing::warn!("{e}");
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             if !request.dropped || hit.status.is_dropped() {
                 kept.push(hit);
             }
@@ -134,14 +161,10 @@ pub fn search<L: EventLog + ?Sized>(
                     .then(a.seq.cmp(&b.seq))
                     .then(a.part.cmp(&b.part))
             });
-            let hits = kept
-                .into_iter()
-                .skip(request.skip)
-                .take(request.limit)
-                .collect();
+            let hits = kept.into_iter().skip(request.skip).take(limit).collect();
             return Ok(Found { hits, more });
         }
-        page *= 4;
+        page = page.saturating_mul(4);
     }
 }
 

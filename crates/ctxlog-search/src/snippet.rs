@@ -6,7 +6,8 @@
 use tantivy::snippet::SnippetGenerator;
 use tantivy::tokenizer::TextAnalyzer;
 
-/// The longest snippet, in bytes (a phrase met is shown whole).
+/// The longest snippet, in bytes despite its name (a phrase met is
+/// shown whole).
 pub const SNIPPET_CHARS: usize = 240;
 
 /// Cuts the passages of one query.
