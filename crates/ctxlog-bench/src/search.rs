@@ -52,7 +52,7 @@ pub fn bench_search(z: &Sizes, r: &mut Report) -> Result<(), BenchError> {
         store_seconds / (store_seconds + index_seconds),
     );
     let index_bytes = index.disk_bytes();
-    let log_bytes = dir_bytes(dir.path()).saturating_sub(index_bytes);
+    let log_bytes = ctxlog_search::bytes_under(dir.path()).saturating_sub(index_bytes);
     r.set_figure("index_bytes", json!(index_bytes));
     r.set_figure("log_bytes", json!(log_bytes));
     r.set_ratio(
@@ -115,20 +115,4 @@ fn percentile(v: &mut [f64], p: usize) -> f64 {
     v.sort_by(f64::total_cmp);
     let rank = (p * v.len()).div_ceil(100).clamp(1, v.len());
     v[rank - 1]
-}
-
-/// The bytes of every file under `dir`.
-fn dir_bytes(dir: &std::path::Path) -> u64 {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .map(|e| match e.metadata() {
-                    Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-                    Ok(m) => m.len(),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
 }

@@ -327,7 +327,7 @@ pub(crate) fn index(cli: &Cli, a: &IndexArgs) -> Result<(), CliError> {
     let log_bytes = cli
         .db
         .dir()
-        .map_or(0, dir_bytes)
+        .map_or(0, ctxlog_search::bytes_under)
         .saturating_sub(index_bytes);
     if cli.json {
         println!(
@@ -347,19 +347,4 @@ pub(crate) fn index(cli: &Cli, a: &IndexArgs) -> Result<(), CliError> {
         );
     }
     Ok(())
-}
-
-/// The bytes of every file under `dir`.
-fn dir_bytes(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
-            Ok(m) => m.len(),
-            Err(_) => 0,
-        })
-        .sum()
 }

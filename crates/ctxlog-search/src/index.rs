@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tantivy::collector::TopDocs;
-use tantivy::query::TermQuery;
+use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::query::{Query, TermQuery};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
@@ -42,6 +42,22 @@ impl Watermarks {
             .copied()
             .unwrap_or(0)
     }
+}
+
+/// The bytes of every file under `dir` (a store with its index, say).
+pub fn bytes_under(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| match e.metadata() {
+                    Ok(m) if m.is_dir() => bytes_under(&e.path()),
+                    Ok(m) => m.len(),
+                    Err(_) => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 /// Why an index was made anew when opened.
@@ -305,14 +321,17 @@ impl SearchIndex {
 
     /// The bytes the index's files take on disk.
     pub fn disk_bytes(&self) -> u64 {
-        std::fs::read_dir(&self.dir)
-            .map(|entries| {
-                entries
-                    .filter_map(|e| e.ok()?.metadata().ok())
-                    .filter(|m| m.is_file())
-                    .map(|m| m.len())
-                    .sum()
-            })
-            .unwrap_or(0)
+        bytes_under(&self.dir)
+    }
+
+    /// Every document `query` matches, in index order.
+    pub(crate) fn all_matching(&self, query: &dyn Query) -> Result<Vec<Stored>, SearchError> {
+        let searcher = self.searcher();
+        let found = searcher
+            .search(query, &DocSetCollector)
+            .map_err(SearchError::index(&self.dir))?;
+        let mut addresses: Vec<_> = found.into_iter().collect();
+        addresses.sort();
+        self.read_docs(&searcher, addresses.into_iter())
     }
 }

@@ -35,7 +35,7 @@ pub mod status;
 
 pub use catch_up::{catch_up, CaughtUp, Keep, COMMIT_EVERY};
 pub use error::SearchError;
-pub use index::{Remade, SearchIndex, Watermarks};
+pub use index::{bytes_under, Remade, SearchIndex, Watermarks};
 pub use recall::{
     compactions, recall, replaced, Recalled, RecalledMessage, RecalledPart, Replaced, Which,
     MAX_NAMED,

@@ -16,7 +16,6 @@ use ctxlog_store::EventLog;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use tantivy::collector::DocSetCollector;
 use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
 use tantivy::Term;
 
@@ -122,7 +121,7 @@ pub fn recall<L: EventLog + ?Sized>(
         clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
     }
     // Every item with the id (ids are few per item), newest first.
-    let mut docs = in_order(index, &BooleanQuery::new(clauses))?;
+    let mut docs = index.all_matching(&BooleanQuery::new(clauses))?;
     docs.sort_by(|a, b| b.time.cmp(&a.time).then(b.seq.cmp(&a.seq)));
     docs.truncate(MAX_NAMED);
     let mut views = BTreeMap::new();
@@ -219,20 +218,9 @@ fn messages_between(
         (Occur::Must, term_query(f.doc, DOC_MESSAGE)),
         (Occur::Must, Box::new(range) as Box<dyn Query>),
     ]);
-    let mut docs = in_order(index, &query)?;
+    let mut docs = index.all_matching(&query)?;
     docs.sort_by_key(|d| d.seq);
     Ok(docs)
-}
-
-/// Every document `query` matches.
-fn in_order(index: &SearchIndex, query: &dyn Query) -> Result<Vec<Stored>, SearchError> {
-    let searcher = index.searcher();
-    let found = searcher
-        .search(query, &DocSetCollector)
-        .map_err(SearchError::index(index.dir()))?;
-    let mut addresses: Vec<_> = found.into_iter().collect();
-    addresses.sort();
-    index.read_docs(&searcher, addresses.into_iter())
 }
 
 fn author(info: Option<&crate::session_view::MessageInfo>) -> String {
@@ -298,7 +286,7 @@ fn message_of<L: EventLog + ?Sized>(
         (Occur::Must, term_query(f.message, &message.to_string())),
         (Occur::Must, term_query(f.doc, DOC_PART)),
     ]);
-    let mut part_docs = in_order(index, &query)?;
+    let mut part_docs = index.all_matching(&query)?;
     part_docs.sort_by_key(|p| p.seq);
     let mut parts = Vec::new();
     for p in &part_docs {

@@ -11,7 +11,6 @@ use crate::status::{Pivot, SessionMarks, Status};
 use ctxlog_core::{body_from_event, MessageId, PartBody, PartId, Seq, SessionId};
 use ctxlog_store::EventLog;
 use std::collections::BTreeMap;
-use tantivy::collector::DocSetCollector;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::IndexRecordOption;
 use tantivy::Term;
@@ -121,14 +120,8 @@ fn marks_matching(
     index: &SearchIndex,
     query: &dyn Query,
 ) -> Result<Vec<(Seq, crate::project::Mark)>, SearchError> {
-    let searcher = index.searcher();
-    let found = searcher
-        .search(query, &DocSetCollector)
-        .map_err(SearchError::index(index.dir()))?;
-    let mut addresses: Vec<_> = found.into_iter().collect();
-    addresses.sort();
     let mut marks = Vec::new();
-    for d in index.read_docs(&searcher, addresses.into_iter())? {
+    for d in index.all_matching(query)? {
         let mark = d
             .mark
             .as_deref()
