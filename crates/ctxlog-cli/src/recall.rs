@@ -2,7 +2,7 @@
 //! pruned tool output), or everything one compaction replaced with the
 //! summary beside it.
 
-use crate::search::{indexed, label_words, status_words, writer_words, Indexed};
+use crate::search::{indexed, label_words, writer_words, Indexed};
 use crate::{ui, Cli, CliError};
 use ctxlog_app::history;
 use ctxlog_core::{PartBody, SessionId};
@@ -134,7 +134,7 @@ fn print_part(zone: &ctxlog_app::dates::Zone, p: &RecalledPart, labels: &Labels,
         format!("seq {}", p.seq),
         zone.minute(p.time),
         writer_words(&p.author, p.tool.as_deref(), p.call_id.as_deref()),
-        status_words(&p.status),
+        history::status_words(&p.status),
     ]);
     println!();
     print_body(&p.body);
@@ -159,7 +159,7 @@ fn print_message(
         format!("{} message {}", m.author, m.message),
         format!("seq {}", m.seq),
         ui::size(bytes as u64),
-        status_words(&m.status),
+        history::status_words(&m.status),
     ]);
     for p in &m.parts {
         println!();

@@ -8,7 +8,7 @@ use crate::{ui, Cli, CliError};
 use ctxlog_app::history::{self, SessionLabel};
 use ctxlog_app::logs::{AnyLog, Location};
 use ctxlog_app::sessions::Filter;
-use ctxlog_search::{Found, Hit, Remade, SearchIndex, SearchRequest, Status};
+use ctxlog_search::{Found, Hit, Remade, SearchIndex, SearchRequest};
 use ctxlog_store::EventLog;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -196,11 +196,6 @@ fn print_json(
     );
 }
 
-/// What became of a hit, in words.
-pub(crate) fn status_words(status: &Status) -> String {
-    history::status_words(status)
-}
-
 /// Who wrote an item: the author, and the tool and call for a tool part.
 pub(crate) fn writer_words(author: &str, tool: Option<&str>, call: Option<&str>) -> String {
     match (tool, call) {
@@ -247,7 +242,7 @@ fn print_hits(
             format!("   seq {}", h.seq),
             zone.minute(h.time),
             writer_words(&h.author, h.tool.as_deref(), h.call_id.as_deref()),
-            status_words(&h.status),
+            history::status_words(&h.status),
             format!("recall {}", recall_id(h)),
         ]);
         for line in snippet_lines(h, width - 4) {

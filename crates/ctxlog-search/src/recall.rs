@@ -5,10 +5,9 @@
 
 use crate::error::SearchError;
 use crate::index::SearchIndex;
-use crate::project::MessageFlavor;
 use crate::schema::{Stored, DOC_MESSAGE, DOC_PART};
 use crate::session_view::{
-    body_at, message_info, parse_id, stale, term_query, view_of, SessionView,
+    author_of, body_at, message_info, parse_id, stale, term_query, view_of, SessionView,
 };
 use crate::status::{Pivot, Status};
 use ctxlog_core::{MessageId, PartBody, PartId, Seq, SessionId};
@@ -223,14 +222,6 @@ fn messages_between(
     Ok(docs)
 }
 
-fn author(info: Option<&crate::session_view::MessageInfo>) -> String {
-    match info {
-        Some(i) if i.flavor == MessageFlavor::Summary => "summary".to_owned(),
-        Some(i) => i.role.clone(),
-        None => "unknown".to_owned(),
-    }
-}
-
 /// A part document, whole.
 fn part_of<L: EventLog + ?Sized>(
     index: &SearchIndex,
@@ -259,7 +250,7 @@ fn part_of<L: EventLog + ?Sized>(
         time: d.time,
         part,
         message,
-        author: author(info.as_ref()),
+        author: author_of(info.as_ref()),
         tool: d.tool.clone(),
         call_id: d.call.clone(),
         status: view.status(index, message, message_seq, Some(part))?,
@@ -297,7 +288,7 @@ fn message_of<L: EventLog + ?Sized>(
         session,
         seq: d.seq,
         message,
-        author: author(Some(&info)),
+        author: info.author(),
         source_id: info.source_id.clone(),
         status: view.status(index, message, d.seq, None)?,
         parts,

@@ -4,10 +4,11 @@
 
 use crate::error::SearchError;
 use crate::index::SearchIndex;
-use crate::project::MessageFlavor;
 use crate::query::parse;
 use crate::schema::Stored;
-use crate::session_view::{body_at, parse_id, stale, term_query, text_of, view_of, SessionView};
+use crate::session_view::{
+    author_of, body_at, parse_id, stale, term_query, text_of, view_of, SessionView,
+};
 use crate::snippet::{Snippets, SNIPPET_CHARS};
 use crate::status::Status;
 use ctxlog_core::{MessageId, PartId, Seq, SessionId};
@@ -219,11 +220,7 @@ fn resolve<L: EventLog + ?Sized>(
         info.as_ref().map_or(d.seq, |i| i.seq),
         Some(part),
     )?;
-    let author = match &info {
-        Some(i) if i.flavor == MessageFlavor::Summary => "summary".to_owned(),
-        Some(i) => i.role.clone(),
-        None => "unknown".to_owned(),
-    };
+    let author = author_of(info.as_ref());
     let body = body_at(log, session, d.seq, part)?;
     let (snippet, highlights) = snippets.cut(&text_of(&body));
     Ok(Hit {

@@ -28,6 +28,23 @@ pub struct MessageInfo {
     pub source_id: Option<String>,
 }
 
+impl MessageInfo {
+    /// Who wrote an item of this message: `summary` for a compaction's
+    /// summary, else its role.
+    pub fn author(&self) -> String {
+        match self.flavor {
+            MessageFlavor::Summary => "summary".to_owned(),
+            _ => self.role.clone(),
+        }
+    }
+}
+
+/// Who wrote an item of the message `info` describes (`unknown` when the
+/// index has no such message).
+pub(crate) fn author_of(info: Option<&MessageInfo>) -> String {
+    info.map_or_else(|| "unknown".to_owned(), MessageInfo::author)
+}
+
 /// One session's marks, its compactions, and the messages looked up so far.
 pub(crate) struct SessionView {
     pub marks: SessionMarks,
