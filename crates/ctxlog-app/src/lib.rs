@@ -48,6 +48,7 @@ pub mod inputs;
 pub mod logs;
 pub mod pages;
 pub mod pricing;
+pub mod search_index;
 pub mod sessions;
 pub mod simulation;
 pub mod titles;

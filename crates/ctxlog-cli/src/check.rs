@@ -13,7 +13,7 @@ pub(crate) fn verify(cli: &Cli) -> Result<(), CliError> {
     let report = store
         .verify()
         .map_err(|e| CliError::Failed(format!("verify failed: {e}")))?;
-    let index = ctxlog_app::history::index_health(&cli.db, &store)
+    let index = ctxlog_app::search_index::index_health(&cli.db, &store)
         .map_err(|e| CliError::Failed(format!("verify failed: {e}")))?;
     if cli.json {
         let heads: serde_json::Map<String, serde_json::Value> = report
@@ -63,10 +63,10 @@ pub(crate) fn verify(cli: &Cli) -> Result<(), CliError> {
 }
 
 /// What `verify` says of the search index, when there is one to speak of.
-fn index_words(health: &ctxlog_app::history::IndexHealth) -> Option<String> {
-    use ctxlog_app::history::IndexHealth;
+fn index_words(health: &ctxlog_app::search_index::IndexHealth) -> Option<String> {
+    use ctxlog_app::search_index::IndexHealth;
     match health {
-        IndexHealth::Missing | IndexHealth::NotKept => None,
+        IndexHealth::Missing => None,
         IndexHealth::UpToDate => Some("up to date".into()),
         IndexHealth::Lagging { sessions, events } => Some(format!(
             "{events} events of {sessions} sessions not indexed yet (the next search or `ctxlog index` takes them in)"

@@ -512,7 +512,7 @@ fn main() -> ExitCode {
     // A reader this process serves is not cut off by its exit.
     ctxlog_store::wait_for_readers(std::time::Duration::from_secs(30));
     remove_read_copies();
-    ctxlog_app::history::remove_private_index();
+    ctxlog_app::search_index::remove_private_index();
     memory::report_peak();
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,8 +7,9 @@ use crate::selection::Selection;
 use crate::{ui, Cli, CliError};
 use ctxlog_app::history::{self, SessionLabel};
 use ctxlog_app::logs::{AnyLog, Location};
+use ctxlog_app::search_index::{self, Index};
 use ctxlog_app::sessions::Filter;
-use ctxlog_search::{Found, Hit, Remade, SearchIndex, SearchRequest};
+use ctxlog_search::{Found, Hit, Remade, SearchRequest};
 use ctxlog_store::EventLog;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -46,7 +47,7 @@ pub struct IndexArgs {
 /// A store opened with its index brought up to date.
 pub(crate) struct Indexed {
     pub store: AnyLog,
-    pub index: SearchIndex,
+    pub index: Index,
     /// Another process was bringing the index up to date: the newest
     /// events may be missing from it.
     pub lagging: bool,
@@ -55,7 +56,7 @@ pub(crate) struct Indexed {
 /// Opens the store at `db` and its index, brought up to the log.
 pub(crate) fn indexed(cli: &Cli) -> Result<Indexed, CliError> {
     let store = crate::store::open_existing(&cli.db)?;
-    let index = open_index(&cli.db, false)?;
+    let index = open_index(&cli.db, &store, false)?;
     let lagging = catch_up(cli.json, &store, &index)?;
     Ok(Indexed {
         store,
@@ -65,25 +66,17 @@ pub(crate) fn indexed(cli: &Cli) -> Result<Indexed, CliError> {
 }
 
 /// The index of the store at `db`, made anew when `rebuild`.
-fn open_index(db: &Location, rebuild: bool) -> Result<SearchIndex, CliError> {
-    let Some(dir) = history::index_dir(db) else {
-        return Err(CliError::BadInput(format!(
-            "search over a PostgreSQL log ({db}) is not available yet; copy it into a sled store (`ctxlog copy {db} DIR`) and search there"
-        )));
-    };
+fn open_index(db: &Location, store: &AnyLog, rebuild: bool) -> Result<Index, CliError> {
     let failed = |e: ctxlog_search::SearchError| CliError::Failed(e.to_string());
-    if rebuild {
-        return SearchIndex::remake(&dir).map_err(failed);
-    }
-    let (index, remade) = SearchIndex::open(&dir).map_err(failed)?;
+    let (index, remade) = Index::open(db, store, rebuild).map_err(failed)?;
     match remade {
         Some(Remade::Damaged(why)) => eprintln!(
             "ctxlog: the search index at {} did not open ({why}); it is made again from the log",
-            dir.display()
+            index.name()
         ),
         Some(Remade::OtherSchema(v)) => eprintln!(
             "ctxlog: the search index at {} was written by another version (schema {v}); it is made again from the log",
-            dir.display()
+            index.name()
         ),
         Some(Remade::Missing) | None => {}
     }
@@ -92,7 +85,7 @@ fn open_index(db: &Location, rebuild: bool) -> Result<SearchIndex, CliError> {
 
 /// Brings `index` up to `store`, showing progress when that takes long;
 /// whether it lags (another process is doing it).
-fn catch_up(json: bool, store: &AnyLog, index: &SearchIndex) -> Result<bool, CliError> {
+fn catch_up(json: bool, store: &AnyLog, index: &Index) -> Result<bool, CliError> {
     let failed = |e: ctxlog_search::SearchError| CliError::Failed(e.to_string());
     let marks = index.watermarks().map_err(failed)?;
     let sessions = store
@@ -104,7 +97,7 @@ fn catch_up(json: bool, store: &AnyLog, index: &SearchIndex) -> Result<bool, Cli
         .map(|(s, head)| head.saturating_sub(marks.of(*s)))
         .sum();
     let bar = ui::progress(json, behind, 200_000, "indexing", false);
-    let done = history::bring_up_to_date(index, store, &mut |n| bar.set_position(n));
+    let done = search_index::bring_up_to_date(index, store, &mut |n| bar.set_position(n));
     bar.finish_and_clear();
     match done.map_err(failed)? {
         Some(_) => Ok(false),
@@ -122,11 +115,11 @@ fn catch_up(json: bool, store: &AnyLog, index: &SearchIndex) -> Result<bool, Cli
 /// a warning (the index is derived, and the next search catches up).
 pub(crate) fn index_after_import(json: bool, db: &Location, store: &AnyLog) {
     // Another user's store (root writing through its holder) is left to
-    // its owner's next search.
-    if db.dir().is_none_or(|d| !history::owns(d)) {
+    // its owner's next search; a PostgreSQL log's index is in it.
+    if db.dir().is_some_and(|d| !search_index::owns(d)) {
         return;
     }
-    let done = open_index(db, false).and_then(|index| catch_up(json, store, &index));
+    let done = open_index(db, store, false).and_then(|index| catch_up(json, store, &index));
     if let Err(e) = done {
         eprintln!("ctxlog: warning: the search index was not brought up to date: {e}");
     }
@@ -312,18 +305,18 @@ fn ui_snippet_line(line: &str, h: &Hit) {
 /// what it holds.
 pub(crate) fn index(cli: &Cli, a: &IndexArgs) -> Result<(), CliError> {
     let store = crate::store::open_existing(&cli.db)?;
-    let index = open_index(&cli.db, a.rebuild)?;
+    let index = open_index(&cli.db, &store, a.rebuild)?;
     let started = std::time::Instant::now();
     let lagging = catch_up(cli.json, &store, &index)?;
     let failed = |e: ctxlog_search::SearchError| CliError::Failed(e.to_string());
     let marks = index.watermarks().map_err(failed)?;
     let events: u64 = marks.sessions.values().sum();
-    let index_bytes = index.disk_bytes();
+    let index_bytes = index.disk_bytes().map_err(failed)?;
+    // A PostgreSQL log's size is the database's business.
     let log_bytes = cli
         .db
         .dir()
-        .map_or(0, ctxlog_search::bytes_under)
-        .saturating_sub(index_bytes);
+        .map(|d| ctxlog_search::bytes_under(d).saturating_sub(index_bytes));
     if cli.json {
         println!(
             "{}",
@@ -332,13 +325,15 @@ pub(crate) fn index(cli: &Cli, a: &IndexArgs) -> Result<(), CliError> {
                     "rebuilt": a.rebuild, "seconds": started.elapsed().as_secs_f64() })
         );
     } else {
+        let beside = log_bytes.map_or_else(String::new, |b| {
+            format!(" beside the log's {}", ui::size(b))
+        });
         println!(
-            "{}: {} and {} events indexed; the index takes {} beside the log's {}",
-            index.dir().display(),
+            "{}: {} and {} events indexed; the index takes {}{beside}",
+            index.name(),
             ui::counted(marks.sessions.len(), "session"),
             ui::grouped(events),
             ui::size(index_bytes),
-            ui::size(log_bytes)
         );
     }
     Ok(())

@@ -230,6 +230,34 @@ fn the_python_sdk_lists_and_calls_every_tool() {
     assert!(whole.contains("src/module_2.rs:2"), "{whole}");
 }
 
+#[test]
+fn the_python_sdk_searches_a_postgresql_log_as_a_sled_store() {
+    let Some(pg) = ctxlog_testkit::PgDatabase::create("mcp_sdk") else {
+        return;
+    };
+    let Some(python) = python_sdk() else { return };
+    let setup = Setup::new("sdk-pg");
+    let calls = serde_json::json!([
+        ["search_history", {"query": "handler_0", "dropped_only": true}],
+        ["recall", {"id": "toolu_01Grep"}],
+        ["compactions", {}],
+    ]);
+    let mut on_pg = setup.server(&[]);
+    on_pg[2] = pg.url().to_owned();
+    let pg_result = sdk_calls(&setup, &python, &on_pg, calls.clone());
+    let found = text_of(&pg_result, 0);
+    assert!(found.contains("toolu_01Grep"), "{found}");
+    assert!(found.contains("compacted away at seq"), "{found}");
+    let recalled = text_of(&pg_result, 1);
+    assert!(recalled.contains("src/module_2.rs:2"), "{recalled}");
+    assert!(!recalled.contains(SECRET), "{recalled}");
+    // What the embedded store answers, word for word.
+    let sled_result = sdk_calls(&setup, &python, &setup.server(&[]), calls);
+    for i in 0..3 {
+        assert_eq!(text_of(&pg_result, i), text_of(&sled_result, i), "call {i}");
+    }
+}
+
 /// The Inspector's CLI, installed once; `None` (skipped) when npm cannot.
 fn inspector() -> Option<PathBuf> {
     let prefix = common::root().join("target/mcp-inspector");

@@ -387,3 +387,56 @@ fn libpq_forms_name_the_same_log_and_never_a_directory() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("service \"nope\""));
 }
+
+#[test]
+fn search_recall_and_index_answer_on_postgres_as_on_sled() {
+    let Some(pg) = PgDatabase::create("cli_search") else {
+        return;
+    };
+    let (url, password) = (
+        pg.url(),
+        pg.password().expect("the test URL has a password"),
+    );
+    let dir = TempDir::new("cli-pg-search");
+    let sled = dir.path().display().to_string();
+    let files = fixtures();
+    let mut import = vec!["import"];
+    import.extend(files.iter().map(String::as_str));
+    for db in [url, sled.as_str()] {
+        json(db, &password, &import);
+    }
+    let call = "toolu_01Nc8cHPow5epgXnpMZT5HN1";
+    let both = |args: &[&str]| {
+        let on_pg = json(url, &password, args);
+        assert_eq!(on_pg, json(&sled, &password, args), "{args:?}");
+        on_pg
+    };
+    // Pruned, then compacted away at 42: found by a phrase, with its
+    // status; the same hits but for their scores and so their order
+    // (BM25 against ts_rank).
+    let hits = |db: &str, args: &[&str]| {
+        let mut v = json(db, &password, args);
+        let hits = v["hits"].as_array_mut().unwrap();
+        for h in hits.iter_mut() {
+            h["score"] = Value::Null;
+        }
+        hits.sort_by_key(|h| h["part"].as_str().unwrap().to_owned());
+        v
+    };
+    let query = ["search", "\"line_14 tokens next\"", "--dropped"];
+    let found = hits(url, &query);
+    assert_eq!(found["hits"][0]["call_id"], call, "{found}");
+    assert_eq!(found["hits"][0]["status"]["at"], 42, "{found}");
+    assert_eq!(found, hits(&sled, &query));
+    let prefixed = ["search", "pars* -objective", "--session", "ses_0a3f"];
+    assert_eq!(hits(url, &prefixed), hits(&sled, &prefixed));
+    both(&["recall", call]);
+    both(&["recall", "--compaction", "last", "ses_0a3f"]);
+    // The index is in the database: verify says it is up to date, a
+    // rebuild makes it again from the log.
+    assert_eq!(both(&["verify"])["index"]["state"], "up_to_date");
+    let rebuilt = json(url, &password, &["index", "--rebuild"]);
+    assert_eq!(rebuilt["rebuilt"], true, "{rebuilt}");
+    assert!(rebuilt["log_bytes"].is_null(), "{rebuilt}");
+    assert_eq!(hits(url, &query), found);
+}

@@ -8,9 +8,10 @@ use crate::render::{self, Budget};
 use crate::settings::Settings;
 use ctxlog_app::history::{self, ProjectImports};
 use ctxlog_app::logs::{AnyLog, Location};
+use ctxlog_app::search_index::{self, Index};
 use ctxlog_app::sessions::{self, Filter, Listed, SortBy};
 use ctxlog_core::SessionId;
-use ctxlog_search::{SearchIndex, SearchRequest, Which};
+use ctxlog_search::{SearchRequest, Which};
 use ctxlog_store::SharedStore;
 use std::sync::Mutex;
 
@@ -31,7 +32,7 @@ impl Work {
 
     /// The store, the project's recordings brought in, and its index
     /// brought up to the log.
-    fn ready(&self) -> Result<(AnyLog, SearchIndex), WorkError> {
+    fn ready(&self) -> Result<(AnyLog, Index), WorkError> {
         let s = &self.settings;
         let log = open(&s.db)?;
         if s.import_project {
@@ -41,14 +42,8 @@ impl Work {
                 tracing::warn!("{why}");
             }
         }
-        let Some(dir) = history::index_dir(&s.db) else {
-            return Err(WorkError::Arguments(format!(
-                "search over a PostgreSQL log ({}) is not available yet",
-                s.db
-            )));
-        };
-        let (index, _) = SearchIndex::open(&dir)?;
-        history::bring_up_to_date(&index, &log, &mut |_| {})?;
+        let (index, _) = Index::open(&s.db, &log, false)?;
+        search_index::bring_up_to_date(&index, &log, &mut |_| {})?;
         Ok((log, index))
     }
 

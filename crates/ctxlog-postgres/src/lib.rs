@@ -51,12 +51,14 @@ mod log;
 mod notify;
 mod pool;
 pub mod schema;
+mod search;
 mod tail;
 mod target;
 mod tls;
 mod verify;
 
 pub use log::{PgLog, PgOptions};
+pub use search::{PgSearch, PgWriter};
 pub use tail::{Position, Tail};
 pub use target::{is_postgres_target, without_password, Target};
 pub use tls::SslMode;

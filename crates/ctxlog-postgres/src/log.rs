@@ -106,6 +106,11 @@ impl PgLog {
         Ok(row.is_some_and(|r| r.get(0)))
     }
 
+    /// The log's search index, in PostgreSQL's full-text search.
+    pub fn search(&self) -> crate::search::PgSearch {
+        crate::search::PgSearch::new(Arc::clone(&self.inner))
+    }
+
     /// Where the log is (the connection string without its password).
     pub fn target(&self) -> String {
         self.inner.pool.target().to_string()

@@ -14,6 +14,10 @@
 //!   the row an append locks, so appends to one session are serialized.
 //! - `ctxlog_snapshots`: a cache of derived states (never the truth),
 //!   keyed by session and reducer version.
+//! - `ctxlog_search_*`: the search index (`search`), a projection of the
+//!   events like the snapshots: items (a message, a part with text), their
+//!   words (`tsvector`, GIN), the lifecycle marks, and what was indexed of
+//!   each session.
 //! - `ctxlog_schema`: the migrations applied.
 //! - `ctxlog_append(…)`: an append in one round trip (see
 //!   [`MIGRATIONS`] 2).
@@ -53,6 +57,53 @@ pub const MIGRATIONS: &[(i32, &str, &str)] = &[
         2,
         "ctxlog_append: an append in one round trip",
         APPEND_FUNCTION,
+    ),
+    (
+        3,
+        "search: items, their words, marks, watermarks",
+        "CREATE TABLE ctxlog_search_items (
+        session uuid   NOT NULL,
+        key     text   NOT NULL,
+        doc     text   NOT NULL,
+        seq     bigint NOT NULL,
+        time    bigint NOT NULL,
+        message uuid   NOT NULL,
+        part    uuid,
+        role    text,
+        flavor  text,
+        kind    text,
+        tool    text,
+        call    text,
+        source  text,
+        ids     text[] NOT NULL,
+        PRIMARY KEY (session, key)
+    );
+    CREATE INDEX ctxlog_search_items_ids ON ctxlog_search_items USING GIN (ids);
+    CREATE INDEX ctxlog_search_items_message ON ctxlog_search_items (message, doc, seq);
+    CREATE INDEX ctxlog_search_items_order ON ctxlog_search_items (session, doc, seq);
+    CREATE TABLE ctxlog_search_words (
+        session uuid     NOT NULL,
+        key     text     NOT NULL,
+        chunk   integer  NOT NULL,
+        words   tsvector NOT NULL,
+        PRIMARY KEY (session, key, chunk)
+    );
+    CREATE INDEX ctxlog_search_words_words ON ctxlog_search_words USING GIN (words);
+    CREATE TABLE ctxlog_search_marks (
+        session uuid    NOT NULL,
+        seq     bigint  NOT NULL,
+        n       integer NOT NULL,
+        kind    text    NOT NULL,
+        mark    text    NOT NULL,
+        names   uuid[]  NOT NULL,
+        PRIMARY KEY (session, seq, n)
+    );
+    CREATE INDEX ctxlog_search_marks_names ON ctxlog_search_marks USING GIN (names);
+    CREATE TABLE ctxlog_search_heads (
+        session uuid    PRIMARY KEY,
+        seq     bigint  NOT NULL,
+        skipped boolean NOT NULL
+    );",
     ),
 ];
 

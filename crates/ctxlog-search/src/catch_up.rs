@@ -6,14 +6,12 @@
 //! again from its start.
 
 use crate::error::SearchError;
-use crate::index::{SearchIndex, Watermarks};
+use crate::lookup::{Engine, Watermarks, Writer};
 use crate::project::{changes, Change};
-use crate::schema::DOC_PART;
 use ctxlog_core::{is_description_stream, Envelope, MessageId, PartId, Seq, SessionId};
 use ctxlog_store::EventLog;
 use std::collections::HashMap;
 use std::time::Duration;
-use tantivy::IndexWriter;
 
 /// Events indexed between two commits: what a kill can cost.
 pub const COMMIT_EVERY: u64 = 100_000;
@@ -33,8 +31,8 @@ pub type Keep<'a> = &'a dyn Fn(&Envelope) -> bool;
 
 /// Brings `index` up to `log`, waiting up to `wait` for another process
 /// that is doing it; `progress` is told the events read so far.
-pub fn catch_up<L: EventLog + ?Sized>(
-    index: &SearchIndex,
+pub fn catch_up<E: Engine + ?Sized, L: EventLog + ?Sized>(
+    index: &E,
     log: &L,
     keep: Keep<'_>,
     wait: Duration,
@@ -50,7 +48,6 @@ pub fn catch_up<L: EventLog + ?Sized>(
     // Another process may have committed while this one waited.
     index.reload()?;
     let mut run = Run {
-        index,
         marks: index.watermarks()?,
         writer,
         origins: HashMap::new(),
@@ -71,19 +68,15 @@ pub fn catch_up<L: EventLog + ?Sized>(
         done,
         ..
     } = run;
-    index.commit(&mut writer, &marks)?;
-    writer
-        .wait_merging_threads()
-        .map_err(SearchError::index(index.dir()))?;
-    index.keep_private()?;
+    writer.commit(&marks)?;
+    writer.finish()?;
     Ok(done)
 }
 
 /// One catch-up under way.
-struct Run<'a> {
-    index: &'a SearchIndex,
+struct Run<W> {
     marks: Watermarks,
-    writer: IndexWriter,
+    writer: W,
     /// The message of each part indexed since the last commit (a
     /// [`ctxlog_core::Event::PartUpdated`] does not name it).
     origins: HashMap<PartId, MessageId>,
@@ -91,7 +84,7 @@ struct Run<'a> {
     done: CaughtUp,
 }
 
-impl Run<'_> {
+impl<W: Writer> Run<W> {
     fn session<L: EventLog + ?Sized>(
         &mut self,
         log: &L,
@@ -103,8 +96,7 @@ impl Run<'_> {
     ) -> Result<(), SearchError> {
         if mark > head {
             // The store holds another history now: index it again.
-            self.writer
-                .delete_term(self.index.fields.session_term(session));
+            self.writer.forget(session)?;
             mark = 0;
         }
         if self.marks.skipped.contains(&session.to_string()) {
@@ -126,7 +118,7 @@ impl Run<'_> {
             self.done.events += 1;
             self.since_commit += 1;
             if self.since_commit >= COMMIT_EVERY {
-                self.index.commit(&mut self.writer, &self.marks)?;
+                self.writer.commit(&self.marks)?;
                 self.origins.clear();
                 self.since_commit = 0;
                 progress(self.done.events);
@@ -141,15 +133,14 @@ impl Run<'_> {
 
     /// Writes what event `e` changes.
     fn apply(&mut self, e: &Envelope) -> Result<(), SearchError> {
-        let f = self.index.fields;
         for change in changes(e) {
             match change {
                 // A message is appended once: nothing to replace.
-                Change::Message(m) => self.add(f.message_doc(e, &m))?,
+                Change::Message(m) => self.writer.message(e, &m)?,
                 Change::Part(p) => {
                     let message = match p.message {
                         Some(m) => Some(m),
-                        None => self.message_of(p.part)?,
+                        None => self.message_of(e.session, p.part)?,
                     };
                     let Some(message) = message else {
                         tracing::warn!(session = %e.session, seq = e.seq, part = %p.part,
@@ -159,34 +150,23 @@ impl Run<'_> {
                     self.origins.insert(p.part, message);
                     // An update replaces the part's document; its first
                     // version has none to replace.
-                    if p.message.is_none() {
-                        self.writer.delete_term(f.part_key(p.part));
-                    }
-                    self.add(f.part_doc(e, &p, message))?;
+                    self.writer.part(e, &p, message, p.message.is_none())?;
                 }
-                Change::Mark(m) => self.add(f.mark_doc(e, &m))?,
+                Change::Mark(m) => self.writer.mark(e, &m)?,
             }
         }
         Ok(())
     }
 
-    fn add(&mut self, doc: tantivy::TantivyDocument) -> Result<(), SearchError> {
-        self.writer
-            .add_document(doc)
-            .map(|_| ())
-            .map_err(SearchError::index(self.index.dir()))
-    }
-
     /// The message of a part indexed before, in this run or committed.
-    fn message_of(&self, part: PartId) -> Result<Option<MessageId>, SearchError> {
+    fn message_of(
+        &mut self,
+        session: SessionId,
+        part: PartId,
+    ) -> Result<Option<MessageId>, SearchError> {
         if let Some(m) = self.origins.get(&part) {
             return Ok(Some(*m));
         }
-        let f = self.index.fields;
-        let found = self.index.docs_with(f.part_key(part), 1)?;
-        Ok(found
-            .into_iter()
-            .filter(|d| d.doc == DOC_PART)
-            .find_map(|d| d.message?.parse::<uuid::Uuid>().ok().map(MessageId)))
+        self.writer.message_of(session, part)
     }
 }

@@ -27,10 +27,10 @@ pub enum SearchError {
     },
     /// Another process is bringing the index up to date and did not finish
     /// in time.
-    #[error("the search index at {path} is being brought up to date by another process; try again in a moment")]
+    #[error("the search index {index} is being brought up to date by another process; try again in a moment")]
     Busy {
-        /// The index's directory.
-        path: PathBuf,
+        /// The index (a directory, or a PostgreSQL log).
+        index: String,
     },
     /// The log could not be read.
     #[error(transparent)]
@@ -57,6 +57,12 @@ pub enum SearchError {
         /// What was looked for.
         what: String,
     },
+}
+
+impl From<ctxlog_store::BackendError> for SearchError {
+    fn from(e: ctxlog_store::BackendError) -> Self {
+        SearchError::Read(ReadError::Backend(e))
+    }
 }
 
 impl SearchError {

@@ -13,35 +13,40 @@
 //! worked out when it is shown, from its session's marks ([`status`]), so
 //! it is always the status now.
 //!
-//! The embedded store's index is tantivy's, on disk in the store's
-//! directory ([`SearchIndex`]); the text is indexed, never stored again: a
-//! snippet and a recall are read from the log.
+//! An index is any engine that answers [`Lookup`] and [`Engine`]: the
+//! embedded store's is tantivy's, on disk in the store's directory
+//! ([`SearchIndex`]); a PostgreSQL log's is PostgreSQL's own full-text
+//! search (`ctxlog-postgres`). Both split text the same way ([`tokens`]);
+//! neither stores it again: a snippet and a recall are read from the log.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod catch_up;
+mod embedded;
 mod error;
-mod index;
-mod marks;
+pub mod lookup;
+pub mod marks;
 pub mod project;
 pub mod query;
 mod recall;
-mod schema;
 mod search;
 mod session_view;
 mod snippet;
 pub mod status;
+pub mod tokens;
 
 pub use catch_up::{catch_up, CaughtUp, Keep, COMMIT_EVERY};
+pub use embedded::schema::SCHEMA_VERSION;
+pub use embedded::{bytes_under, EmbeddedWriter, Remade, SearchIndex};
 pub use error::SearchError;
-pub use index::{bytes_under, Remade, SearchIndex, Watermarks};
+pub use lookup::{Engine, Lookup, Stored, Watermarks, Writer};
+pub use query::SearchRequest;
 pub use recall::{
     compactions, recall, replaced, Recalled, RecalledMessage, RecalledPart, Replaced, Which,
     MAX_NAMED,
 };
-pub use schema::SCHEMA_VERSION;
-pub use search::{search, Found, Hit, SearchRequest, MAX_LIMIT, MAX_SKIP};
+pub use search::{search, Found, Hit, MAX_LIMIT, MAX_SKIP};
 pub use session_view::MessageInfo;
 pub use snippet::SNIPPET_CHARS;
 pub use status::{Pivot, Status};

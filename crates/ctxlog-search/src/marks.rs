@@ -6,7 +6,7 @@ use crate::project::Mark;
 use uuid::Uuid;
 
 /// The text of mark `m`.
-pub(crate) fn encode(m: &Mark) -> String {
+pub fn encode(m: &Mark) -> String {
     fn ids(kind: &str, ids: impl Iterator<Item = String>) -> String {
         std::iter::once(kind.to_owned())
             .chain(ids)
@@ -14,9 +14,9 @@ pub(crate) fn encode(m: &Mark) -> String {
             .join(" ")
     }
     match m {
-        Mark::Pruned(ps) => ids("pruned", ps.iter().map(|p| p.to_string())),
-        Mark::Restored(ps) => ids("restored", ps.iter().map(|p| p.to_string())),
-        Mark::Withdrawn(ms) => ids("withdrawn", ms.iter().map(|m| m.to_string())),
+        Mark::Pruned(_) | Mark::Restored(_) | Mark::Withdrawn(_) => {
+            ids(m.kind(), m.names().iter().map(|u| u.to_string()))
+        }
         Mark::Started {
             job,
             summary,
@@ -31,7 +31,7 @@ pub(crate) fn encode(m: &Mark) -> String {
 
 /// The mark a stored text stands for; `None` when it does not read (an
 /// index of another version, damaged: the caller says so).
-pub(crate) fn decode(text: &str) -> Option<Mark> {
+pub fn decode(text: &str) -> Option<Mark> {
     let mut words = text.split(' ');
     let kind = words.next()?;
     let rest: Vec<&str> = words.collect();

@@ -27,6 +27,30 @@ pub enum Change {
     Mark(Mark),
 }
 
+impl Mark {
+    /// Its kind: `pruned`, `restored`, `withdrawn`, `started`, `pivot`
+    /// (a session's compactions are read by it).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Mark::Pruned(_) => "pruned",
+            Mark::Restored(_) => "restored",
+            Mark::Withdrawn(_) => "withdrawn",
+            Mark::Started { .. } => "started",
+            Mark::Pivot { .. } => "pivot",
+        }
+    }
+
+    /// The parts (a prune, a restore) or messages (a withdrawal) it names:
+    /// an item's status reads only the marks that name it.
+    pub fn names(&self) -> Vec<uuid::Uuid> {
+        match self {
+            Mark::Pruned(parts) | Mark::Restored(parts) => parts.iter().map(|p| p.0).collect(),
+            Mark::Withdrawn(messages) => messages.iter().map(|m| m.0).collect(),
+            Mark::Started { .. } | Mark::Pivot { .. } => Vec::new(),
+        }
+    }
+}
+
 /// A message, as the index keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MessageItem {
@@ -72,6 +96,14 @@ impl MessageFlavor {
             "summary" => MessageFlavor::Summary,
             _ => MessageFlavor::Plain,
         }
+    }
+}
+
+/// `user` or `assistant`.
+pub fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
     }
 }
 

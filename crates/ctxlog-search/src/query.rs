@@ -1,4 +1,5 @@
-//! What people type, as a search engine they know reads it: words (all
+//! What people ask for: the sessions and times searched, and the query
+//! itself, read as a search engine they know reads it: words (all
 //! must be there), `"a phrase"`, `prefix*`, `-excluded`, and `OR` between
 //! alternatives. Words are split and lowercased as the text was when
 //! indexed, so `ctxlog-marker-7f3a` is the phrase of its three words.
@@ -6,23 +7,54 @@
 //! are words, never a way to reach other fields or other sessions.
 
 use crate::error::SearchError;
-use std::collections::BTreeMap;
-use tantivy::query::{
-    BooleanQuery, Occur, PhrasePrefixQuery, PhraseQuery, Query, RegexQuery, TermQuery,
-};
-use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::tokenizer::TextAnalyzer;
-use tantivy::{Searcher, Term};
+use crate::tokens::words;
+use ctxlog_core::SessionId;
 
-/// The most terms of a prefix a snippet highlights (all of them match).
-pub const PREFIX_TERMS: usize = 128;
+/// What to look for, and where.
+#[derive(Debug, Clone, Default)]
+pub struct SearchRequest {
+    /// The query, as typed (this module).
+    pub query: String,
+    /// Only in these sessions (`None`: every session indexed).
+    pub sessions: Option<Vec<SessionId>>,
+    /// Only items recorded at or after this time, ms.
+    pub since: Option<u64>,
+    /// Only items recorded before this time, ms.
+    pub until: Option<u64>,
+    /// Only what the model no longer sees whole: pruned, compacted away,
+    /// withdrawn.
+    pub dropped: bool,
+    /// Hits to return (at most [`crate::MAX_LIMIT`]).
+    pub limit: usize,
+    /// Hits to pass over first (a cursor: the hits returned before; at
+    /// most [`crate::MAX_SKIP`]).
+    pub skip: usize,
+}
 
-/// A parsed query: what tantivy runs, and the words a snippet highlights.
-pub(crate) struct Parsed {
-    pub query: Box<dyn Query>,
-    pub highlight: BTreeMap<String, f32>,
-    /// The phrases looked for (words of more than one token), as tokens.
-    pub phrases: Vec<Vec<String>>,
+/// A query, read: alternatives (`OR`), each a list of clauses that must
+/// all hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parsed {
+    /// The alternatives; an item matches when one of them holds.
+    pub groups: Vec<Vec<Clause>>,
+}
+
+/// A word or a phrase looked for, or excluded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Clause {
+    /// Its words, as the index splits them (more than one: a phrase).
+    pub words: Vec<String>,
+    /// Whether the last word is a prefix (`word*`).
+    pub prefix: bool,
+    /// Whether it must not be there (`-word`).
+    pub not: bool,
+}
+
+impl Parsed {
+    /// The clauses looked for (not excluded), in every alternative.
+    pub fn wanted(&self) -> impl Iterator<Item = &Clause> {
+        self.groups.iter().flatten().filter(|c| !c.not)
+    }
 }
 
 /// One piece of a query, as typed.
@@ -92,24 +124,16 @@ fn pieces(query: &str) -> Result<Vec<Piece>, String> {
     Ok(out)
 }
 
-/// Parses `query` over `field`, whose text `analyzer` split when indexed.
-pub(crate) fn parse(
-    query: &str,
-    searcher: &Searcher,
-    field: Field,
-    analyzer: &TextAnalyzer,
-) -> Result<Parsed, SearchError> {
+/// Reads `query`.
+pub fn parse(query: &str) -> Result<Parsed, SearchError> {
     let bad = |why: &str| SearchError::Query {
         query: query.to_owned(),
         why: why.to_owned(),
     };
     let pieces = pieces(query).map_err(|why| bad(&why))?;
-    let mut highlight = BTreeMap::new();
-    let mut phrases = Vec::new();
-    let mut alternatives: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+    let mut groups = Vec::new();
     for group in pieces.split(|p| *p == Piece::Or) {
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-        let mut positive = false;
+        let mut clauses = Vec::new();
         for piece in group {
             let (text, prefix, not) = match piece {
                 Piece::Word { text, prefix, not } | Piece::Phrase { text, prefix, not } => {
@@ -117,126 +141,23 @@ pub(crate) fn parse(
                 }
                 Piece::Or => continue,
             };
-            let tokens = tokens(analyzer, text);
-            if tokens.is_empty() {
-                continue;
+            let words = words(text);
+            if !words.is_empty() {
+                clauses.push(Clause { words, prefix, not });
             }
-            if !not {
-                positive = true;
-                for t in &tokens {
-                    highlight.insert(t.clone(), 1.0);
-                }
-                if tokens.len() > 1 {
-                    phrases.push(tokens.clone());
-                }
-            }
-            let q = piece_query(searcher, field, &tokens, prefix, &mut highlight, not)?;
-            clauses.push((if not { Occur::MustNot } else { Occur::Must }, q));
         }
         if clauses.is_empty() {
             continue;
         }
-        if !positive {
+        if clauses.iter().all(|c| c.not) {
             return Err(bad("it only excludes; give at least one word to look for"));
         }
-        alternatives.push((Occur::Should, Box::new(BooleanQuery::new(clauses))));
+        groups.push(clauses);
     }
-    if alternatives.is_empty() {
+    if groups.is_empty() {
         return Err(bad("it has no word to look for"));
     }
-    Ok(Parsed {
-        query: Box::new(BooleanQuery::new(alternatives)),
-        highlight,
-        phrases,
-    })
-}
-
-/// The tokens of `text`, as the index has them.
-fn tokens(analyzer: &TextAnalyzer, text: &str) -> Vec<String> {
-    let mut analyzer = analyzer.clone();
-    let mut stream = analyzer.token_stream(text);
-    let mut out = Vec::new();
-    while stream.advance() {
-        out.push(stream.token().text.clone());
-    }
-    out
-}
-
-/// The query of one word or phrase.
-fn piece_query(
-    searcher: &Searcher,
-    field: Field,
-    tokens: &[String],
-    prefix: bool,
-    highlight: &mut BTreeMap<String, f32>,
-    not: bool,
-) -> Result<Box<dyn Query>, SearchError> {
-    let term = |t: &str| Term::from_field_text(field, t);
-    Ok(match (tokens, prefix) {
-        ([one], false) => Box::new(TermQuery::new(term(one), IndexRecordOption::WithFreqs)),
-        ([one], true) => {
-            // Every term with the prefix matches (an automaton over the
-            // term dictionary); the first [`PREFIX_TERMS`] are highlighted.
-            if !not {
-                for t in expand_prefix(searcher, field, one)? {
-                    highlight.insert(t, 1.0);
-                }
-            }
-            let pattern: String = one
-                .chars()
-                .flat_map(|c| {
-                    let escape = !c.is_alphanumeric();
-                    escape.then_some('\\').into_iter().chain(std::iter::once(c))
-                })
-                .chain(".*".chars())
-                .collect();
-            Box::new(
-                RegexQuery::from_pattern(&pattern, field).map_err(|e| SearchError::Query {
-                    query: format!("{one}*"),
-                    why: e.to_string(),
-                })?,
-            )
-        }
-        (many, false) => Box::new(PhraseQuery::new(many.iter().map(|t| term(t)).collect())),
-        (many, true) => Box::new(PhrasePrefixQuery::new(
-            many.iter().map(|t| term(t)).collect(),
-        )),
-    })
-}
-
-/// The first [`PREFIX_TERMS`] indexed terms that start with `prefix`, in
-/// order.
-fn expand_prefix(
-    searcher: &Searcher,
-    field: Field,
-    prefix: &str,
-) -> Result<Vec<String>, SearchError> {
-    let index_error = |e: tantivy::TantivyError| SearchError::Query {
-        query: format!("{prefix}*"),
-        why: e.to_string(),
-    };
-    let mut found = std::collections::BTreeSet::new();
-    for segment in searcher.segment_readers() {
-        let inverted = segment.inverted_index(field).map_err(index_error)?;
-        let mut stream = inverted
-            .terms()
-            .range()
-            .ge(prefix.as_bytes())
-            .into_stream()
-            .map_err(|e| index_error(e.into()))?;
-        let mut here = 0;
-        while stream.advance() && here < PREFIX_TERMS {
-            let Ok(key) = std::str::from_utf8(stream.key()) else {
-                continue;
-            };
-            if !key.starts_with(prefix) {
-                break;
-            }
-            found.insert(key.to_owned());
-            here += 1;
-        }
-    }
-    Ok(found.into_iter().take(PREFIX_TERMS).collect())
+    Ok(Parsed { groups })
 }
 
 #[cfg(test)]
@@ -277,5 +198,27 @@ mod tests {
             pieces("session:abc").unwrap(),
             vec![word("session:abc", false, false)]
         );
+    }
+
+    #[test]
+    fn a_query_is_split_as_the_text_was() {
+        let p = parse("Ctxlog-Marker-7f3a tab* OR -x y").unwrap();
+        let clause = |w: &[&str], prefix, not| Clause {
+            words: w.iter().map(|s| s.to_string()).collect(),
+            prefix,
+            not,
+        };
+        assert_eq!(
+            p.groups,
+            vec![
+                vec![
+                    clause(&["ctxlog", "marker", "7f3a"], false, false),
+                    clause(&["tab"], true, false)
+                ],
+                vec![clause(&["x"], false, true), clause(&["y"], false, false)],
+            ]
+        );
+        assert!(parse("-only").is_err());
+        assert!(parse(" ... ").is_err());
     }
 }

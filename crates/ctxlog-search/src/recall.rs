@@ -4,19 +4,15 @@
 //! where; the content is read from the log, as it was recorded.
 
 use crate::error::SearchError;
-use crate::index::SearchIndex;
-use crate::schema::{Stored, DOC_MESSAGE, DOC_PART};
+use crate::lookup::{Lookup, Stored, DOC_MESSAGE, DOC_PART};
 use crate::session_view::{
-    author_of, body_at, message_info, parse_id, stale, term_query, view_of, SessionView,
+    author_of, body_at, message_info, parse_id, stale, view_of, SessionView,
 };
 use crate::status::{Pivot, Status};
 use ctxlog_core::{MessageId, PartBody, PartId, Seq, SessionId};
 use ctxlog_store::EventLog;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::ops::Bound;
-use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
-use tantivy::Term;
 
 /// The most items one id may name (a tool call id is the provider's, and
 /// two recordings may share it).
@@ -103,24 +99,14 @@ pub enum Which {
 }
 
 /// The items `id` names (newest first), in `sessions` when given.
-pub fn recall<L: EventLog + ?Sized>(
-    index: &SearchIndex,
+pub fn recall<I: Lookup + ?Sized, L: EventLog + ?Sized>(
+    index: &I,
     log: &L,
     id: &str,
     sessions: Option<&[SessionId]>,
 ) -> Result<Vec<Recalled>, SearchError> {
-    let f = index.fields;
-    let mut clauses: Vec<(Occur, Box<dyn Query>)> =
-        vec![(Occur::Must, term_query(f.ids, id.trim()))];
-    if let Some(ss) = sessions {
-        let any = ss
-            .iter()
-            .map(|s| (Occur::Should, term_query(f.session, &s.to_string())))
-            .collect();
-        clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
-    }
     // Every item with the id (ids are few per item), newest first.
-    let mut docs = index.all_matching(&BooleanQuery::new(clauses))?;
+    let mut docs = index.named(id.trim(), sessions)?;
     docs.sort_by(|a, b| b.time.cmp(&a.time).then(b.seq.cmp(&a.seq)));
     docs.truncate(MAX_NAMED);
     let mut views = BTreeMap::new();
@@ -141,14 +127,17 @@ pub fn recall<L: EventLog + ?Sized>(
 }
 
 /// The completed compactions of `session`, in order.
-pub fn compactions(index: &SearchIndex, session: SessionId) -> Result<Vec<Pivot>, SearchError> {
+pub fn compactions<I: Lookup + ?Sized>(
+    index: &I,
+    session: SessionId,
+) -> Result<Vec<Pivot>, SearchError> {
     Ok(SessionView::load(index, session)?.pivots)
 }
 
 /// What compaction `which` of `session` replaced; `None` when the session
 /// has no such compaction.
-pub fn replaced<L: EventLog + ?Sized>(
-    index: &SearchIndex,
+pub fn replaced<I: Lookup + ?Sized, L: EventLog + ?Sized>(
+    index: &I,
     log: &L,
     session: SessionId,
     which: Which,
@@ -178,14 +167,12 @@ pub fn replaced<L: EventLog + ?Sized>(
     };
     let to = pivot.start_seq.ok_or_else(|| unknown_start(&pivot))?;
     let mut messages = Vec::new();
-    for d in messages_between(index, session, from, to)? {
+    for d in index.messages_between(session, from, to)? {
         messages.push(message_of(index, log, &mut view, session, &d)?);
     }
     let summary = match pivot.summary {
         Some(s) => index
-            .docs_with(index.fields.message_key(s), 1)?
-            .into_iter()
-            .find(|d| d.doc == DOC_MESSAGE)
+            .message(s)?
             .map(|d| message_of(index, log, &mut view, session, &d))
             .transpose()?,
         None => None,
@@ -199,32 +186,9 @@ pub fn replaced<L: EventLog + ?Sized>(
     }))
 }
 
-/// The message documents of `session` appended at seqs in `from..to`, in
-/// order.
-fn messages_between(
-    index: &SearchIndex,
-    session: SessionId,
-    from: Seq,
-    to: Seq,
-) -> Result<Vec<Stored>, SearchError> {
-    let f = index.fields;
-    let range = RangeQuery::new(
-        Bound::Included(Term::from_field_u64(f.seq, from)),
-        Bound::Excluded(Term::from_field_u64(f.seq, to)),
-    );
-    let query = BooleanQuery::new(vec![
-        (Occur::Must, term_query(f.session, &session.to_string())),
-        (Occur::Must, term_query(f.doc, DOC_MESSAGE)),
-        (Occur::Must, Box::new(range) as Box<dyn Query>),
-    ]);
-    let mut docs = index.all_matching(&query)?;
-    docs.sort_by_key(|d| d.seq);
-    Ok(docs)
-}
-
 /// A part document, whole.
-fn part_of<L: EventLog + ?Sized>(
-    index: &SearchIndex,
+fn part_of<I: Lookup + ?Sized, L: EventLog + ?Sized>(
+    index: &I,
     log: &L,
     view: &mut SessionView,
     session: SessionId,
@@ -259,8 +223,8 @@ fn part_of<L: EventLog + ?Sized>(
 }
 
 /// A message document, whole, with its parts.
-fn message_of<L: EventLog + ?Sized>(
-    index: &SearchIndex,
+fn message_of<I: Lookup + ?Sized, L: EventLog + ?Sized>(
+    index: &I,
     log: &L,
     view: &mut SessionView,
     session: SessionId,
@@ -272,13 +236,7 @@ fn message_of<L: EventLog + ?Sized>(
             .and_then(parse_id)
             .ok_or_else(|| stale(d, "a message"))?,
     );
-    let f = index.fields;
-    let query = BooleanQuery::new(vec![
-        (Occur::Must, term_query(f.message, &message.to_string())),
-        (Occur::Must, term_query(f.doc, DOC_PART)),
-    ]);
-    let mut part_docs = index.all_matching(&query)?;
-    part_docs.sort_by_key(|p| p.seq);
+    let part_docs = index.parts_of(message)?;
     let mut parts = Vec::new();
     for p in &part_docs {
         parts.push(part_of(index, log, view, session, p)?);

@@ -3,23 +3,15 @@
 //! now.
 
 use crate::error::SearchError;
-use crate::index::SearchIndex;
-use crate::query::parse;
-use crate::schema::Stored;
-use crate::session_view::{
-    author_of, body_at, parse_id, stale, term_query, text_of, view_of, SessionView,
-};
-use crate::snippet::{Snippets, SNIPPET_CHARS};
+use crate::lookup::{Lookup, Stored};
+use crate::query::{parse, SearchRequest};
+use crate::session_view::{author_of, body_at, parse_id, stale, text_of, view_of, SessionView};
+use crate::snippet::Snippets;
 use crate::status::Status;
 use ctxlog_core::{MessageId, PartId, Seq, SessionId};
 use ctxlog_store::EventLog;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::ops::Bound;
-use tantivy::collector::TopDocs;
-use tantivy::query::{BooleanQuery, Occur, Query, RangeQuery};
-use tantivy::snippet::SnippetGenerator;
-use tantivy::Term;
 
 /// The most hits one request may pass over (`skip`): a search is for the
 /// best hits, not for walking every one.
@@ -27,27 +19,6 @@ pub const MAX_SKIP: usize = 1_000;
 
 /// The most hits one request returns.
 pub const MAX_LIMIT: usize = 200;
-
-/// What to look for, and where.
-#[derive(Debug, Clone, Default)]
-pub struct SearchRequest {
-    /// The query, as typed ([`crate::query`]).
-    pub query: String,
-    /// Only in these sessions (`None`: every session indexed).
-    pub sessions: Option<Vec<SessionId>>,
-    /// Only items recorded at or after this time, ms.
-    pub since: Option<u64>,
-    /// Only items recorded before this time, ms.
-    pub until: Option<u64>,
-    /// Only what the model no longer sees whole: pruned, compacted away,
-    /// withdrawn.
-    pub dropped: bool,
-    /// Hits to return (at most [`MAX_LIMIT`]).
-    pub limit: usize,
-    /// Hits to pass over first (a cursor: the hits returned before; at
-    /// most [`MAX_SKIP`]).
-    pub skip: usize,
-}
 
 /// One hit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -73,7 +44,8 @@ pub struct Hit {
     pub call_id: Option<String>,
     /// The agent's own id for the part, else for its message.
     pub source_id: Option<String>,
-    /// Relevance (BM25).
+    /// Relevance (tantivy's BM25, or PostgreSQL's `ts_rank`: compare
+    /// within one search only).
     pub score: f32,
     /// The best passage, as recorded (not made printable: a front door
     /// does that).
@@ -94,23 +66,13 @@ pub struct Found {
 }
 
 /// Runs `request` on `index`, reading snippets from `log`.
-pub fn search<L: EventLog + ?Sized>(
-    index: &SearchIndex,
+pub fn search<I: Lookup + ?Sized, L: EventLog + ?Sized>(
+    index: &I,
     log: &L,
     request: &SearchRequest,
 ) -> Result<Found, SearchError> {
-    let searcher = index.searcher();
-    let f = index.fields;
-    let analyzer = searcher
-        .index()
-        .tokenizer_for_field(f.text)
-        .map_err(SearchError::index(index.dir()))?;
-    let parsed = parse(&request.query, &searcher, f.text, &analyzer)?;
-    let snippets = Snippets {
-        generator: SnippetGenerator::new(parsed.highlight, analyzer.clone(), f.text, SNIPPET_CHARS),
-        phrases: parsed.phrases,
-        analyzer,
-    };
+    let parsed = parse(&request.query)?;
+    let snippets = Snippets::of(&parsed);
     if request.skip > MAX_SKIP {
         return Err(SearchError::Query {
             query: request.query.clone(),
@@ -121,20 +83,14 @@ pub fn search<L: EventLog + ?Sized>(
         });
     }
     let limit = request.limit.clamp(1, MAX_LIMIT);
-    let query = filtered(index, parsed.query, request);
     let wanted = request.skip + limit + 1;
     let mut views: BTreeMap<SessionId, SessionView> = BTreeMap::new();
     let mut page = if request.dropped { wanted * 4 } else { wanted };
     loop {
-        let found = searcher
-            .search(&query, &TopDocs::with_limit(page.max(1)).order_by_score())
-            .map_err(SearchError::index(index.dir()))?;
+        let found = index.ranked(&parsed, request, page.max(1))?;
         let exhausted = found.len() < page;
         let mut kept = Vec::new();
-        for (score, address) in found {
-            let d = index
-                .read_docs(&searcher, std::iter::once(address))?
-                .remove(0);
+        for (score, d) in found {
             let hit = match resolve(index, log, &mut views, &d, score, &snippets) {
                 Ok(hit) => hit,
                 // One document the log no longer backs does not hide the
@@ -154,7 +110,7 @@ pub fn search<L: EventLog + ?Sized>(
         }
         if kept.len() == wanted || exhausted {
             let more = kept.len() == wanted;
-            // Equal scores in log order, whatever the segments' order.
+            // Equal scores in log order, whatever the engine's order.
             kept.sort_by(|a, b| {
                 b.score
                     .total_cmp(&a.score)
@@ -169,34 +125,9 @@ pub fn search<L: EventLog + ?Sized>(
     }
 }
 
-/// `query` limited to the request's sessions and times. Only parts have
-/// text, and every query needs a word of it: no clause for the kind (one
-/// over every part would be intersected with every query).
-fn filtered(index: &SearchIndex, query: Box<dyn Query>, request: &SearchRequest) -> BooleanQuery {
-    let f = index.fields;
-    let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, query)];
-    if let Some(sessions) = &request.sessions {
-        let any: Vec<(Occur, Box<dyn Query>)> = sessions
-            .iter()
-            .map(|s| (Occur::Should, term_query(f.session, &s.to_string())))
-            .collect();
-        clauses.push((Occur::Must, Box::new(BooleanQuery::new(any))));
-    }
-    if request.since.is_some() || request.until.is_some() {
-        let lower = request.since.map_or(Bound::Unbounded, |t| {
-            Bound::Included(Term::from_field_u64(f.time, t))
-        });
-        let upper = request.until.map_or(Bound::Unbounded, |t| {
-            Bound::Excluded(Term::from_field_u64(f.time, t))
-        });
-        clauses.push((Occur::Must, Box::new(RangeQuery::new(lower, upper))));
-    }
-    BooleanQuery::new(clauses)
-}
-
 /// The hit of a matching part document.
-fn resolve<L: EventLog + ?Sized>(
-    index: &SearchIndex,
+fn resolve<I: Lookup + ?Sized, L: EventLog + ?Sized>(
+    index: &I,
     log: &L,
     views: &mut BTreeMap<SessionId, SessionView>,
     d: &Stored,

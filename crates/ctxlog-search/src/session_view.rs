@@ -3,17 +3,12 @@
 //! a part read back from the log.
 
 use crate::error::SearchError;
-use crate::index::SearchIndex;
-use crate::marks::decode;
+use crate::lookup::{Lookup, Stored};
 use crate::project::{searchable_text, MessageFlavor};
-use crate::schema::{Stored, DOC_MARK, DOC_MESSAGE};
 use crate::status::{Pivot, SessionMarks, Status};
 use ctxlog_core::{body_from_event, MessageId, PartBody, PartId, Seq, SessionId};
 use ctxlog_store::EventLog;
 use std::collections::BTreeMap;
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-use tantivy::schema::IndexRecordOption;
-use tantivy::Term;
 
 /// A message, as the index has it.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,20 +50,11 @@ pub(crate) struct SessionView {
 impl SessionView {
     /// Loads the compactions of `session` (their start and pivot marks)
     /// and the messages they start the window at.
-    pub fn load(index: &SearchIndex, session: SessionId) -> Result<SessionView, SearchError> {
-        let f = index.fields;
-        let query = BooleanQuery::new(vec![
-            (Occur::Must, term_query(f.session, &session.to_string())),
-            (Occur::Must, term_query(f.doc, DOC_MARK)),
-            (
-                Occur::Must,
-                Box::new(BooleanQuery::new(vec![
-                    (Occur::Should, term_query(f.mark_kind, "started")),
-                    (Occur::Should, term_query(f.mark_kind, "pivot")),
-                ])),
-            ),
-        ]);
-        let marks = SessionMarks::new(marks_matching(index, &query)?);
+    pub fn load<I: Lookup + ?Sized>(
+        index: &I,
+        session: SessionId,
+    ) -> Result<SessionView, SearchError> {
+        let marks = SessionMarks::new(index.compaction_marks(session)?);
         let mut view = SessionView {
             marks,
             pivots: Vec::new(),
@@ -85,19 +71,15 @@ impl SessionView {
     }
 
     /// What the index has of `message` (looked up once).
-    pub fn message(
+    pub fn message<I: Lookup + ?Sized>(
         &mut self,
-        index: &SearchIndex,
+        index: &I,
         message: MessageId,
     ) -> Result<Option<MessageInfo>, SearchError> {
         if let Some(known) = self.messages.get(&message) {
             return Ok(known.clone());
         }
-        let found = index
-            .docs_with(index.fields.message_key(message), 1)?
-            .into_iter()
-            .find(|d| d.doc == DOC_MESSAGE)
-            .map(|d| message_info(&d));
+        let found = index.message(message)?.map(|d| message_info(&d));
         self.messages.insert(message, found.clone());
         Ok(found)
     }
@@ -105,24 +87,14 @@ impl SessionView {
     /// The status now of an item of `message` (appended at
     /// `message_seq`), part `part` when a part: the compactions, then the
     /// prunes, restores and withdrawals that name it.
-    pub fn status(
+    pub fn status<I: Lookup + ?Sized>(
         &self,
-        index: &SearchIndex,
+        index: &I,
         message: MessageId,
         message_seq: Seq,
         part: Option<PartId>,
     ) -> Result<Status, SearchError> {
-        let f = index.fields;
-        let mut naming: Vec<(Occur, Box<dyn Query>)> =
-            vec![(Occur::Should, term_query(f.message, &message.to_string()))];
-        if let Some(p) = part {
-            naming.push((Occur::Should, term_query(f.part, &p.to_string())));
-        }
-        let query = BooleanQuery::new(vec![
-            (Occur::Must, term_query(f.doc, DOC_MARK)),
-            (Occur::Must, Box::new(BooleanQuery::new(naming))),
-        ]);
-        let mine = SessionMarks::new(marks_matching(index, &query)?);
+        let mine = SessionMarks::new(index.marks_naming(message, part)?);
         Ok(
             match self.marks.status(&self.pivots, message, message_seq, None) {
                 compacted @ Status::Compacted { .. } => compacted,
@@ -132,27 +104,10 @@ impl SessionView {
     }
 }
 
-/// The marks `query` matches, with their seqs.
-fn marks_matching(
-    index: &SearchIndex,
-    query: &dyn Query,
-) -> Result<Vec<(Seq, crate::project::Mark)>, SearchError> {
-    let mut marks = Vec::new();
-    for d in index.all_matching(query)? {
-        let mark = d
-            .mark
-            .as_deref()
-            .and_then(decode)
-            .ok_or_else(|| stale(&d, "a mark"))?;
-        marks.push((d.seq, mark));
-    }
-    Ok(marks)
-}
-
 /// The view of `session` in `views`, loaded the first time.
-pub(crate) fn view_of<'v>(
+pub(crate) fn view_of<'v, I: Lookup + ?Sized>(
     views: &'v mut BTreeMap<SessionId, SessionView>,
-    index: &SearchIndex,
+    index: &I,
     session: SessionId,
 ) -> Result<&'v mut SessionView, SearchError> {
     Ok(match views.entry(session) {
@@ -171,14 +126,6 @@ pub(crate) fn message_info(d: &Stored) -> MessageInfo {
         flavor: d.flavor.unwrap_or(MessageFlavor::Plain),
         source_id: d.source.clone(),
     }
-}
-
-/// A query for the documents with `text` in `field`.
-pub(crate) fn term_query(field: tantivy::schema::Field, text: &str) -> Box<dyn Query> {
-    Box::new(TermQuery::new(
-        Term::from_field_text(field, text),
-        IndexRecordOption::Basic,
-    ))
 }
 
 /// A UUID written in the index.

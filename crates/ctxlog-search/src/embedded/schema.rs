@@ -3,8 +3,9 @@
 //! back. The text is indexed with positions (phrases) and never stored: a
 //! snippet is cut from the log, which keeps it.
 
-use crate::project::{Mark, MessageFlavor, MessageItem, PartItem};
-use ctxlog_core::{Envelope, MessageId, PartId, Role, Seq, SessionId};
+use crate::lookup::{Stored, DOC_MESSAGE, DOC_PART};
+use crate::project::{role_name, Mark, MessageFlavor, MessageItem, PartItem};
+use ctxlog_core::{Envelope, MessageId, PartId, SessionId};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
     STRING,
@@ -15,9 +16,8 @@ use tantivy::{TantivyDocument, Term};
 /// is rebuilt from the log.
 pub const SCHEMA_VERSION: u32 = 2;
 
-/// Document kinds (field `doc`).
-pub(crate) const DOC_MESSAGE: &str = "message";
-pub(crate) const DOC_PART: &str = "part";
+/// The kind (field `doc`) of a mark's document; a message's and a part's
+/// are [`DOC_MESSAGE`] and [`DOC_PART`].
 pub(crate) const DOC_MARK: &str = "mark";
 
 /// The schema's fields.
@@ -149,50 +149,17 @@ impl Fields {
     /// the marks that concern it.
     pub fn mark_doc(&self, e: &Envelope, m: &Mark) -> TantivyDocument {
         let mut d = self.base(DOC_MARK, e);
-        let text = crate::marks::encode(m);
-        d.add_text(self.mark_kind, text.split(' ').next().unwrap_or_default());
-        match m {
-            Mark::Pruned(parts) | Mark::Restored(parts) => {
-                for p in parts {
-                    d.add_text(self.part, p.to_string());
-                }
-            }
-            Mark::Withdrawn(messages) => {
-                for m in messages {
-                    d.add_text(self.message, m.to_string());
-                }
-            }
-            Mark::Started { .. } | Mark::Pivot { .. } => {}
+        d.add_text(self.mark_kind, m.kind());
+        let field = match m {
+            Mark::Withdrawn(_) => self.message,
+            _ => self.part,
+        };
+        for id in m.names() {
+            d.add_text(field, id.to_string());
         }
-        d.add_text(self.mark, text);
+        d.add_text(self.mark, crate::marks::encode(m));
         d
     }
-}
-
-/// `user` or `assistant`.
-pub(crate) fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    }
-}
-
-/// What a stored document says, read back.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Stored {
-    pub doc: String,
-    pub session: String,
-    pub seq: Seq,
-    pub time: u64,
-    pub message: Option<String>,
-    pub part: Option<String>,
-    pub role: Option<String>,
-    pub flavor: Option<MessageFlavor>,
-    pub kind: Option<String>,
-    pub tool: Option<String>,
-    pub call: Option<String>,
-    pub source: Option<String>,
-    pub mark: Option<String>,
 }
 
 impl Fields {
@@ -213,7 +180,13 @@ impl Fields {
             tool: text(self.tool),
             call: text(self.call),
             source: text(self.source),
-            mark: text(self.mark),
         }
+    }
+
+    /// The mark a mark's document holds, as text.
+    pub fn mark_text(&self, d: &TantivyDocument) -> Option<String> {
+        d.get_first(self.mark)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
     }
 }

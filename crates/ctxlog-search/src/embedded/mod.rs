@@ -1,13 +1,11 @@
-//! The index on disk (tantivy): opened, made when missing, made again when
+//! The embedded store's index: tantivy's, on disk: opened, made when missing, made again when
 //! it does not open or is of another schema; what it has indexed of each
 //! session (its watermarks, kept in each commit's payload, so they are
 //! exactly as durable as what they describe); its one writer at a time.
 
 use crate::error::SearchError;
-use crate::schema::{Fields, Stored, SCHEMA_VERSION};
-use ctxlog_core::{Seq, SessionId};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use crate::lookup::Watermarks;
+use schema::{Fields, SCHEMA_VERSION};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tantivy::collector::{DocSetCollector, TopDocs};
@@ -15,34 +13,16 @@ use tantivy::query::{Query, TermQuery};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term};
 
+mod lookup;
+mod query;
+pub(crate) mod schema;
+mod writer;
+
+pub use writer::EmbeddedWriter;
+
 /// Memory the writer may use before it writes a segment (tantivy's floor
 /// is 15 MB per thread).
 const WRITER_MEMORY: usize = 48 * 1024 * 1024;
-
-/// What the index has taken in, per session: the last seq indexed. A
-/// session whose first event says it is not to be indexed (a kept
-/// simulation) has its head here too, and no documents.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Watermarks {
-    /// The schema the index was written with.
-    pub schema: u32,
-    /// Session id → last seq indexed.
-    pub sessions: BTreeMap<String, Seq>,
-    /// Sessions not indexed (kept simulations): what they append later is
-    /// not either.
-    #[serde(default)]
-    pub skipped: std::collections::BTreeSet<String>,
-}
-
-impl Watermarks {
-    /// The last seq of `session` indexed (0: none).
-    pub fn of(&self, session: SessionId) -> Seq {
-        self.sessions
-            .get(&session.to_string())
-            .copied()
-            .unwrap_or(0)
-    }
-}
 
 /// The bytes of every file under `dir` (a store with its index, say).
 pub fn bytes_under(dir: &Path) -> u64 {
@@ -143,7 +123,7 @@ impl SearchIndex {
         let index = Index::create_in_dir(dir, schema).map_err(SearchError::index(dir))?;
         let idx = SearchIndex::with(dir, index, fields)?;
         // An empty first commit, so the schema's version is on disk.
-        let mut writer = idx.writer(Duration::ZERO)?;
+        let mut writer = idx.tantivy_writer(Duration::ZERO)?;
         idx.commit(&mut writer, &Watermarks::default())?;
         drop(writer);
         idx.keep_private()?;
@@ -205,8 +185,9 @@ impl SearchIndex {
         }
     }
 
-    /// The writer, waiting up to `wait` while another process holds it.
-    pub(crate) fn writer(&self, wait: Duration) -> Result<IndexWriter, SearchError> {
+    /// tantivy's writer, waiting up to `wait` while another process holds
+    /// it.
+    fn tantivy_writer(&self, wait: Duration) -> Result<IndexWriter, SearchError> {
         let deadline = Instant::now() + wait;
         loop {
             match self
@@ -219,7 +200,7 @@ impl SearchIndex {
                 }
                 Err(tantivy::TantivyError::LockFailure(..)) => {
                     return Err(SearchError::Busy {
-                        path: self.dir.clone(),
+                        index: self.dir.display().to_string(),
                     })
                 }
                 Err(e) => return Err(SearchError::index(&self.dir)(e)),
@@ -257,8 +238,12 @@ impl SearchIndex {
         self.reader.searcher()
     }
 
-    /// The stored documents that have `term`, at most `limit`.
-    pub(crate) fn docs_with(&self, term: Term, limit: usize) -> Result<Vec<Stored>, SearchError> {
+    /// The documents that have `term`, at most `limit`.
+    pub(crate) fn docs_with(
+        &self,
+        term: Term,
+        limit: usize,
+    ) -> Result<Vec<TantivyDocument>, SearchError> {
         let searcher = self.searcher();
         let query = TermQuery::new(term, IndexRecordOption::Basic);
         let found = searcher
@@ -267,17 +252,16 @@ impl SearchIndex {
         self.read_docs(&searcher, found.into_iter().map(|(_, a)| a))
     }
 
-    /// Reads stored documents.
+    /// Reads documents.
     pub(crate) fn read_docs(
         &self,
         searcher: &Searcher,
         addresses: impl Iterator<Item = tantivy::DocAddress>,
-    ) -> Result<Vec<Stored>, SearchError> {
+    ) -> Result<Vec<TantivyDocument>, SearchError> {
         addresses
             .map(|a| {
                 searcher
                     .doc::<TantivyDocument>(a)
-                    .map(|d| self.fields.read(&d))
                     .map_err(SearchError::index(&self.dir))
             })
             .collect()
@@ -325,7 +309,10 @@ impl SearchIndex {
     }
 
     /// Every document `query` matches, in index order.
-    pub(crate) fn all_matching(&self, query: &dyn Query) -> Result<Vec<Stored>, SearchError> {
+    pub(crate) fn all_matching(
+        &self,
+        query: &dyn Query,
+    ) -> Result<Vec<TantivyDocument>, SearchError> {
         let searcher = self.searcher();
         let found = searcher
             .search(query, &DocSetCollector)

@@ -1,0 +1,311 @@
+//! Writing the index ([`Engine`] on PostgreSQL): one writer per schema at
+//! a time (a session-level advisory lock, held by the writer's own
+//! connection), one transaction between two commits, the watermarks
+//! (`ctxlog_search_heads`) written in it.
+
+use super::words::vectors;
+use super::PgSearch;
+use crate::append::seq_of;
+use crate::error::backend;
+use ctxlog_core::{Envelope, MessageId, PartId, SessionId};
+use ctxlog_search::lookup::{Engine, Watermarks, Writer, DOC_MESSAGE, DOC_PART};
+use ctxlog_search::marks::encode;
+use ctxlog_search::project::{role_name, Mark, MessageItem, PartItem};
+use ctxlog_search::{SearchError, SCHEMA_VERSION};
+use ctxlog_store::ReadError;
+use postgres::Client;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use uuid::Uuid;
+
+/// The advisory lock class of the search index's writer ("ctxs" in
+/// ASCII); the second key is the schema's name, hashed.
+const WRITER_LOCK: i32 = 0x6374_7873;
+
+/// The index's one writer.
+pub struct PgWriter<'a> {
+    search: &'a PgSearch,
+    client: Client,
+    /// What was committed of each session (what a commit must change).
+    committed: BTreeMap<String, (u64, bool)>,
+}
+
+impl Engine for PgSearch {
+    type Writer<'a> = PgWriter<'a>;
+
+    fn watermarks(&self) -> Result<Watermarks, SearchError> {
+        let rows = self.inner.pool.with(|c| {
+            c.query("SELECT session, seq, skipped FROM ctxlog_search_heads", &[])
+                .map_err(self.failed("cannot read what the search index holds"))
+        })?;
+        let mut marks = Watermarks {
+            schema: SCHEMA_VERSION,
+            ..Watermarks::default()
+        };
+        for r in rows {
+            let session = r.get::<_, Uuid>(0).to_string();
+            if r.get::<_, bool>(2) {
+                marks.skipped.insert(session.clone());
+            }
+            marks.sessions.insert(session, seq_of(r.get(1))?);
+        }
+        Ok(marks)
+    }
+
+    fn writer(&self, wait: Duration) -> Result<PgWriter<'_>, SearchError> {
+        let mut client = self.inner.pool.connect().map_err(ReadError::Backend)?;
+        let deadline = Instant::now() + wait;
+        loop {
+            let locked: bool = client
+                .query_one(
+                    "SELECT pg_try_advisory_lock($1, hashtext(current_schema()))",
+                    &[&WRITER_LOCK],
+                )
+                .map(|r| r.get(0))
+                .map_err(self.failed("cannot take the search index's lock"))?;
+            if locked {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(SearchError::Busy {
+                    index: format!("of {}", self.inner.pool.target()),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        client
+            .batch_execute("BEGIN")
+            .map_err(self.failed("cannot write the search index"))?;
+        let before = self.watermarks()?;
+        let committed = before
+            .sessions
+            .iter()
+            .map(|(s, &seq)| (s.clone(), (seq, before.skipped.contains(s))))
+            .collect();
+        Ok(PgWriter {
+            search: self,
+            client,
+            committed,
+        })
+    }
+
+    fn reload(&self) -> Result<(), SearchError> {
+        // Every query reads the last commit.
+        Ok(())
+    }
+}
+
+impl PgWriter<'_> {
+    fn failed(&self, what: &'static str) -> impl Fn(postgres::Error) -> SearchError + '_ {
+        move |e| {
+            SearchError::Read(ReadError::Backend(backend(
+                self.search.inner.pool.target(),
+                what,
+                e,
+            )))
+        }
+    }
+
+    /// Inserts an item with its words.
+    fn item(
+        &mut self,
+        e: &Envelope,
+        item: Item<'_>,
+        text: Option<&str>,
+    ) -> Result<(), SearchError> {
+        let key = item.key();
+        let (session, seq, time) = (e.session.0, big(e.seq), big(e.recorded_at));
+        self.client
+            .execute(
+                "INSERT INTO ctxlog_search_items
+                 (session, key, doc, seq, time, message, part, role, flavor, kind, tool, call, source, ids)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                &[
+                    &session, &key, &item.doc, &seq, &time, &item.message.0,
+                    &item.part.map(|p| p.0), &item.role, &item.flavor, &item.kind,
+                    &item.tool, &item.call, &item.source, &item.ids,
+                ],
+            )
+            .map_err(self.failed("cannot index an item"))?;
+        for (chunk, words) in text.map(vectors).unwrap_or_default().iter().enumerate() {
+            let chunk = i32::try_from(chunk).unwrap_or(i32::MAX);
+            self.client
+                .execute(
+                    "INSERT INTO ctxlog_search_words (session, key, chunk, words)
+                     VALUES ($1, $2, $3, $4::text::tsvector)",
+                    &[&session, &key, &chunk, words],
+                )
+                .map_err(self.failed("cannot index an item's words"))?;
+        }
+        Ok(())
+    }
+}
+
+/// An item's columns.
+struct Item<'a> {
+    doc: &'static str,
+    message: MessageId,
+    part: Option<PartId>,
+    role: Option<&'static str>,
+    flavor: Option<&'static str>,
+    kind: Option<&'static str>,
+    tool: Option<&'a str>,
+    call: Option<&'a str>,
+    source: Option<&'a str>,
+    ids: Vec<String>,
+}
+
+impl Item<'_> {
+    fn key(&self) -> String {
+        match self.part {
+            Some(p) => part_key(p),
+            None => format!("m:{}", self.message),
+        }
+    }
+}
+
+fn part_key(p: PartId) -> String {
+    format!("p:{p}")
+}
+
+/// A number as a bigint.
+fn big(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl Writer for PgWriter<'_> {
+    fn message(&mut self, e: &Envelope, m: &MessageItem) -> Result<(), SearchError> {
+        let mut ids = vec![m.message.to_string()];
+        ids.extend(m.source_id.clone());
+        let item = Item {
+            doc: DOC_MESSAGE,
+            message: m.message,
+            part: None,
+            role: Some(role_name(m.role)),
+            flavor: Some(m.flavor.as_str()),
+            kind: None,
+            tool: None,
+            call: None,
+            source: m.source_id.as_deref(),
+            ids,
+        };
+        self.item(e, item, None)
+    }
+
+    fn part(
+        &mut self,
+        e: &Envelope,
+        p: &PartItem,
+        message: MessageId,
+        replaces: bool,
+    ) -> Result<(), SearchError> {
+        if replaces {
+            let key = part_key(p.part);
+            self.client
+                .execute(
+                    "DELETE FROM ctxlog_search_words WHERE session = $1 AND key = $2",
+                    &[&e.session.0, &key],
+                )
+                .and_then(|_| {
+                    self.client.execute(
+                        "DELETE FROM ctxlog_search_items WHERE session = $1 AND key = $2",
+                        &[&e.session.0, &key],
+                    )
+                })
+                .map_err(self.failed("cannot replace an item"))?;
+        }
+        let mut ids = vec![p.part.to_string()];
+        ids.extend(p.call_id.clone());
+        ids.extend(p.source_id.clone());
+        let item = Item {
+            doc: DOC_PART,
+            message,
+            part: Some(p.part),
+            role: None,
+            flavor: None,
+            kind: Some(p.kind),
+            tool: p.tool.as_deref(),
+            call: p.call_id.as_deref(),
+            source: p.source_id.as_deref(),
+            ids,
+        };
+        self.item(e, item, Some(&p.text))
+    }
+
+    fn mark(&mut self, e: &Envelope, m: &Mark) -> Result<(), SearchError> {
+        let (names, kind, text) = (m.names(), m.kind(), encode(m));
+        self.client
+            .execute(
+                "INSERT INTO ctxlog_search_marks (session, seq, n, kind, mark, names)
+                 VALUES ($1, $2, (SELECT count(*)::integer FROM ctxlog_search_marks
+                                  WHERE session = $1 AND seq = $2), $3, $4, $5)",
+                &[&e.session.0, &big(e.seq), &kind, &text, &names],
+            )
+            .map_err(self.failed("cannot index a mark"))?;
+        Ok(())
+    }
+
+    fn message_of(
+        &mut self,
+        session: SessionId,
+        part: PartId,
+    ) -> Result<Option<MessageId>, SearchError> {
+        let row = self
+            .client
+            .query_opt(
+                "SELECT message FROM ctxlog_search_items WHERE session = $1 AND key = $2",
+                &[&session.0, &part_key(part)],
+            )
+            .map_err(self.failed("cannot read the search index"))?;
+        Ok(row.map(|r| MessageId(r.get(0))))
+    }
+
+    fn forget(&mut self, session: SessionId) -> Result<(), SearchError> {
+        for table in [
+            "ctxlog_search_words",
+            "ctxlog_search_items",
+            "ctxlog_search_marks",
+            "ctxlog_search_heads",
+        ] {
+            self.client
+                .execute(
+                    &format!("DELETE FROM {table} WHERE session = $1"),
+                    &[&session.0],
+                )
+                .map_err(self.failed("cannot remove a session from the search index"))?;
+        }
+        self.committed.remove(&session.to_string());
+        Ok(())
+    }
+
+    fn commit(&mut self, marks: &Watermarks) -> Result<(), SearchError> {
+        for (session, &seq) in &marks.sessions {
+            let skipped = marks.skipped.contains(session);
+            if self.committed.get(session) == Some(&(seq, skipped)) {
+                continue;
+            }
+            let id = Uuid::parse_str(session).map_err(|_| SearchError::Stale {
+                session: session.clone(),
+                seq,
+                what: "a session id".to_owned(),
+            })?;
+            self.client
+                .execute(
+                    "INSERT INTO ctxlog_search_heads (session, seq, skipped) VALUES ($1, $2, $3)
+                     ON CONFLICT (session) DO UPDATE SET seq = EXCLUDED.seq, skipped = EXCLUDED.skipped",
+                    &[&id, &big(seq), &skipped],
+                )
+                .map_err(self.failed("cannot write what the search index holds"))?;
+            self.committed.insert(session.clone(), (seq, skipped));
+        }
+        self.client
+            .batch_execute("COMMIT; BEGIN")
+            .map_err(self.failed("cannot commit the search index"))
+    }
+
+    fn finish(mut self) -> Result<(), SearchError> {
+        self.client
+            .batch_execute("COMMIT; SELECT pg_advisory_unlock_all()")
+            .map_err(self.failed("cannot finish writing the search index"))
+    }
+}
