@@ -189,3 +189,59 @@ fn a_damaged_or_missing_index_is_made_again_from_the_log() {
     );
     let _ = std::fs::remove_dir_all(&db);
 }
+
+#[test]
+fn an_index_killed_midway_is_never_damaged_and_the_next_goes_on() {
+    let db = std::env::temp_dir().join(format!("ctxlog-search-{}-killed", std::process::id()));
+    let _ = std::fs::remove_dir_all(&db);
+    // 150,000 events: the index commits once midway (every 100,000).
+    let args = [
+        "stress",
+        "--sessions",
+        "3",
+        "--events",
+        "50000",
+        "--batch",
+        "5000",
+        "--seed",
+        "9",
+    ];
+    common::succeeds(&db, &args);
+    let total: u64 = json(&db, &["verify"])["events"].as_u64().unwrap();
+    let mut child = common::ctxlog_on(&db, &["index"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed as soon as its first commit with watermarks is on disk.
+    let meta = db.join("search/meta.json");
+    let committed =
+        || std::fs::read_to_string(&meta).is_ok_and(|m| m.contains("\\\"sessions\\\":{\\\""));
+    while !committed() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the index finished before its first commit was seen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    assert!(!child.wait().unwrap().success(), "killed midway");
+    // Consistent at its last commit: exactly what lies past it lags.
+    let health = &json(&db, &["verify"])["index"];
+    assert_eq!(health["state"], "lagging", "{health}");
+    assert_eq!(
+        health["events"].as_u64().unwrap(),
+        total - ctxlog_search::COMMIT_EVERY,
+        "{health}"
+    );
+    // The next goes on from there and ends as a rebuild does.
+    let after = json(&db, &["index"]);
+    assert_eq!(after["events"].as_u64(), Some(total));
+    assert_eq!(json(&db, &["verify"])["index"]["state"], "up_to_date");
+    let query = ["search", "error", "--limit", "50"];
+    let resumed = found(&json(&db, &query));
+    assert!(!resumed.is_empty());
+    json(&db, &["index", "--rebuild"]);
+    assert_eq!(found(&json(&db, &query)), resumed);
+    let _ = std::fs::remove_dir_all(&db);
+}
