@@ -51,7 +51,7 @@ impl Index {
         if let AnyLog::Postgres(pg) = log {
             let search = pg.search();
             if rebuild {
-                search.clear()?;
+                search.clear(CATCH_UP_WAIT)?;
             }
             return Ok((Index::Postgres(search), None));
         }

@@ -188,7 +188,7 @@ pub fn run(
     }
     progress();
     if on(Stage::Search) {
-        bench_search(&z, &mut r)?;
+        bench_search(&z, &mut r, postgres)?;
     }
     progress();
     r.set_figure("bench_seconds", json!(started.elapsed().as_secs_f64()));

@@ -27,13 +27,13 @@ const HISTORIES: [u64; 3] = [1_000, 10_000, 100_000];
 const LOAD_BATCH: usize = 512;
 
 /// A schema of the bench's own, dropped when this is.
-struct Schema {
+pub(crate) struct Schema {
     target: Target,
     name: String,
 }
 
 impl Schema {
-    fn new(target: &Target, tag: &str) -> Schema {
+    pub(crate) fn new(target: &Target, tag: &str) -> Schema {
         static N: AtomicU32 = AtomicU32::new(0);
         Schema {
             target: target.clone(),
@@ -45,7 +45,7 @@ impl Schema {
         }
     }
 
-    fn log(&self) -> Result<PgLog, BenchError> {
+    pub(crate) fn log(&self) -> Result<PgLog, BenchError> {
         PgLog::open_at(
             self.target.clone(),
             PgOptions {
@@ -237,7 +237,7 @@ fn step_costs(z: &Sizes, target: &Target, r: &mut Report) -> Result<(), BenchErr
 }
 
 /// Writes `events` (one session) in batches.
-fn load(log: &impl EventLog, events: &[Envelope]) -> Result<(), BenchError> {
+pub(crate) fn load(log: &impl EventLog, events: &[Envelope]) -> Result<(), BenchError> {
     let mut at = 0;
     for chunk in events.chunks(LOAD_BATCH) {
         let session = chunk[0].session;

@@ -6,12 +6,13 @@
 //! when that folder is there.
 
 use crate::measure::Scratch;
+use crate::postgres::{load, Schema};
 use crate::report::Report;
 use crate::sizes::{generated, Sizes};
 use crate::stores::write_log;
 use crate::{failed, BenchError};
-use ctxlog_search::{catch_up, search, SearchIndex, SearchRequest};
-use ctxlog_store::{Durability, SledStore};
+use ctxlog_search::{catch_up, search, Lookup, SearchIndex, SearchRequest};
+use ctxlog_store::{Durability, EventLog};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -40,8 +41,9 @@ const SHARED_QUERIES: &[&str] = &[
 /// Where the real recordings are, from the repository's root.
 const SHARED_SESSIONS: &str = "../shared/sessions";
 
-/// Stage 8: search over `z.search` events.
-pub fn bench_search(z: &Sizes, r: &mut Report) -> Result<(), BenchError> {
+/// Stage 8: search over `z.search` events, on sled and (when a server is
+/// named) on PostgreSQL.
+pub fn bench_search(z: &Sizes, r: &mut Report, postgres: Option<&str>) -> Result<(), BenchError> {
     let dir = Scratch::new("search");
     let mut store_seconds = 0.0;
     for i in 0..SESSIONS {
@@ -82,7 +84,39 @@ pub fn bench_search(z: &Sizes, r: &mut Report) -> Result<(), BenchError> {
         serde_json::Value::Object(per_query),
     );
     r.set_ratio("search_p50_vs_50ms", p50 / 50.0);
-    bench_shared_search(z, r)
+    bench_shared_search(z, r)?;
+    bench_postgres_search(z, r, postgres)
+}
+
+/// The same events and queries on PostgreSQL's full-text search, when a
+/// server is named: indexing speed, latency, size.
+fn bench_postgres_search(z: &Sizes, r: &mut Report, url: Option<&str>) -> Result<(), BenchError> {
+    let Some(url) = url else {
+        r.set_figure("pg_search", json!("skipped: no server"));
+        return Ok(());
+    };
+    let target = ctxlog_postgres::Target::parse(url)
+        .map_err(|e| BenchError::Failed(format!("bench: {e}")))?;
+    let schema = Schema::new(&target, "search");
+    let log = schema.log()?;
+    for i in 0..SESSIONS {
+        load(&log, &generated(41 + i, z.search / SESSIONS)?)?;
+    }
+    let index = log.search();
+    let t = Instant::now();
+    catch_up(&index, &log, &|_| true, Duration::ZERO, &mut |_| {})
+        .map_err(|e| failed("catch up on postgres")(&e))?;
+    let seconds = t.elapsed().as_secs_f64();
+    let events = total_events(&log)?;
+    let (p50, p99, _) = latencies(&index, &log, QUERIES, z.search_rounds, true)?;
+    r.set_figure("pg_index_events_per_s", json!(events as f64 / seconds));
+    r.set_figure(
+        "pg_index_bytes",
+        json!(index.disk_bytes().map_err(|e| failed("size")(&e))?),
+    );
+    r.set_figure("pg_search_p50_ms", json!(p50));
+    r.set_figure("pg_search_p99_ms", json!(p99));
+    Ok(())
 }
 
 /// The same queries over the real recordings, imported into a store of
@@ -139,9 +173,9 @@ fn bench_shared_search(z: &Sizes, r: &mut Report) -> Result<(), BenchError> {
 /// The p50 and p99 of `rounds` runs of each query, in ms, and each
 /// query's p50; when `required`, a query that finds nothing fails the
 /// bench (its figure would measure nothing).
-fn latencies(
-    index: &SearchIndex,
-    log: &SledStore,
+fn latencies<I: Lookup + ?Sized, L: EventLog + ?Sized>(
+    index: &I,
+    log: &L,
     queries: &[&str],
     rounds: usize,
     required: bool,
@@ -176,8 +210,7 @@ fn latencies(
 }
 
 /// Every event of the log's sessions.
-fn total_events(log: &SledStore) -> Result<u64, BenchError> {
-    use ctxlog_store::EventLog;
+fn total_events<L: EventLog + ?Sized>(log: &L) -> Result<u64, BenchError> {
     Ok(log
         .sessions()
         .map_err(|e| failed("sessions")(&e))?

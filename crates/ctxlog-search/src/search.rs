@@ -20,6 +20,11 @@ pub const MAX_SKIP: usize = 1_000;
 /// The most hits one request returns.
 pub const MAX_LIMIT: usize = 200;
 
+/// The most documents one request fetches from the engine to settle its
+/// page (equal scores across the page's end, `--dropped` passing over
+/// what is still in the window).
+const MAX_FETCH: usize = 16 * (MAX_SKIP + MAX_LIMIT);
+
 /// One hit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hit {
@@ -89,50 +94,66 @@ pub fn search<I: Lookup + ?Sized, L: EventLog + ?Sized>(
     loop {
         let found = index.ranked(&parsed, request, page.max(1))?;
         let exhausted = found.len() < page;
+        let lowest = found.last().map(|(score, _)| *score);
         let mut kept = Vec::new();
         for (score, d) in found {
-            let hit = match resolve(index, log, &mut views, &d, score, &snippets) {
-                Ok(hit) => hit,
+            // Only `--dropped` needs a status to choose; the others are
+            // worked out for the page shown.
+            if request.dropped {
+                match resolve(index, &mut views, &d, score) {
+                    Ok(hit) if !hit.status.is_dropped() => continue,
+                    Ok(_) => {}
+                    Err(e @ SearchError::Stale { .. }) => {
+                        tracing::warn!("{e}");
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            kept.push((score, d));
+        }
+        // The hits are settled when every hit as good as the last one
+        // wanted was fetched: a group of equal scores cut by the fetch
+        // would be ordered differently from one page to the next.
+        let settled = exhausted
+            || page >= MAX_FETCH
+            || (kept.len() >= wanted && lowest < Some(kept[wanted - 1].0));
+        if settled {
+            let more = kept.len() >= wanted;
+            // Equal scores in log order, whatever the engine's order (ids
+            // are written in one case, so their text sorts as they do).
+            kept.sort_by(|(a, x), (b, y)| {
+                b.total_cmp(a)
+                    .then_with(|| x.session.cmp(&y.session))
+                    .then(x.seq.cmp(&y.seq))
+                    .then_with(|| x.part.cmp(&y.part))
+            });
+            let mut hits = Vec::new();
+            for (score, d) in kept.into_iter().skip(request.skip).take(limit) {
                 // One document the log no longer backs does not hide the
                 // others: it is left out, and said in the log.
-                Err(e @ SearchError::Stale { .. }) => {
-                    tracing::warn!("{e}");
-                    continue;
+                match resolve(index, &mut views, &d, score).and_then(|mut hit| {
+                    let body = body_at(log, hit.session, hit.seq, hit.part)?;
+                    (hit.snippet, hit.highlights) = snippets.cut(&text_of(&body));
+                    Ok(hit)
+                }) {
+                    Ok(hit) => hits.push(hit),
+                    Err(e @ SearchError::Stale { .. }) => tracing::warn!("{e}"),
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
-            };
-            if !request.dropped || hit.status.is_dropped() {
-                kept.push(hit);
             }
-            if kept.len() == wanted {
-                break;
-            }
-        }
-        if kept.len() == wanted || exhausted {
-            let more = kept.len() == wanted;
-            // Equal scores in log order, whatever the engine's order.
-            kept.sort_by(|a, b| {
-                b.score
-                    .total_cmp(&a.score)
-                    .then(a.session.cmp(&b.session))
-                    .then(a.seq.cmp(&b.seq))
-                    .then(a.part.cmp(&b.part))
-            });
-            let hits = kept.into_iter().skip(request.skip).take(limit).collect();
             return Ok(Found { hits, more });
         }
         page = page.saturating_mul(4);
     }
 }
 
-/// The hit of a matching part document.
-fn resolve<I: Lookup + ?Sized, L: EventLog + ?Sized>(
+/// The hit of a matching part document, its snippet not cut yet.
+fn resolve<I: Lookup + ?Sized>(
     index: &I,
-    log: &L,
     views: &mut BTreeMap<SessionId, SessionView>,
     d: &Stored,
     score: f32,
-    snippets: &Snippets,
 ) -> Result<Hit, SearchError> {
     let ids = (
         parse_id(&d.session),
@@ -152,8 +173,6 @@ fn resolve<I: Lookup + ?Sized, L: EventLog + ?Sized>(
         Some(part),
     )?;
     let author = author_of(info.as_ref());
-    let body = body_at(log, session, d.seq, part)?;
-    let (snippet, highlights) = snippets.cut(&text_of(&body));
     Ok(Hit {
         session,
         seq: d.seq,
@@ -166,8 +185,8 @@ fn resolve<I: Lookup + ?Sized, L: EventLog + ?Sized>(
         call_id: d.call.clone(),
         source_id: d.source.clone().or_else(|| info.and_then(|i| i.source_id)),
         score,
-        snippet,
-        highlights,
+        snippet: String::new(),
+        highlights: Vec::new(),
         status,
     })
 }

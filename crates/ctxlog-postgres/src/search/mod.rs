@@ -54,17 +54,13 @@ impl PgSearch {
     }
 
     /// Removes everything indexed, so the next catch-up indexes the whole
-    /// log again (`ctxlog index --rebuild`).
-    pub fn clear(&self) -> Result<(), SearchError> {
-        self.inner.pool.with(|c| {
-            c.batch_execute(
-                "BEGIN;
-                 DELETE FROM ctxlog_search_words; DELETE FROM ctxlog_search_items;
-                 DELETE FROM ctxlog_search_marks; DELETE FROM ctxlog_search_heads;
-                 COMMIT",
-            )
-            .map_err(self.failed("cannot clear the search index"))
-        })
+    /// log again (`ctxlog index --rebuild`): as the writer, waiting up to
+    /// `wait` for one at work (whose commits would otherwise describe
+    /// rows removed under it).
+    pub fn clear(&self, wait: std::time::Duration) -> Result<(), SearchError> {
+        let mut writer = ctxlog_search::Engine::writer(self, wait)?;
+        writer.clear_all()?;
+        ctxlog_search::Writer::finish(writer)
     }
 
     /// The bytes the index's tables and their indexes take.

@@ -95,7 +95,7 @@ impl Lookup for PgSearch {
             for c in group.iter().filter(|c| !c.not) {
                 let p = param(Box::new(clause_query(c)));
                 let select = format!(
-                    "(SELECT session, key FROM ctxlog_search_words WHERE words @@ {p}::text::tsquery)"
+                    "(SELECT DISTINCT session, key FROM ctxlog_search_words WHERE words @@ {p}::text::tsquery)"
                 );
                 sql = if sql.is_empty() {
                     select

@@ -96,6 +96,18 @@ impl Engine for PgSearch {
 }
 
 impl PgWriter<'_> {
+    /// Removes every row of the index, in this writer's transaction.
+    pub(super) fn clear_all(&mut self) -> Result<(), SearchError> {
+        self.client
+            .batch_execute(
+                "DELETE FROM ctxlog_search_words; DELETE FROM ctxlog_search_items;
+                 DELETE FROM ctxlog_search_marks; DELETE FROM ctxlog_search_heads",
+            )
+            .map_err(self.failed("cannot clear the search index"))?;
+        self.committed.clear();
+        Ok(())
+    }
+
     fn failed(&self, what: &'static str) -> impl Fn(postgres::Error) -> SearchError + '_ {
         move |e| {
             SearchError::Read(ReadError::Backend(backend(
