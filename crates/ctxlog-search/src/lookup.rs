@@ -1,7 +1,7 @@
 //! What search and recall ask of an index, whichever engine keeps it
 //! (tantivy in a sled store's directory, PostgreSQL's full-text search
 //! beside a PostgreSQL log); and what catching up asks of one. Everything
-//! else (ranking ties, statuses, snippets, recalls, watermarks) is decided
+//! else (statuses, paging, snippets, recalls, watermarks) is decided
 //! once, above these traits.
 
 use crate::error::SearchError;
@@ -75,7 +75,9 @@ impl Watermarks {
 /// An index, read.
 pub trait Lookup {
     /// The parts `query` matches within the request's sessions and times,
-    /// best first, at most `limit`, each with its relevance.
+    /// best first, at most `limit`, each with its relevance; equal scores
+    /// in an order of the engine's that a larger `limit` keeps (pages are
+    /// slices of one ranking).
     fn ranked(
         &self,
         query: &Parsed,

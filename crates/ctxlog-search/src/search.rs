@@ -20,9 +20,8 @@ pub const MAX_SKIP: usize = 1_000;
 /// The most hits one request returns.
 pub const MAX_LIMIT: usize = 200;
 
-/// The most documents one request fetches from the engine to settle its
-/// page (equal scores across the page's end, `--dropped` passing over
-/// what is still in the window).
+/// The most documents one request fetches from the engine to fill its
+/// page (`--dropped` passes over what is still in the window).
 const MAX_FETCH: usize = 16 * (MAX_SKIP + MAX_LIMIT);
 
 /// One hit.
@@ -94,7 +93,6 @@ pub fn search<I: Lookup + ?Sized, L: EventLog + ?Sized>(
     loop {
         let found = index.ranked(&parsed, request, page.max(1))?;
         let exhausted = found.len() < page;
-        let lowest = found.last().map(|(score, _)| *score);
         let mut kept = Vec::new();
         for (score, d) in found {
             // Only `--dropped` needs a status to choose; the others are
@@ -112,22 +110,10 @@ pub fn search<I: Lookup + ?Sized, L: EventLog + ?Sized>(
             }
             kept.push((score, d));
         }
-        // The hits are settled when every hit as good as the last one
-        // wanted was fetched: a group of equal scores cut by the fetch
-        // would be ordered differently from one page to the next.
-        let settled = exhausted
-            || page >= MAX_FETCH
-            || (kept.len() >= wanted && lowest < Some(kept[wanted - 1].0));
-        if settled {
+        // In the engine's order, which is total (equal scores in the
+        // order of its documents): every page is a slice of one ranking.
+        if exhausted || kept.len() >= wanted || page >= MAX_FETCH {
             let more = kept.len() >= wanted;
-            // Equal scores in log order, whatever the engine's order (ids
-            // are written in one case, so their text sorts as they do).
-            kept.sort_by(|(a, x), (b, y)| {
-                b.total_cmp(a)
-                    .then_with(|| x.session.cmp(&y.session))
-                    .then(x.seq.cmp(&y.seq))
-                    .then_with(|| x.part.cmp(&y.part))
-            });
             let mut hits = Vec::new();
             for (score, d) in kept.into_iter().skip(request.skip).take(limit) {
                 // One document the log no longer backs does not hide the

@@ -158,6 +158,9 @@ fn every_hit(
         );
     }
     out.sort_by_key(|(p, _)| *p);
+    let before = out.len();
+    out.dedup_by_key(|(p, _)| *p);
+    assert_eq!(out.len(), before, "{query}: a part found on two pages");
     out
 }
 
