@@ -92,7 +92,7 @@ pub const GOALS: &[Goal] = &[
     goal("pg_append_vs_insert_floor", 0.8, true),
     goal("pg_writers_gain", 4.0, true),
     goal("pg_step_cost_growth", 1.5, false),
-    goal("store_with_index_vs_without", 0.75, true),
+    goal("import_with_index_vs_without", 0.75, true),
     goal("index_vs_log_bytes", 1.0, false),
     goal("search_p50_vs_50ms", 1.0, false),
 ];
