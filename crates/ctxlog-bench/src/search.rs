@@ -60,10 +60,7 @@ pub fn bench_search(z: &Sizes, r: &mut Report, postgres: Option<&str>) -> Result
             &ctxlog_import::ImportOptions::default(),
         )
         .map_err(|e| failed("import")(&e))?;
-        let events = imported
-            .events
-            .to_vec()
-            .map_err(|e| failed("decode")(&e))?;
+        let events = imported.events.to_vec().map_err(|e| failed("decode")(&e))?;
         read_seconds += t.elapsed().as_secs_f64();
         let t = Instant::now();
         write_log(dir.path(), &events)?;

@@ -7,14 +7,13 @@ use crate::lookup::{Stored, DOC_MESSAGE, DOC_PART};
 use crate::project::{role_name, Mark, MessageFlavor, MessageItem, PartItem};
 use ctxlog_core::{Envelope, MessageId, PartId, SessionId};
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, INDEXED, STORED,
-    STRING,
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING,
 };
 use tantivy::{TantivyDocument, Term};
 
 /// The schema's version, kept in every commit: an index of another version
 /// is rebuilt from the log.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The kind (field `doc`) of a mark's document; a message's and a part's
 /// are [`DOC_MESSAGE`] and [`DOC_PART`].
@@ -25,8 +24,6 @@ pub(crate) const DOC_MARK: &str = "mark";
 pub(crate) struct Fields {
     /// `message`, `part` or `mark`.
     pub doc: Field,
-    /// `m:<message>` or `p:<part>`: what replaces a document.
-    pub key: Field,
     pub session: Field,
     pub seq: Field,
     pub time: Field,
@@ -60,10 +57,10 @@ impl Fields {
         );
         let fields = Fields {
             doc: b.add_text_field("doc", STRING | STORED),
-            key: b.add_text_field("key", STRING),
             session: b.add_text_field("session", STRING | STORED),
-            seq: b.add_u64_field("seq", INDEXED | STORED | FAST),
-            time: b.add_u64_field("time", INDEXED | STORED | FAST),
+            // Ranges over them read the fast fields: no term per value.
+            seq: b.add_u64_field("seq", STORED | FAST),
+            time: b.add_u64_field("time", STORED | FAST),
             message: b.add_text_field("message", STRING | STORED),
             part: b.add_text_field("part", STRING | STORED),
             role: b.add_text_field("role", STORED),
@@ -85,14 +82,15 @@ impl Fields {
         Term::from_field_text(self.session, &session.to_string())
     }
 
-    /// The term of the document of a message.
+    /// The term of the document of a message (its id is among its ids,
+    /// and no other document's).
     pub fn message_key(&self, message: MessageId) -> Term {
-        Term::from_field_text(self.key, &format!("m:{message}"))
+        Term::from_field_text(self.ids, &message.to_string())
     }
 
-    /// The term of the document of a part.
+    /// The term of the document of a part (what replaces it).
     pub fn part_key(&self, part: PartId) -> Term {
-        Term::from_field_text(self.key, &format!("p:{part}"))
+        Term::from_field_text(self.ids, &part.to_string())
     }
 
     /// A document's common fields.
@@ -108,7 +106,6 @@ impl Fields {
     /// The document of a message.
     pub fn message_doc(&self, e: &Envelope, m: &MessageItem) -> TantivyDocument {
         let mut d = self.base(DOC_MESSAGE, e);
-        d.add_text(self.key, format!("m:{}", m.message));
         d.add_text(self.message, m.message.to_string());
         d.add_text(self.ids, m.message.to_string());
         d.add_text(self.role, role_name(m.role));
@@ -123,7 +120,6 @@ impl Fields {
     /// The document of a part of message `message`.
     pub fn part_doc(&self, e: &Envelope, p: &PartItem, message: MessageId) -> TantivyDocument {
         let mut d = self.base(DOC_PART, e);
-        d.add_text(self.key, format!("p:{}", p.part));
         d.add_text(self.part, p.part.to_string());
         d.add_text(self.ids, p.part.to_string());
         d.add_text(self.message, message.to_string());
