@@ -1,7 +1,9 @@
-//! The embedded store's index: tantivy's, on disk: opened, made when missing, made again when
-//! it does not open or is of another schema; what it has indexed of each
-//! session (its watermarks, kept in each commit's payload, so they are
-//! exactly as durable as what they describe); its one writer at a time.
+//! The embedded store's index, tantivy's, on disk: opened, made when
+//! missing, made again when it does not open or is of another schema; what
+//! it has indexed of each session (its watermarks, kept in each commit's
+//! payload, so they are exactly as durable as what they describe); its one
+//! writer at a time. `lookup.rs` and `writer.rs` are its [`crate::Lookup`]
+//! and [`crate::Engine`].
 
 use crate::error::SearchError;
 use crate::lookup::Watermarks;
