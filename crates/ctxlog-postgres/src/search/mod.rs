@@ -13,6 +13,7 @@
 //! - One catch-up at a time per schema: a session-level advisory lock,
 //!   waited for up to the caller's limit.
 
+mod batch;
 mod read;
 mod words;
 mod write;

@@ -3,6 +3,7 @@
 //! connection), one transaction between two commits, the watermarks
 //! (`ctxlog_search_heads`) written in it.
 
+use super::batch::{ItemRow, Pending, FLUSH_ROWS};
 use super::words::vectors;
 use super::PgSearch;
 use crate::append::seq_of;
@@ -28,6 +29,10 @@ pub struct PgWriter<'a> {
     client: Client,
     /// What was committed of each session (what a commit must change).
     committed: BTreeMap<String, (u64, bool)>,
+    /// Rows not written yet.
+    pending: Pending,
+    /// The event whose marks are being added, and how many it has so far.
+    marks_of: Option<(Uuid, i64, i32)>,
 }
 
 impl Engine for PgSearch {
@@ -86,6 +91,8 @@ impl Engine for PgSearch {
             search: self,
             client,
             committed,
+            pending: Pending::default(),
+            marks_of: None,
         })
     }
 
@@ -105,7 +112,16 @@ impl PgWriter<'_> {
             )
             .map_err(self.failed("cannot clear the search index"))?;
         self.committed.clear();
+        self.pending.clear();
         Ok(())
+    }
+
+    /// Writes the pending rows.
+    fn flush(&mut self) -> Result<(), SearchError> {
+        let target = self.search.inner.pool.target();
+        self.pending
+            .flush(&mut self.client)
+            .map_err(|e| SearchError::Read(ReadError::Backend(backend(target, "cannot index", e))))
     }
 
     fn failed(&self, what: &'static str) -> impl Fn(postgres::Error) -> SearchError + '_ {
@@ -118,7 +134,7 @@ impl PgWriter<'_> {
         }
     }
 
-    /// Inserts an item with its words.
+    /// Adds an item with its words (written at the next flush).
     fn item(
         &mut self,
         e: &Envelope,
@@ -126,28 +142,34 @@ impl PgWriter<'_> {
         text: Option<&str>,
     ) -> Result<(), SearchError> {
         let key = item.key();
-        let (session, seq, time) = (e.session.0, big(e.seq), big(e.recorded_at));
-        self.client
-            .execute(
-                "INSERT INTO ctxlog_search_items
-                 (session, key, doc, seq, time, message, part, role, flavor, kind, tool, call, source, ids)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-                &[
-                    &session, &key, &item.doc, &seq, &time, &item.message.0,
-                    &item.part.map(|p| p.0), &item.role, &item.flavor, &item.kind,
-                    &item.tool, &item.call, &item.source, &item.ids,
-                ],
-            )
-            .map_err(self.failed("cannot index an item"))?;
-        for (chunk, words) in text.map(vectors).unwrap_or_default().iter().enumerate() {
+        let session = e.session.0;
+        for (chunk, words) in text
+            .map(vectors)
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
             let chunk = i32::try_from(chunk).unwrap_or(i32::MAX);
-            self.client
-                .execute(
-                    "INSERT INTO ctxlog_search_words (session, key, chunk, words)
-                     VALUES ($1, $2, $3, $4::text::tsvector)",
-                    &[&session, &key, &chunk, words],
-                )
-                .map_err(self.failed("cannot index an item's words"))?;
+            self.pending.words(session, &key, chunk, words);
+        }
+        self.pending.item(ItemRow {
+            session,
+            key,
+            doc: item.doc,
+            seq: big(e.seq),
+            time: big(e.recorded_at),
+            message: item.message.0,
+            part: item.part.map(|p| p.0),
+            role: item.role,
+            flavor: item.flavor,
+            kind: item.kind,
+            tool: item.tool.map(str::to_owned),
+            call: item.call.map(str::to_owned),
+            source: item.source.map(str::to_owned),
+            ids: item.ids,
+        });
+        if self.pending.len() >= FLUSH_ROWS {
+            self.flush()?;
         }
         Ok(())
     }
@@ -213,6 +235,7 @@ impl Writer for PgWriter<'_> {
     ) -> Result<(), SearchError> {
         if replaces {
             let key = part_key(p.part);
+            self.pending.drop_item(e.session.0, &key);
             self.client
                 .execute(
                     "DELETE FROM ctxlog_search_words WHERE session = $1 AND key = $2",
@@ -245,15 +268,18 @@ impl Writer for PgWriter<'_> {
     }
 
     fn mark(&mut self, e: &Envelope, m: &Mark) -> Result<(), SearchError> {
-        let (names, kind, text) = (m.names(), m.kind(), encode(m));
-        self.client
-            .execute(
-                "INSERT INTO ctxlog_search_marks (session, seq, n, kind, mark, names)
-                 VALUES ($1, $2, (SELECT count(*)::integer FROM ctxlog_search_marks
-                                  WHERE session = $1 AND seq = $2), $3, $4, $5)",
-                &[&e.session.0, &big(e.seq), &kind, &text, &names],
-            )
-            .map_err(self.failed("cannot index a mark"))?;
+        let (session, seq) = (e.session.0, big(e.seq));
+        // The marks of one event are numbered from 0, in order.
+        let n = match self.marks_of {
+            Some((s, q, n)) if s == session && q == seq => n + 1,
+            _ => 0,
+        };
+        self.marks_of = Some((session, seq, n));
+        self.pending
+            .mark((session, seq, n, m.kind(), encode(m), m.names()));
+        if self.pending.len() >= FLUSH_ROWS {
+            self.flush()?;
+        }
         Ok(())
     }
 
@@ -262,6 +288,7 @@ impl Writer for PgWriter<'_> {
         session: SessionId,
         part: PartId,
     ) -> Result<Option<MessageId>, SearchError> {
+        self.flush()?;
         let row = self
             .client
             .query_opt(
@@ -273,6 +300,7 @@ impl Writer for PgWriter<'_> {
     }
 
     fn forget(&mut self, session: SessionId) -> Result<(), SearchError> {
+        self.flush()?;
         for table in [
             "ctxlog_search_words",
             "ctxlog_search_items",
@@ -291,6 +319,7 @@ impl Writer for PgWriter<'_> {
     }
 
     fn commit(&mut self, marks: &Watermarks) -> Result<(), SearchError> {
+        self.flush()?;
         for (session, &seq) in &marks.sessions {
             let skipped = marks.skipped.contains(session);
             if self.committed.get(session) == Some(&(seq, skipped)) {
@@ -316,6 +345,7 @@ impl Writer for PgWriter<'_> {
     }
 
     fn finish(mut self) -> Result<(), SearchError> {
+        self.flush()?;
         self.client
             .batch_execute("COMMIT; SELECT pg_advisory_unlock_all()")
             .map_err(self.failed("cannot finish writing the search index"))
