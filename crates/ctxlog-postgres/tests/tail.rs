@@ -111,7 +111,39 @@ fn eight_writers_one_tail() {
     }
     // Nothing more than what was written.
     delivered.extend(tail.poll(Duration::from_millis(200)).unwrap());
-    assert_eq!(delivered.len(), total, "every event, once");
+    if delivered.len() != total {
+        // Seen twice in 2026-11 runs (2,368 of 2,400): say whether the
+        // missing events were stored (the tail passed over them) or not
+        // (an acknowledged append was lost), and where they are.
+        let seen: BTreeSet<String> = delivered.iter().map(|(_, e)| e.id.to_string()).collect();
+        let mut c = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let rows = c
+            .query(
+                &format!(
+                    "SELECT id::text, tx::text, position FROM \"{schema}\".ctxlog_events ORDER BY tx, position"
+                ),
+                &[],
+            )
+            .unwrap();
+        let missing: Vec<String> = rows
+            .iter()
+            .filter(|r| !seen.contains(&r.get::<_, String>(0)))
+            .map(|r| {
+                format!(
+                    "tx {} position {}",
+                    r.get::<_, String>(1),
+                    r.get::<_, i64>(2)
+                )
+            })
+            .take(8)
+            .collect();
+        panic!(
+            "{} of {total} events delivered, {} stored; not delivered: {missing:?}; checkpoint {:?}",
+            delivered.len(),
+            rows.len(),
+            tail.checkpoint()
+        );
+    }
 
     let ids: BTreeSet<_> = delivered.iter().map(|(_, e)| e.id).collect();
     assert_eq!(ids.len(), total, "no event twice");
