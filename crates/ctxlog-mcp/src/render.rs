@@ -6,7 +6,7 @@
 use crate::call::{Scope, WorkError};
 use ctxlog_app::history::{body_text, status_words, SessionLabel};
 use ctxlog_core::SessionId;
-use ctxlog_search::{Found, Recalled, RecalledMessage, Replaced};
+use ctxlog_search::{char_floor, Found, Recalled, RecalledMessage, Replaced};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -40,8 +40,8 @@ impl Budget {
     /// budget, and how to ask for the rest.
     pub fn page(&self, text: &str, offset: usize, tool: &str, arg: &str) -> String {
         let text = self.clean(text);
-        let from = floor(&text, offset.min(text.len()));
-        let to = floor(&text, from.saturating_add(self.max_bytes).min(text.len()));
+        let from = char_floor(&text, offset);
+        let to = char_floor(&text, from.saturating_add(self.max_bytes));
         let mut out = text[from..to].to_owned();
         if to < text.len() {
             let _ = write!(
@@ -52,14 +52,6 @@ impl Budget {
         }
         out
     }
-}
-
-/// The largest char boundary of `text` at or below `at`.
-fn floor(text: &str, mut at: usize) -> usize {
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
 }
 
 /// A cursor given back: a count of hits or bytes already answered.

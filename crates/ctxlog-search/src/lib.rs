@@ -48,5 +48,5 @@ pub use recall::{
 };
 pub use search::{search, Found, Hit, MAX_LIMIT, MAX_SKIP};
 pub use session_view::MessageInfo;
-pub use snippet::SNIPPET_CHARS;
+pub use snippet::{floor as char_floor, SNIPPET_CHARS};
 pub use status::{Pivot, Status};

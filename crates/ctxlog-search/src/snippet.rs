@@ -105,8 +105,9 @@ fn richest<'t>(matched: &[&'t Token]) -> Option<&'t Token> {
     best.map(|(_, t)| t)
 }
 
-/// The largest char boundary of `text` at or below `at`.
-pub(crate) fn floor(text: &str, mut at: usize) -> usize {
+/// The largest char boundary of `text` at or below `at` (a byte budget
+/// cut without splitting a character).
+pub fn floor(text: &str, mut at: usize) -> usize {
     at = at.min(text.len());
     while !text.is_char_boundary(at) {
         at -= 1;

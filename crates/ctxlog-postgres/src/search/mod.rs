@@ -84,3 +84,8 @@ impl PgSearch {
 /// An item's columns, in the order [`read::stored`] reads them.
 const ITEM_COLUMNS: &str = "doc, session::text, seq, time, message::text, part::text, role, \
                             flavor, kind, tool, call, source";
+
+/// A seq, time or count as a `bigint` (saturating: none reaches it).
+fn big(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

@@ -1,7 +1,7 @@
 //! Reading the index ([`Lookup`] on PostgreSQL).
 
 use super::words::clause_query;
-use super::{PgSearch, ITEM_COLUMNS};
+use super::{big, PgSearch, ITEM_COLUMNS};
 use crate::append::seq_of;
 use ctxlog_core::{MessageId, PartId, Seq, SessionId};
 use ctxlog_search::lookup::{Lookup, Stored, DOC_MESSAGE, DOC_PART};
@@ -32,11 +32,6 @@ pub(super) fn stored(r: &Row) -> Result<Stored, SearchError> {
         call: r.get(10),
         source: r.get(11),
     })
-}
-
-/// A number as a bigint parameter.
-fn big(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 impl PgSearch {

@@ -5,7 +5,7 @@
 
 use super::batch::{ItemRow, Pending, FLUSH_ROWS};
 use super::words::vectors;
-use super::PgSearch;
+use super::{big, PgSearch};
 use crate::append::seq_of;
 use crate::error::backend;
 use ctxlog_core::{Envelope, MessageId, PartId, SessionId};
@@ -135,14 +135,7 @@ impl PgWriter<'_> {
     }
 
     /// Adds an item with its words (written at the next flush).
-    fn item(
-        &mut self,
-        e: &Envelope,
-        item: Item<'_>,
-        text: Option<&str>,
-    ) -> Result<(), SearchError> {
-        let key = item.key();
-        let session = e.session.0;
+    fn item(&mut self, row: ItemRow, text: Option<&str>) -> Result<(), SearchError> {
         for (chunk, words) in text
             .map(vectors)
             .unwrap_or_default()
@@ -150,24 +143,9 @@ impl PgWriter<'_> {
             .enumerate()
         {
             let chunk = i32::try_from(chunk).unwrap_or(i32::MAX);
-            self.pending.words(session, &key, chunk, words);
+            self.pending.words(row.session, &row.key, chunk, words);
         }
-        self.pending.item(ItemRow {
-            session,
-            key,
-            doc: item.doc,
-            seq: big(e.seq),
-            time: big(e.recorded_at),
-            message: item.message.0,
-            part: item.part.map(|p| p.0),
-            role: item.role,
-            flavor: item.flavor,
-            kind: item.kind,
-            tool: item.tool.map(str::to_owned),
-            call: item.call.map(str::to_owned),
-            source: item.source.map(str::to_owned),
-            ids: item.ids,
-        });
+        self.pending.item(row);
         if self.pending.len() >= FLUSH_ROWS {
             self.flush()?;
         }
@@ -175,26 +153,23 @@ impl PgWriter<'_> {
     }
 }
 
-/// An item's columns.
-struct Item<'a> {
-    doc: &'static str,
-    message: MessageId,
-    part: Option<PartId>,
-    role: Option<&'static str>,
-    flavor: Option<&'static str>,
-    kind: Option<&'static str>,
-    tool: Option<&'a str>,
-    call: Option<&'a str>,
-    source: Option<&'a str>,
-    ids: Vec<String>,
-}
-
-impl Item<'_> {
-    fn key(&self) -> String {
-        match self.part {
-            Some(p) => part_key(p),
-            None => format!("m:{}", self.message),
-        }
+/// The row of an item of event `e`, its optional columns empty.
+fn row_at(e: &Envelope, key: String, doc: &'static str, message: MessageId) -> ItemRow {
+    ItemRow {
+        session: e.session.0,
+        key,
+        doc,
+        seq: big(e.seq),
+        time: big(e.recorded_at),
+        message: message.0,
+        part: None,
+        role: None,
+        flavor: None,
+        kind: None,
+        tool: None,
+        call: None,
+        source: None,
+        ids: Vec::new(),
     }
 }
 
@@ -202,28 +177,18 @@ fn part_key(p: PartId) -> String {
     format!("p:{p}")
 }
 
-/// A number as a bigint.
-fn big(n: u64) -> i64 {
-    i64::try_from(n).unwrap_or(i64::MAX)
-}
-
 impl Writer for PgWriter<'_> {
     fn message(&mut self, e: &Envelope, m: &MessageItem) -> Result<(), SearchError> {
         let mut ids = vec![m.message.to_string()];
         ids.extend(m.source_id.clone());
-        let item = Item {
-            doc: DOC_MESSAGE,
-            message: m.message,
-            part: None,
+        let row = ItemRow {
             role: Some(role_name(m.role)),
             flavor: Some(m.flavor.as_str()),
-            kind: None,
-            tool: None,
-            call: None,
-            source: m.source_id.as_deref(),
+            source: m.source_id.clone(),
             ids,
+            ..row_at(e, format!("m:{}", m.message), DOC_MESSAGE, m.message)
         };
-        self.item(e, item, None)
+        self.item(row, None)
     }
 
     fn part(
@@ -252,19 +217,16 @@ impl Writer for PgWriter<'_> {
         let mut ids = vec![p.part.to_string()];
         ids.extend(p.call_id.clone());
         ids.extend(p.source_id.clone());
-        let item = Item {
-            doc: DOC_PART,
-            message,
-            part: Some(p.part),
-            role: None,
-            flavor: None,
+        let row = ItemRow {
+            part: Some(p.part.0),
             kind: Some(p.kind),
-            tool: p.tool.as_deref(),
-            call: p.call_id.as_deref(),
-            source: p.source_id.as_deref(),
+            tool: p.tool.clone(),
+            call: p.call_id.clone(),
+            source: p.source_id.clone(),
             ids,
+            ..row_at(e, part_key(p.part), DOC_PART, message)
         };
-        self.item(e, item, Some(&p.text))
+        self.item(row, Some(&p.text))
     }
 
     fn mark(&mut self, e: &Envelope, m: &Mark) -> Result<(), SearchError> {
