@@ -75,7 +75,7 @@ pub mod backend {
 pub use log::{Appended, EventLog, LoadedState, NewEvent, SessionContents};
 pub use memory::MemoryLog;
 pub use sled::config::{Durability, StoreConfig, DEFAULT_CACHE_BYTES};
-pub use sled::guard::in_guarded_call;
+pub use sled::guard::{in_guarded_call, quietly};
 pub use sled::remote::RemoteLog;
 pub use sled::salvage::{salvage, SalvageReport, Unsaved};
 pub use sled::serve::{wait_for_readers, yield_to_writer};

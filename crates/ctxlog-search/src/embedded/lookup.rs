@@ -21,13 +21,14 @@ impl Lookup for SearchIndex {
         request: &SearchRequest,
         limit: usize,
     ) -> Result<Vec<(f32, Stored)>, SearchError> {
-        let searcher = self.searcher();
         let query = build(&self.fields, query, request)?;
-        let found = searcher
-            .search(&query, &TopDocs::with_limit(limit.max(1)).order_by_score())
-            .map_err(SearchError::index(self.dir()))?;
-        let (scores, addresses): (Vec<f32>, Vec<_>) = found.into_iter().unzip();
-        let docs = self.read_docs(&searcher, addresses.into_iter())?;
+        let top = TopDocs::with_limit(limit.max(1)).order_by_score();
+        let mut scores = Vec::new();
+        let docs = self.search_and_read(&query, &top, |found| {
+            let (s, addresses): (Vec<f32>, Vec<_>) = found.into_iter().unzip();
+            scores = s;
+            addresses
+        })?;
         Ok(scores
             .into_iter()
             .zip(docs.iter().map(|d| self.fields.read(d)))

@@ -42,6 +42,23 @@ pub fn bytes_under(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+/// Runs a call into tantivy on the index at `dir`: tantivy panics on some
+/// damaged files (a zeroed segment overflows a varint), and that panic is
+/// an error saying the index is damaged, never a crash.
+pub(crate) fn guarded<T>(
+    dir: &Path,
+    f: impl FnOnce() -> Result<T, SearchError>,
+) -> Result<T, SearchError> {
+    ctxlog_store::quietly(f).unwrap_or_else(|message| {
+        Err(SearchError::Index {
+            path: dir.to_owned(),
+            source: tantivy::TantivyError::InternalError(format!(
+                "it is damaged (tantivy gave up reading it: {message})"
+            )),
+        })
+    })
+}
+
 /// Why an index was made anew when opened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Remade {
@@ -135,6 +152,10 @@ impl SearchIndex {
     /// Opens the index in `dir` as it is, never making it: for a check
     /// that must not change what it looks at.
     pub fn open_existing(dir: &Path) -> Result<SearchIndex, SearchError> {
+        guarded(dir, || SearchIndex::open_as_is(dir))
+    }
+
+    fn open_as_is(dir: &Path) -> Result<SearchIndex, SearchError> {
         let index = Index::open_in_dir(dir).map_err(SearchError::index(dir))?;
         let (_, fields) = Fields::build();
         if index.schema() != Fields::build().0 {
@@ -222,17 +243,21 @@ impl SearchIndex {
             ..marks.clone()
         })
         .unwrap_or_default();
-        let mut prepared = writer
-            .prepare_commit()
-            .map_err(SearchError::index(&self.dir))?;
-        prepared.set_payload(&payload);
-        prepared.commit().map_err(SearchError::index(&self.dir))?;
+        guarded(&self.dir, || {
+            let mut prepared = writer
+                .prepare_commit()
+                .map_err(SearchError::index(&self.dir))?;
+            prepared.set_payload(&payload);
+            prepared.commit().map_err(SearchError::index(&self.dir))
+        })?;
         self.reload()
     }
 
     /// Sees what was committed since (by this process or another).
     pub fn reload(&self) -> Result<(), SearchError> {
-        self.reader.reload().map_err(SearchError::index(&self.dir))
+        guarded(&self.dir, || {
+            self.reader.reload().map_err(SearchError::index(&self.dir))
+        })
     }
 
     /// A searcher over the last commit seen.
@@ -246,27 +271,11 @@ impl SearchIndex {
         term: Term,
         limit: usize,
     ) -> Result<Vec<TantivyDocument>, SearchError> {
-        let searcher = self.searcher();
         let query = TermQuery::new(term, IndexRecordOption::Basic);
-        let found = searcher
-            .search(&query, &TopDocs::with_limit(limit.max(1)).order_by_score())
-            .map_err(SearchError::index(&self.dir))?;
-        self.read_docs(&searcher, found.into_iter().map(|(_, a)| a))
-    }
-
-    /// Reads documents.
-    pub(crate) fn read_docs(
-        &self,
-        searcher: &Searcher,
-        addresses: impl Iterator<Item = tantivy::DocAddress>,
-    ) -> Result<Vec<TantivyDocument>, SearchError> {
-        addresses
-            .map(|a| {
-                searcher
-                    .doc::<TantivyDocument>(a)
-                    .map_err(SearchError::index(&self.dir))
-            })
-            .collect()
+        let top = TopDocs::with_limit(limit.max(1)).order_by_score();
+        self.search_and_read(&query, &top, |found| {
+            found.into_iter().map(|(_, a)| a).collect()
+        })
     }
 
     /// Makes the index its owner's only (the directory 0700, its files
@@ -296,10 +305,11 @@ impl SearchIndex {
     /// Checks every file of the index against its checksum; the files that
     /// fail.
     pub fn damaged_files(&self) -> Result<Vec<String>, SearchError> {
-        let bad = self
-            .index
-            .validate_checksum()
-            .map_err(SearchError::index(&self.dir))?;
+        let bad = guarded(&self.dir, || {
+            self.index
+                .validate_checksum()
+                .map_err(SearchError::index(&self.dir))
+        })?;
         let mut names: Vec<String> = bad.iter().map(|p| p.display().to_string()).collect();
         names.sort();
         Ok(names)
@@ -315,12 +325,35 @@ impl SearchIndex {
         &self,
         query: &dyn Query,
     ) -> Result<Vec<TantivyDocument>, SearchError> {
-        let searcher = self.searcher();
-        let found = searcher
-            .search(query, &DocSetCollector)
-            .map_err(SearchError::index(&self.dir))?;
-        let mut addresses: Vec<_> = found.into_iter().collect();
-        addresses.sort();
-        self.read_docs(&searcher, addresses.into_iter())
+        self.search_and_read(query, &DocSetCollector, |found| {
+            let mut addresses: Vec<_> = found.into_iter().collect();
+            addresses.sort();
+            addresses
+        })
+    }
+
+    /// Runs `query` with `collector` over the last commit seen and reads
+    /// the documents `addresses` picks from what it found; tantivy's panic
+    /// on a damaged file is an error.
+    pub(crate) fn search_and_read<C: tantivy::collector::Collector>(
+        &self,
+        query: &dyn Query,
+        collector: &C,
+        addresses: impl FnOnce(C::Fruit) -> Vec<tantivy::DocAddress>,
+    ) -> Result<Vec<TantivyDocument>, SearchError> {
+        guarded(&self.dir, || {
+            let searcher = self.searcher();
+            let found = searcher
+                .search(query, collector)
+                .map_err(SearchError::index(&self.dir))?;
+            addresses(found)
+                .into_iter()
+                .map(|a| {
+                    searcher
+                        .doc::<TantivyDocument>(a)
+                        .map_err(SearchError::index(&self.dir))
+                })
+                .collect()
+        })
     }
 }

@@ -95,9 +95,12 @@ impl Writer for EmbeddedWriter<'_> {
     }
 
     fn finish(self) -> Result<(), SearchError> {
-        self.writer
-            .wait_merging_threads()
-            .map_err(SearchError::index(self.index.dir()))?;
+        let dir = self.index.dir();
+        super::guarded(dir, || {
+            self.writer
+                .wait_merging_threads()
+                .map_err(SearchError::index(dir))
+        })?;
         self.index.keep_private()
     }
 }
