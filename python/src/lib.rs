@@ -354,13 +354,7 @@ fn view_tuple(v: ItemView) -> ViewTuple {
             cleared,
             output,
         } => (Some(raw), cleared, None, output),
-        ItemView::Written { role, text } => {
-            let role = match role {
-                ctxlog_core::Role::User => "user",
-                ctxlog_core::Role::Assistant => "assistant",
-            };
-            (None, false, Some(role), Some(text))
-        }
+        ItemView::Written { role, text } => (None, false, Some(role.as_str()), Some(text)),
     }
 }
 

@@ -6,7 +6,7 @@
 use crate::catalog::{self, CatalogError};
 use ctxlog_core::window::{ToolResult, Window, WindowPart};
 use ctxlog_core::{
-    had_output, source_in, timeline, AuditEntry, Auditor, Envelope, Event, Json, Role, SessionId,
+    had_output, source_in, timeline, AuditEntry, Auditor, Envelope, Event, Json, SessionId,
 };
 use ctxlog_core::{Attachment, SessionState};
 use ctxlog_store::EventLog;
@@ -275,10 +275,7 @@ impl WindowView {
                 .messages
                 .iter()
                 .map(|m| MessageView {
-                    role: match m.role {
-                        Role::User => "user",
-                        Role::Assistant => "assistant",
-                    },
+                    role: m.role.as_str(),
                     id: m.id.to_string(),
                     parts: m.parts.iter().map(part_view).collect(),
                 })

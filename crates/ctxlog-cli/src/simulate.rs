@@ -173,7 +173,7 @@ pub fn simulate(json: bool, db: &Location, a: &SimulateArgs) -> Result<(), CliEr
                 || options.limits.output.is_some()
                 || options.limits.input.is_some()));
     let fixed =
-        overridden.then(|| resolve(&options.limits, recorded.model.as_deref(), None).limits);
+        overridden.then(|| resolve(&options.limits, recorded.model.as_deref(), None, None).limits);
     let store = if a.keep { Some(open_store(db)?) } else { None };
     let mut runs = Vec::new();
     for policy in &policies {

@@ -8,7 +8,7 @@ use ctxlog_app::dates::Zone;
 use ctxlog_app::logs::AnyLog;
 use ctxlog_core::window::ToolResult;
 use ctxlog_core::{window, SessionState};
-use ctxlog_core::{Role, SessionId, Window, WindowPart};
+use ctxlog_core::{SessionId, Window, WindowPart};
 use ctxlog_engine::{Engine, EngineError};
 use ctxlog_store::EventLog;
 use serde_json::json;
@@ -117,10 +117,7 @@ fn print_window(
     }
     window_header(state, &w, session, at, &cli.zone());
     for m in &w.messages {
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
+        let role = m.role.as_str();
         for p in &m.parts {
             let line = match p {
                 WindowPart::Text(t) => t.clone(),

@@ -12,7 +12,6 @@
 //!   summarizer's answer means: complete, try a smaller request, or fail.
 
 use crate::event::FinishReason;
-use crate::event::Role;
 use crate::ids::MessageId;
 use crate::policy::Estimator;
 use crate::replay::history_end;
@@ -144,7 +143,7 @@ fn recent_start(
             break;
         }
         at_any = Some(i);
-        if messages[i].role == Role::User {
+        if messages[i].role.is_input() {
             at_user = Some(i);
         }
     }
@@ -321,7 +320,7 @@ mod tests {
                 break;
             }
             at_any = Some(i);
-            if messages[i].role == Role::User {
+            if messages[i].role.is_input() {
                 at_user = Some(i);
             }
         }
@@ -340,7 +339,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &(n, user))| WindowMessage {
                     id: crate::ids::MessageId(uuid::Uuid::from_u128(i as u128)),
-                    role: if user { Role::User } else { Role::Assistant },
+                    role: if user { crate::event::Role::User } else { crate::event::Role::Assistant },
                     parts: vec![WindowPart::Text("é\"x".repeat(n))],
                 })
                 .collect();

@@ -9,7 +9,6 @@
 //! the whole window is the history.
 
 use crate::event::PartBody;
-use crate::event::Role;
 use crate::ids::MessageId;
 use crate::state::SessionState;
 use crate::window::{attachment_note, window_order};
@@ -25,7 +24,7 @@ pub fn replay_of(state: &SessionState, marker: MessageId) -> Option<MessageId> {
     let before: Vec<usize> = order.into_iter().filter(|&i| i < marker_index).collect();
     let real_user = |i: usize| {
         let m = &state.messages[i];
-        m.role == Role::User && !m.marker
+        m.role.is_input() && !m.marker
     };
     let at = before.iter().rposition(|&i| real_user(i))?;
     before[..at]

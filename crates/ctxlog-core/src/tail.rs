@@ -2,9 +2,8 @@
 //! step 5): which newest messages a compaction keeps verbatim after the
 //! summary instead of summarising them.
 
-use crate::event::Role;
 use crate::ids::MessageId;
-use crate::policy::{estimate_tokens, utf16_len, Estimator, Policy};
+use crate::policy::{estimate_tokens, utf16_len, Policy};
 use crate::replay::history_end;
 use crate::state::SessionState;
 use crate::window::{render_message, window_order};
@@ -52,7 +51,7 @@ pub fn select_tail(state: &SessionState, policy: &Policy, marker: MessageId) -> 
         .filter(|&i| !state.messages[i].marker && !state.messages[i].summary)
         .collect();
     let starts: Vec<usize> = (0..history.len())
-        .filter(|&k| state.messages[history[k]].role == Role::User)
+        .filter(|&k| state.messages[history[k]].role.is_input())
         .collect();
     let recent = &starts[starts.len().saturating_sub(rule.turns as usize)..];
     // The JSON array of history[a..b] is `[` + the messages' JSON joined by
@@ -67,9 +66,7 @@ pub fn select_tail(state: &SessionState, policy: &Policy, marker: MessageId) -> 
         units[k] = units[k + 1] + own.unwrap_or(0);
         counts[k] = counts[k + 1] + u64::from(own.is_some());
     }
-    let chars_per_token = match policy.estimator {
-        Estimator::CharsPerToken { chars_per_token } => u64::from(chars_per_token),
-    };
+    let chars_per_token = policy.estimator.per_token();
     // Size of history[a..b] rendered as model messages, estimated once.
     let size = |a: usize, b: usize| -> u64 {
         let n = counts[a] - counts[b];

@@ -65,8 +65,8 @@ pub fn transcript(
             continue;
         }
         let block = match message.role {
-            Role::User => user_block(message),
             Role::Assistant => assistant_block(message, max),
+            Role::User | Role::Developer | Role::System => user_block(message),
         };
         if !block.is_empty() {
             blocks.push(block);

@@ -189,12 +189,8 @@ impl WindowMessage {
                 }
             })
             .collect();
-        let role = match self.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
         obj(vec![
-            ("role", role.into()),
+            ("role", self.role.as_str().into()),
             ("content", Json::Array(content)),
         ])
     }

@@ -57,8 +57,11 @@ pub fn anthropic_messages(window: &Window) -> Vec<Value> {
     let mut out = Vec::new();
     for m in &window.messages {
         match m.role {
-            Role::User => out.extend(user(m)),
             Role::Assistant => assistant(m, &mut out),
+            // The Messages API has no developer or system message between
+            // turns (its `system` is one field before them all): injected
+            // instructions go as the user's.
+            Role::User | Role::Developer | Role::System => out.extend(user(m)),
         }
     }
     out

@@ -31,14 +31,17 @@ pub fn chat_messages(window: &Window) -> Vec<Value> {
     let mut out = Vec::new();
     for m in &window.messages {
         match m.role {
-            Role::User => out.extend(user(m)),
             Role::Assistant => assistant(m, &mut out),
+            role => out.extend(input(m, role)),
         }
     }
     out
 }
 
-fn user(m: &WindowMessage) -> Option<Value> {
+/// An input message with its role as sent: chat completions takes `user`,
+/// `developer` and `system` alike.
+fn input(m: &WindowMessage, role: Role) -> Option<Value> {
+    let role = role.as_str();
     let parts: Vec<&WindowPart> = m
         .parts
         .iter()
@@ -46,7 +49,7 @@ fn user(m: &WindowMessage) -> Option<Value> {
         .collect();
     match parts.as_slice() {
         [] => None,
-        [WindowPart::Text(t)] => Some(json!({"role": "user", "content": t})),
+        [WindowPart::Text(t)] => Some(json!({"role": role, "content": t})),
         many => {
             let content: Vec<Value> = many
                 .iter()
@@ -64,7 +67,7 @@ fn user(m: &WindowMessage) -> Option<Value> {
                     WindowPart::Tool { .. } => None,
                 })
                 .collect();
-            Some(json!({"role": "user", "content": content}))
+            Some(json!({"role": role, "content": content}))
         }
     }
 }

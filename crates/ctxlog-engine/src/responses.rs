@@ -4,8 +4,9 @@
 //! does).
 //!
 //! The mapping, as read from the requests of `@openai/codex@0.169.0`:
-//! - a user message is `{type: "message", role: "user", content:
-//!   [{type: "input_text", text}]}` (one content item per text part);
+//! - an input message is `{type: "message", role, content: [{type:
+//!   "input_text", text}]}` (one content item per text part), its role as
+//!   sent: `user`, or `developer` for Codex's injected context;
 //! - an assistant message sends its texts as one `{type: "message", role:
 //!   "assistant", content: [{type: "output_text", text}]}`, each tool call
 //!   as `{type: "function_call", call_id, name, arguments}` (the input as
@@ -13,9 +14,7 @@
 //!   output}`.
 //!
 //! Not in the window, so not here: Codex's instructions (its first input
-//! item, which the rollout does not record), item ids and statuses, and the
-//! `developer` role of its injected context (ctxlog keeps those messages
-//! as synthetic user messages).
+//! item, which the rollout does not record), item ids and statuses.
 
 use ctxlog_core::window::{ToolResult, Window, WindowMessage, WindowPart};
 use ctxlog_core::Role;
@@ -26,14 +25,14 @@ pub fn responses_input(window: &Window) -> Vec<Value> {
     let mut out = Vec::new();
     for m in &window.messages {
         match m.role {
-            Role::User => out.extend(user(m)),
             Role::Assistant => assistant(m, &mut out),
+            role => out.extend(input(m, role)),
         }
     }
     out
 }
 
-fn user(m: &WindowMessage) -> Option<Value> {
+fn input(m: &WindowMessage, role: Role) -> Option<Value> {
     let content: Vec<Value> = m
         .parts
         .iter()
@@ -45,7 +44,8 @@ fn user(m: &WindowMessage) -> Option<Value> {
             WindowPart::Tool { .. } => None,
         })
         .collect();
-    (!content.is_empty()).then(|| json!({"type": "message", "role": "user", "content": content}))
+    (!content.is_empty())
+        .then(|| json!({"type": "message", "role": role.as_str(), "content": content}))
 }
 
 fn assistant(m: &WindowMessage, out: &mut Vec<Value>) {

@@ -113,11 +113,7 @@ fn chat_message(m: &WindowMessage) -> Option<serde_json::Value> {
     if lines.is_empty() {
         return None;
     }
-    let role = match m.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
-    Some(serde_json::json!({"role": role, "content": lines.join("\n\n")}))
+    Some(serde_json::json!({"role": m.role.as_str(), "content": lines.join("\n\n")}))
 }
 
 /// A summarizer's answer.

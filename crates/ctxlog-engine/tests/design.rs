@@ -443,6 +443,7 @@ fn recording_with_synthetic_after_compaction(text: &str) -> Vec<Envelope> {
         summary_source: None,
         decided_by: "codex".into(),
         tokens_before: None,
+        tokens: None,
     };
     r.run(t, Command::RecordCompaction(compaction), guard)
         .unwrap();

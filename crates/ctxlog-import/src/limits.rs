@@ -35,10 +35,16 @@ pub struct Resolved {
 }
 
 /// Resolves the limits: the table entry of the override model or else the
-/// recorded `model`; then the recording's own `file_context`; then the
-/// explicit overrides. With no model at all (before the first step), the
-/// table is skipped and only overrides apply over [`UNKNOWN_MODEL`].
-pub fn resolve(o: &LimitOverrides, model: Option<&str>, file_context: Option<u64>) -> Resolved {
+/// recorded `model`; then the recording's own `file_context` and the
+/// output limit its agent uses (`agent_output`); then the explicit
+/// overrides. With no model at all (before the first step), the table is
+/// skipped and only overrides apply over [`UNKNOWN_MODEL`].
+pub fn resolve(
+    o: &LimitOverrides,
+    model: Option<&str>,
+    file_context: Option<u64>,
+    agent_output: Option<u64>,
+) -> Resolved {
     let model = o.model.as_deref().or(model);
     let (mut limits, unknown) = match model.map(|m| (m, limits_for(m))) {
         Some((_, Some(l))) => (l, None),
@@ -52,6 +58,9 @@ pub fn resolve(o: &LimitOverrides, model: Option<&str>, file_context: Option<u64
             limits.input = None;
         }
         unknown = None; // the recording said how large its window is
+    }
+    if let Some(out) = agent_output {
+        limits.output = Some(out);
     }
     if let Some(c) = o.context {
         limits.context = c;
@@ -106,6 +115,21 @@ const TABLE: &[(&str, u64, Option<u64>, u64)] = &[
     ("o3", 200_000, None, 100_000),
 ];
 
+/// The output limit Claude Code 2.1 uses for `model` where it is not the
+/// API's (its result's `modelUsage.maxOutputTokens`, measured on 2.1.328:
+/// 32,000 for sonnet 4.6 and 4.5, 64,000 for opus 4.6).
+pub fn claude_code_2_1_output(model: &str) -> Option<u64> {
+    let id = model.rsplit('/').next().unwrap_or(model);
+    [
+        ("claude-sonnet-4-6", 32_000),
+        ("claude-sonnet-4-5", 32_000),
+        ("claude-opus-4-6", 64_000),
+    ]
+    .iter()
+    .find(|(prefix, _)| id.starts_with(prefix))
+    .map(|&(_, out)| out)
+}
+
 /// The limits of `model` (matched by prefix, ignoring a `provider/` prefix
 /// and a date suffix), or `None` for a model the table does not know.
 pub fn limits_for(model: &str) -> Option<ModelLimits> {
@@ -140,11 +164,11 @@ mod tests {
     #[test]
     fn resolution_order_table_then_file_then_overrides() {
         let none = LimitOverrides::default();
-        let r = resolve(&none, Some("gpt-5-codex"), Some(272_000));
+        let r = resolve(&none, Some("gpt-5-codex"), Some(272_000), None);
         assert_eq!(r.limits.context, 272_000);
         assert_eq!(r.limits.input, Some(272_000));
         assert_eq!(r.unknown, None);
-        let r = resolve(&none, Some("mystery"), None);
+        let r = resolve(&none, Some("mystery"), None, None);
         assert_eq!(
             (r.limits.clone(), r.unknown.as_deref()),
             (UNKNOWN_MODEL, Some("mystery"))
@@ -154,12 +178,12 @@ mod tests {
             output: Some(4_000),
             ..Default::default()
         };
-        let r = resolve(&o, Some("gpt-5"), None);
+        let r = resolve(&o, Some("gpt-5"), None, None);
         assert_eq!(
             r.limits.input, None,
             "an input limit above --context is dropped"
         );
-        let r = resolve(&o, Some("mystery"), Some(1_000_000));
+        let r = resolve(&o, Some("mystery"), Some(1_000_000), None);
         assert_eq!(r.limits.context, 50_000);
         assert_eq!(r.limits.output, Some(4_000));
         assert_eq!(r.unknown, None);
@@ -168,7 +192,7 @@ mod tests {
             input: Some(0),
             ..Default::default()
         };
-        let r = resolve(&o, Some("gpt-5"), None);
+        let r = resolve(&o, Some("gpt-5"), None, None);
         assert_eq!((r.limits.context, r.limits.input), (200_000, None));
     }
 }

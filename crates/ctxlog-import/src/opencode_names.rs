@@ -32,3 +32,8 @@ pub fn finish_name(f: &FinishReason) -> String {
 pub(crate) const FAILED_REF: &str = "ctxlog:CompactionFailed";
 /// `error.data.ref` of a summary attempt a restarted job superseded.
 pub(crate) const RESTARTED_REF: &str = "ctxlog:CompactionRestarted";
+
+/// The field of an exported user message's `info` that names the role it
+/// was sent with when that was not `user` (`developer`, `system`): OpenCode
+/// knows only user and assistant messages.
+pub(crate) const SENT_ROLE: &str = "ctxlogRole";

@@ -25,8 +25,8 @@
 //!   an answer under it (the window known) a manual one.
 //! - `thinking_level_change` and unknown entries are skipped.
 
-use crate::build::RecordedKind;
 use crate::build::{Builder, NewMessage, OpenCall};
+use crate::build::{ImportedCompaction, RecordedKind};
 use crate::strict;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::window::CONTEXT_OVERFLOW_ERROR;
@@ -472,15 +472,17 @@ impl<'a> Importer<'a> {
         self.b
             .imported_compaction(
                 at,
-                RecordedKind {
-                    auto: reason != Reason::Manual,
-                    overflow: reason == Reason::Overflow,
+                ImportedCompaction {
+                    kind: RecordedKind {
+                        auto: reason != Reason::Manual,
+                        overflow: reason == Reason::Overflow,
+                    },
+                    source,
+                    text: &text,
+                    tail,
+                    tokens_before,
+                    tokens: None,
                 },
-                source.clone(),
-                source,
-                &text,
-                tail,
-                tokens_before,
             )
             .map(|_| ())
     }

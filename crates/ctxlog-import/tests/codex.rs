@@ -106,7 +106,11 @@ fn rollout() -> String {
             token_count(usage(80_000, 1_010), usage(79_000, 1_000)),
         ),
         line(17, "response_item", message("assistant", "SUMMARY ONE")),
-        line(18, "token_usage_record", json!({"usage": usage(500, 50)})),
+        line(
+            18,
+            "token_usage_record",
+            json!({"response_id": "resp_3", "usage": usage(500, 50)}),
+        ),
         line(
             19,
             "event_msg",
@@ -115,7 +119,10 @@ fn rollout() -> String {
         line(
             20,
             "compacted",
-            json!({"message": SUMMARY, "replacement_history": [
+            json!({"message": SUMMARY,
+                   "compaction_response_id": "resp_3",
+                   "latest_token_usage_record": {"response_id": "resp_3", "usage": usage(500, 50)},
+                   "replacement_history": [
                 message("user", "turn one: run it"),
                 message("developer", "<permissions instructions>"),
                 message("user", "<environment_context>x</environment_context>"),
@@ -197,6 +204,13 @@ fn a_0_169_rollout_has_its_usage_on_its_steps_and_its_replacement_history_as_the
         "the configured window, recovered"
     );
     assert_eq!(s.policy.name, "codex-0.169");
+    // The compaction's own call: its usage on the summary.
+    let summary = s.messages.iter().find(|m| m.summary).expect("a summary");
+    assert_eq!(
+        summary.tokens.as_deref().and_then(|t| t.total),
+        Some(550),
+        "the compaction call's usage"
+    );
     // The window: the replacement history, then the summary as a user
     // message, then what followed.
     let w = window(&s);
@@ -204,7 +218,7 @@ fn a_0_169_rollout_has_its_usage_on_its_steps_and_its_replacement_history_as_the
         texts(&w),
         [
             (Role::User, "turn one: run it".to_owned()),
-            (Role::User, "<permissions instructions>".to_owned()),
+            (Role::Developer, "<permissions instructions>".to_owned()),
             (
                 Role::User,
                 "<environment_context>x</environment_context>".to_owned()

@@ -7,7 +7,7 @@ use crate::messages::{Messages, Shown};
 use ctxlog_core::policy::Estimator;
 use ctxlog_core::window::ToolResult;
 use ctxlog_core::{
-    Envelope, Event, JobStatus, Json, Message, MessageId, PartId, Role, SessionState, SourceTarget,
+    Envelope, Event, JobStatus, Json, Message, MessageId, PartId, SessionState, SourceTarget,
     StepRow, Timeline, WindowMessage, WindowPart,
 };
 use serde_json::{json, Value};
@@ -309,7 +309,7 @@ pub(crate) fn message_json(
     json!({
         "id": m.id.to_string(),
         "source_id": m.source_id,
-        "role": match m.role { Role::User => "user", Role::Assistant => "assistant" },
+        "role": m.role.as_str(),
         "summary": m.summary,
         "marker": m.marker,
         "synthetic": m.synthetic,

@@ -514,7 +514,7 @@ function decode(s,m){
     if(p[0]==='x'){o.call_id=p[4];o.tool=p[5];o.input=s.texts[p[6]];o.error=p[7]===1;o.cleared=p[8]===1;}
     return o;
   }
-  return {id:m[0],source_id:m[1],role:m[2]==='u'?'user':'assistant',summary:(m[3]&1)!==0,marker:(m[3]&2)!==0,synthetic:(m[3]&4)!==0,tokens:m[4],parts:m[5].map(part)};
+  return {id:m[0],source_id:m[1],role:({u:'user',a:'assistant',d:'developer',s:'system'})[m[2]]||'user',summary:(m[3]&1)!==0,marker:(m[3]&2)!==0,synthetic:(m[3]&4)!==0,tokens:m[4],parts:m[5].map(part)};
 }
 function partView(p){
   var d=el('div','part '+p.type+(p.cleared?' cleared':''));

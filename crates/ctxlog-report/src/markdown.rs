@@ -15,7 +15,7 @@ use crate::commonmark::{code_span, fenced, inline, literal};
 use crate::ReportError;
 use ctxlog_core::window::{window_order, PRUNED_PLACEHOLDER};
 use ctxlog_core::{
-    ContentError, Contents, Envelope, JobStatus, Message, MessageId, Part, PartBody, Role, Seq,
+    ContentError, Contents, Envelope, JobStatus, Message, MessageId, Part, PartBody, Seq,
     SessionState, ToolState,
 };
 use std::borrow::Cow;
@@ -320,10 +320,7 @@ fn summary(
 
 /// A message's role, and whether it is synthetic, withdrawn or failed.
 fn heading(out: &mut String, m: &Message) {
-    let role = match m.role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    };
+    let role = m.role.as_str();
     let _ = writeln!(
         out,
         "**{role}**{}{}{}",

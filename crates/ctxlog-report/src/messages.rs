@@ -1,7 +1,7 @@
 //! The rendered messages a page holds, each kept in the page's compact
 //! form the moment it is rendered (so a page's memory is its text, not a
-//! tree of JSON values): each message an array `[id, source_id, role ("u"
-//! or "a"), flags (1 summary, 2 marker, 4 synthetic), tokens, parts]`, each
+//! tree of JSON values): each message an array `[id, source_id, role ("u",
+//! "a", "d" developer, "s" system), flags (1 summary, 2 marker, 4 synthetic), tokens, parts]`, each
 //! part `[kind ("t" text, "r" reasoning, "f" file, "x" tool), text, cut,
 //! tokens]` and, for a tool, `call_id, tool, input, error, cleared` after
 //! them, where `text` and `input` are indexes into the page's texts, each
@@ -68,7 +68,7 @@ impl Messages {
         let compact = json!([
             message["id"],
             message["source_id"],
-            if message["role"] == "user" { "u" } else { "a" },
+            role_letter(message["role"].as_str().unwrap_or("user")),
             flags,
             message["tokens"],
             parts
@@ -201,11 +201,32 @@ pub fn decoded(session: &Value, r: usize) -> Value {
     json!({
         "id": m[0],
         "source_id": m[1],
-        "role": if m[2] == "u" { "user" } else { "assistant" },
+        "role": m[2].as_str().and_then(role_of_letter).unwrap_or("user"),
         "summary": flags & 1 != 0,
         "marker": flags & 2 != 0,
         "synthetic": flags & 4 != 0,
         "tokens": m[4],
         "parts": parts,
+    })
+}
+
+/// A role's letter in the compact form.
+fn role_letter(role: &str) -> &'static str {
+    match role {
+        "assistant" => "a",
+        "developer" => "d",
+        "system" => "s",
+        _ => "u",
+    }
+}
+
+/// The role a letter of the compact form stands for.
+fn role_of_letter(letter: &str) -> Option<&'static str> {
+    Some(match letter {
+        "u" => "user",
+        "a" => "assistant",
+        "d" => "developer",
+        "s" => "system",
+        _ => return None,
     })
 }

@@ -99,14 +99,6 @@ impl MessageFlavor {
     }
 }
 
-/// `user` or `assistant`.
-pub fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    }
-}
-
 /// A part with text, as the index keeps it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PartItem {

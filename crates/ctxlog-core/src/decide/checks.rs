@@ -3,7 +3,7 @@
 #[cfg(doc)]
 use super::Command;
 use crate::error::Violation;
-use crate::event::{FinishReason, PartBody, Role, ToolState};
+use crate::event::{FinishReason, PartBody, ToolState};
 use crate::ids::MessageId;
 use crate::policy::{ContinueMessage, OverflowCheckAt, Policy};
 use crate::state::SessionState;
@@ -48,12 +48,16 @@ pub(super) fn pending_tokens(state: &SessionState, step: MessageId, prompts: boo
         .parts
         .iter()
         .filter_map(|p| match p.content()? {
-            PartBody::Tool { state: tool, .. } => Some(match tool {
+            PartBody::Tool {
+                state: tool,
+                call_id,
+                ..
+            } => Some(match tool {
                 ToolState::Completed { .. } if p.pruned.is_some() => {
-                    e.estimate(crate::window::PRUNED_PLACEHOLDER)
+                    e.estimate_result(call_id, crate::window::PRUNED_PLACEHOLDER)
                 }
-                ToolState::Completed { output, .. } => e.estimate(output),
-                ToolState::Error { error, .. } => e.estimate(error),
+                ToolState::Completed { output, .. } => e.estimate_result(call_id, output),
+                ToolState::Error { error, .. } => e.estimate_result(call_id, error),
                 ToolState::Pending { .. } | ToolState::Running { .. } => 0,
             }),
             _ => None,
@@ -62,7 +66,7 @@ pub(super) fn pending_tokens(state: &SessionState, step: MessageId, prompts: boo
     let later: u64 = (at + 1..state.messages.len())
         .filter(|&i| {
             let m = &state.messages[i];
-            crate::window::is_sent(state, m) && (prompts || m.role != Role::User)
+            crate::window::is_sent(state, m) && (prompts || !m.role.is_input())
         })
         .map(|i| state.message_tokens(i))
         .sum();

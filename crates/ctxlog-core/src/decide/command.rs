@@ -108,6 +108,8 @@ pub struct RecordedCompaction {
     pub decided_by: String,
     /// The context's tokens before it, as the agent recorded them.
     pub tokens_before: Option<u64>,
+    /// The usage of the summarizer's own call, when the agent recorded it.
+    pub tokens: Option<TokenUsage>,
 }
 
 /// What the summarizer produced for a job.

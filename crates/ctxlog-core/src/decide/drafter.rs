@@ -363,7 +363,7 @@ impl Drafter<'_, '_> {
             job,
             part,
             reason: FinishReason::Stop,
-            tokens: TokenUsage::default(),
+            tokens: c.tokens.unwrap_or_default(),
             redactions: 0,
         });
     }

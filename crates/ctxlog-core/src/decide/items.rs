@@ -261,7 +261,7 @@ fn last_input(state: &SessionState) -> Option<MessageId> {
         .present_messages()
         .iter()
         .rev()
-        .find(|m| m.role == Role::User && !m.withdrawn && !m.marker)
+        .find(|m| m.role.is_input() && !m.withdrawn && !m.marker)
         .map(|m| m.id)
 }
 

@@ -12,6 +12,16 @@ pub enum Estimator {
         /// Characters (UTF-16 code units) per token; 4 in OpenCode.
         chars_per_token: u32,
     },
+    /// `ceil(utf8_bytes / bytes_per_token)`, and a tool result counts its
+    /// call id's bytes with its output's: what Codex 0.169 adds for each
+    /// item after the model's last output (measured on its binary: a
+    /// 115-byte output of call `call_2` is ceil(121 / 4) = 31; added in
+    /// event schema 10). A sealed part keeps only its UTF-16 length, so
+    /// its estimate counts units for bytes (the same for ASCII).
+    BytesPerToken {
+        /// UTF-8 bytes per token; 4 in Codex.
+        bytes_per_token: u32,
+    },
 }
 
 impl Estimator {
@@ -20,6 +30,9 @@ impl Estimator {
         match *self {
             Estimator::CharsPerToken { chars_per_token } => {
                 estimate_tokens(units, chars_per_token as u64)
+            }
+            Estimator::BytesPerToken { bytes_per_token } => {
+                units.div_ceil(u64::from(bytes_per_token.max(1)))
             }
         }
     }
@@ -30,6 +43,27 @@ impl Estimator {
             Estimator::CharsPerToken { chars_per_token } => {
                 estimate_tokens(utf16_len(text), chars_per_token as u64)
             }
+            Estimator::BytesPerToken { bytes_per_token } => {
+                (text.len() as u64).div_ceil(u64::from(bytes_per_token.max(1)))
+            }
+        }
+    }
+
+    /// Estimated tokens of a tool result sent as `text` for call `call_id`.
+    pub fn estimate_result(&self, call_id: &str, text: &str) -> u64 {
+        match *self {
+            Estimator::CharsPerToken { .. } => self.estimate(text),
+            Estimator::BytesPerToken { bytes_per_token } => {
+                ((call_id.len() + text.len()) as u64).div_ceil(u64::from(bytes_per_token.max(1)))
+            }
+        }
+    }
+
+    /// The characters (or bytes) per token, at least 1.
+    pub fn per_token(&self) -> u64 {
+        match *self {
+            Estimator::CharsPerToken { chars_per_token } => u64::from(chars_per_token.max(1)),
+            Estimator::BytesPerToken { bytes_per_token } => u64::from(bytes_per_token.max(1)),
         }
     }
 }
@@ -91,6 +125,20 @@ mod tests {
         assert_eq!(utf16_len("日本"), 2);
         assert_eq!(utf16_len("😀"), 2);
         assert_eq!(utf16_len("a😀é日"), 5);
+    }
+
+    #[test]
+    fn codex_counts_utf8_bytes_rounded_up_and_a_results_call_id() {
+        let e = Estimator::BytesPerToken { bytes_per_token: 4 };
+        assert_eq!(e.estimate(""), 0);
+        assert_eq!(e.estimate("a"), 1);
+        assert_eq!(e.estimate("abcd"), 1);
+        assert_eq!(e.estimate("abcde"), 2);
+        assert_eq!(e.estimate("ééé"), 2, "6 bytes");
+        // Codex 0.169, measured: 115 bytes of output of `call_2` are 31.
+        assert_eq!(e.estimate_result("call_2", &"x".repeat(115)), 31);
+        assert_eq!(e.estimate_result("call_2", &"x".repeat(105)), 28);
+        assert_eq!(e.estimate_result("c", &"x".repeat(106)), 27);
     }
 
     #[test]

@@ -211,6 +211,7 @@ impl Policy {
                 after_tail: true,
             },
             check_at: OverflowCheckAt::BeforeRequest { prompts: false },
+            estimator: Estimator::BytesPerToken { bytes_per_token: 4 },
             ..Self::agent(
                 PRESET_CODEX_0_169,
                 Comparison::GreaterOrEqual,

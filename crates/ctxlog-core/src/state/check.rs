@@ -15,10 +15,13 @@ use crate::policy::{Estimator, Policy};
 use std::collections::BTreeSet;
 
 fn validate_policy(p: &Policy) -> Result<(), Violation> {
-    let Estimator::CharsPerToken { chars_per_token } = p.estimator;
-    if chars_per_token == 0 {
+    let per_token = match p.estimator {
+        Estimator::CharsPerToken { chars_per_token } => chars_per_token,
+        Estimator::BytesPerToken { bytes_per_token } => bytes_per_token,
+    };
+    if per_token == 0 {
         return Err(Violation::InvalidPolicy(
-            "chars_per_token must be at least 1",
+            "the estimator's characters (or bytes) per token must be at least 1",
         ));
     }
     if p.name.is_empty() {
@@ -449,13 +452,6 @@ impl SessionState {
     }
 }
 
-fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::User => "user",
-        Role::Assistant => "assistant",
-    }
-}
-
 fn check_new_body(msg: &Message, body: &PartBody) -> Result<(), Violation> {
     match body {
         PartBody::StepFinish { .. } => Err(Violation::DedicatedEventRequired {
@@ -471,7 +467,7 @@ fn check_new_body(msg: &Message, body: &PartBody) -> Result<(), Violation> {
         {
             Err(Violation::WrongRole {
                 kind: body.kind(),
-                role: role_name(msg.role),
+                role: msg.role.as_str(),
                 message: msg.id,
             })
         }

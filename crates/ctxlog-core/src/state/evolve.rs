@@ -5,7 +5,7 @@
 use super::message::Message;
 use super::session::{LastFinished, SessionState};
 use crate::error::{RefusedEvent, Violation};
-use crate::event::{Envelope, Event, PartBody, PrunedPart, Role};
+use crate::event::{Envelope, Event, PartBody, PrunedPart};
 use crate::ids::{MessageId, PartId, Seq};
 use crate::part::{Body, Part, PruneMark};
 use crate::policy::Policy;
@@ -140,7 +140,7 @@ impl SessionState {
         else {
             return;
         };
-        if *role == Role::User && !*synthetic {
+        if role.is_input() && !*synthetic {
             self.auto_paused = None;
         }
         self.push_message(Message {

@@ -66,7 +66,7 @@ pub(crate) fn prune_walk(
         .rev()
         .filter(|(_, m)| !m.withdrawn || m.summary)
         .filter(move |(_, m)| {
-            if m.role == Role::User {
+            if m.role.is_input() {
                 turns += 1;
             }
             turns >= protect_turns

@@ -38,8 +38,8 @@ impl Tally {
     pub(super) fn add_message(&mut self, m: &Message) {
         self.messages += 1;
         match m.role {
-            Role::User => self.user_messages += 1,
             Role::Assistant => self.assistant_messages += 1,
+            Role::User | Role::Developer | Role::System => self.user_messages += 1,
         }
         self.withdrawn += u64::from(m.withdrawn);
         for p in &m.parts {

@@ -5,7 +5,7 @@
 use super::feed::Feed;
 use super::report::Decision;
 use crate::{EngineError, JobOutcome, StepOutcome};
-use ctxlog_core::{MessageId, PartBody, Role};
+use ctxlog_core::{MessageId, PartBody};
 
 /// The error a recorded refusal is simulated with (the recording keeps no
 /// provider text: only that its compaction was caused by an overflow).
@@ -122,7 +122,7 @@ impl Feed<'_> {
     /// synthetic continue message.
     fn replayed_prompt(&self) -> Result<Option<String>, EngineError> {
         let state = self.engine.state(self.session)?;
-        let Some(last) = state.messages.last().filter(|m| m.role == Role::User) else {
+        let Some(last) = state.messages.last().filter(|m| m.role.is_input()) else {
             return Ok(None);
         };
         if last.synthetic {

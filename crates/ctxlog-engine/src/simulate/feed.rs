@@ -359,7 +359,7 @@ impl Feed<'_> {
             // The simulation compacted; the recording went on without.
             self.diverged = true;
         }
-        if role == Role::User && !synthetic {
+        if role.is_input() && !synthetic {
             if self.turns > 0 {
                 self.flush()?;
                 self.end_turn()?;

@@ -4,35 +4,46 @@
 use super::{Builder, RecordedKind};
 use crate::ImportError;
 use ctxlog_core::decide::queued;
-use ctxlog_core::{Command, LoopGuard, MessageId, RecordedCompaction, TimestampMs};
+use ctxlog_core::{Command, LoopGuard, MessageId, RecordedCompaction, TimestampMs, TokenUsage};
+
+/// A compaction a recording made, as [`Builder::imported_compaction`]
+/// records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportedCompaction<'a> {
+    /// Who decided it, and why.
+    pub kind: RecordedKind,
+    /// The source id of its marker and summary (the recording's line).
+    pub source: Option<String>,
+    /// The summary text.
+    pub text: &'a str,
+    /// The first message kept verbatim after the summary.
+    pub tail: Option<MessageId>,
+    /// The context's tokens before it, as the agent recorded them.
+    pub tokens_before: Option<u64>,
+    /// The usage of the summarizer's own call, when recorded.
+    pub tokens: Option<TokenUsage>,
+}
 
 impl Builder<'_> {
     /// A compaction the recording already did: marker, summary message with
     /// its text, completed (written by `ctxlog_core::decide`, as every
     /// lifecycle event is, labelled with the agent that decided it).
-    /// `tail` is the first message kept verbatim; `tokens_before` the
-    /// context's tokens before it, as the agent recorded them.
-    #[allow(clippy::too_many_arguments)]
     pub fn imported_compaction(
         &mut self,
         at: TimestampMs,
-        kind: RecordedKind,
-        source: Option<String>,
-        summary_source: Option<String>,
-        text: &str,
-        tail: Option<MessageId>,
-        tokens_before: Option<u64>,
+        c: ImportedCompaction<'_>,
     ) -> Result<MessageId, ImportError> {
         let at = self.time(Some(at));
         let command = Command::RecordCompaction(RecordedCompaction {
-            auto: kind.auto,
-            overflow: kind.overflow,
-            text: text.to_owned(),
-            tail_start: tail,
-            marker_source: source,
-            summary_source,
+            auto: c.kind.auto,
+            overflow: c.kind.overflow,
+            text: c.text.to_owned(),
+            tail_start: c.tail,
+            marker_source: c.source.clone(),
+            summary_source: c.source,
             decided_by: self.decided_by(None),
-            tokens_before,
+            tokens_before: c.tokens_before,
+            tokens: c.tokens,
         });
         let decided = match self.rec()?.run(at, command, LoopGuard::default()) {
             Ok(decided) => decided,

@@ -12,6 +12,7 @@
 
 mod calls;
 mod compaction;
+pub use compaction::ImportedCompaction;
 mod model_limits;
 mod pack;
 
@@ -87,6 +88,8 @@ pub(crate) struct Builder<'a> {
     last_at: TimestampMs,
     model: Option<String>,
     file_context: Option<u64>,
+    /// The output limit the recording's agent uses for its model.
+    agent_output: Option<u64>,
     limits: ModelLimits,
     /// The limits the recording implies without the overrides (see
     /// [`Builder::refresh_limits`]).
@@ -129,6 +132,7 @@ impl<'a> Builder<'a> {
             last_at: 0,
             model: None,
             file_context: None,
+            agent_output: None,
             limits: ModelLimits::default(),
             own_limits: ModelLimits::default(),
             warnings: Vec::new(),
@@ -239,9 +243,9 @@ impl<'a> Builder<'a> {
         let seed = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
         let mut ids = SeededIds::new(seed);
         let session = SessionId(ids.next_uuid(at));
-        let initial = resolve(&self.options.limits, None, None);
+        let initial = resolve(&self.options.limits, None, None, None);
         self.limits = initial.limits.clone();
-        self.own_limits = resolve(&LimitOverrides::default(), None, None).limits;
+        self.own_limits = resolve(&LimitOverrides::default(), None, None, None).limits;
         let r = Recorder::start_from(
             session,
             ids,

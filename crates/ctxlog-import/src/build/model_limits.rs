@@ -33,6 +33,13 @@ impl Builder<'_> {
             .collect()
     }
 
+    /// The output limit the recording's agent uses for the model it is
+    /// about to name with [`Builder::set_model`] (Claude Code 2.1's own,
+    /// where it differs from the API's).
+    pub fn set_agent_output(&mut self, output: Option<u64>) {
+        self.agent_output = output;
+    }
+
     /// The context window the recording itself states (Codex does).
     pub fn set_file_context(&mut self, at: TimestampMs, context: u64) -> Result<(), ImportError> {
         if self.file_context == Some(context) {
@@ -52,12 +59,14 @@ impl Builder<'_> {
             &LimitOverrides::default(),
             self.model.as_deref(),
             self.file_context,
+            self.agent_output,
         )
         .limits;
         let Resolved { limits, unknown } = resolve(
             &self.options.limits,
             self.model.as_deref(),
             self.file_context,
+            self.agent_output,
         );
         // Said at the end if a step ran on it (`unknown_models_used`).
         if let Some(model) = unknown {

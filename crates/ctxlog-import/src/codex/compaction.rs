@@ -2,10 +2,11 @@
 //! its `message`; for 0.169, its `replacement_history` recorded again as
 //! the compaction's tail.
 
+use super::usage::usage;
 use super::Importer;
-use crate::build::{NewMessage, RecordedKind};
+use crate::build::{ImportedCompaction, NewMessage, RecordedKind};
 use crate::ImportError;
-use ctxlog_core::{MessageId, Role};
+use ctxlog_core::{MessageId, Role, TokenUsage};
 use serde_json::Value;
 
 impl Importer<'_> {
@@ -28,14 +29,44 @@ impl Importer<'_> {
         } else {
             RecordedKind::AUTO
         };
-        self.b
-            .imported_compaction(at, kind, source.clone(), source, text, tail, None)
-            .map(|_| ())
+        let tokens = self.compaction_usage(p)?;
+        let c = ImportedCompaction {
+            kind,
+            source,
+            text,
+            tail,
+            tokens_before: None,
+            tokens,
+        };
+        self.b.imported_compaction(at, c).map(|_| ())
+    }
+
+    /// The usage of the compaction's own model call: 0.169's
+    /// `latest_token_usage_record` of the `compaction_response_id` (the
+    /// record of that response, copied).
+    fn compaction_usage(&self, p: &Value) -> Result<Option<TokenUsage>, ImportError> {
+        let Some(record) = p.get("latest_token_usage_record").filter(|r| !r.is_null()) else {
+            return Ok(None);
+        };
+        let response = record.get("response_id").and_then(Value::as_str);
+        let compaction = p.get("compaction_response_id").and_then(Value::as_str);
+        if response.is_some() && compaction.is_some() && response != compaction {
+            return Ok(None);
+        }
+        let u = record
+            .get("usage")
+            .filter(|u| u.is_object())
+            .ok_or_else(|| {
+                self.err("field `payload.latest_token_usage_record.usage` missing or not an object")
+            })?;
+        usage(u)
+            .map(Some)
+            .map_err(|e| self.err(format!("payload.latest_token_usage_record.usage: {e}")))
     }
 
     /// Records the messages of `compacted.replacement_history` but its last
-    /// one when that is the summary (`summary`), as synthetic user
-    /// messages; the first of them.
+    /// one when that is the summary (`summary`), as synthetic messages with
+    /// the roles they are sent with; the first of them.
     fn replacement_history(
         &mut self,
         p: &Value,
@@ -68,9 +99,14 @@ impl Importer<'_> {
         }
         let mut first = None;
         for (i, item) in kept.into_iter().enumerate() {
+            let role = match item.get("role").and_then(Value::as_str) {
+                Some("developer") => Role::Developer,
+                Some("system") => Role::System,
+                _ => Role::User,
+            };
             let message = self.b.message(
                 at,
-                Role::User,
+                role,
                 NewMessage {
                     source: Some(format!("line:{}#{i}", self.line)),
                     synthetic: true,

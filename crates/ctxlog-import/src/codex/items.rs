@@ -16,9 +16,10 @@ const INJECTED: &[&str] = &[
 ];
 
 impl Importer<'_> {
-    /// A user-side message; `injected` marks runtime instructions
-    /// (developer/system roles), which are never a real prompt.
-    fn user(&mut self, p: &Value, at: u64, injected: bool) -> Result<(), ImportError> {
+    /// An input message with the role it was sent with; a developer or
+    /// system message is runtime instructions, never a real prompt.
+    fn user(&mut self, p: &Value, at: u64, role: Role) -> Result<(), ImportError> {
+        let injected = role != Role::User;
         self.close_step(false)?;
         let content = p
             .get("content")
@@ -53,7 +54,7 @@ impl Importer<'_> {
                     .all(|t| INJECTED.iter().any(|p| t.trim_start().starts_with(p))));
         let message = self.b.message(
             at,
-            Role::User,
+            role,
             NewMessage {
                 source: Some(format!("line:{}", self.line)),
                 synthetic,
@@ -75,8 +76,9 @@ impl Importer<'_> {
     pub(super) fn item(&mut self, kind: &str, p: &Value, at: u64) -> Result<(), ImportError> {
         match kind {
             "message" => match p.get("role").and_then(Value::as_str) {
-                Some("user") => self.user(p, at, false),
-                Some("developer") | Some("system") => self.user(p, at, true),
+                Some("user") => self.user(p, at, Role::User),
+                Some("developer") => self.user(p, at, Role::Developer),
+                Some("system") => self.user(p, at, Role::System),
                 Some("assistant") => {
                     let content = p
                         .get("content")

@@ -27,7 +27,7 @@
 //!   summary is `payload.message`.
 //! - User messages that are wholly injected context (`<environment_context>`,
 //!   `<user_instructions>`, AGENTS.md) and developer/system messages are kept
-//!   as synthetic. `event_msg`
+//!   as synthetic, each with the role it was sent with. `event_msg`
 //!   copies of response items are skipped; `thread_name_updated` (a thread
 //!   the user named) titles the session.
 //!

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// A Codex usage (`input_tokens` with its cached part, `output_tokens`
 /// with its reasoning part) the OpenCode way.
-fn usage(u: &Value) -> Result<TokenUsage, String> {
+pub(super) fn usage(u: &Value) -> Result<TokenUsage, String> {
     let n = |k: &str| Ok::<_, String>(strict::count(u, k)?.unwrap_or(0));
     let input = n("input_tokens")?;
     let cached = n("cached_input_tokens")?.min(input);

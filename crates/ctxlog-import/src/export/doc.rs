@@ -6,7 +6,7 @@ use super::fold::Extra;
 use super::values::{
     cost_json, ctxlog_error_json, error_json, span_json, tokens_json, tool_state_json, with_source,
 };
-use crate::opencode_names::{finish_name, FAILED_REF};
+use crate::opencode_names::{finish_name, FAILED_REF, SENT_ROLE};
 use ctxlog_core::window::is_continue_text;
 use ctxlog_core::{
     Contents, JobStatus, Message, MessageId, ModelRef, Part, PartBody, PartId, Role, SessionState,
@@ -57,11 +57,17 @@ impl<L: Contents + ?Sized> Doc<'_, L> {
         let mut info = Map::new();
         info.insert("id".into(), json!(mid));
         info.insert("sessionID".into(), json!(self.sid));
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
+        // OpenCode knows two roles: a developer or system message is the
+        // user's, with the role it was sent with beside it for a re-import.
+        let role = if m.role.is_input() {
+            "user"
+        } else {
+            "assistant"
         };
         info.insert("role".into(), json!(role));
+        if matches!(m.role, Role::Developer | Role::System) {
+            info.insert(SENT_ROLE.into(), json!(m.role.as_str()));
+        }
         let mut time = json!({"created": m.created_at});
         if let Some(t) = self.extra.completed.get(&m.id) {
             time["completed"] = json!(t);
@@ -73,7 +79,7 @@ impl<L: Contents + ?Sized> Doc<'_, L> {
             json!(m.agent.as_deref().unwrap_or(DEFAULT_AGENT)),
         );
         match m.role {
-            Role::User => {
+            Role::User | Role::Developer | Role::System => {
                 let model = m.model.as_deref().unwrap_or(&self.model);
                 info.insert(
                     "model".into(),
@@ -96,7 +102,7 @@ impl<L: Contents + ?Sized> Doc<'_, L> {
         self.state.messages[..index]
             .iter()
             .rev()
-            .find(|u| u.role == Role::User)
+            .find(|u| u.role.is_input())
             .map(|u| self.message_id(u.id))
             .unwrap_or_else(|| self.message_id(m.id))
     }

@@ -4,9 +4,7 @@
 
 use super::error::ExportError;
 use crate::json::merge;
-use ctxlog_core::{
-    Envelope, Event, MessageId, PartId, Role, SessionState, SourceTarget, TimestampMs,
-};
+use ctxlog_core::{Envelope, Event, MessageId, PartId, SessionState, SourceTarget, TimestampMs};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -75,7 +73,7 @@ pub(super) fn fold<B: std::borrow::Borrow<Envelope>>(
             ..
         } = &e.event
         {
-            if std::mem::take(&mut after_auto_summary) && *role == Role::User && *synthetic {
+            if std::mem::take(&mut after_auto_summary) && role.is_input() && *synthetic {
                 extra.continues.insert(*message);
             }
         }

@@ -3,6 +3,7 @@
 //! (`SourceFields`), so that an export gives the object back as it came.
 
 use super::Importer;
+use crate::opencode_names::SENT_ROLE;
 use crate::ImportError;
 use ctxlog_core::{PartId, SourceTarget};
 use serde_json::{Map, Value};
@@ -16,6 +17,7 @@ pub(super) const USER_INFO: &[&str] = &[
     "agent",
     "model.providerID",
     "model.modelID",
+    SENT_ROLE,
 ];
 /// What ctxlog models of an assistant message's `info`.
 pub(super) const ASSISTANT_INFO: &[&str] = &[

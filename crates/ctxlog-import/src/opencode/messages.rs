@@ -6,6 +6,7 @@ use super::fields::{ASSISTANT_INFO, USER_INFO};
 use super::values::{str_at, user_model};
 use super::Importer;
 use crate::build::NewMessage;
+use crate::opencode_names::SENT_ROLE;
 use crate::opencode_names::{finish_from, FAILED_REF, RESTARTED_REF};
 use crate::ImportError;
 use ctxlog_core::{Event, MessageError, ModelRef, Role, SourceTarget};
@@ -86,9 +87,20 @@ impl Importer<'_> {
             && texts
                 .iter()
                 .all(|p| p.get("synthetic").and_then(Value::as_bool) == Some(true));
+        let role = match str_at(info, SENT_ROLE) {
+            None => Role::User,
+            Some(r) => Role::from_name(r)
+                .filter(|r| matches!(r, Role::Developer | Role::System))
+                .ok_or_else(|| {
+                    self.err(
+                        format!("{path}.info.{SENT_ROLE}"),
+                        format!("{r:?} is not a role ctxlog exports (developer, system)"),
+                    )
+                })?,
+        };
         let message = self.b.message(
             at,
-            Role::User,
+            role,
             NewMessage {
                 parent: None,
                 source: Some(id.clone()),

@@ -8,7 +8,7 @@ use super::Importer;
 use crate::build::as_json;
 use crate::opencode_names::finish_from;
 use crate::ImportError;
-use ctxlog_core::{Attachment, FinishReason, MessageId, PartBody, Role, Span};
+use ctxlog_core::{Attachment, FinishReason, MessageId, PartBody, Span};
 use serde_json::{Map, Value};
 
 impl Importer<'_> {
@@ -118,7 +118,7 @@ impl Importer<'_> {
         self.b
             .state()
             .and_then(|s| s.message(message))
-            .is_some_and(|m| m.role == Role::User)
+            .is_some_and(|m| m.role.is_input())
     }
 
     /// Part `p`'s `time` (at `ppath`), when it has a start.

@@ -11,7 +11,7 @@ use crate::error::backend;
 use ctxlog_core::{Envelope, MessageId, PartId, SessionId};
 use ctxlog_search::lookup::{Engine, Watermarks, Writer, DOC_MESSAGE, DOC_PART};
 use ctxlog_search::marks::encode;
-use ctxlog_search::project::{role_name, Mark, MessageItem, PartItem};
+use ctxlog_search::project::{Mark, MessageItem, PartItem};
 use ctxlog_search::{SearchError, SCHEMA_VERSION};
 use ctxlog_store::ReadError;
 use postgres::Client;
@@ -182,7 +182,7 @@ impl Writer for PgWriter<'_> {
         let mut ids = vec![m.message.to_string()];
         ids.extend(m.source_id.clone());
         let row = ItemRow {
-            role: Some(role_name(m.role)),
+            role: Some(m.role.as_str()),
             flavor: Some(m.flavor.as_str()),
             source: m.source_id.clone(),
             ids,

@@ -4,7 +4,7 @@
 //! snippet is cut from the log, which keeps it.
 
 use crate::lookup::{Stored, DOC_MESSAGE, DOC_PART};
-use crate::project::{role_name, Mark, MessageFlavor, MessageItem, PartItem};
+use crate::project::{Mark, MessageFlavor, MessageItem, PartItem};
 use ctxlog_core::{Envelope, MessageId, PartId, SessionId};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value, FAST, STORED, STRING,
@@ -108,7 +108,7 @@ impl Fields {
         let mut d = self.base(DOC_MESSAGE, e);
         d.add_text(self.message, m.message.to_string());
         d.add_text(self.ids, m.message.to_string());
-        d.add_text(self.role, role_name(m.role));
+        d.add_text(self.role, m.role.as_str());
         d.add_text(self.flavor, m.flavor.as_str());
         if let Some(s) = &m.source_id {
             d.add_text(self.source, s);
