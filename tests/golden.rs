@@ -5,7 +5,7 @@
 //!
 //! Regenerate only for an intended, compatible change:
 //! `CTXLOG_BLESS=1 cargo test --test golden`. The bytes of every older schema
-//! stay checked in (`events-schema1.txt` … `events-schema8.txt`) and must keep
+//! stay checked in (`events-schema1.txt` … `events-schema9.txt`) and must keep
 //! decoding.
 
 use ctxlog::core::{
@@ -208,4 +208,11 @@ fn schema_7_records_still_decode() {
 #[test]
 fn schema_8_records_still_decode() {
     older_schema_still_decodes(8, "events-schema8.txt", false, |_| {});
+}
+
+/// Schema 10 only added variants (the roles `Developer` and `System`, the
+/// estimator `BytesPerToken`).
+#[test]
+fn schema_9_records_still_decode() {
+    older_schema_still_decodes(9, "events-schema9.txt", false, |_| {});
 }

@@ -33,6 +33,7 @@ pub mod prune;
 pub mod recorder;
 pub mod redact;
 pub mod replay;
+mod role;
 mod sent_part;
 pub mod state;
 pub mod tail;

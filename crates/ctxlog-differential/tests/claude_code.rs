@@ -69,7 +69,8 @@ struct Run {
 
 impl Drop for Run {
     fn drop(&mut self) {
-        if !std::thread::panicking() {
+        // CTXLOG_KEEP_RUNS keeps a passing run's folder to look at.
+        if !std::thread::panicking() && std::env::var_os("CTXLOG_KEEP_RUNS").is_none() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }

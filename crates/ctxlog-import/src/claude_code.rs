@@ -485,8 +485,6 @@ impl<'a> Importer<'a> {
         }
         if let Some(model) = msg.get("model").and_then(Value::as_str) {
             if model != "<synthetic>" {
-                self.b
-                    .set_agent_output(crate::limits::claude_code_2_1_output(model));
                 self.b.set_model(at, model)?;
             }
         }

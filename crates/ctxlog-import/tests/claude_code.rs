@@ -191,7 +191,11 @@ fn a_compact_boundary_and_its_summary_become_a_completed_compaction() {
         "usage counted once, output the max"
     );
     assert_eq!(step.finish, Some(FinishReason::ToolCalls));
-    assert_eq!(s.limits.output, Some(64_000), "limits from the model table");
+    assert_eq!(
+        s.limits.output,
+        Some(32_000),
+        "the output limit Claude Code 2.1 uses for the model"
+    );
     let job = &s.jobs[0];
     assert!(job.auto && matches!(job.status, JobStatus::Completed { .. }));
     let w = window(&s);

@@ -2,8 +2,8 @@
 //! the recording itself implies change.
 
 use super::Builder;
-use crate::limits::{resolve, LimitOverrides, Resolved};
-use crate::ImportError;
+use crate::limits::{claude_code_2_1_output, resolve, LimitOverrides, Resolved};
+use crate::{Format, ImportError};
 use ctxlog_core::{Event, TimestampMs};
 
 impl Builder<'_> {
@@ -19,6 +19,12 @@ impl Builder<'_> {
             return Ok(());
         }
         self.model = Some(model.to_owned());
+        // The output limit the recording's agent uses for it, where it is
+        // not the API's.
+        self.agent_output = match self.format {
+            Format::ClaudeCode => claude_code_2_1_output(model),
+            _ => None,
+        };
         self.refresh_limits(at)
     }
 
@@ -31,13 +37,6 @@ impl Builder<'_> {
             .filter(|(model, _)| self.stepped_models.contains(model))
             .map(|(_, w)| w)
             .collect()
-    }
-
-    /// The output limit the recording's agent uses for the model it is
-    /// about to name with [`Builder::set_model`] (Claude Code 2.1's own,
-    /// where it differs from the API's).
-    pub fn set_agent_output(&mut self, output: Option<u64>) {
-        self.agent_output = output;
     }
 
     /// The context window the recording itself states (Codex does).
