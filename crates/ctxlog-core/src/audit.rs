@@ -7,7 +7,7 @@ use crate::event::{
     CompactionTrigger, Envelope, Event, PartBody, PromptRecord, PrunedPart, ToolState,
 };
 use crate::ids::{MessageId, PartId, Seq, TimestampMs};
-use crate::policy::TokenUsage;
+use crate::policy::{BudgetRule, ModelLimits, Policy, TokenUsage, FULL_THRESHOLD};
 use crate::state::SessionState;
 use crate::window::is_continue_text;
 use serde::{Deserialize, Serialize};
@@ -53,7 +53,8 @@ pub fn audit(events: &[Envelope]) -> Vec<AuditEntry> {
 /// had an output ([`had_output`]).
 #[derive(Debug)]
 pub struct Auditor {
-    policy: String,
+    policy: Option<Policy>,
+    limits: ModelLimits,
     continue_messages: BTreeSet<MessageId>,
     /// The tool parts with an output (`None`: the caller says).
     completed_tools: Option<BTreeSet<PartId>>,
@@ -66,7 +67,8 @@ pub struct Auditor {
 impl Default for Auditor {
     fn default() -> Self {
         Auditor {
-            policy: String::new(),
+            policy: None,
+            limits: ModelLimits::default(),
             continue_messages: BTreeSet::new(),
             completed_tools: Some(BTreeSet::new()),
             sources: Some(BTreeMap::new()),
@@ -146,13 +148,21 @@ impl Auditor {
             self.last_text.clone_from(text);
         }
         let line = match &e.event {
-            Event::SessionStarted { policy: p, .. } => {
-                self.policy = p.name.clone();
+            Event::SessionStarted {
+                policy: p, limits, ..
+            } => {
+                self.policy = Some(p.clone());
+                self.limits = limits.clone();
+                None
+            }
+            Event::LimitsChanged { limits } => {
+                self.limits = limits.clone();
                 None
             }
             Event::PolicyChanged { policy: p } => {
-                self.policy = p.name.clone();
-                Some(policy_changed(&p.name))
+                let line = policy_changed(self.policy.as_ref(), p, &self.limits);
+                self.policy = Some(p.clone());
+                Some(line)
             }
             Event::MessageAppended {
                 message,
@@ -203,7 +213,12 @@ impl Auditor {
             source_ids,
             ids: l.ids,
             tokens: l.tokens,
-            policy: decided_by.unwrap_or_else(|| self.policy.clone()),
+            policy: decided_by.unwrap_or_else(|| {
+                self.policy
+                    .as_ref()
+                    .map(|p| p.name.clone())
+                    .unwrap_or_default()
+            }),
             what: l.what,
         })
     }
@@ -336,12 +351,44 @@ fn describe(event: &Event, last_text: &str) -> Option<Line> {
 }
 
 /// The line of a policy change.
-fn policy_changed(name: &str) -> Line {
+/// The line of a policy change: to another policy, or the same one with
+/// another threshold (what an import infers from a recording, such as a
+/// Codex limit its automatic compactions show: the compaction that follows
+/// is the evidence, its count the new threshold).
+fn policy_changed(before: Option<&Policy>, after: &Policy, limits: &ModelLimits) -> Line {
+    let what = match before.filter(|b| b.name == after.name) {
+        Some(b) => {
+            let at = |p: &Policy| {
+                p.threshold(limits)
+                    .map_or("never".to_owned(), |t| format!("at {t} tokens"))
+            };
+            // An absolute limit under the preset's share: the form an
+            // import gives the limit a recording's compaction shows.
+            let inferred = after.threshold_percent == FULL_THRESHOLD
+                && b.threshold(limits) > after.threshold(limits)
+                && matches!(
+                    after.overflow.budget,
+                    BudgetRule::ContextLess { output_cap: 0, buffer } if buffer > 0
+                );
+            format!(
+                "policy {} compacts {} from here (was {}){}",
+                after.name,
+                at(after),
+                at(b),
+                if inferred {
+                    ": the limit inferred from the recording, whose automatic compaction that follows came at that count"
+                } else {
+                    ""
+                }
+            )
+        }
+        None => format!("policy changed to {}", after.name),
+    };
     Line {
         kind: "policy_changed",
         ids: vec![],
-        tokens: None,
-        what: format!("policy changed to {name}"),
+        tokens: after.threshold(limits),
+        what,
     }
 }
 

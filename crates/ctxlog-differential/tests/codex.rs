@@ -234,19 +234,28 @@ fn check_windows(run: &Run, events: &[Envelope]) -> usize {
     agent.len()
 }
 
-/// (c) ctxlog's decision before every request, under the preset with the
-/// configured limit's share of the window, equals Codex's; `simulate`
-/// compacts after the same responses. Returns how many compactions.
+/// (c) ctxlog's decision before every request, under the preset and what
+/// the import inferred of the configured limit (nothing is given by
+/// hand), equals Codex's; `simulate` under the preset compacts after the
+/// same responses. Returns how many compactions.
 fn check_decisions(run: &Run, events: &[Envelope]) -> usize {
-    let policy = Policy {
-        threshold_percent: run
-            .model
-            .auto_compact_limit
-            .map_or(90, |l| (l * 100 / run.model.context).min(90)),
-        ..Policy::codex_0_169()
-    };
+    let policy = Policy::codex_0_169();
     let n = common::check_decisions_before_requests(events, &policy);
     assert_eq!(common::check_simulation(events, &policy), n);
+    // A configured limit under 90 % is recorded as the import inferred it,
+    // from the first automatic compaction that shows it.
+    let state = SessionState::replay(events).unwrap();
+    let limit = run
+        .model
+        .auto_compact_limit
+        .filter(|l| *l * 10 < run.model.context * 9);
+    if n > 0 {
+        assert_eq!(
+            state.policy.threshold(&state.limits),
+            Some(limit.unwrap_or(run.model.context * 9 / 10)),
+            "the limit in force after the compactions"
+        );
+    }
     n
 }
 

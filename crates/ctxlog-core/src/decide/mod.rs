@@ -47,6 +47,7 @@ mod overflow;
 pub use checks::continue_text;
 pub use command::{Command, RecordedCompaction, Step, SummaryText, TailChoice};
 pub use items::{AgentItem, ItemKind};
+pub use overflow::count_before_request;
 
 use crate::error::{RefusedCommand, Violation};
 use crate::event::PrunedPart;

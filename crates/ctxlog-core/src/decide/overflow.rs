@@ -15,20 +15,9 @@ impl Drafter<'_, '_> {
     /// [`Command::BeforeRequest`]: the count of the last answer plus the
     /// estimate of what followed it, against the threshold.
     pub(super) fn before_request(&mut self, state: &SessionState) {
-        let OverflowCheckAt::BeforeRequest { prompts } = state.policy.check_at else {
+        let Some((step, count)) = count_before_request(state) else {
             return;
         };
-        let Some(last) = state.last_finished.as_ref().filter(|l| !l.summary) else {
-            return;
-        };
-        let step = last.message;
-        if !state.policy.checks_model(model_of(state, step)) {
-            return;
-        }
-        let count = state
-            .policy
-            .count(&last.tokens)
-            .saturating_add(pending_tokens(state, step, prompts));
         let check = state.policy.check_count(&state.limits, count);
         self.out.overflow = Some(check);
         if check.overflow && state.auto_paused.is_none() && state.pending_jobs().next().is_none() {
@@ -49,4 +38,25 @@ impl Drafter<'_, '_> {
             }
         }
     }
+}
+
+/// What a policy that checks before each request compares with its
+/// threshold now: the last answer's count plus the estimate of what the
+/// window holds after it, with that answer; `None` when the policy checks
+/// elsewhere, no answer finished yet, or it does not check the answer's
+/// model.
+pub fn count_before_request(state: &SessionState) -> Option<(MessageId, u64)> {
+    let OverflowCheckAt::BeforeRequest { prompts } = state.policy.check_at else {
+        return None;
+    };
+    let last = state.last_finished.as_ref().filter(|l| !l.summary)?;
+    let step = last.message;
+    if !state.policy.checks_model(model_of(state, step)) {
+        return None;
+    }
+    let count = state
+        .policy
+        .count(&last.tokens)
+        .saturating_add(pending_tokens(state, step, prompts));
+    Some((step, count))
 }

@@ -5,7 +5,9 @@ use super::report::{Decision, SimulationReport};
 use crate::clock::ManualClock;
 use crate::{Engine, EngineError, StepOutcome};
 use ctxlog_core::window::is_continue_text;
-use ctxlog_core::{Envelope, Event, MessageId, PartBody, PartId, Role, SessionId, TokenUsage};
+use ctxlog_core::{
+    Envelope, Event, MessageId, PartBody, PartId, Policy, Role, SessionId, TokenUsage,
+};
 use ctxlog_store::MemoryLog;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -17,6 +19,11 @@ pub(super) struct Feed<'a> {
     pub(super) session: SessionId,
     clock: Arc<ManualClock>,
     fixed_limits: bool,
+    /// The simulated policy when it is an unmodified preset on the
+    /// recording's own limits: a recorded change of that preset's threshold
+    /// (an import's inference of the limit the agent was configured with)
+    /// applies to it too.
+    own_preset: Option<Policy>,
     /// Events waiting to be applied in one append.
     batch: Vec<Event>,
     pub(super) decisions: Vec<Decision>,
@@ -67,12 +74,14 @@ impl<'a> Feed<'a> {
         clock: Arc<ManualClock>,
         fixed_limits: bool,
         checks_before_requests: bool,
+        own_preset: Option<Policy>,
     ) -> Self {
         Feed {
             engine,
             session,
             clock,
             fixed_limits,
+            own_preset,
             batch: Vec::new(),
             decisions: Vec::new(),
             last_source: String::new(),
@@ -226,6 +235,23 @@ impl Feed<'_> {
         }
     }
 
+    /// A recorded policy change as the simulation takes it: a change of the
+    /// simulated preset's own threshold, applied to it (see
+    /// [`Feed::own_preset`]); any other is left out.
+    fn adopted(&self, recorded: &Policy) -> Option<Event> {
+        let own = self
+            .own_preset
+            .as_ref()
+            .filter(|p| p.name == recorded.name)?;
+        Some(Event::PolicyChanged {
+            policy: Policy {
+                overflow: recorded.overflow.clone(),
+                threshold_percent: recorded.threshold_percent,
+                ..own.clone()
+            },
+        })
+    }
+
     /// The event as the simulation feeds it, or `None` when it is left out.
     fn keep(&mut self, event: &Event) -> Option<Event> {
         match event {
@@ -254,12 +280,12 @@ impl Feed<'_> {
             Event::CompactionFailed { .. }
             | Event::PartsPruned { .. }
             | Event::PartsRestored { .. }
-            | Event::PolicyChanged { .. }
             | Event::CompactionAttempted { .. }
             | Event::AutoCompactionPaused { .. }
             // What an import kept for an export of the recording itself.
             | Event::SourceFields { .. }
             | Event::SessionStarted { .. } => return None,
+            Event::PolicyChanged { policy } => return self.adopted(policy),
             Event::LimitsChanged { .. } if self.fixed_limits => return None,
             // Usage is estimated once the simulation went its own way.
             Event::UsageReported { .. } if self.diverged => return None,

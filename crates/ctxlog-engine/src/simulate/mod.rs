@@ -157,6 +157,11 @@ pub fn simulate_recording(
         _ => (None, None, ModelLimits::default()),
     };
     let fixed_limits = config.limits.is_some();
+    // Simulated under an unmodified preset on the recording's own limits,
+    // the threshold the recording showed for that preset applies.
+    let own_preset = (!fixed_limits
+        && Policy::preset(&config.policy.name).as_ref() == Some(&config.policy))
+    .then(|| config.policy.clone());
     let checks_before_requests = matches!(
         config.policy.check_at,
         OverflowCheckAt::BeforeRequest { .. }
@@ -173,6 +178,7 @@ pub fn simulate_recording(
         clock,
         fixed_limits,
         checks_before_requests,
+        own_preset,
     );
     feed.run(events, progress)?;
     let final_window = engine.window_estimate(session)?;

@@ -6,7 +6,9 @@ use super::usage::usage;
 use super::Importer;
 use crate::build::{ImportedCompaction, NewMessage, RecordedKind};
 use crate::ImportError;
-use ctxlog_core::{MessageId, Role, TokenUsage};
+use ctxlog_core::decide::count_before_request;
+use ctxlog_core::policy::{BudgetRule, OverflowRule, FULL_THRESHOLD};
+use ctxlog_core::{Event, MessageId, Policy, Role, TokenUsage};
 use serde_json::Value;
 
 impl Importer<'_> {
@@ -30,15 +32,60 @@ impl Importer<'_> {
             RecordedKind::AUTO
         };
         let tokens = self.compaction_usage(p)?;
+        let tokens_before = if kind.auto {
+            self.infer_limit(at)?
+        } else {
+            None
+        };
         let c = ImportedCompaction {
             kind,
             source,
             text,
             tail,
-            tokens_before: None,
+            tokens_before,
             tokens,
         };
         self.b.imported_compaction(at, c).map(|_| ())
+    }
+
+    /// The count Codex compacted at automatically (its last response's
+    /// total and the estimate of what followed), the compaction's
+    /// `tokens_before`. Codex records no configured
+    /// `model_auto_compact_token_limit`, but a compaction at a count under
+    /// the threshold in force shows one at or under that count: the policy
+    /// is recorded again (`PolicyChanged`) with that count as its limit,
+    /// before the compaction, so the audit names the inference and its
+    /// evidence and `simulate` compacts where Codex did.
+    fn infer_limit(&mut self, at: u64) -> Result<Option<u64>, ImportError> {
+        let Some(state) = self.b.state() else {
+            return Ok(None);
+        };
+        let Some((_, count)) = count_before_request(state) else {
+            return Ok(None);
+        };
+        let policy = &state.policy;
+        if policy.threshold(&state.limits).is_none_or(|t| count >= t) {
+            return Ok(Some(count));
+        }
+        let base = state
+            .limits
+            .input
+            .filter(|&i| i > 0)
+            .unwrap_or(state.limits.context);
+        let inferred = Policy {
+            overflow: OverflowRule {
+                budget: BudgetRule::ContextLess {
+                    output_cap: 0,
+                    buffer: base.saturating_sub(count),
+                },
+                ..policy.overflow.clone()
+            },
+            threshold_percent: FULL_THRESHOLD,
+            ..policy.clone()
+        };
+        self.b
+            .record(at, Event::PolicyChanged { policy: inferred })?;
+        Ok(Some(count))
     }
 
     /// The usage of the compaction's own model call: 0.169's
