@@ -195,8 +195,9 @@ impl Policy {
     /// (mid-turn, and before a turn's prompt is added; never at a turn's
     /// end), compacts when the last response's `total_tokens` plus the
     /// estimate of the tool outputs after it reaches 90 % of the configured
-    /// context window (a configured `model_auto_compact_token_limit` below it is
-    /// the threshold percentage: `--threshold`); a provider's refusal fails
+    /// context window (a configured `model_auto_compact_token_limit` below it
+    /// is what an import infers from the recording's automatic compactions,
+    /// or `--threshold`); a provider's refusal fails
     /// the turn and compacts nothing. After a compaction Codex sends its
     /// replacement history (recorded as the compaction's tail), then the
     /// summary as a user message (its recorded text is the whole message),
