@@ -81,7 +81,7 @@ fn print_window(
         WindowFormat::ClaudeCode => Some((
             "claude-code",
             "messages",
-            ctxlog_engine::anthropic::claude_code_messages(&w),
+            ctxlog_engine::claude_code::claude_code_messages(&w),
         )),
         WindowFormat::Responses => Some((
             "responses",

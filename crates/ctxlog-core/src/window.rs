@@ -268,18 +268,29 @@ pub fn render_message(state: &SessionState, m: &Message) -> Option<WindowMessage
 
 /// A completed summary as the one user message [`PivotForm::UserSummary`]
 /// sends: `prefix`, its texts, `suffix`.
+/// A summary as one user message: its text wrapped in the policy's prefix
+/// and suffix, after the synthetic texts the agent sends before it in the
+/// same message (Claude Code's reminders), each a part of its own.
 fn user_summary(m: &Message, prefix: &str, suffix: &str) -> WindowMessage {
+    let mut parts = Vec::new();
     let mut text = prefix.to_owned();
     for p in &m.parts {
-        if let Some(PartBody::Text { text: t, .. }) = p.content() {
-            text.push_str(t);
+        match p.content() {
+            Some(PartBody::Text {
+                text: t,
+                synthetic: true,
+                ..
+            }) => parts.push(WindowPart::Text(t.clone())),
+            Some(PartBody::Text { text: t, .. }) => text.push_str(t),
+            _ => {}
         }
     }
     text.push_str(suffix);
+    parts.push(WindowPart::Text(text));
     WindowMessage {
         id: m.id,
         role: Role::User,
-        parts: vec![WindowPart::Text(text)],
+        parts,
     }
 }
 

@@ -29,7 +29,7 @@ use ctxlog_core::{window, CompactionTrigger, Envelope, Event, Policy, SessionSta
 use ctxlog_differential::claude_code::{install, Sandbox};
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
-use ctxlog_engine::anthropic::claude_code_messages;
+use ctxlog_engine::claude_code::claude_code_messages;
 use ctxlog_import::{Format, ImportOptions, LimitOverrides};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -171,14 +171,9 @@ fn check_usage(run: &Run, events: &[Envelope]) {
     }
 }
 
-/// What Claude Code sent, less what it injects: `<system-reminder>` text
-/// blocks, the reminder appended to each tool result, `cache_control`
-/// marks; a string content as one text block; messages left empty dropped.
-fn without_reminders(messages: &Value) -> Value {
-    let strip_suffix = |t: &str| match t.find("\n\n<system-reminder>") {
-        Some(i) => t[..i].to_owned(),
-        None => t.to_owned(),
-    };
+/// What Claude Code sent as the window holds it: `cache_control` marks
+/// (transport) left out, a string content as its one text block.
+fn as_sent(messages: &Value) -> Value {
     let mut out = Vec::new();
     for m in messages.as_array().into_iter().flatten() {
         let blocks = match &m["content"] {
@@ -186,49 +181,36 @@ fn without_reminders(messages: &Value) -> Value {
             Value::Array(b) => b.clone(),
             _ => Vec::new(),
         };
-        let kept: Vec<Value> = blocks
+        let blocks: Vec<Value> = blocks
             .into_iter()
-            .filter(|b| {
-                !(b["type"] == "text"
-                    && b["text"]
-                        .as_str()
-                        .is_some_and(|t| t.starts_with("<system-reminder>")))
-            })
             .map(|mut b| {
                 if let Some(o) = b.as_object_mut() {
                     o.remove("cache_control");
-                    if o.get("type") == Some(&json!("tool_result")) {
-                        if let Some(Value::String(c)) = o.get("content").cloned() {
-                            o.insert("content".into(), json!(strip_suffix(&c)));
-                        }
-                    }
                 }
                 b
             })
             .collect();
-        if !kept.is_empty() {
-            out.push(json!({"role": m["role"], "content": kept}));
-        }
+        out.push(json!({"role": m["role"], "content": blocks}));
     }
     Value::Array(out)
 }
 
 /// (b) ctxlog's window before each agent request equals what Claude Code
-/// sent, its reminders aside. Returns how many were compared.
+/// sent, reminders included. Returns how many were compared.
 fn check_windows(run: &Run, events: &[Envelope]) -> usize {
     let agent = agent_requests(run);
     let messages = common::assistant_messages(events);
     for (request, (seq, _)) in agent.iter().zip(&messages) {
         let state = SessionState::replay(events.iter().take(*seq as usize - 1)).unwrap();
         let ours = Value::Array(claude_code_messages(&window(&state)));
-        let theirs = without_reminders(&request.body["messages"]);
+        let theirs = as_sent(&request.body["messages"]);
         if ours != theirs {
             let file = run.dir.join(format!("window-{:02}.json", request.n));
             std::fs::write(&file, serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
             let theirs_file = run.dir.join(format!("sent-{:02}.json", request.n));
             std::fs::write(&theirs_file, serde_json::to_vec_pretty(&theirs).unwrap()).unwrap();
             panic!(
-                "request n={} (before seq {seq}): ctxlog's window differs from what Claude Code sent (reminders aside); ours in {}, theirs in {}",
+                "request n={} (before seq {seq}): ctxlog's window differs from what Claude Code sent; ours in {}, theirs in {}",
                 request.n,
                 file.display(),
                 theirs_file.display()
@@ -361,7 +343,7 @@ fn automatic_compaction_at_the_next_prompt() {
     assert!(theirs[0].0, "automatic");
     // The request after it: the summary as a user message, the answer
     // before it and the prompt kept verbatim, nothing else.
-    let after = without_reminders(&agent_requests(&run)[3].body["messages"]);
+    let after = as_sent(&agent_requests(&run)[3].body["messages"]);
     let roles: Vec<&str> = after
         .as_array()
         .unwrap()
@@ -369,11 +351,16 @@ fn automatic_compaction_at_the_next_prompt() {
         .map(|m| m["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["user", "assistant", "user"]);
+    // Each message's last block: its own text after the reminders.
     let texts: Vec<&str> = after
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| m["content"][0]["text"].as_str().unwrap())
+        .map(|m| {
+            m["content"].as_array().unwrap().last().unwrap()["text"]
+                .as_str()
+                .unwrap()
+        })
         .collect();
     assert!(texts[0].starts_with("This session is being continued"));
     assert!(texts[0].contains("scripted summary"));
@@ -418,7 +405,7 @@ fn manual_compact_command() {
     assert_eq!(theirs.len(), 1);
     assert!(!theirs[0].0, "manual");
     // The caveat Claude Code marks isMeta is sent, and kept by ctxlog.
-    let after = without_reminders(&agent_requests(&run)[3].body["messages"]).to_string();
+    let after = as_sent(&agent_requests(&run)[3].body["messages"]).to_string();
     assert!(after.contains("<local-command-caveat>"), "{after}");
 }
 
@@ -440,7 +427,7 @@ fn big_tool_outputs() {
     let events = import(&run);
     check_usage(&run, &events);
     assert_eq!(check_windows(&run, &events), 3);
-    let last = without_reminders(&agent_requests(&run)[2].body["messages"]);
+    let last = as_sent(&agent_requests(&run)[2].body["messages"]);
     let text = last.to_string();
     assert!(
         text.contains("<persisted-output>"),
@@ -494,7 +481,7 @@ fn the_count_before_a_request_and_a_mid_turn_compaction() {
     let theirs = boundaries(&run);
     assert_eq!(compactions(&events), theirs);
     // Mid-turn, the call and its result follow the summary.
-    let after = without_reminders(&agent_requests(&run)[4].body["messages"]);
+    let after = as_sent(&agent_requests(&run)[4].body["messages"]);
     let kinds: Vec<String> = after
         .as_array()
         .unwrap()

@@ -24,34 +24,6 @@ use ctxlog_core::window::{ToolResult, Window, WindowMessage, WindowPart};
 use ctxlog_core::Role;
 use serde_json::{json, Value};
 
-/// The window's messages as Claude Code 2.1 sends them: as
-/// [`anthropic_messages`], but consecutive user messages joined into one
-/// (each joined message's last text block but the final one's gains a
-/// trailing `"\n"`). Claude Code's injected `<system-reminder>` blocks are not in the
-/// window: the transcript keeps them apart (`attachment` lines).
-pub fn claude_code_messages(window: &Window) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::new();
-    for m in anthropic_messages(window) {
-        let joins = m["role"] == "user" && out.last().is_some_and(|l| l["role"] == "user");
-        if !joins {
-            out.push(m);
-            continue;
-        }
-        let Some(prev) = out.last_mut().and_then(|l| l["content"].as_array_mut()) else {
-            continue;
-        };
-        if let Some(Value::String(t)) = prev
-            .last_mut()
-            .filter(|b| b["type"] == "text")
-            .and_then(|b| b.get_mut("text"))
-        {
-            t.push('\n');
-        }
-        prev.extend(m["content"].as_array().cloned().unwrap_or_default());
-    }
-    out
-}
-
 /// The window's messages as Anthropic Messages API messages.
 pub fn anthropic_messages(window: &Window) -> Vec<Value> {
     let mut out = Vec::new();
@@ -67,7 +39,8 @@ pub fn anthropic_messages(window: &Window) -> Vec<Value> {
     out
 }
 
-fn user(m: &WindowMessage) -> Option<Value> {
+/// An input message as a user message (`None` when nothing is left).
+pub(crate) fn user(m: &WindowMessage) -> Option<Value> {
     let content: Vec<Value> = m
         .parts
         .iter()
@@ -85,7 +58,8 @@ fn user(m: &WindowMessage) -> Option<Value> {
     (!content.is_empty()).then(|| json!({"role": "user", "content": content}))
 }
 
-fn assistant(m: &WindowMessage, out: &mut Vec<Value>) {
+/// An assistant message, then the results of its calls as a user message.
+pub(crate) fn assistant(m: &WindowMessage, out: &mut Vec<Value>) {
     let mut content = Vec::new();
     let mut results = Vec::new();
     for p in &m.parts {

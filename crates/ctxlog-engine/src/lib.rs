@@ -42,6 +42,7 @@
 
 pub mod anthropic;
 pub mod chat;
+pub mod claude_code;
 mod clock;
 mod commands;
 mod config;

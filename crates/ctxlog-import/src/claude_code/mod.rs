@@ -11,10 +11,9 @@
 //!   answered stay pending, so the window shows them as interrupted.
 //! - `isMeta` user lines (a local command's caveat, …) are kept, flagged
 //!   synthetic: Claude Code sends them, it only hides them from the user.
+//!   `attachment` lines sent as reminders are kept too (`attachments.rs`).
 //!   Bookkeeping lines (`summary`, `file-history-snapshot`,
-//!   `queue-operation`, `attachment`, …) are skipped: the reminders
-//!   Claude Code renders from `attachment` lines are not part of the
-//!   conversation ctxlog keeps.
+//!   `queue-operation`, `api-request`, …) are skipped.
 //! - `system`/`compact_boundary` becomes a compaction request; the following
 //!   `isCompactSummary` user line becomes its completed summary, whose text
 //!   is what Claude Code sends as a user message. The messages
@@ -29,12 +28,14 @@
 //! - Source ids: user lines keep their `uuid`, steps their `message.id`.
 //! - The project is the directory the session started in.
 
+mod attachments;
+mod compaction;
+
 use crate::build::{Builder, NewMessage, OpenCall};
 use crate::strict;
 use crate::{each_line, Format, ImportError, ImportOptions, Imported};
 use ctxlog_core::{
-    CompactionTrigger, Event, FinishReason, Json, MessageId, ModelRef, PartBody, Policy, Role,
-    SourceTarget, TokenUsage,
+    Event, FinishReason, Json, MessageId, ModelRef, PartBody, Role, SourceTarget, TokenUsage,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -68,6 +69,9 @@ struct Importer<'a> {
     by_uuid: BTreeMap<String, MessageId>,
     /// The uuids the pending compaction's boundary keeps verbatim.
     preserved: Vec<String>,
+    /// Reminders written after the pending compaction's boundary, sent
+    /// before its summary.
+    before_summary: Vec<String>,
     /// The newest line's Claude Code version is 2.1 or later.
     since_2_1: bool,
 }
@@ -168,7 +172,7 @@ impl<'a> Importer<'a> {
         ) {
             self.summaries.insert(leaf.to_owned(), text.to_owned());
         }
-        if !matches!(ty, "user" | "assistant" | "system") {
+        if !matches!(ty, "user" | "assistant" | "system" | "attachment") {
             return Ok(()); // summary, file-history-snapshot, queue-operation, ...
         }
         if let Some(cwd) = v.get("cwd").and_then(Value::as_str) {
@@ -201,41 +205,12 @@ impl<'a> Importer<'a> {
             self.b.start(&source, at, None, policy)?;
         }
         match ty {
-            "system" => {
-                if v.get("subtype").and_then(Value::as_str) == Some("compact_boundary") {
-                    self.finish_group()?;
-                    let auto = v
-                        .pointer("/compactMetadata/trigger")
-                        .and_then(Value::as_str)
-                        != Some("manual");
-                    let tokens_before = strict::count_at(v, "/compactMetadata/preTokens")
-                        .map_err(|e| self.err(e))?;
-                    let overflow = auto && self.reactive(tokens_before);
-                    let message = self.b.message_id(at)?;
-                    let part = self.b.part_id(at)?;
-                    let agent = self.b.decided_by(None);
-                    self.b.record(
-                        at,
-                        Event::CompactionRequested {
-                            message,
-                            part,
-                            auto,
-                            overflow,
-                            trigger: CompactionTrigger::Recorded {
-                                agent,
-                                tokens_before,
-                            },
-                            agent: None,
-                            model: None,
-                            source_id: v.get("uuid").and_then(Value::as_str).map(str::to_owned),
-                        },
-                    )?;
-                    self.pending_compaction = Some(message);
-                    self.preserved = preserved_uuids(v);
-                }
-                Ok(())
+            "system" if v.get("subtype").and_then(Value::as_str) == Some("compact_boundary") => {
+                self.boundary(v, at)
             }
+            "system" => Ok(()),
             "user" => self.user(v, at),
+            "attachment" => self.attachment(v, at),
             _ => self.assistant(v, at),
         }
     }
@@ -268,72 +243,6 @@ impl<'a> Importer<'a> {
             Value::Array(blocks) => self.user_blocks(blocks, uuid, meta || compact_summary, at),
             _ => Err(self.err("field `message.content` is neither a string nor an array")),
         }
-    }
-
-    /// The `isCompactSummary` line after a boundary: the summary of `job`,
-    /// started and completed.
-    fn compaction_summary(
-        &mut self,
-        job: MessageId,
-        content: &Value,
-        uuid: Option<String>,
-        at: u64,
-    ) -> Result<(), ImportError> {
-        let text = match content {
-            Value::String(s) => s.clone(),
-            Value::Array(blocks) => blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            _ => return Err(self.err("field `message.content` is neither a string nor an array")),
-        };
-        let summary_message = self.b.message_id(at)?;
-        let preserved = std::mem::take(&mut self.preserved);
-        let tail_start = self.first_message_of(&preserved);
-        self.b.record(
-            at,
-            Event::CompactionStarted {
-                job,
-                summary_message,
-                agent: Some("compaction".into()),
-                model: None,
-                prompt: None,
-                tail_start,
-                source_id: uuid,
-            },
-        )?;
-        self.b.text(at, summary_message, text, false)?;
-        let part = self.b.part_id(at)?;
-        self.b.record(
-            at,
-            Event::SummaryCompleted {
-                job,
-                part,
-                reason: FinishReason::Stop,
-                tokens: TokenUsage::default(),
-                redactions: 0,
-            },
-        )
-    }
-
-    /// Whether an automatic compaction with `pre_tokens` was Claude Code
-    /// 2.1's reaction to a prompt the provider refused as too long (2.1 records
-    /// it as `trigger: "auto"` and leaves the refusal out): the model has
-    /// no threshold in 2.1 (its auto-compact window is "auto"), or the
-    /// count was under the threshold, which Claude Code would not have
-    /// compacted at. Unknown (no count, no window): not reactive.
-    fn reactive(&self, pre_tokens: Option<u64>) -> bool {
-        // Measured on 2.1; before it, the same boundary was a threshold one.
-        if !self.since_2_1 {
-            return false;
-        }
-        let policy = Policy::claude_code_2_1();
-        if !policy.checks_model(self.b.model()) {
-            return true;
-        }
-        let threshold = self.b.state().and_then(|s| policy.threshold(&s.limits));
-        matches!((pre_tokens, threshold), (Some(count), Some(t)) if count < t)
     }
 
     /// Notes that the line `uuid` is part of `message`.
@@ -638,6 +547,7 @@ pub fn import<R: BufRead>(
         uuids: BTreeMap::new(),
         by_uuid: BTreeMap::new(),
         preserved: Vec::new(),
+        before_summary: Vec::new(),
         since_2_1: false,
     };
     let unfinished = each_line(reader, file, options.max_line_bytes, |n, v| {
@@ -676,25 +586,4 @@ fn usage_of(u: &serde_json::Map<String, Value>) -> Result<LineUsage, String> {
         cache_write: n("cache_creation_input_tokens")?,
         output: n("output_tokens")?,
     })
-}
-
-/// The uuids a `compact_boundary` keeps verbatim after its summary
-/// (`compactMetadata.preservedMessages.uuids`, else the head of
-/// `preservedSegment`); none before Claude Code 2.1.
-fn preserved_uuids(boundary: &Value) -> Vec<String> {
-    let listed: Vec<String> = boundary
-        .pointer("/compactMetadata/preservedMessages/uuids")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|u| u.as_str().map(str::to_owned))
-        .collect();
-    if !listed.is_empty() {
-        return listed;
-    }
-    boundary
-        .pointer("/compactMetadata/preservedSegment/headUuid")
-        .and_then(Value::as_str)
-        .map(|h| vec![h.to_owned()])
-        .unwrap_or_default()
 }
