@@ -7,15 +7,15 @@
 //! Anthropic Messages server, imports the transcript it wrote, and checks:
 //! - the import labels the session `claude-code-2.1`;
 //! - (a) each answer's usage is on its own step;
-//! - (b) ctxlog's window before each agent-loop request, rendered as Claude
-//!   Code sends it, equals the `messages` Claude Code sent, but for the
-//!   documented difference: the `<system-reminder>` blocks Claude Code
-//!   injects (rendered from `attachment` lines ctxlog does not keep) and
-//!   the reminder it appends to every tool result;
-//! - (c) where ctxlog's overflow rule sees what Claude Code counted (a
-//!   compaction at the next prompt after an answer over the threshold),
-//!   ctxlog's decision after every step equals Claude Code's and `simulate`
-//!   compacts after the same answers;
+//! - (b) ctxlog's window before each agent-loop request (a refused one
+//!   included), rendered as Claude Code sends it, equals the `messages`
+//!   Claude Code sent: its `<system-reminder>` blocks (imported from the
+//!   `attachment` lines) and the reminder folded into each tool result
+//!   included. Set aside, by name: `cache_control` marks, and a string
+//!   `content` compared as its one text block;
+//! - (c) ctxlog's decision before every request equals Claude Code's, and
+//!   `simulate` compacts after the same answers, the reactive compaction
+//!   after the refusal the import infers included;
 //! - (d) Claude Code's compactions are imported as it made them: automatic
 //!   or manual, with its `preTokens`, and the messages it kept verbatim.
 //!
@@ -130,12 +130,14 @@ fn import(run: &Run) -> Vec<Envelope> {
     imported.events.to_vec().unwrap()
 }
 
-/// The agent-loop requests that were answered: Claude Code writes nothing
-/// of a request the provider refused.
+/// The agent-loop requests, each an assistant message of the import: an
+/// answer, or a request refused as too long, which Claude Code writes
+/// nothing of but its reactive compaction implies (the scenarios refuse
+/// nothing else).
 fn agent_requests(run: &Run) -> Vec<&Request> {
     run.requests
         .iter()
-        .filter(|r| r.kind == Kind::Agent && !matches!(r.reply, Some(Reply::Error { .. })))
+        .filter(|r| r.kind == Kind::Agent)
         .collect()
 }
 
@@ -502,7 +504,7 @@ fn the_count_before_a_request_and_a_mid_turn_compaction() {
 /// 167,000) compacts nothing; a prompt the provider refuses as too long
 /// makes Claude Code summarise and send the prompt again. The transcript
 /// keeps only an automatic boundary; ctxlog records it as the overflow
-/// compaction it was.
+/// compaction it was, after the refused request it implies.
 #[test]
 fn a_model_without_threshold_compacts_only_when_refused() {
     let script = Script {
@@ -523,10 +525,16 @@ fn a_model_without_threshold_compacts_only_when_refused() {
     };
     let events = import(&run);
     check_usage(&run, &events);
-    assert_eq!(check_windows(&run, &events), 2);
+    assert_eq!(
+        check_windows(&run, &events),
+        3,
+        "the refused request included"
+    );
     let policy = Policy::claude_code_2_1();
     assert_eq!(common::check_decisions_before_requests(&events, &policy), 0);
-    assert_eq!(common::check_simulation(&events, &policy), 0);
+    // The refusal Claude Code left out is recorded as inferred, so
+    // `simulate` compacts where Claude Code did.
+    assert_eq!(common::check_simulation(&events, &policy), 1);
     let kinds: Vec<(bool, bool)> = events
         .iter()
         .filter_map(|e| match &e.event {

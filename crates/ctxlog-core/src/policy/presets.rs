@@ -165,9 +165,12 @@ impl Policy {
     /// The summary is sent as one user message (its recorded text is the
     /// whole message), no continue message follows, and the messages Claude
     /// Code keeps verbatim are a recorded tail (this preset selects none).
+    /// A prompt the provider refuses as too long is compacted and sent
+    /// again where it was, nothing appended.
     pub fn claude_code_2_1() -> Self {
         Policy {
             continue_message: ContinueMessage::None,
+            provider_overflow: ProviderOverflow::Retry,
             pivot: PivotForm::UserSummary {
                 prefix: String::new(),
                 suffix: String::new(),

@@ -5,7 +5,11 @@
 use super::Importer;
 use crate::strict;
 use crate::ImportError;
-use ctxlog_core::{CompactionTrigger, Event, FinishReason, MessageId, Policy, TokenUsage};
+use ctxlog_core::window::CONTEXT_OVERFLOW_ERROR;
+use ctxlog_core::{
+    CompactionTrigger, Event, FinishReason, MessageError, MessageId, ModelRef, Policy, Role,
+    TokenUsage,
+};
 use serde_json::Value;
 
 impl Importer<'_> {
@@ -20,6 +24,9 @@ impl Importer<'_> {
         let tokens_before =
             strict::count_at(v, "/compactMetadata/preTokens").map_err(|e| self.err(e))?;
         let overflow = auto && self.reactive(tokens_before);
+        if overflow {
+            self.implied_refusal(v, at)?;
+        }
         let message = self.b.message_id(at)?;
         let part = self.b.part_id(at)?;
         let agent = self.b.decided_by(None);
@@ -42,6 +49,36 @@ impl Importer<'_> {
         self.pending_compaction = Some(message);
         self.preserved = preserved_uuids(v);
         Ok(())
+    }
+
+    /// The request a reactive compaction answered: Claude Code writes no
+    /// line for a request the provider refused as too long, but its
+    /// reactive boundary implies one, after the last line before it.
+    /// Recorded as a synthetic assistant message with that error (its
+    /// source id the boundary's uuid and `#refused`, its text saying it is
+    /// inferred), so `simulate` under the preset compacts where Claude
+    /// Code did.
+    fn implied_refusal(&mut self, v: &Value, at: u64) -> Result<(), ImportError> {
+        let boundary = v.get("uuid").and_then(Value::as_str).unwrap_or("boundary");
+        let model = self.b.model().map(|m| ModelRef {
+            provider: "anthropic".into(),
+            model: m.to_owned(),
+        });
+        let parent = self.last_user;
+        let source = Some(format!("{boundary}#refused"));
+        let message = self.new_message(at, Role::Assistant, parent, source, model, true)?;
+        self.b.record(
+            at,
+            Event::MessageErrored {
+                message,
+                error: MessageError {
+                    name: CONTEXT_OVERFLOW_ERROR.into(),
+                    message: "prompt is too long (inferred: Claude Code writes no line for a \
+                              refused request; the reactive compaction that follows implies one)"
+                        .into(),
+                },
+            },
+        )
     }
 
     /// The `isCompactSummary` line after a boundary: the summary of `job`,
