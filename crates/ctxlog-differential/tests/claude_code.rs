@@ -25,6 +25,7 @@
 
 mod common;
 
+use ctxlog_core::decide::count_before_request;
 use ctxlog_core::{window, CompactionTrigger, Envelope, Event, Policy, SessionState, TokenUsage};
 use ctxlog_differential::claude_code::{install, Sandbox};
 use ctxlog_differential::drive::DriveError;
@@ -268,6 +269,38 @@ fn check_decisions(events: &[Envelope]) -> usize {
     n
 }
 
+/// ctxlog's count (what the preset compares with its threshold) before
+/// each prompt's first request and at each automatic compaction, in log
+/// order: `(automatic compaction here, count)`.
+fn counts_before_requests(events: &[Envelope]) -> Vec<(bool, u64)> {
+    let mut state = SessionState::new();
+    let mut counts = Vec::new();
+    let mut prompt_seen = false;
+    for e in events {
+        let (compaction, request) = match &e.event {
+            Event::CompactionRequested { auto: true, .. } => (true, true),
+            Event::MessageAppended {
+                role: ctxlog_core::Role::Assistant,
+                ..
+            } => (false, std::mem::take(&mut prompt_seen)),
+            _ => (false, false),
+        };
+        if request {
+            counts.extend(count_before_request(&state).map(|(_, c)| (compaction, c)));
+        }
+        if let Event::MessageAppended {
+            role: ctxlog_core::Role::User,
+            synthetic: false,
+            ..
+        } = &e.event
+        {
+            prompt_seen = true;
+        }
+        state.evolve(e).unwrap();
+    }
+    counts
+}
+
 fn text(t: &str, usage: Usage) -> Reply {
     Reply::Text {
         text: t.into(),
@@ -438,24 +471,27 @@ fn big_tool_outputs() {
 }
 
 /// The count before a request is the last answer's usage plus what came
-/// after it: an answer at 166,950 and a short prompt stay under 167,000;
-/// an answer at 166,990 and a 40-character prompt cross it (the answer
-/// alone does not), so Claude Code compacts at that prompt. Then a tool
-/// step at 160,100 whose 28,999-character result crosses it compacts in
-/// the middle of the turn, keeping the call and its result.
+/// after it, each block rounded on its own (`round(chars / 4)`): a
+/// 32-character prompt (8) and its 86-character token-budget reminder
+/// (22). After an answer at 166,969 the count is 166,999, one under
+/// 167,000: no compaction; after one at 166,970 it is exactly 167,000, and
+/// Claude Code compacts at that prompt. Then a tool step at 159,728 whose
+/// 28,999-character result (7,250) and its reminder (22) bring it to
+/// exactly 167,000 compacts in the middle of the turn, keeping the call and
+/// its result. ctxlog's counts equal Claude Code's `preTokens`.
 #[test]
 fn the_count_before_a_request_and_a_mid_turn_compaction() {
     let script = Script {
         agent: VecDeque::from(vec![
-            text("Done (reply-1).", Usage::new(166_000, 950)),
-            text("Done (reply-2).", Usage::new(166_000, 990)),
+            text("Done (reply-1).", Usage::new(166_000, 969)),
+            text("Done (reply-2).", Usage::new(166_000, 970)),
             text("Done (reply-3).", Usage::new(5_000, 100)),
             bash(
                 "toolu_04",
                 28_999,
                 Usage {
                     cached: 100_000,
-                    ..Usage::new(60_000, 100)
+                    ..Usage::new(59_628, 100)
                 },
             ),
             text("Done (reply-4).", Usage::new(12_000, 100)),
@@ -468,8 +504,8 @@ fn the_count_before_a_request_and_a_mid_turn_compaction() {
         script,
         &[
             "turn one",
-            "turn two",
-            "SMALL turn three after the compaction ok",
+            "EDGE turn two: one token under..",
+            "EDGE turn three: right at it....",
             "turn four: one more large command",
             "SMALL turn five",
         ],
@@ -479,6 +515,23 @@ fn the_count_before_a_request_and_a_mid_turn_compaction() {
     let events = import(&run);
     check_usage(&run, &events);
     assert_eq!(check_windows(&run, &events), 6);
+    let counts = counts_before_requests(&events);
+    assert_eq!(
+        counts[..2],
+        [(false, 166_999), (true, 167_000)],
+        "the scenario sits on the edge (did Claude Code's reminders change?)"
+    );
+    let at_compactions: Vec<Option<u64>> = counts
+        .iter()
+        .filter(|(compaction, _)| *compaction)
+        .map(|(_, c)| Some(*c))
+        .collect();
+    let pre_tokens: Vec<Option<u64>> = boundaries(&run).into_iter().map(|(_, p)| p).collect();
+    assert_eq!(at_compactions, [Some(167_000), Some(167_000)]);
+    assert_eq!(
+        at_compactions, pre_tokens,
+        "ctxlog's counts are Claude Code's"
+    );
     assert_eq!(check_decisions(&events), 2);
     let theirs = boundaries(&run);
     assert_eq!(compactions(&events), theirs);
