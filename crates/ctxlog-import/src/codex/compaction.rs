@@ -32,7 +32,9 @@ impl Importer<'_> {
             RecordedKind::AUTO
         };
         let tokens = self.compaction_usage(p)?;
-        let tokens_before = if kind.auto {
+        // Before 0.169 a rollout cannot tell a manual compaction from an
+        // automatic one: nothing is inferred from it.
+        let tokens_before = if kind.auto && self.since_0_169 {
             self.infer_limit(at)?
         } else {
             None
