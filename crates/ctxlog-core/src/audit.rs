@@ -350,7 +350,6 @@ fn describe(event: &Event, last_text: &str) -> Option<Line> {
     })
 }
 
-/// The line of a policy change.
 /// The line of a policy change: to another policy, or the same one with
 /// another threshold (what an import infers from a recording, such as a
 /// Codex limit its automatic compactions show: the compaction that follows

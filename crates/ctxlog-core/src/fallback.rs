@@ -304,6 +304,7 @@ impl Fallback {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Role;
     use proptest::prelude::*;
 
     /// The definition `recent_start` computes with suffix sums.
@@ -339,7 +340,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, &(n, user))| WindowMessage {
                     id: crate::ids::MessageId(uuid::Uuid::from_u128(i as u128)),
-                    role: if user { crate::event::Role::User } else { crate::event::Role::Assistant },
+                    role: if user { Role::User } else { Role::Assistant },
                     parts: vec![WindowPart::Text("é\"x".repeat(n))],
                 })
                 .collect();
