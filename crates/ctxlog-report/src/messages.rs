@@ -1,7 +1,8 @@
 //! The rendered messages a page holds, each kept in the page's compact
 //! form the moment it is rendered (so a page's memory is its text, not a
 //! tree of JSON values): each message an array `[id, source_id, role ("u",
-//! "a", "d" developer, "s" system), flags (1 summary, 2 marker, 4 synthetic), tokens, parts]`, each
+//! "a", "d" developer, "s" system), flags (1 summary, 2 marker, 4
+//! synthetic), tokens, parts]`, each
 //! part `[kind ("t" text, "r" reasoning, "f" file, "x" tool), text, cut,
 //! tokens]` and, for a tool, `call_id, tool, input, error, cleared` after
 //! them, where `text` and `input` are indexes into the page's texts, each
