@@ -115,11 +115,16 @@ const TABLE: &[(&str, u64, Option<u64>, u64)] = &[
     ("o3", 200_000, None, 100_000),
 ];
 
+/// A model id without its `provider/` prefix, as the tables match it.
+fn bare_id(model: &str) -> &str {
+    model.rsplit('/').next().unwrap_or(model)
+}
+
 /// The output limit Claude Code 2.1 uses for `model` where it is not the
 /// API's (its result's `modelUsage.maxOutputTokens`, measured on 2.1.328:
 /// 32,000 for sonnet 4.6 and 4.5, 64,000 for opus 4.6).
 pub fn claude_code_2_1_output(model: &str) -> Option<u64> {
-    let id = model.rsplit('/').next().unwrap_or(model);
+    let id = bare_id(model);
     [
         ("claude-sonnet-4-6", 32_000),
         ("claude-sonnet-4-5", 32_000),
@@ -133,7 +138,7 @@ pub fn claude_code_2_1_output(model: &str) -> Option<u64> {
 /// The limits of `model` (matched by prefix, ignoring a `provider/` prefix
 /// and a date suffix), or `None` for a model the table does not know.
 pub fn limits_for(model: &str) -> Option<ModelLimits> {
-    let id = model.rsplit('/').next().unwrap_or(model);
+    let id = bare_id(model);
     TABLE
         .iter()
         .find(|(prefix, ..)| id.starts_with(prefix))

@@ -7,8 +7,7 @@ use crate::strict;
 use crate::ImportError;
 use ctxlog_core::window::CONTEXT_OVERFLOW_ERROR;
 use ctxlog_core::{
-    CompactionTrigger, Event, FinishReason, MessageError, MessageId, ModelRef, Policy, Role,
-    TokenUsage,
+    CompactionTrigger, Event, FinishReason, MessageError, MessageId, Policy, Role, TokenUsage,
 };
 use serde_json::Value;
 
@@ -60,10 +59,7 @@ impl Importer<'_> {
     /// Code did.
     fn implied_refusal(&mut self, v: &Value, at: u64) -> Result<(), ImportError> {
         let boundary = v.get("uuid").and_then(Value::as_str).unwrap_or("boundary");
-        let model = self.b.model().map(|m| ModelRef {
-            provider: "anthropic".into(),
-            model: m.to_owned(),
-        });
+        let model = self.model_ref();
         let parent = self.last_user;
         let source = Some(format!("{boundary}#refused"));
         let message = self.new_message(at, Role::Assistant, parent, source, model, true)?;

@@ -135,6 +135,14 @@ impl<'a> Importer<'a> {
             .map(|_| ())
     }
 
+    /// The model in use, as the provider's (Claude Code's is Anthropic's).
+    fn model_ref(&self) -> Option<ModelRef> {
+        self.b.model().map(|m| ModelRef {
+            provider: "anthropic".into(),
+            model: m.to_owned(),
+        })
+    }
+
     fn new_message(
         &mut self,
         at: u64,
@@ -400,10 +408,7 @@ impl<'a> Importer<'a> {
         if let Some(g) = &self.group {
             return Ok(g.message);
         }
-        let model = self.b.model().map(|m| ModelRef {
-            provider: "anthropic".into(),
-            model: m.to_owned(),
-        });
+        let model = self.model_ref();
         let parent = self.last_user;
         let message = self.new_message(
             at,
