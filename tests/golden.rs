@@ -5,7 +5,7 @@
 //!
 //! Regenerate only for an intended, compatible change:
 //! `CTXLOG_BLESS=1 cargo test --test golden`. The bytes of every older schema
-//! stay checked in (`events-schema1.txt` … `events-schema9.txt`) and must keep
+//! stay checked in (`events-schema1.txt` … `events-schema10.txt`) and must keep
 //! decoding.
 
 use ctxlog::core::{
@@ -215,4 +215,10 @@ fn schema_8_records_still_decode() {
 #[test]
 fn schema_9_records_still_decode() {
     older_schema_still_decodes(9, "events-schema9.txt", false, |_| {});
+}
+
+/// Schema 11 only added a variant (`Captured`).
+#[test]
+fn schema_10_records_still_decode() {
+    older_schema_still_decodes(10, "events-schema10.txt", false, |_| {});
 }

@@ -352,6 +352,25 @@ fn scenario() -> Vec<Envelope> {
         },
     )
     .unwrap();
+    // An agent's hook brought the session in before a compaction (kept in
+    // the description stream since schema 11; a description to any fold).
+    r.record(
+        tick(),
+        Event::Captured {
+            capture: ctxlog::core::Capture {
+                agent: "claude-code".into(),
+                hook: "PreCompact".into(),
+                moment: ctxlog::core::Moment::BeforeCompaction,
+                trigger: Some("auto".into()),
+                head: 44,
+                process: Some(ctxlog::core::AgentProcess {
+                    pid: 4242,
+                    started: 1_234_567,
+                }),
+            },
+        },
+    )
+    .unwrap();
     r.into_events()
 }
 

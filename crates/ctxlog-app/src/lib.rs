@@ -16,6 +16,8 @@
 //!   session, and what became of each input;
 //! - [`history`]: every session's history searched and given back (the
 //!   search index kept up to the log);
+//! - [`hooks`]: what the agents' hooks hand ctxlog, and the capture it
+//!   makes of their session at that moment;
 //! - [`sessions`]: the session list, one [`sessions::SessionRow`] per
 //!   session;
 //! - [`views`]: a session's audit trail and its window at a step;
@@ -43,6 +45,7 @@ pub mod compaction;
 pub mod copying;
 pub mod dates;
 pub mod history;
+pub mod hooks;
 pub mod importing;
 pub mod inputs;
 pub mod logs;

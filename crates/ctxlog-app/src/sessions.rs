@@ -62,6 +62,21 @@ pub struct SessionRow {
     pub interrupted: bool,
     /// For a kept simulation: what it simulates, under which policy.
     pub simulation: Option<Simulation>,
+    /// The last time an agent's hook brought it in: when, and at which
+    /// moment ("captured at Stop").
+    pub captured: Option<CapturedRow>,
+    /// Its agent still runs it: the last hook that brought it in was not
+    /// the session's end, and the agent's process that called it runs.
+    pub live: bool,
+}
+
+/// The last capture of a session, as the list shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CapturedRow {
+    /// When, ms since the epoch.
+    pub at: u64,
+    /// The moment in the agent's words ([`ctxlog_core::Capture::words`]).
+    pub what: String,
 }
 
 /// What a kept simulation simulates.
@@ -235,7 +250,7 @@ pub fn list(
     let mut listing = Listing::default();
     for (s, head) in catalog::sessions(log)? {
         listing.all_ids.push(s.to_string());
-        let (loaded, interrupted) = match catalog::load_listed(log, s) {
+        let listed = match catalog::load_listed(log, s) {
             Ok(read) => read,
             Err(e) => {
                 listing.all_names.push(s.to_string());
@@ -247,7 +262,18 @@ pub fn list(
                 continue;
             }
         };
-        let mut row = row_of(s, head, &loaded.state, interrupted);
+        let mut row = row_of(s, head, &listed.loaded.state, listed.interrupted);
+        if let Some((at, capture)) = &listed.last_capture {
+            row.captured = Some(CapturedRow {
+                at: *at,
+                what: capture.words(),
+            });
+            row.live = !capture.moment.ends_session()
+                && capture
+                    .process
+                    .as_ref()
+                    .is_some_and(crate::hooks::is_running);
+        }
         listing
             .all_names
             .push(row.source_session.clone().unwrap_or_else(|| s.to_string()));
@@ -307,6 +333,8 @@ pub fn row_of(s: SessionId, head: u64, st: &SessionState, interrupted: bool) -> 
         replaced_by: st.replaced_by.map(|r| r.to_string()),
         interrupted,
         simulation,
+        captured: None,
+        live: false,
     }
 }
 

@@ -102,6 +102,16 @@ pub fn each_audit_line(
     head: u64,
     mut each: impl FnMut(AuditLine),
 ) -> Result<(), ViewError> {
+    let mut captures = catalog::captures(log, session)?;
+    captures.retain(|(_, c)| c.head <= head);
+    captures.sort_by_key(|(at, c)| (std::cmp::Reverse(c.head), std::cmp::Reverse(*at)));
+    let mut captured_by = |seq: u64, each: &mut dyn FnMut(AuditLine)| {
+        while captures.last().is_some_and(|(_, c)| c.head <= seq) {
+            if let Some((at, c)) = captures.pop() {
+                each(capture_line(at, &c));
+            }
+        }
+    };
     let mut state = SessionState::new();
     let mut auditor = Auditor::beside_state();
     for e in log.read(session, 1)? {
@@ -111,19 +121,43 @@ pub fn each_audit_line(
         }
         let had_output = had_output(&state, &e.event);
         state.evolve(&e)?;
-        let Some(mut entry) = auditor.push_told(&e, had_output) else {
-            continue;
-        };
-        entry.source_ids = entry.ids.iter().map(|id| source_in(&state, id)).collect();
-        let part_tokens = match &e.event {
-            Event::PartsPruned { parts, .. } if entry.kind == "parts_pruned" => {
-                parts.iter().map(|p| Some(p.tokens)).collect()
-            }
-            _ => vec![None; entry.ids.len()],
-        };
-        each(AuditLine { entry, part_tokens });
+        if let Some(mut entry) = auditor.push_told(&e, had_output) {
+            entry.source_ids = entry.ids.iter().map(|id| source_in(&state, id)).collect();
+            let part_tokens = match &e.event {
+                Event::PartsPruned { parts, .. } if entry.kind == "parts_pruned" => {
+                    parts.iter().map(|p| Some(p.tokens)).collect()
+                }
+                _ => vec![None; entry.ids.len()],
+            };
+            each(AuditLine { entry, part_tokens });
+        }
+        captured_by(e.seq, &mut each);
     }
+    captured_by(head, &mut each);
     Ok(())
+}
+
+/// The audit line of a capture: the agent's hook stored the session up to
+/// its head at that moment.
+fn capture_line(at: u64, c: &ctxlog_core::Capture) -> AuditLine {
+    AuditLine {
+        entry: AuditEntry {
+            seq: c.head,
+            at,
+            kind: "captured".into(),
+            ids: Vec::new(),
+            source_ids: Vec::new(),
+            tokens: None,
+            policy: c.agent.clone(),
+            what: format!(
+                "{}: {}'s hook stored the session up to seq {}",
+                c.words(),
+                c.agent,
+                c.head
+            ),
+        },
+        part_tokens: Vec::new(),
+    }
 }
 
 /// Where in a session a view is taken.

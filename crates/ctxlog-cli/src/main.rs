@@ -49,6 +49,8 @@ mod demo;
 mod error;
 mod events;
 mod export;
+mod hook;
+mod hooks;
 mod import;
 mod location;
 mod mcp;
@@ -97,6 +99,10 @@ Get back what the agent forgot:
   recall         one item whole by its id (a tool call id too), or all a compaction replaced
   index          bring the search index up to the log, or --rebuild it
   mcp            an MCP server the agent recalls its own history with; mcp install
+
+Keep the store current:
+  hooks          install the agents' hooks that import as they work; status
+  hook           what those hooks run (the agent's payload on stdin)
 
 Compare policies:
   simulate       run a recording under other presets (--policy a,b); --keep, --report
@@ -185,6 +191,24 @@ enum Command {
         after_help = "Example:\n  ctxlog mcp install --agent claude-code\n  ctxlog mcp install --agent codex --scope user\n  ctxlog mcp uninstall --agent opencode"
     )]
     Mcp(mcp::McpArgs),
+    /// Make each agent bring its sessions in as it works: `hooks install
+    /// --agent claude-code|codex|opencode|pi` writes the agent's own hooks,
+    /// plugin or extension that run `ctxlog hook`; `hooks uninstall`
+    /// removes exactly that; `hooks status` says what is installed and
+    /// when each hook last ran and imported.
+    #[command(
+        after_help = "Example:\n  ctxlog hooks install --agent claude-code\n  ctxlog hooks install --agent codex --scope project\n  ctxlog hooks status\n  ctxlog hooks uninstall --agent pi"
+    )]
+    Hooks(hooks::HooksArgs),
+    /// What an agent's hook runs: reads the agent's payload on standard
+    /// input, imports that session into the store and records the moment
+    /// (a compaction about to happen, a turn's end). Returns within its
+    /// budget (the import goes on detached), prints nothing, and exits 0
+    /// whatever happens: a failure goes to the hooks' log (`hooks status`).
+    #[command(
+        after_help = "Example:\n  echo '{\"hook_event_name\":\"Stop\",\"session_id\":\"…\",\"transcript_path\":\"…\"}' | ctxlog hook claude-code"
+    )]
+    Hook(hook::HookArgs),
     /// Import the built-in OpenCode fixture (an already compacted and pruned
     /// session) into a throw-away store, print its audit, and simulate it
     /// under a policy with pruning on: the Quick start's main command.
@@ -587,6 +611,8 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Recall(args) => recall::recall(cli, args),
         Command::Index(args) => search::index(cli, args),
         Command::Mcp(args) => mcp::mcp(cli, args),
+        Command::Hooks(args) => hooks::hooks(cli, args),
+        Command::Hook(args) => hook::hook(cli, args),
         Command::Presets => recording::print_presets(),
         Command::Completions { shell } => {
             completion::print_script(*shell);

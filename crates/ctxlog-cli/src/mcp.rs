@@ -3,7 +3,8 @@
 //! configuration to start it.
 
 use crate::{Cli, CliError};
-use ctxlog_mcp::install::{self, Agent, Homes, Scope, ServerCommand};
+use ctxlog_setup::mcp::{self as install, Agent, Scope, ServerCommand};
+use ctxlog_setup::Homes;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -59,7 +60,7 @@ pub enum AgentName {
 }
 
 /// Where a configuration applies.
-#[derive(clap::ValueEnum, Debug, Clone, Copy)]
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ScopeName {
     /// This project only.
     Project,
@@ -105,7 +106,7 @@ fn write(cli: &Cli, i: &InstallArgs, add: bool) -> Result<(), CliError> {
         install::uninstall(agent, scope, &homes)
     }
     .map_err(|e| match e {
-        e @ install::InstallError::Unreadable { .. } => CliError::BadInput(e.to_string()),
+        e @ ctxlog_setup::InstallError::Unreadable { .. } => CliError::BadInput(e.to_string()),
         e => CliError::Failed(e.to_string()),
     })?;
     if cli.json {
@@ -127,30 +128,45 @@ fn write(cli: &Cli, i: &InstallArgs, add: bool) -> Result<(), CliError> {
 
 /// This very binary, with `--db` when the store is not the default.
 fn server_command(cli: &Cli) -> Result<ServerCommand, CliError> {
-    let program = std::env::current_exe()
+    let mut args = store_options(cli)?;
+    args.push("mcp".to_owned());
+    Ok(ServerCommand {
+        program: this_program()?,
+        args,
+    })
+}
+
+/// This very binary, by its absolute path.
+pub(crate) fn this_program() -> Result<String, CliError> {
+    Ok(std::env::current_exe()
         .map_err(|e| CliError::Failed(format!("where ctxlog is: {e}")))?
         .display()
-        .to_string();
-    let mut args = Vec::new();
+        .to_string())
+}
+
+/// `--db DIR` (absolute: an agent runs the command in its own directory)
+/// when the store is not the default; nothing for the default. A
+/// PostgreSQL store is refused: its URL may hold a password, which an
+/// agent's configuration must not.
+pub(crate) fn store_options(cli: &Cli) -> Result<Vec<String>, CliError> {
     let default = ctxlog_app::logs::Location::Dir(crate::default_store());
-    if cli.db.to_string() != default.to_string() {
-        if matches!(cli.db, ctxlog_app::logs::Location::Postgres(_)) {
-            return Err(CliError::BadInput(
-                "a PostgreSQL store's URL may hold a password: give it to the agent as CTXLOG_DB in its environment instead of --db".into(),
-            ));
-        }
-        // The agent starts the server in its own directory: the store by
-        // its absolute path.
-        let dir = cli.db.dir().map(|d| {
-            std::fs::canonicalize(d).unwrap_or_else(|_| {
-                std::env::current_dir()
-                    .map(|cwd| cwd.join(d))
-                    .unwrap_or_else(|_| d.to_owned())
-            })
-        });
-        args.push("--db".to_owned());
-        args.push(dir.map_or_else(|| cli.db.to_string(), |d| d.display().to_string()));
+    if cli.db.to_string() == default.to_string() {
+        return Ok(Vec::new());
     }
-    args.push("mcp".to_owned());
-    Ok(ServerCommand { program, args })
+    if matches!(cli.db, ctxlog_app::logs::Location::Postgres(_)) {
+        return Err(CliError::BadInput(
+            "a PostgreSQL store's URL may hold a password: give it to the agent as CTXLOG_DB in its environment instead of --db".into(),
+        ));
+    }
+    let dir = cli.db.dir().map(|d| {
+        std::fs::canonicalize(d).unwrap_or_else(|_| {
+            std::env::current_dir()
+                .map(|cwd| cwd.join(d))
+                .unwrap_or_else(|_| d.to_owned())
+        })
+    });
+    Ok(vec![
+        "--db".to_owned(),
+        dir.map_or_else(|| cli.db.to_string(), |d| d.display().to_string()),
+    ])
 }

@@ -36,15 +36,19 @@ fn refused(session: Option<SessionId>, r: &RefusedEvent) -> CliError {
 }
 
 /// Folds `session`'s events up to `head` from `store` an event at a time,
-/// handing `each` every row (with the error its message was given so far);
+/// handing `each` every row (with the error its message was given so far,
+/// and the moments an agent's hook captured the session after its step);
 /// the session as it ends.
 fn fold_rows(
     store: &impl EventLog,
     session: SessionId,
     head: Seq,
-    mut each: impl FnMut(StepRow),
+    each: impl FnMut(StepRow),
 ) -> Result<TimelineEnd, CliError> {
     let read_failed = |e: ctxlog_store::ReadError| CliError::Failed(e.to_string());
+    let captures = ctxlog_app::catalog::captures(store, session)
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let mut rows = WithCaptures::new(captures, head, each);
     let mut fold = TimelineFold::new();
     for e in store.read(session, 1).map_err(read_failed)? {
         let e = e.map_err(read_failed)?;
@@ -52,14 +56,71 @@ fn fold_rows(
             break;
         }
         if let Some(row) = fold.push(&e).map_err(|r| refused(Some(session), &r))? {
-            each(row);
+            rows.push(row);
         }
     }
     let mut end = fold.finish();
     for row in std::mem::take(&mut end.rows) {
-        each(row);
+        rows.push(row);
     }
+    rows.finish();
     Ok(end)
+}
+
+/// Hands on rows a step late, each with the captures made between it and
+/// the next ([`ctxlog_core::Capture`], by the session's head they held):
+/// "captured at PreCompact (auto)" on the step that filled the context.
+struct WithCaptures<F: FnMut(StepRow)> {
+    /// The captures not yet on a row, by head, latest first.
+    captures: Vec<(u64, ctxlog_core::Capture)>,
+    held: Option<StepRow>,
+    each: F,
+}
+
+impl<F: FnMut(StepRow)> WithCaptures<F> {
+    fn new(captures: Vec<(u64, ctxlog_core::Capture)>, head: Seq, each: F) -> Self {
+        let mut captures: Vec<_> = captures
+            .into_iter()
+            .filter(|(_, c)| c.head <= head)
+            .collect();
+        captures.sort_by_key(|(at, c)| (std::cmp::Reverse(c.head), std::cmp::Reverse(*at)));
+        WithCaptures {
+            captures,
+            held: None,
+            each,
+        }
+    }
+
+    fn push(&mut self, row: StepRow) {
+        let next = row.seq;
+        if let Some(held) = self.held.replace(row) {
+            self.hand_on(held, Some(next));
+        }
+    }
+
+    fn finish(mut self) {
+        if let Some(held) = self.held.take() {
+            self.hand_on(held, None);
+        }
+    }
+
+    /// Hands on `row` with the captures before `next`'s seq (all: the last).
+    fn hand_on(&mut self, mut row: StepRow, next: Option<Seq>) {
+        while let Some((_, c)) = self.captures.last() {
+            if next.is_some_and(|n| c.head >= n) {
+                break;
+            }
+            row.events.push(StepEvent {
+                seq: c.head,
+                kind: "captured".into(),
+                parts: 0,
+                tokens: None,
+                what: c.words(),
+            });
+            self.captures.pop();
+        }
+        (self.each)(row);
+    }
 }
 
 /// `timeline SESSION`: the session as it is when the command starts (a
@@ -373,7 +434,7 @@ fn what(events: &[StepEvent]) -> String {
                 "compaction_failed" => "compaction FAILED".into(),
                 "continue" => "continue".into(),
                 "auto_compaction_paused" => "STALL".into(),
-                "policy_changed" => e.what.clone(),
+                "policy_changed" | "captured" => e.what.clone(),
                 _ => return None,
             })
         })

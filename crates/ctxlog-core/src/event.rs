@@ -4,6 +4,7 @@
 //! codec stores the variant index). No type here uses `skip_serializing_if`,
 //! `flatten` or `untagged`, so a non-self-describing codec can carry them.
 
+use crate::capture::Capture;
 use crate::ids::{EventId, MessageId, PartId, Seq, SessionId, TimestampMs};
 use crate::json::Json;
 use crate::policy::{ModelLimits, OverflowCheck, Policy, TokenUsage};
@@ -37,7 +38,8 @@ pub use crate::role::Role;
 ///   variants, as in 4).
 /// - 10: [`Role::Developer`], [`Role::System`] and
 ///   [`crate::Estimator::BytesPerToken`] (new variants, as in 4).
-pub const EVENT_SCHEMA_VERSION: u16 = 10;
+/// - 11: [`Event::Captured`] (a new variant, as in 4).
+pub const EVENT_SCHEMA_VERSION: u16 = 11;
 
 /// One recorded event with its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -591,6 +593,12 @@ pub enum Event {
         /// The usage reported so far.
         tokens: TokenUsage,
     },
+    /// An agent's hook brought the session in at a moment the agent named
+    /// (see [`Capture`]). Kept in the description stream.
+    Captured {
+        /// When, why and how far.
+        capture: Capture,
+    },
 }
 
 /// Every event kind name, in variant order. A test checks this list against
@@ -618,6 +626,7 @@ pub const EVENT_KINDS: &[&str] = &[
     "messages_withdrawn",
     "import_started",
     "usage_reported",
+    "captured",
 ];
 
 impl Event {
@@ -640,9 +649,9 @@ impl Event {
     /// for an event that is not a description).
     pub fn description_key(&self) -> Option<(u8, &str, Option<SourceTarget>)> {
         match self {
-            Event::SessionDescribed { .. } | Event::ImportStarted { .. } => {
-                Some((self.kind_index(), "", None))
-            }
+            Event::SessionDescribed { .. }
+            | Event::ImportStarted { .. }
+            | Event::Captured { .. } => Some((self.kind_index(), "", None)),
             Event::SourceFields { format, target, .. } => {
                 Some((self.kind_index(), format.as_str(), Some(*target)))
             }
@@ -680,6 +689,7 @@ impl Event {
             Event::MessagesWithdrawn { .. } => 19,
             Event::ImportStarted { .. } => 20,
             Event::UsageReported { .. } => 21,
+            Event::Captured { .. } => 22,
         }
     }
 }

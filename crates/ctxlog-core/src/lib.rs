@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+pub mod capture;
 pub mod codec;
 pub mod decide;
 pub mod digest;
@@ -42,6 +43,7 @@ pub mod transcript;
 pub mod window;
 
 pub use audit::{audit, had_output, source_in, AuditEntry, Auditor};
+pub use capture::{AgentProcess, Capture, Moment};
 pub use decide::{
     decide, AgentItem, Command, Context, Decided, Draft, ItemKind, RecordedCompaction, Step,
     SummaryText, TailChoice,

@@ -85,7 +85,7 @@ impl Places {
     }
 
     /// OpenCode ≥ 1.2's database.
-    fn opencode_database(&self) -> PathBuf {
+    pub fn opencode_database(&self) -> PathBuf {
         self.opencode_db
             .clone()
             .unwrap_or_else(|| self.opencode_data().join("opencode.db"))

@@ -8,7 +8,7 @@
 //! found), brings the search index up to the log, and answers in plain
 //! text within a byte budget, secrets redacted unless told not to
 //! ([`render`]). It writes to the store only those imports, and never opens
-//! another user's store itself. [`install`] writes an agent's own MCP
+//! another user's store itself. `ctxlog-setup` writes an agent's own MCP
 //! configuration to start it.
 //!
 //! The async runtime lives here only: one thread, and the work itself on
@@ -18,7 +18,6 @@
 #![warn(missing_docs)]
 
 mod call;
-pub mod install;
 mod render;
 pub mod server;
 mod settings;

@@ -3,7 +3,9 @@
 //! session, and whether its last import was cut short.
 
 use super::error::CatalogError;
-use ctxlog_core::{description_stream, Envelope, Event, SessionId, SourceTarget};
+use ctxlog_core::{
+    description_stream, Capture, Envelope, Event, SessionId, SourceTarget, TimestampMs,
+};
 use ctxlog_store::{EventLog, LoadedState};
 use std::collections::BTreeMap;
 
@@ -44,21 +46,35 @@ pub fn load_described(
     log: &impl EventLog,
     session: SessionId,
 ) -> Result<LoadedState, CatalogError> {
-    load_listed(log, session).map(|(loaded, _)| loaded)
+    load_listed(log, session).map(|l| l.loaded)
 }
 
-/// [`load_described`] and [`interrupted`] from one read of the
-/// description stream: what a listing shows of a session.
-pub fn load_listed(
-    log: &impl EventLog,
-    session: SessionId,
-) -> Result<(LoadedState, bool), CatalogError> {
+/// What a listing shows of a session, from one read of its description
+/// stream ([`load_listed`]).
+#[derive(Debug)]
+pub struct ListedSession {
+    /// Its state with its descriptions applied ([`load_described`]).
+    pub loaded: LoadedState,
+    /// Its last import was cut short ([`interrupted`]).
+    pub interrupted: bool,
+    /// The last time an agent's hook brought it in, and at which moment.
+    pub last_capture: Option<(TimestampMs, Capture)>,
+}
+
+/// [`load_described`], [`interrupted`] and the last capture from one read
+/// of the description stream: what a listing shows of a session.
+pub fn load_listed(log: &impl EventLog, session: SessionId) -> Result<ListedSession, CatalogError> {
     let mut loaded = log.load_state(session)?;
     let mut announced = None;
+    let mut last_capture = None;
     for e in log.read(description_stream(session), 1)? {
         let e = e?;
-        if let Event::ImportStarted { head, descriptions } = e.event {
-            announced = Some((head, descriptions));
+        match &e.event {
+            Event::ImportStarted { head, descriptions } => {
+                announced = Some((*head, *descriptions));
+            }
+            Event::Captured { capture } => last_capture = Some((e.recorded_at, capture.clone())),
+            _ => {}
         }
         // A description that no longer fits is only left out: nothing
         // that happened depends on it.
@@ -67,7 +83,11 @@ pub fn load_listed(
         }
     }
     let interrupted = reached(log, session, announced)?;
-    Ok((loaded, interrupted))
+    Ok(ListedSession {
+        loaded,
+        interrupted,
+        last_capture,
+    })
 }
 
 /// `session`'s descriptions, placed after its events as if they were its

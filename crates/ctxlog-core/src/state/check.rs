@@ -125,7 +125,8 @@ impl SessionState {
             Event::LimitsChanged { .. }
             | Event::AutoCompactionPaused { .. }
             | Event::SessionDescribed { .. }
-            | Event::ImportStarted { .. } => Ok(()),
+            | Event::ImportStarted { .. }
+            | Event::Captured { .. } => Ok(()),
             Event::SessionReplaced { by } if Some(*by) == self.session => {
                 Err(Violation::ReplacedByItself)
             }

@@ -40,7 +40,7 @@ impl SessionState {
                 Ok(())
             }
             Event::SourceFields { target, fields, .. } => self.check_source_fields(*target, fields),
-            Event::ImportStarted { .. } => Ok(()),
+            Event::ImportStarted { .. } | Event::Captured { .. } => Ok(()),
             other => Err(Violation::NotADescription(other.kind())),
         }
     }
@@ -56,7 +56,8 @@ impl SessionState {
             Event::LimitsChanged { limits } => self.limits = limits.clone(),
             Event::CompactionAttempted { .. }
             | Event::SourceFields { .. }
-            | Event::ImportStarted { .. } => {}
+            | Event::ImportStarted { .. }
+            | Event::Captured { .. } => {}
             Event::SessionDescribed { about } => {
                 self.title = about.title.clone();
                 self.about = Some(about.clone());

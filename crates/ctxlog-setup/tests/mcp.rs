@@ -2,7 +2,8 @@
 //! the agent writes it, again without a change, everything else kept,
 //! undone exactly, and a file that does not read left alone.
 
-use ctxlog_mcp::install::{install, uninstall, Agent, Homes, Scope, ServerCommand};
+use ctxlog_setup::mcp::{install, uninstall, Agent, Scope, ServerCommand};
+use ctxlog_setup::Homes;
 use ctxlog_testkit::TempDir;
 
 fn homes(dir: &TempDir) -> Homes {
@@ -49,7 +50,7 @@ fn each_agent_gets_its_own_entry_once_and_keeps_the_rest() {
         ),
     ];
     for (agent, scope, before) in cases {
-        let file = homes.file(agent, scope);
+        let file = homes.mcp_file(agent, scope);
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, before).unwrap();
         let first = install(agent, scope, &homes, &command()).unwrap();
@@ -103,7 +104,7 @@ fn each_agent_gets_its_own_entry_once_and_keeps_the_rest() {
 fn a_configuration_that_does_not_read_is_left_alone() {
     let dir = TempDir::new("mcp-install-bad");
     let homes = homes(&dir);
-    let file = homes.file(Agent::OpenCode, Scope::Project);
+    let file = homes.mcp_file(Agent::OpenCode, Scope::Project);
     let jsonc = "{\n  // comments are OpenCode's JSONC\n  \"model\": \"m\"\n}\n";
     std::fs::write(&file, jsonc).unwrap();
     let e = install(Agent::OpenCode, Scope::Project, &homes, &command()).unwrap_err();

@@ -4,6 +4,7 @@
 //! kept; a file written anew keeps the old one's permissions and replaces
 //! it at once (never half written).
 
+use crate::files::{write_replacing, Homes, InstallError, Written};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -31,40 +32,9 @@ pub enum Scope {
     User,
 }
 
-/// Where the configurations are.
-#[derive(Debug, Clone, Default)]
-pub struct Homes {
-    /// `$HOME`.
-    pub home: PathBuf,
-    /// The project directory.
-    pub project: PathBuf,
-    /// `$CLAUDE_CONFIG_DIR`.
-    pub claude_config_dir: Option<PathBuf>,
-    /// `$CODEX_HOME`.
-    pub codex_home: Option<PathBuf>,
-    /// `$XDG_CONFIG_HOME`.
-    pub xdg_config_home: Option<PathBuf>,
-}
-
 impl Homes {
-    /// The places the environment names, for project `project`.
-    pub fn from_env(project: PathBuf) -> Homes {
-        let var = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        Homes {
-            home: var("HOME").unwrap_or_default(),
-            project,
-            claude_config_dir: var("CLAUDE_CONFIG_DIR"),
-            codex_home: var("CODEX_HOME"),
-            xdg_config_home: var("XDG_CONFIG_HOME"),
-        }
-    }
-
     /// The file `agent` reads its servers of `scope` from.
-    pub fn file(&self, agent: Agent, scope: Scope) -> PathBuf {
+    pub fn mcp_file(&self, agent: Agent, scope: Scope) -> PathBuf {
         match (agent, scope) {
             (Agent::ClaudeCode, Scope::Project) => self.project.join(".mcp.json"),
             (Agent::ClaudeCode, Scope::User) => self
@@ -98,39 +68,6 @@ pub struct ServerCommand {
     pub args: Vec<String>,
 }
 
-/// What an install or uninstall did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Written {
-    /// The configuration file.
-    pub file: PathBuf,
-    /// Whether it changed (false: it already said so).
-    pub changed: bool,
-}
-
-/// Why a configuration could not be written.
-#[derive(Debug, thiserror::Error)]
-pub enum InstallError {
-    /// The file could not be read or written.
-    #[error("{file}: {source}")]
-    Io {
-        /// The file.
-        file: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The file does not read as the agent's configuration; nothing was
-    /// written.
-    #[error("{file} does not read as {what} ({why}); nothing was written: fix it, or add the server by hand")]
-    Unreadable {
-        /// The file.
-        file: PathBuf,
-        /// What it should be.
-        what: &'static str,
-        /// Why not.
-        why: String,
-    },
-}
-
 /// Registers `command` with `agent` for `scope`.
 pub fn install(
     agent: Agent,
@@ -138,12 +75,12 @@ pub fn install(
     homes: &Homes,
     command: &ServerCommand,
 ) -> Result<Written, InstallError> {
-    edit(agent, &homes.file(agent, scope), Some(command))
+    edit(agent, &homes.mcp_file(agent, scope), Some(command))
 }
 
 /// Removes the server from `agent`'s configuration of `scope`.
 pub fn uninstall(agent: Agent, scope: Scope, homes: &Homes) -> Result<Written, InstallError> {
-    edit(agent, &homes.file(agent, scope), None)
+    edit(agent, &homes.mcp_file(agent, scope), None)
 }
 
 fn edit(
@@ -321,38 +258,4 @@ fn edit_toml(
         }
     }
     Ok(doc.to_string())
-}
-
-/// Writes `text` to `file` through a file beside it renamed over it
-/// (made new, never one found there, synced first), keeping `file`'s
-/// permissions (0600 for a new file: it may hold tokens); a link is
-/// followed to the file it names, which is replaced.
-fn write_replacing(file: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_owned());
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mode = std::fs::metadata(&file).map_or(0o600, |m| m.permissions().mode() & 0o7777);
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = file.with_file_name(format!(".{name}.ctxlog-{}", std::process::id()));
-    let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
-        f.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &file)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
 }
