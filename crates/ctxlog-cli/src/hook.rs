@@ -145,10 +145,9 @@ pub(crate) fn hook(cli: &Cli, a: &HookArgs) -> Result<(), CliError> {
     );
     match detach(cli, a, at, process, &payload) {
         Ok(child) => {
-            if !wait_within(child, Duration::from_millis(a.budget)) {
-                run.result = "detached".into();
-                log_run(run, started);
-            }
+            let ended = wait_within(child, Duration::from_millis(a.budget));
+            run.result = if ended { "returned" } else { "detached" }.into();
+            log_run(run, started);
         }
         Err(e) => {
             run.error = Some(format!("starting the import: {e}"));

@@ -29,9 +29,10 @@ pub struct Run {
     pub source_session: Option<String>,
     /// The store (a directory, or a PostgreSQL URL without its password).
     pub store: String,
-    /// `stored`, `waiting` (no recording yet), `detached` (the call
-    /// returned to the agent before the import ended; the import's own
-    /// line follows), or `failed`.
+    /// What the import did: `stored`, `waiting` (no recording yet) or
+    /// `failed`; or what the agent's call did (its own line, beside the
+    /// import's): `returned` (after the import ended) or `detached` (at
+    /// its budget, the import going on).
     pub result: String,
     /// The stored session.
     pub session: Option<String>,
@@ -117,7 +118,7 @@ pub struct AgentRuns {
 pub fn of_agent(runs: &[Run], agent: &str) -> AgentRuns {
     let mut out = AgentRuns::default();
     for r in runs.iter().filter(|r| r.agent == agent) {
-        if r.result == "detached" {
+        if r.result == "returned" || r.result == "detached" {
             continue;
         }
         if r.failed() {
