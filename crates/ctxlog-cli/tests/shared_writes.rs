@@ -6,61 +6,14 @@
 //! must succeed, with every session as importing it alone stores it.
 
 mod common;
-use ctxlog_core::{Envelope, SessionId};
-use ctxlog_store::{EventLog, SledStore};
-use std::collections::BTreeMap;
+use ctxlog_core::Envelope;
+use ctxlog_store::EventLog;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Turns of each generated recording (three events and a step each).
 const TURNS: usize = 600;
-
-/// A pi recording of `turns` turns whose session id ends in `n`: a
-/// prompt, a tool call, its output (2 KB) and an answer per turn.
-fn pi_recording(path: &Path, n: usize, turns: usize) {
-    use std::fmt::Write;
-    let id = format!("5e1f0c2a-9b8d-4e7f-a6c5-{n:012}");
-    let mut out = format!(
-        "{{\"type\":\"session\",\"id\":\"{id}\",\"timestamp\":\"2025-11-20T10:00:00.000Z\",\"cwd\":\"/home/dev/p{n}\",\"provider\":\"anthropic\",\"modelId\":\"claude-sonnet-4-5\",\"thinkingLevel\":\"off\"}}\n"
-    );
-    let output = format!("line of output {n}\n").repeat(100);
-    let output = serde_json::to_string(&output).unwrap();
-    for t in 0..turns {
-        let ms = 1_763_632_800_000u64 + (t as u64) * 10_000;
-        let at = |k: u64| {
-            let ms = ms + k;
-            let secs = ms / 1000;
-            format!(
-                "2025-11-20T{:02}:{:02}:{:02}.{:03}Z",
-                10 + (secs - 1_763_632_800) / 3600,
-                (secs / 60) % 60,
-                secs % 60,
-                ms % 1000
-            )
-        };
-        let input = 1000 + 40 * t as u64;
-        writeln!(out, "{{\"type\":\"message\",\"timestamp\":\"{}\",\"message\":{{\"role\":\"user\",\"content\":[{{\"type\":\"text\",\"text\":\"step {t} of session {n}\"}}],\"timestamp\":{}}}}}", at(0), ms).unwrap();
-        writeln!(out, "{{\"type\":\"message\",\"timestamp\":\"{}\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"toolCall\",\"id\":\"call_{t}\",\"name\":\"bash\",\"arguments\":{{\"command\":\"ls {t}\"}}}}],\"api\":\"anthropic-messages\",\"provider\":\"anthropic\",\"model\":\"claude-sonnet-4-5\",\"usage\":{{\"input\":{input},\"output\":20,\"cacheRead\":0,\"cacheWrite\":0}},\"stopReason\":\"toolUse\",\"timestamp\":{}}}}}", at(1000), ms + 1000).unwrap();
-        writeln!(out, "{{\"type\":\"message\",\"timestamp\":\"{}\",\"message\":{{\"role\":\"toolResult\",\"toolCallId\":\"call_{t}\",\"toolName\":\"bash\",\"content\":[{{\"type\":\"text\",\"text\":{output}}}],\"isError\":false,\"timestamp\":{}}}}}", at(2000), ms + 2000).unwrap();
-        writeln!(out, "{{\"type\":\"message\",\"timestamp\":\"{}\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"done {t}\"}}],\"api\":\"anthropic-messages\",\"provider\":\"anthropic\",\"model\":\"claude-sonnet-4-5\",\"usage\":{{\"input\":{},\"output\":5,\"cacheRead\":0,\"cacheWrite\":0}},\"stopReason\":\"stop\",\"timestamp\":{}}}}}", at(3000), input + 30, ms + 3000).unwrap();
-    }
-    std::fs::write(path, out).unwrap();
-}
-
-/// Every session of the store at `db` (description streams included)
-/// with its events, read after the store verifies.
-fn contents(db: &Path) -> BTreeMap<SessionId, Vec<Envelope>> {
-    let store = SledStore::open(db).unwrap();
-    let report = store.verify().unwrap();
-    assert!(report.ok(), "verify: {:?}", report.errors);
-    store
-        .sessions()
-        .unwrap()
-        .into_iter()
-        .map(|(s, _)| (s, store.read(s, 1).unwrap().map(Result::unwrap).collect()))
-        .collect()
-}
 
 fn import(db: &Path, file: &Path) -> Child {
     common::ctxlog_on(db, &["import"])
@@ -79,19 +32,19 @@ fn writes_go_through_the_holder_and_survive_its_kill() {
     let files: Vec<PathBuf> = (0..8)
         .map(|n| {
             let f = work.join(format!("s{n}.jsonl"));
-            pi_recording(&f, n, TURNS);
+            std::fs::write(&f, common::pi_recording(n, TURNS)).unwrap();
             f
         })
         .collect();
     let held = work.join("held.jsonl");
-    pi_recording(&held, 99, 3);
+    std::fs::write(&held, common::pi_recording(99, 3)).unwrap();
 
     // What importing each alone stores.
     let alone = work.join("alone");
     for f in files.iter().chain([&held]) {
         common::succeeds(&alone, &["import", f.to_str().unwrap()]);
     }
-    let expected = contents(&alone);
+    let expected = common::contents(&alone);
 
     let db = work.join("store");
     let mut holder = common::ctxlog_on(&db, &["import", "--follow", "--interval", "100"])
@@ -165,7 +118,7 @@ fn writes_go_through_the_holder_and_survive_its_kill() {
     );
     // Nothing acknowledged is lost, nothing is stored twice: the store
     // holds every session exactly as importing it alone does.
-    let stored = contents(&db);
+    let stored = common::contents(&db);
     assert_eq!(
         stored.keys().collect::<Vec<_>>(),
         expected.keys().collect::<Vec<_>>()
