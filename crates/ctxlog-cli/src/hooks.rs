@@ -220,6 +220,26 @@ fn status(cli: &Cli, s: &StatusArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// Each agent whose hook fails (its calls since the last that did not),
+/// in words, for `sessions` and `doctor` to warn of.
+pub(crate) fn failing_hooks(zone: &Zone) -> Vec<String> {
+    let runs = runs::recent(&hooks_dir());
+    Agent::ALL
+        .iter()
+        .filter_map(|agent| {
+            let of = runs::of_agent(&runs, agent.name());
+            let last = of.failing.last()?;
+            Some(format!(
+                "{}'s hook failed {} time(s) since it last worked, so its sessions may be behind; the last: {} (`ctxlog hooks status`; the log: {})",
+                agent.name(),
+                of.failing.len(),
+                describe(Some(last), zone),
+                runs::log_file(&hooks_dir()).display()
+            ))
+        })
+        .collect()
+}
+
 /// One call of the log, in a few words.
 fn describe(run: Option<&Run>, zone: &Zone) -> String {
     let Some(r) = run else {

@@ -46,6 +46,7 @@ mod completion;
 mod copy;
 mod damaged;
 mod demo;
+mod doctor;
 mod error;
 mod events;
 mod export;
@@ -110,6 +111,7 @@ Compare policies:
   compact        compact a stored session by hand, now
 
 Check the store:
+  doctor         the store, each agent's hooks and MCP server: what works, what to do
   verify         every record against the witness of what was acknowledged
   salvage        copy what is intact out of a damaged store
   replay         re-derive a session's state and its digest
@@ -209,6 +211,12 @@ enum Command {
         after_help = "Example:\n  echo '{\"hook_event_name\":\"Stop\",\"session_id\":\"…\",\"transcript_path\":\"…\"}' | ctxlog hook claude-code"
     )]
     Hook(hook::HookArgs),
+    /// Check what keeps the store current and gives its history back: the
+    /// store opens, each agent's hooks are installed, runnable and not
+    /// failing, each agent's MCP server is configured. Exit 1 with what to
+    /// do when anything is wrong.
+    #[command(after_help = "Example:\n  ctxlog doctor\n  ctxlog doctor --json")]
+    Doctor,
     /// Import the built-in OpenCode fixture (an already compacted and pruned
     /// session) into a throw-away store, print its audit, and simulate it
     /// under a policy with pruning on: the Quick start's main command.
@@ -613,6 +621,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Mcp(args) => mcp::mcp(cli, args),
         Command::Hooks(args) => hooks::hooks(cli, args),
         Command::Hook(args) => hook::hook(cli, args),
+        Command::Doctor => doctor::doctor(cli),
         Command::Presets => recording::print_presets(),
         Command::Completions { shell } => {
             completion::print_script(*shell);

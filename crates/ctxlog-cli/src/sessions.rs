@@ -111,6 +111,9 @@ pub fn sessions(json: bool, zone: &Zone, db: &Location, a: &SessionsArgs) -> Res
     for u in &unreadable {
         println!("error: {u}");
     }
+    for w in crate::hooks::failing_hooks(zone) {
+        eprintln!("warning: {w}");
+    }
     outcome
 }
 
@@ -228,6 +231,9 @@ fn session_line(id: String, r: &SessionRow, zone: &Zone) -> Vec<String> {
     }
     if r.interrupted {
         title = format!("(import interrupted: import it again) {title}");
+    }
+    if r.live {
+        title = format!("(live) {title}");
     }
     if let Some((_, catalog::MANUAL)) = r.source_session.as_deref().and_then(|s| s.split_once('@'))
     {

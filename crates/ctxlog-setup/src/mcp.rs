@@ -78,6 +78,33 @@ pub fn install(
     edit(agent, &homes.mcp_file(agent, scope), Some(command))
 }
 
+/// Whether `agent`'s configuration of `scope` starts ctxlog's server
+/// (a file that does not read says no).
+pub fn installed(agent: Agent, scope: Scope, homes: &Homes) -> bool {
+    let file = homes.mcp_file(agent, scope);
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return false;
+    };
+    match agent {
+        Agent::Codex => text
+            .parse::<toml_edit::DocumentMut>()
+            .ok()
+            .and_then(|d| d.get("mcp_servers")?.get(SERVER_NAME).map(|_| ()))
+            .is_some(),
+        Agent::ClaudeCode | Agent::OpenCode => {
+            let key = if agent == Agent::ClaudeCode {
+                "mcpServers"
+            } else {
+                "mcp"
+            };
+            serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|d| d.get(key)?.get(SERVER_NAME).map(|_| ()))
+                .is_some()
+        }
+    }
+}
+
 /// Removes the server from `agent`'s configuration of `scope`.
 pub fn uninstall(agent: Agent, scope: Scope, homes: &Homes) -> Result<Written, InstallError> {
     edit(agent, &homes.mcp_file(agent, scope), None)

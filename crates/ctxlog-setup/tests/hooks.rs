@@ -283,3 +283,28 @@ fn a_plugin_file_ctxlog_did_not_write_is_left_alone() {
         "export const Mine = async () => ({});\n"
     );
 }
+
+#[test]
+fn in_and_out_of_a_new_home_leaves_nothing_behind() {
+    for agent in Agent::ALL {
+        let dir = TempDir::new("hooks-new-home");
+        let homes = homes(&dir);
+        std::fs::create_dir_all(&homes.home).unwrap();
+        let records = dir.join("records");
+        hooks::install(
+            agent,
+            Scope::User,
+            &homes,
+            &command("/opt/ctxlog"),
+            &records,
+        )
+        .unwrap();
+        assert!(std::fs::read_dir(&homes.home).unwrap().next().is_some());
+        hooks::uninstall(agent, Scope::User, &homes, &records).unwrap();
+        let left: Vec<_> = std::fs::read_dir(&homes.home)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(left.is_empty(), "{agent:?} left {left:?}");
+    }
+}

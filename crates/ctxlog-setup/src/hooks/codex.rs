@@ -266,11 +266,8 @@ pub fn uninstall(
     let ours = trust_of(&key_file, &doc);
     let mut removed_groups = doc.clone();
     let removed = json_hooks::remove(&mut removed_groups, Agent::Codex);
-    let hooks_written = undo(records, &file, |text| {
-        let mut doc = json_hooks::parse(&file, Some(text), WHAT)?;
-        json_hooks::remove(&mut doc, Agent::Codex);
-        Ok(Some(json_hooks::render(&doc, Some(text))))
-    })?;
+    // The trust first: the directory an install made for both files goes
+    // with the last.
     let config = config_file(homes);
     let config_written = undo(records, &config, |text| {
         let mut toml = parse_config(&config, text)?;
@@ -281,6 +278,11 @@ pub fn uninstall(
             shift_trust(state, &key_file, &removed);
         }
         Ok(Some(toml.to_string()))
+    })?;
+    let hooks_written = undo(records, &file, |text| {
+        let mut doc = json_hooks::parse(&file, Some(text), WHAT)?;
+        json_hooks::remove(&mut doc, Agent::Codex);
+        Ok(Some(json_hooks::render(&doc, Some(text))))
     })?;
     Ok(vec![hooks_written, config_written])
 }

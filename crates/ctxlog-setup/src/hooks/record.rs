@@ -71,7 +71,16 @@ pub(crate) fn write_installed(
         file: file.to_owned(),
         source: std::io::Error::other(e),
     })?;
-    std::fs::create_dir_all(records).map_err(io(records))?;
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        // What a configuration held may be a token: the records are the
+        // user's only.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(records)
+            .map_err(io(records))?;
+    }
     write_replacing(&record_file(records, file), &text).map_err(io(records))?;
     Ok(Written {
         file: file.to_owned(),
