@@ -83,6 +83,14 @@ class SessionInfo:
     @property
     def simulation(self) -> dict[str, str] | None:
         """For a kept simulation: `{"of": <recording id>, "policy": <name>}`."""
+    @property
+    def captured(self) -> dict[str, int | str] | None:
+        """The last time an agent's hook brought it in: `{"at": <ms>,
+        "what": "captured at Stop"}`."""
+    @property
+    def live(self) -> bool:
+        """Its agent still runs it (its last hook was not the session's
+        end, and the agent's process runs)."""
 
 class AuditEntry:
     """One line of a session's audit trail: an entry of `ctxlog audit --json`."""

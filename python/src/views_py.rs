@@ -80,6 +80,8 @@ pub(crate) struct PySessionInfo {
     replaced_by: Option<String>,
     interrupted: bool,
     simulation: Option<Py<PyAny>>,
+    captured: Option<Py<PyAny>>,
+    live: bool,
 }
 
 #[pymethods]
@@ -112,6 +114,11 @@ impl PySessionInfo {
             .as_ref()
             .map(|s| serde_to_py(py, s))
             .transpose()?;
+        let captured = r
+            .captured
+            .as_ref()
+            .map(|c| serde_to_py(py, c))
+            .transpose()?;
         Ok(PySessionInfo {
             session: r.session,
             source_session: r.source_session,
@@ -136,6 +143,8 @@ impl PySessionInfo {
             replaced_by: r.replaced_by,
             interrupted: r.interrupted,
             simulation,
+            captured,
+            live: r.live,
         })
     }
 }

@@ -3,12 +3,66 @@
 
 use crate::CliError;
 use ctxlog_core::audit;
-use ctxlog_core::generate::{generate, GenerateConfig};
+use ctxlog_core::generate::GenerateConfig;
 use ctxlog_core::{plan_prune, window, Envelope, JobStatus, RefusedEvent, SessionState};
 use serde_json::json;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// `generate`'s arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct GenerateArgs {
+    /// Seed of the simulated session.
+    #[arg(long, default_value_t = 3)]
+    pub seed: u64,
+    /// User turns.
+    #[arg(long, default_value_t = 16)]
+    pub turns: u32,
+    /// Model context window, tokens (0 = unlimited).
+    #[arg(long, default_value_t = 80_000)]
+    pub context: u64,
+    /// Model output limit, tokens.
+    #[arg(long, default_value_t = 8_000)]
+    pub output: u64,
+    /// Policy preset (`opencode-seed`, `opencode-1.17`); with
+    /// --policy-file, the one of the file's policies to use
+    /// [default: opencode-seed].
+    #[arg(long, add = crate::completion::presets())]
+    pub policy: Option<String>,
+    /// Policy as a JSON file (every constant configurable): one policy,
+    /// or several (`ctxlog presets > p.json`) and --policy NAME to pick.
+    #[arg(long)]
+    pub policy_file: Option<PathBuf>,
+    /// Also write the events as JSON lines to this file.
+    #[arg(long)]
+    pub events_out: Option<PathBuf>,
+}
+
+/// `generate`.
+pub(crate) fn generate(as_json: bool, a: &GenerateArgs) -> Result<(), CliError> {
+    let policy = match &a.policy_file {
+        Some(path) => crate::recording::read_policy(path, a.policy.as_deref())?,
+        None => ctxlog_core::Policy::named(
+            a.policy
+                .as_deref()
+                .unwrap_or(ctxlog_core::policy::PRESET_OPENCODE_SEED),
+        )
+        .map_err(|e| CliError::BadInput(e.to_string()))?,
+    };
+    let cfg = GenerateConfig {
+        seed: a.seed,
+        turns: a.turns,
+        policy,
+        limits: ctxlog_core::ModelLimits {
+            context: a.context,
+            input: None,
+            output: Some(a.output),
+        },
+        ..GenerateConfig::default()
+    };
+    generate_session(as_json, &cfg, a.events_out.as_deref())
+}
 
 /// `generate`: simulate, optionally write the events, report.
 pub(crate) fn generate_session(
@@ -16,7 +70,7 @@ pub(crate) fn generate_session(
     cfg: &GenerateConfig,
     events_out: Option<&Path>,
 ) -> Result<(), CliError> {
-    let events = generate(cfg)
+    let events = ctxlog_core::generate::generate(cfg)
         .map_err(|e| CliError::Failed(format!("the generator wrote an invalid event: {e}")))?;
     if let Some(path) = events_out {
         write_events(path, &events)?;

@@ -5,16 +5,12 @@
 use crate::audit::show_audit;
 use crate::check::salvage;
 use crate::check::verify;
-use crate::events::generate_session;
 use crate::events::replay_events;
-use crate::recording::read_policy;
 use crate::store::remove_read_copies;
 use crate::window::show_window;
 use crate::window::WindowFormat;
 use clap::{Parser, Subcommand};
 use ctxlog_app::logs::Location;
-use ctxlog_core::generate::GenerateConfig;
-use ctxlog_core::{ModelLimits, Policy};
 use simulate::SimulateArgs;
 
 /// `println!` that never panics on output: a closed stdout (`ctxlog sessions
@@ -227,32 +223,7 @@ enum Command {
     #[command(
         after_help = "Example:\n  ctxlog generate --seed 7 --turns 30 --events-out session.jsonl"
     )]
-    Generate {
-        /// Seed of the simulated session.
-        #[arg(long, default_value_t = 3)]
-        seed: u64,
-        /// User turns.
-        #[arg(long, default_value_t = 16)]
-        turns: u32,
-        /// Model context window, tokens (0 = unlimited).
-        #[arg(long, default_value_t = 80_000)]
-        context: u64,
-        /// Model output limit, tokens.
-        #[arg(long, default_value_t = 8_000)]
-        output: u64,
-        /// Policy preset (`opencode-seed`, `opencode-1.17`); with
-        /// --policy-file, the one of the file's policies to use
-        /// [default: opencode-seed].
-        #[arg(long, add = crate::completion::presets())]
-        policy: Option<String>,
-        /// Policy as a JSON file (every constant configurable): one policy,
-        /// or several (`ctxlog presets > p.json`) and --policy NAME to pick.
-        #[arg(long)]
-        policy_file: Option<PathBuf>,
-        /// Also write the events as JSON lines to this file.
-        #[arg(long)]
-        events_out: Option<PathBuf>,
-    },
+    Generate(events::GenerateArgs),
     /// Replay a JSON-lines file of event envelopes and report the state.
     #[command(after_help = "Example:\n  ctxlog replay-events session.jsonl")]
     ReplayEvents {
@@ -558,7 +529,7 @@ fn main() -> ExitCode {
 fn run(cli: &Cli) -> Result<(), CliError> {
     match &cli.command {
         Command::Demo => demo::run(cli.json),
-        Command::Generate { .. } => generate(cli),
+        Command::Generate(args) => events::generate(cli.json, args),
         Command::ReplayEvents { file } => replay_events(cli.json, file),
         Command::Stress {
             sessions,
@@ -628,43 +599,6 @@ fn run(cli: &Cli) -> Result<(), CliError> {
             Ok(())
         }
     }
-}
-
-/// `generate`.
-fn generate(cli: &Cli) -> Result<(), CliError> {
-    let Command::Generate {
-        seed,
-        turns,
-        context,
-        output,
-        policy,
-        policy_file,
-        events_out,
-    } = &cli.command
-    else {
-        return Ok(());
-    };
-    let policy = match policy_file {
-        Some(path) => read_policy(path, policy.as_deref())?,
-        None => Policy::named(
-            policy
-                .as_deref()
-                .unwrap_or(ctxlog_core::policy::PRESET_OPENCODE_SEED),
-        )
-        .map_err(|e| CliError::BadInput(e.to_string()))?,
-    };
-    let cfg = GenerateConfig {
-        seed: *seed,
-        turns: *turns,
-        policy,
-        limits: ModelLimits {
-            context: *context,
-            input: None,
-            output: Some(*output),
-        },
-        ..GenerateConfig::default()
-    };
-    generate_session(cli.json, &cfg, events_out.as_deref())
 }
 
 /// Now, ms since the epoch: the command line's clock, for relative dates
