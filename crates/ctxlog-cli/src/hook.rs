@@ -89,10 +89,6 @@ pub(crate) fn hook(cli: &Cli, a: &HookArgs) -> Result<(), CliError> {
             agent.name()
         )));
     }
-    let mut payload = Vec::new();
-    let read = std::io::stdin()
-        .take(hooks::payload::MAX_PAYLOAD_BYTES as u64 + 1)
-        .read_to_end(&mut payload);
     let mut run = Run {
         at,
         agent: agent.name().to_owned(),
@@ -107,17 +103,14 @@ pub(crate) fn hook(cli: &Cli, a: &HookArgs) -> Result<(), CliError> {
         ms: 0,
         error: None,
     };
-    let call = match read {
-        Err(e) => Err(format!("reading the hook's input: {e}")),
-        Ok(_) if payload.len() > hooks::payload::MAX_PAYLOAD_BYTES => Err(format!(
-            "the hook's input is longer than {} bytes",
-            hooks::payload::MAX_PAYLOAD_BYTES
-        )),
-        Ok(_) => hooks::parse(agent, &payload).map_err(|e| e.to_string()),
+    let read = read_payload();
+    let call = match &read {
+        Ok(payload) => hooks::parse(agent, payload).map_err(|e| e.to_string()),
+        Err(why) => Err(why.clone()),
     };
-    let call = match call {
-        Ok(call) => call,
-        Err(why) => {
+    let (call, payload) = match (call, read) {
+        (Ok(call), Ok(payload)) => (call, payload),
+        (Err(why), _) | (_, Err(why)) => {
             run.error = Some(why);
             log_run(run, started);
             return Ok(());
@@ -155,6 +148,34 @@ pub(crate) fn hook(cli: &Cli, a: &HookArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// How long the agent's payload may take to arrive whole (the agents
+/// write it and close the pipe at once).
+const INPUT_WAIT: Duration = Duration::from_secs(1);
+
+/// The payload on standard input, read whole within [`INPUT_WAIT`] (an
+/// input left open never holds the agent longer), at most
+/// [`hooks::payload::MAX_PAYLOAD_BYTES`].
+fn read_payload() -> Result<Vec<u8>, String> {
+    let max = hooks::payload::MAX_PAYLOAD_BYTES;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut payload = Vec::new();
+        let read = std::io::stdin()
+            .take(max as u64 + 1)
+            .read_to_end(&mut payload);
+        let _ = tx.send(read.map(|_| payload));
+    });
+    match rx.recv_timeout(INPUT_WAIT) {
+        Ok(Ok(p)) if p.len() > max => Err(format!("the hook's input is longer than {max} bytes")),
+        Ok(Ok(p)) => Ok(p),
+        Ok(Err(e)) => Err(format!("reading the hook's input: {e}")),
+        Err(_) => Err(format!(
+            "the hook's input did not end within {} s",
+            INPUT_WAIT.as_secs()
+        )),
+    }
 }
 
 /// Imports `call`'s session here and records the moment in `run`.

@@ -129,6 +129,31 @@ fn a_hook_brings_the_session_in_and_records_the_moment() {
 fn what_goes_wrong_is_told_to_the_user_never_to_the_agent() {
     let dir = ctxlog_testkit::TempDir::created("hook-wrong");
     let hooked = Hooked::new(dir.path(), &dir.join("home"));
+    // An input left open: the hook does not wait for it past a second.
+    let mut open = hooked
+        .ctxlog(
+            Path::new(env!("CARGO_BIN_EXE_ctxlog")),
+            &["hook", "claude-code"],
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // (`wait` would close its input first.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = open.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the hook waits for its input"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.success());
+    drop(open.stdin.take());
     // Not JSON; a recording not written yet (waiting); a broken one.
     hook(&hooked, b"{not json", &[]);
     hook(
@@ -146,16 +171,15 @@ fn what_goes_wrong_is_told_to_the_user_never_to_the_agent() {
         .filter(|r| r["result"] != "returned" && r["result"] != "detached")
         .map(|r| (r["result"].as_str().unwrap(), r["error"].as_str()))
         .collect();
-    assert_eq!(imports.len(), 3, "{runs:#?}");
-    assert_eq!(imports[0].0, "failed");
-    assert!(imports[0].1.unwrap().contains("not JSON"), "{imports:?}");
-    assert_eq!(imports[1], ("waiting", None));
-    assert_eq!(imports[2].0, "failed");
-    assert!(
-        imports[2].1.unwrap().contains("broken.jsonl"),
-        "{imports:?}"
-    );
-
+    assert_eq!(imports.len(), 4, "{runs:#?}");
+    let said = |n: usize, what: &str| {
+        assert_eq!(imports[n].0, "failed", "{imports:?}");
+        assert!(imports[n].1.unwrap().contains(what), "{imports:?}");
+    };
+    said(0, "did not end");
+    said(1, "not JSON");
+    assert_eq!(imports[2], ("waiting", None));
+    said(3, "broken.jsonl");
     let status = hooked.json(&["hooks", "status", "--agent", "claude-code"]);
     assert_eq!(
         status["agents"][0]["failing"].as_array().unwrap().len(),

@@ -132,6 +132,8 @@ fn claude_code_keeps_the_store_current_through_its_hooks() {
         claude_code::Sandbox::new(bin, dir.clone(), &server.origin(), "claude-sonnet-4-6", &[])
             .expect("sandbox");
     let hooked = Hooked::new(&dir, &dir.join("home"));
+    let config = [dir.join("home/.claude/settings.json")];
+    let before = hooks::snapshot(&config);
     hooked.install(this_ctxlog(), "claude-code", &[]);
     let first = sandbox.prompt("Run the migration.", None).expect("turn 1");
     let session = first["session_id"]
@@ -230,6 +232,11 @@ fn codex_keeps_the_store_current_through_its_hooks() {
     let home = dir.join("home");
     let codex_home = home.join(".codex");
     let hooked = Hooked::new(&dir, &home);
+    let config = [
+        codex_home.join("hooks.json"),
+        codex_home.join("config.toml"),
+    ];
+    let before = hooks::snapshot(&config);
     hooked.install(this_ctxlog(), "codex", &[("CODEX_HOME", &codex_home)]);
     let status = hooked.json(&["hooks", "status", "--agent", "codex"]);
     assert!(
@@ -279,6 +286,7 @@ fn codex_keeps_the_store_current_through_its_hooks() {
         .filter(|r| r.body["input"].to_string().contains("turn five"))
         .count();
     assert!(answers > 0, "Codex went on to the model without ctxlog");
+    hooked.uninstall("codex", &[("CODEX_HOME", &codex_home)], &config, &before);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -328,6 +336,8 @@ fn opencode_keeps_the_store_current_through_its_plugin() {
     let home = dir.join("home");
     let hooked = Hooked::new(&dir, &home).with_data(&dir.join("data"));
     let config = dir.join("config");
+    let plugin = [config.join("opencode/plugins/ctxlog.js")];
+    let before = hooks::snapshot(&plugin);
     hooked.install(this_ctxlog(), "opencode", &[("XDG_CONFIG_HOME", &config)]);
     let database = dir.join("data/opencode/opencode.db");
     let oc = opencode::Server::start(&sandbox).expect("opencode serve");
@@ -373,6 +383,12 @@ fn opencode_keeps_the_store_current_through_its_plugin() {
         .filter(|r| r.body.to_string().contains("turn five"))
         .count();
     assert!(fives > 0, "OpenCode went on to the model without ctxlog");
+    hooked.uninstall(
+        "opencode",
+        &[("XDG_CONFIG_HOME", &config)],
+        &plugin,
+        &before,
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -421,6 +437,8 @@ fn pi_keeps_the_store_current_through_its_extension() {
     let sandbox = pi::Sandbox::new(cli, dir.clone(), &server.origin(), model).expect("sandbox");
     let home = dir.join("home");
     let hooked = Hooked::new(&dir, &home).with_data(&dir.join("data"));
+    let extension = [home.join(".pi/agent/extensions/ctxlog.ts")];
+    let before = hooks::snapshot(&extension);
     hooked.install(this_ctxlog(), "pi", &[]);
     let mut rpc = pi::Rpc::start(&sandbox).expect("pi --mode rpc");
     rpc.prompt("Run the migration.").expect("turn 1");
@@ -469,6 +487,7 @@ fn pi_keeps_the_store_current_through_its_extension() {
     assert!(sixes > 0, "pi went on to the model without ctxlog");
     let stored = hooked.stored(&id);
     assert_eq!(stored["live"], false, "pi's session ended: {stored}");
+    hooked.uninstall("pi", &[], &extension, &before);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -309,9 +309,10 @@ fn the_generator_exercises_the_whole_lifecycle() {
 /// handful of seeds its logs hold every event kind there is, but the one
 /// only an import writes (`source_fields`, `session_described`,
 /// `session_replaced`, `import_started` and `usage_reported`, tested with
-/// the importers, the catalog and `import --replace`) and the one only an
-/// agent's undo
-/// writes (`messages_withdrawn`, tested with the Agents SDK session).
+/// the importers, the catalog and `import --replace`), the one only an
+/// agent's undo writes (`messages_withdrawn`, tested with the Agents SDK
+/// session) and the one only an agent's hook writes (`captured`, tested
+/// with `ctxlog hook` and the real agents).
 #[test]
 fn the_generator_emits_every_event_kind() {
     let mut seen = std::collections::BTreeSet::from([
@@ -321,6 +322,7 @@ fn the_generator_emits_every_event_kind() {
         "import_started",
         "usage_reported",
         "messages_withdrawn",
+        "captured",
     ]);
     for cfg in lifecycle_configs() {
         for e in generate(&cfg).unwrap() {

@@ -89,6 +89,36 @@ impl Hooked {
         );
     }
 
+    /// `hooks uninstall --agent AGENT`, `env` set as for the install;
+    /// afterwards each of `files` holds what `before` says it held before
+    /// the install, byte for byte (`None`: no file).
+    pub fn uninstall(
+        &self,
+        agent: &str,
+        env: &[(&str, &Path)],
+        files: &[PathBuf],
+        before: &[Option<Vec<u8>>],
+    ) {
+        let mut c = self.ctxlog(
+            Path::new(env!("CARGO_BIN_EXE_ctxlog")),
+            &["hooks", "uninstall", "--agent", agent],
+        );
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "hooks uninstall: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            &snapshot(files)[..],
+            before,
+            "{agent}: uninstall gives the configuration back byte for byte: {files:?}"
+        );
+    }
+
     /// The hooks' log.
     pub fn runs(&self) -> Vec<Value> {
         let log = self.data.join("hooks/log.jsonl");
@@ -283,4 +313,9 @@ fn detached_imports_of(db: &str) -> bool {
         let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
         args.contains(&b"--now".as_slice()) && args.contains(&db.as_bytes())
     })
+}
+
+/// What each of `files` holds (`None`: no file).
+pub fn snapshot(files: &[PathBuf]) -> Vec<Option<Vec<u8>>> {
+    files.iter().map(|f| std::fs::read(f).ok()).collect()
 }
