@@ -188,6 +188,7 @@ fn claude_code_keeps_the_store_current_through_its_hooks() {
         .prompt("turn five", Some(&session))
         .expect("turn without ctxlog");
     assert_eq!(out["is_error"], false, "{out}");
+    hooked.uninstall("claude-code", &[], &config, &before);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
