@@ -9,7 +9,8 @@
 //! user runs on a 1,000,000-event session (each in a child process), and what a user would pick instead: OpenCode's storage
 //! shape (JSON rows in SQLite, re-read at every step) and an append-only
 //! JSONL file with `fdatasync` ([`bench_baselines`]), and the rate of
-//! durable appends while other processes read the store ([`bench_readers`]). Each figure is measured in the same run as its baseline
+//! durable appends while other processes read the store ([`bench_readers`]),
+//! and what an agent's hook holds the agent for ([`bench_hooks`]). Each figure is measured in the same run as its baseline
 //! and reported as a ratio: absolute speeds drift on a shared machine;
 //! the log on PostgreSQL against a plain insert loop ([`bench_postgres`]);
 //! ratios measured side by side do not.
@@ -27,6 +28,7 @@
 
 mod appends;
 mod baseline;
+mod hooks;
 mod import;
 mod measure;
 mod memory;
@@ -43,6 +45,7 @@ mod stores;
 
 pub use appends::{bench_buffered, bench_durable, bench_group_commit, durable_writers, GroupRun};
 pub use baseline::{bench_baselines, bench_durable_baselines};
+pub use hooks::{bench_hooks, HOOK_BUDGET_MS};
 pub use import::bench_import;
 pub use measure::{measure, median, Scratch};
 pub use memory::{bench_memory, ChildRun, RunCtxlog};
@@ -73,7 +76,7 @@ pub(crate) fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BenchErro
 }
 
 /// The number of times [`run`] calls `progress`.
-pub const STAGES: u64 = 12;
+pub const STAGES: u64 = 13;
 
 /// A part of a run that `ctxlog bench --only` can run alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,11 +96,13 @@ pub enum Stage {
     Readers,
     /// The search index: its cost, its size, query latency.
     Search,
+    /// What an agent's hook costs the agent.
+    Hooks,
 }
 
 impl Stage {
     /// Every stage with the name `--only` takes, in run order.
-    const BY_NAME: [(&'static str, Stage); 7] = [
+    const BY_NAME: [(&'static str, Stage); 8] = [
         ("appends", Stage::Appends),
         ("replay", Stage::Replay),
         ("steps", Stage::Steps),
@@ -105,11 +110,12 @@ impl Stage {
         ("memory", Stage::Memory),
         ("readers", Stage::Readers),
         ("search", Stage::Search),
+        ("hooks", Stage::Hooks),
     ];
 
     /// The names `--only` takes, in run order.
-    pub const NAMES: [&'static str; 7] = {
-        let mut names = [""; 7];
+    pub const NAMES: [&'static str; 8] = {
+        let mut names = [""; 8];
         let mut i = 0;
         while i < names.len() {
             names[i] = Self::BY_NAME[i].0;
@@ -189,6 +195,10 @@ pub fn run(
     progress();
     if on(Stage::Search) {
         bench_search(&z, &mut r, postgres)?;
+    }
+    progress();
+    if on(Stage::Hooks) {
+        bench_hooks(&z, &mut r, run_ctxlog)?;
     }
     progress();
     r.set_figure("bench_seconds", json!(started.elapsed().as_secs_f64()));

@@ -95,6 +95,7 @@ pub const GOALS: &[Goal] = &[
     goal("import_with_index_vs_without", 0.75, true),
     goal("index_vs_log_bytes", 1.0, false),
     goal("search_p50_vs_50ms", 1.0, false),
+    goal("hook_worst_vs_budget", 1.0, false),
 ];
 
 /// The machine the bench ran on: cores, cpu, memory, kernel, os, arch and

@@ -38,6 +38,33 @@ pub struct HookArgs {
     /// The agent's process and its start (given to the detached process).
     #[arg(long, hide = true, num_args = 2)]
     pub agent_process: Option<Vec<u64>>,
+    /// The payload as arguments instead of standard input (for a plugin
+    /// that passes arguments): the event as the agent names it.
+    #[arg(long)]
+    pub event: Option<String>,
+    /// With --event: the agent's id of the session.
+    #[arg(long, requires = "event")]
+    pub session: Option<String>,
+    /// With --event: the session's recording.
+    #[arg(long, requires = "event")]
+    pub transcript: Option<PathBuf>,
+    /// With --event: what set the event off (`auto`, `manual`, ...).
+    #[arg(long, requires = "event")]
+    pub trigger: Option<String>,
+}
+
+impl HookArgs {
+    /// The payload the arguments give, as the agents' JSON.
+    fn payload(&self) -> Option<Vec<u8>> {
+        let event = self.event.as_ref()?;
+        let payload = serde_json::json!({
+            "hook_event_name": event,
+            "session_id": self.session,
+            "transcript_path": self.transcript,
+            "trigger": self.trigger,
+        });
+        Some(payload.to_string().into_bytes())
+    }
 }
 
 /// The agents that call `ctxlog hook`.
@@ -81,7 +108,7 @@ pub(crate) fn hook(cli: &Cli, a: &HookArgs) -> Result<(), CliError> {
     let agent = a.agent.agent();
     let at = a.at.unwrap_or_else(crate::now_ms);
     let started = Instant::now();
-    if std::io::stdin().is_terminal() {
+    if a.event.is_none() && std::io::stdin().is_terminal() {
         return Err(CliError::BadInput(format!(
             "`ctxlog hook {}` is what {}'s hooks run, with their payload on standard input: `ctxlog hooks install --agent {}` sets it up",
             agent.name(),
@@ -103,7 +130,7 @@ pub(crate) fn hook(cli: &Cli, a: &HookArgs) -> Result<(), CliError> {
         ms: 0,
         error: None,
     };
-    let read = read_payload();
+    let read = a.payload().map_or_else(read_payload, Ok);
     let call = match &read {
         Ok(payload) => hooks::parse(agent, payload).map_err(|e| e.to_string()),
         Err(why) => Err(why.clone()),
