@@ -91,11 +91,18 @@ impl AgentArg {
     }
 }
 
-/// Where the hooks keep their log and what installs wrote: `hooks` under
-/// the data directory (`$XDG_DATA_HOME/ctxlog`, else
-/// `~/.local/share/ctxlog`), whichever store they write to.
+/// Where the hooks keep their log and what installs wrote, whichever store
+/// they write to: `ctxlog-hooks` in the data directory, beside the default
+/// store (`$XDG_DATA_HOME/ctxlog-hooks`, else
+/// `~/.local/share/ctxlog-hooks`), never in it: a store directory holds a
+/// store or nothing.
 pub(crate) fn hooks_dir() -> PathBuf {
-    crate::default_store().join("hooks")
+    let store = crate::default_store();
+    let name = store
+        .file_name()
+        .map(|n| format!("{}-hooks", n.to_string_lossy()))
+        .unwrap_or_else(|| "ctxlog-hooks".into());
+    store.with_file_name(name)
 }
 
 /// The store as a hook's log names it (a URL without its password).

@@ -233,7 +233,7 @@ fn a_hook_writes_to_postgres_named_in_its_environment() {
     assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
     // The detached import names no store on its command line: wait for
     // its line in the log.
-    let file = home.join(".local/share/ctxlog/hooks/log.jsonl");
+    let file = home.join(".local/share/ctxlog-hooks/log.jsonl");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let log = loop {
         let log = std::fs::read_to_string(&file).unwrap_or_default();

@@ -17,7 +17,7 @@ pub struct Hooked {
     pub home: PathBuf,
     /// A folder for scratch stores.
     pub scratch: PathBuf,
-    /// The data directory the hooks log to (`$XDG_DATA_HOME/ctxlog`, as
+    /// The directory the hooks log to (`$XDG_DATA_HOME/ctxlog-hooks`, as
     /// the agent runs them).
     pub data: PathBuf,
 }
@@ -29,13 +29,13 @@ impl Hooked {
             db: dir.join("store"),
             home: home.to_owned(),
             scratch: dir.join("scratch"),
-            data: home.join(".local/share/ctxlog"),
+            data: home.join(".local/share/ctxlog-hooks"),
         }
     }
 
     /// The same, the agent's `XDG_DATA_HOME` being `xdg_data`.
     pub fn with_data(mut self, xdg_data: &Path) -> Hooked {
-        self.data = xdg_data.join("ctxlog");
+        self.data = xdg_data.join("ctxlog-hooks");
         self
     }
 
@@ -121,7 +121,7 @@ impl Hooked {
 
     /// The hooks' log.
     pub fn runs(&self) -> Vec<Value> {
-        let log = self.data.join("hooks/log.jsonl");
+        let log = self.data.join("log.jsonl");
         std::fs::read_to_string(log)
             .unwrap_or_default()
             .lines()
