@@ -180,6 +180,20 @@ fn what_goes_wrong_is_told_to_the_user_never_to_the_agent() {
     said(1, "not JSON");
     assert_eq!(imports[2], ("waiting", None));
     said(3, "broken.jsonl");
+    // The hooks' log lives beside the default store, never in it: the
+    // user's default store is still "none yet".
+    let out = Command::new(env!("CARGO_BIN_EXE_ctxlog"))
+        .arg("sessions")
+        .env("HOME", &hooked.home)
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("CTXLOG_DB")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("no sessions yet"),
+        "{out:?}"
+    );
     let status = hooked.json(&["hooks", "status", "--agent", "claude-code"]);
     assert_eq!(
         status["agents"][0]["failing"].as_array().unwrap().len(),
