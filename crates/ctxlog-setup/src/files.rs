@@ -106,6 +106,14 @@ pub fn write_replacing(file: &Path, text: &str) -> std::io::Result<()> {
     written
 }
 
+/// The error of an I/O on `file`.
+pub(crate) fn io(file: &Path) -> impl Fn(std::io::Error) -> InstallError + '_ {
+    move |source| InstallError::Io {
+        file: file.to_owned(),
+        source,
+    }
+}
+
 /// `file`'s text; `None` when there is no such file.
 pub fn read_optional(file: &Path) -> std::io::Result<Option<String>> {
     match std::fs::read_to_string(file) {

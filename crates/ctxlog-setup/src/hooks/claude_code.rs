@@ -6,7 +6,7 @@
 use super::json_hooks::{self, Placed};
 use super::record::{undo, write_installed};
 use super::{Agent, HookCommand, Status};
-use crate::files::{read_optional, Homes, InstallError, Written};
+use crate::files::{io, read_optional, Homes, InstallError, Written};
 use crate::mcp::Scope;
 use std::path::{Path, PathBuf};
 
@@ -32,13 +32,6 @@ pub fn settings_file(scope: Scope, homes: &Homes) -> PathBuf {
     }
 }
 
-fn io(file: &Path) -> impl Fn(std::io::Error) -> InstallError + '_ {
-    move |source| InstallError::Io {
-        file: file.to_owned(),
-        source,
-    }
-}
-
 /// See [`super::install`].
 pub fn install(
     scope: Scope,
@@ -51,15 +44,11 @@ pub fn install(
     let mut doc = json_hooks::parse(&file, before.as_deref(), WHAT)?;
     json_hooks::add(
         &mut doc,
+        (&file, WHAT),
         Agent::ClaudeCode,
         &EVENTS,
         &command.shell(Agent::ClaudeCode),
-    )
-    .map_err(|why| InstallError::Unreadable {
-        file: file.clone(),
-        what: WHAT,
-        why,
-    })?;
+    )?;
     let after = json_hooks::render(&doc, before.as_deref());
     Ok(vec![write_installed(
         records,
@@ -77,9 +66,7 @@ pub fn uninstall(
 ) -> Result<Vec<Written>, InstallError> {
     let file = settings_file(scope, homes);
     let written = undo(records, &file, |text| {
-        let mut doc = json_hooks::parse(&file, Some(text), WHAT)?;
-        json_hooks::remove(&mut doc, Agent::ClaudeCode);
-        Ok(Some(json_hooks::render(&doc, Some(text))))
+        json_hooks::without_ours(&file, WHAT, text, Agent::ClaudeCode)
     })?;
     Ok(vec![written])
 }

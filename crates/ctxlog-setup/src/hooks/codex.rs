@@ -11,7 +11,7 @@
 use super::json_hooks::{self, Placed};
 use super::record::{undo, write_installed};
 use super::{Agent, HookCommand, Status};
-use crate::files::{read_optional, Homes, InstallError, Written};
+use crate::files::{io, read_optional, Homes, InstallError, Written};
 use crate::mcp::Scope;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
@@ -67,13 +67,6 @@ pub fn hooks_file(scope: Scope, homes: &Homes) -> PathBuf {
 /// The configuration that says which hooks are trusted: the user's.
 pub fn config_file(homes: &Homes) -> PathBuf {
     homes.codex_dir().join("config.toml")
-}
-
-fn io(file: &Path) -> impl Fn(std::io::Error) -> InstallError + '_ {
-    move |source| InstallError::Io {
-        file: file.to_owned(),
-        source,
-    }
 }
 
 /// `PreCompact` → `pre_compact`.
@@ -213,15 +206,11 @@ pub fn install(
     let old_trust = trust_of(&key_file, &doc);
     json_hooks::add(
         &mut doc,
+        (&file, WHAT),
         Agent::Codex,
         &EVENTS,
         &command.shell(Agent::Codex),
-    )
-    .map_err(|why| InstallError::Unreadable {
-        file: file.clone(),
-        what: WHAT,
-        why,
-    })?;
+    )?;
     let after = json_hooks::render(&doc, before.as_deref());
     let new_trust = trust_of(&key_file, &doc);
     let config = config_file(homes);
@@ -280,9 +269,7 @@ pub fn uninstall(
         Ok(Some(toml.to_string()))
     })?;
     let hooks_written = undo(records, &file, |text| {
-        let mut doc = json_hooks::parse(&file, Some(text), WHAT)?;
-        json_hooks::remove(&mut doc, Agent::Codex);
-        Ok(Some(json_hooks::render(&doc, Some(text))))
+        json_hooks::without_ours(&file, WHAT, text, Agent::Codex)
     })?;
     Ok(vec![hooks_written, config_written])
 }

@@ -60,9 +60,25 @@ pub(crate) fn is_our_handler(h: &Value, agent: Agent) -> bool {
 }
 
 /// Adds ctxlog's group for each of `events` (name, timeout) with
-/// `command`, after the user's; a group of ctxlog's with another command
-/// or timeout (an older install) is replaced where it stands.
+/// `command` to `doc`, read from `file` (`what` it is), after the user's;
+/// a group of ctxlog's with another command or timeout (an older install)
+/// is replaced where it stands.
 pub(crate) fn add(
+    doc: &mut Value,
+    (file, what): (&Path, &'static str),
+    agent: Agent,
+    events: &[(&str, u64)],
+    command: &str,
+) -> Result<(), InstallError> {
+    add_groups(doc, agent, events, command).map_err(|why| InstallError::Unreadable {
+        file: file.to_owned(),
+        what,
+        why,
+    })
+}
+
+/// [`add`], saying why not in words.
+fn add_groups(
     doc: &mut Value,
     agent: Agent,
     events: &[(&str, u64)],
@@ -88,6 +104,19 @@ pub(crate) fn add(
         }
     }
     Ok(())
+}
+
+/// `text`, read from `file` (`what` it is), without ctxlog's handlers for
+/// `agent` ([`remove`]), as written back.
+pub(crate) fn without_ours(
+    file: &Path,
+    what: &'static str,
+    text: &str,
+    agent: Agent,
+) -> Result<Option<String>, InstallError> {
+    let mut doc = parse(file, Some(text), what)?;
+    remove(&mut doc, agent);
+    Ok(Some(render(&doc, Some(text))))
 }
 
 /// Whether group `g` holds ctxlog's handler only.

@@ -9,7 +9,7 @@
 
 use super::record::{undo, write_installed};
 use super::{Agent, HookCommand, Status};
-use crate::files::{read_optional, Homes, InstallError, Written};
+use crate::files::{io, read_optional, Homes, InstallError, Written};
 use crate::mcp::Scope;
 use std::path::{Path, PathBuf};
 
@@ -102,13 +102,6 @@ export default function (pi) {
   pi.on("session_shutdown", async (event, ctx) => { await call(payload("session_shutdown", ctx, event.reason)); });
 }
 "#
-}
-
-fn io(file: &Path) -> impl Fn(std::io::Error) -> InstallError + '_ {
-    move |source| InstallError::Io {
-        file: file.to_owned(),
-        source,
-    }
 }
 
 /// See [`super::install`]. A file of the same name that ctxlog did not

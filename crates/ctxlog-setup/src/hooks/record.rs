@@ -3,7 +3,7 @@
 //! configuration file in the records directory, named by a hash of its
 //! path.
 
-use crate::files::{read_optional, write_replacing, InstallError, Written};
+use crate::files::{io, read_optional, write_replacing, InstallError, Written};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -24,13 +24,6 @@ fn record_file(records: &Path, file: &Path) -> PathBuf {
     let digest = Sha256::digest(file.as_os_str().as_encoded_bytes());
     let name: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
     records.join(format!("{name}.json"))
-}
-
-fn io(file: &Path) -> impl Fn(std::io::Error) -> InstallError + '_ {
-    move |source| InstallError::Io {
-        file: file.to_owned(),
-        source,
-    }
 }
 
 fn load(records: &Path, file: &Path) -> Option<Record> {
