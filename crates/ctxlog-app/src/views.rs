@@ -96,6 +96,8 @@ pub fn audit_lines(log: &impl EventLog, session: SessionId) -> Result<Vec<AuditL
 /// time, read from `log` an event at a time beside its state (which says
 /// whether a tool part had an output and names each id's source id):
 /// neither the events, nor the trail, nor a record of every id are held.
+/// The session's captures (a few a turn, read first from its description
+/// stream) each come after the event at their head.
 pub fn each_audit_line(
     log: &impl EventLog,
     session: SessionId,

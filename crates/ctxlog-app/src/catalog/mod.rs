@@ -7,11 +7,10 @@
 //! and keeps snapshots, `descriptions` reads a session's description
 //! stream back (and whether its last import was cut short), `captures`
 //! records and reads the moments an agent's hook brought a session in,
-//! `replaced`
-//! marks and finds the newer version of a recording, `copies` makes the
-//! `<source id>@manual` copy a user's own work goes to, `resolve` names
-//! sessions (by id, recording id or prefix), and `error` says why an
-//! operation failed.
+//! `replaced` marks and finds the newer version of a recording, `copies`
+//! makes the `<source id>@manual` copy a user's own work goes to,
+//! `resolve` names sessions (by id, recording id or prefix), and `error`
+//! says why an operation failed.
 
 mod appending;
 mod captures;
