@@ -1,9 +1,10 @@
 //! Many hooks at once on one store: eight sessions' recordings grow while
 //! their agents' hooks call `ctxlog hook` after every turn, all at once,
 //! beside `import --follow` holding the store, which is killed with
-//! SIGKILL in the middle. Every hook returns 0 and none fails for being
-//! second; nothing a hook stored is lost; every session ends as importing
-//! its recording alone stores it; the store verifies.
+//! SIGKILL in the middle, while `sessions` and `search` read it. Every
+//! hook returns 0 and none fails for being second; every read succeeds;
+//! nothing a hook stored is lost; every session ends as importing its
+//! recording alone stores it; the store verifies.
 
 mod common;
 mod hooks;
@@ -107,6 +108,7 @@ fn eight_sessions_hooks_at_once_survive_the_holders_kill() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    let done = std::sync::atomic::AtomicBool::new(false);
     let (statuses, killed_at) = std::thread::scope(|scope| {
         let calls: Vec<_> = files
             .iter()
@@ -117,6 +119,9 @@ fn eight_sessions_hooks_at_once_survive_the_holders_kill() {
                 scope.spawn(move || grow_and_call(hooked, f, r, n))
             })
             .collect();
+        // Readers all along: the session list and a search (which brings
+        // the index up to the log as it grows).
+        let reader = scope.spawn(|| read_while(&hooked, &done));
         // Killed in the middle: once hooks stored some sessions through it.
         let holder_log = ctxlog_store::RemoteLog::connect(&hooked.db).ok().flatten();
         let started = Instant::now();
@@ -137,6 +142,9 @@ fn eight_sessions_hooks_at_once_survive_the_holders_kill() {
             .args(["-KILL", &holder.id().to_string()])
             .status();
         let statuses: Vec<_> = calls.into_iter().map(|c| c.join().unwrap()).collect();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let reads = reader.join().unwrap();
+        assert!(reads > 0, "no read ran beside the hooks");
         (statuses, killed_at)
     });
     let _ = holder.wait();
@@ -207,6 +215,27 @@ fn eight_sessions_hooks_at_once_survive_the_holders_kill() {
     let verify = hooked.json(&["verify"]);
     assert_eq!(verify["ok"], true, "{verify}");
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Lists the sessions and searches them over and over until `done`;
+/// every read must succeed. How many ran.
+fn read_while(hooked: &Hooked, done: &std::sync::atomic::AtomicBool) -> usize {
+    let mut reads = 0;
+    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+        for args in [&["sessions"][..], &["search", "\"step 7 of session\""][..]] {
+            let out = hooked
+                .ctxlog(Path::new(env!("CARGO_BIN_EXE_ctxlog")), args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "ctxlog {args:?} beside the hooks: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            reads += 1;
+        }
+    }
+    reads
 }
 
 fn now_ms() -> u64 {
