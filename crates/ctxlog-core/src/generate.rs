@@ -11,7 +11,7 @@ use crate::error::Refused;
 use crate::event::{Envelope, Event, FinishReason, MessageError, PartBody, Role, ToolState};
 use crate::fallback::{summary_input, Fallback};
 use crate::guard::LoopGuard;
-use crate::ids::{MessageId, SeededIds, SessionId};
+use crate::ids::{splitmix64_mix, MessageId, SeededIds, SessionId, SPLITMIX64_GAMMA};
 use crate::json::Json;
 use crate::policy::{ModelLimits, Policy, TokenUsage};
 use crate::recorder::Recorder;
@@ -81,11 +81,8 @@ impl Rng {
     }
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0 = self.0.wrapping_add(SPLITMIX64_GAMMA);
+        splitmix64_mix(self.0)
     }
     /// Uniform in `lo..=hi`.
     pub fn range(&mut self, lo: u64, hi: u64) -> u64 {

@@ -78,6 +78,16 @@ pub struct SeededIds {
     counter: u64,
 }
 
+/// splitmix64's increment (the golden ratio in 64 bits).
+pub(crate) const SPLITMIX64_GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// splitmix64's output function: 64 well-mixed bits of `z`.
+pub(crate) fn splitmix64_mix(z: u64) -> u64 {
+    let z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    let z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 impl SeededIds {
     /// A source whose ids are a pure function of `seed` and the call order.
     pub fn new(seed: u64) -> Self {
@@ -89,12 +99,10 @@ impl IdSource for SeededIds {
     fn next_uuid(&mut self, now_ms: TimestampMs) -> Uuid {
         self.counter += 1;
         // splitmix64 of (seed, counter): 10 bytes of "random" tail, deterministic.
-        let mut z = self
-            .seed
-            .wrapping_add(self.counter.wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
+        let z = splitmix64_mix(
+            self.seed
+                .wrapping_add(self.counter.wrapping_mul(SPLITMIX64_GAMMA)),
+        );
         let mut tail = [0u8; 10];
         tail[..8].copy_from_slice(&z.to_be_bytes());
         tail[8..].copy_from_slice(&(self.counter as u16).to_be_bytes());

@@ -2,6 +2,9 @@
 //! and on a real sled store where the store is the subject (reopening,
 //! other processes, snapshots).
 
+mod common;
+use common::limits;
+
 use ctxlog_core::window::{ToolResult, WindowPart, COMPACTION_QUESTION, CONTINUE_TEXT};
 use ctxlog_core::*;
 use ctxlog_engine::summarize::*;
@@ -50,15 +53,6 @@ fn engine_in_memory(
     cfg.summarizer = summarizer;
     cfg.hook = hook;
     Engine::new(MemoryLog::new(), cfg).unwrap()
-}
-
-fn limits() -> ModelLimits {
-    // usable = 100k - min(8k, 32k) = 92k
-    ModelLimits {
-        context: 100_000,
-        input: None,
-        output: Some(8_000),
-    }
 }
 
 fn tool(name: &str, path: &str, output: &str) -> PartBody {

@@ -10,9 +10,12 @@
 //! A failure names its seed; `CTXLOG_FAULT_SEED=n cargo test -p
 //! ctxlog-engine --test faults` replays that one seed alone.
 
+mod common;
+use common::limits;
+
 use ctxlog_core::{
-    FinishReason, Json, MessageId, ModelLimits, PartBody, Policy, SeededIds, SessionId, Step,
-    TokenUsage, ToolState,
+    FinishReason, Json, MessageId, PartBody, Policy, SeededIds, SessionId, Step, TokenUsage,
+    ToolState,
 };
 use ctxlog_engine::{Engine, EngineBuilder, EngineError, ManualClock, NewSession};
 use ctxlog_store::faults::{Fault, Faultable, FaultyLog};
@@ -61,14 +64,6 @@ fn script(rng: &mut Rng) -> Vec<Act> {
         acts.push(Act::EndTurn);
     }
     acts
-}
-
-fn limits() -> ModelLimits {
-    ModelLimits {
-        context: 100_000,
-        input: None,
-        output: Some(8_000),
-    }
 }
 
 /// An engine over `log`; `generation` keeps the ids of engines started

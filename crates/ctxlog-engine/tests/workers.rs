@@ -1,6 +1,9 @@
 //! Background workers: many sessions at once, one job per session at a
 //! time, clean shutdown that drains or leaves work pending in the log.
 
+mod common;
+use common::limits;
+
 use ctxlog_core::*;
 use ctxlog_engine::summarize::*;
 use ctxlog_engine::workers::{Shutdown, Workers};
@@ -51,14 +54,6 @@ fn setup(dir: &std::path::Path, watch: Arc<Watch>, seed: u64) -> Arc<Engine<Sled
     );
     cfg.summarizer = Arc::new(Slow(watch));
     Arc::new(Engine::new(store, cfg).unwrap())
-}
-
-fn limits() -> ModelLimits {
-    ModelLimits {
-        context: 100_000,
-        input: None,
-        output: Some(8_000),
-    }
 }
 
 #[test]
