@@ -14,7 +14,7 @@ use std::io::Write;
 use std::path::Path;
 
 /// The hook's budget (`ctxlog hook --budget`), ms.
-pub const HOOK_BUDGET_MS: f64 = 200.0;
+const HOOK_BUDGET_MS: f64 = 200.0;
 
 /// Hook calls per run.
 const CALLS: usize = 10;

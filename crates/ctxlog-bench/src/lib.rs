@@ -45,7 +45,7 @@ mod stores;
 
 pub use appends::{bench_buffered, bench_durable, bench_group_commit, durable_writers, GroupRun};
 pub use baseline::{bench_baselines, bench_durable_baselines};
-pub use hooks::{bench_hooks, HOOK_BUDGET_MS};
+pub use hooks::bench_hooks;
 pub use import::bench_import;
 pub use measure::{measure, median, Scratch};
 pub use memory::{bench_memory, ChildRun, RunCtxlog};

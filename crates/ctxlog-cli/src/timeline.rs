@@ -10,8 +10,8 @@ use crate::store::stored_session;
 use crate::{ui, Cli, CliError};
 use ctxlog_app::dates::Zone;
 use ctxlog_core::{
-    timeline, Envelope, MessageId, RefusedEvent, Seq, SessionId, StepEvent, StepRow, Timeline,
-    TimelineEnd, TimelineFold,
+    timeline, Capture, Envelope, Event, MessageId, RefusedEvent, Seq, SessionId, StepEvent,
+    StepRow, Timeline, TimelineEnd, TimelineFold,
 };
 use ctxlog_store::EventLog;
 use serde_json::json;
@@ -37,18 +37,17 @@ fn refused(session: Option<SessionId>, r: &RefusedEvent) -> CliError {
 
 /// Folds `session`'s events up to `head` from `store` an event at a time,
 /// handing `each` every row (with the error its message was given so far,
-/// and the moments an agent's hook captured the session after its step);
+/// and the `captures` made between its step and the next);
 /// the session as it ends.
 fn fold_rows(
     store: &impl EventLog,
     session: SessionId,
     head: Seq,
+    captures: &[(u64, Capture)],
     each: impl FnMut(StepRow),
 ) -> Result<TimelineEnd, CliError> {
     let read_failed = |e: ctxlog_store::ReadError| CliError::Failed(e.to_string());
-    let captures = ctxlog_app::catalog::captures(store, session)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-    let mut rows = WithCaptures::new(captures, head, each);
+    let mut rows = WithCaptures::new(captures.to_vec(), head, each);
     let mut fold = TimelineFold::new();
     for e in store.read(session, 1).map_err(read_failed)? {
         let e = e.map_err(read_failed)?;
@@ -72,13 +71,13 @@ fn fold_rows(
 /// "captured at PreCompact (auto)" on the step that filled the context.
 struct WithCaptures<F: FnMut(StepRow)> {
     /// The captures not yet on a row, by head, latest first.
-    captures: Vec<(u64, ctxlog_core::Capture)>,
+    captures: Vec<(u64, Capture)>,
     held: Option<StepRow>,
     each: F,
 }
 
 impl<F: FnMut(StepRow)> WithCaptures<F> {
-    fn new(captures: Vec<(u64, ctxlog_core::Capture)>, head: Seq, each: F) -> Self {
+    fn new(captures: Vec<(u64, Capture)>, head: Seq, each: F) -> Self {
         let mut captures: Vec<_> = captures
             .into_iter()
             .filter(|(_, c)| c.head <= head)
@@ -133,12 +132,19 @@ pub(crate) fn show_timeline(cli: &Cli, session: &str) -> Result<(), CliError> {
     let descriptions = ctxlog_app::catalog::descriptions_after(&store, session, head)
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let streamed = ctxlog_app::views::streamed_outputs(&descriptions);
+    let captures: Vec<(u64, Capture)> = descriptions
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::Captured { capture } => Some((e.recorded_at, capture)),
+            _ => None,
+        })
+        .collect();
     if cli.json {
-        return print_timeline_json(&store, session, head, &streamed);
+        return print_timeline_json(&store, session, head, &streamed, &captures);
     }
     let zone = cli.zone();
     let mut survey = Survey::new(&streamed, &zone);
-    let end = fold_rows(&store, session, head, |row| survey.add(row))?;
+    let end = fold_rows(&store, session, head, &captures, |row| survey.add(row))?;
     let survey = survey.finish(&end.errors);
     print_heading(&end, &survey, &zone);
     if survey.steps == 0 {
@@ -147,7 +153,7 @@ pub(crate) fn show_timeline(cli: &Cli, session: &str) -> Result<(), CliError> {
     }
     let mut table = ui::Table::fitted(&TIMELINE_COLUMNS, &survey.measured, ui::terminal_width());
     table.print_header();
-    fold_rows(&store, session, head, |mut row| {
+    fold_rows(&store, session, head, &captures, |mut row| {
         row.error = end.errors.get(&row.message).cloned();
         let shown = streamed.contains(&row.message);
         table.print_row(&step_line(&row, survey.peak, shown, &zone));
@@ -284,8 +290,9 @@ fn print_timeline_json(
     session: SessionId,
     head: Seq,
     streamed: &BTreeSet<MessageId>,
+    captures: &[(u64, Capture)],
 ) -> Result<(), CliError> {
-    let end = fold_rows(store, session, head, |_| {})?;
+    let end = fold_rows(store, session, head, captures, |_| {})?;
     let doc = json!({
         "limits": end.limits,
         "ok": true,
@@ -298,7 +305,7 @@ fn print_timeline_json(
     let utc = Zone::utc();
     let mut failed = None;
     let mut first = true;
-    fold_rows(store, session, head, |mut step| {
+    fold_rows(store, session, head, captures, |mut step| {
         step.error = end.errors.get(&step.message).cloned();
         let mut row = match serde_json::to_value(&step) {
             Ok(row) => row,

@@ -161,8 +161,7 @@ fn claude_code_keeps_the_store_current_through_its_hooks() {
         2
     );
     hooked.check_no_failures();
-    let (_, worst, _) = hooked.latency("claude-code");
-    assert!(worst < 1_000, "a hook held Claude Code {worst} ms");
+    hooked.report_latency("claude-code");
 
     // The store unusable: the turn completes, the failure is in the log.
     let undo = spoil_store(&hooked.db);
@@ -265,8 +264,7 @@ fn codex_keeps_the_store_current_through_its_hooks() {
         2
     );
     hooked.check_no_failures();
-    let (_, worst, _) = hooked.latency("codex");
-    assert!(worst < 1_000, "a hook held Codex {worst} ms");
+    hooked.report_latency("codex");
     let log = || std::fs::read_to_string(dir.join("exec.log")).unwrap_or_default();
 
     let undo = spoil_store(&hooked.db);
@@ -365,8 +363,7 @@ fn opencode_keeps_the_store_current_through_its_plugin() {
         2
     );
     hooked.check_no_failures();
-    let (_, worst, _) = hooked.latency("opencode");
-    assert!(worst < 1_000, "a hook held OpenCode {worst} ms");
+    hooked.report_latency("opencode");
 
     let undo = spoil_store(&hooked.db);
     turn(4, &|| oc.prompt(&id, "turn four"), true);
@@ -464,8 +461,7 @@ fn pi_keeps_the_store_current_through_its_extension() {
         2
     );
     hooked.check_no_failures();
-    let (_, worst, _) = hooked.latency("pi");
-    assert!(worst < 1_000, "a hook held pi {worst} ms");
+    hooked.report_latency("pi");
 
     let undo = spoil_store(&hooked.db);
     rpc.prompt("turn five")

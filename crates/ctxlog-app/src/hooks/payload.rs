@@ -28,14 +28,6 @@ pub enum HookAgent {
 }
 
 impl HookAgent {
-    /// Every agent, in the order a status lists them.
-    pub const ALL: [HookAgent; 4] = [
-        HookAgent::ClaudeCode,
-        HookAgent::Codex,
-        HookAgent::OpenCode,
-        HookAgent::Pi,
-    ];
-
     /// Its name on the command line and in the store (`claude-code`,
     /// `codex`, `opencode`, `pi`).
     pub fn name(self) -> &'static str {
@@ -45,11 +37,6 @@ impl HookAgent {
             HookAgent::OpenCode => "opencode",
             HookAgent::Pi => "pi",
         }
-    }
-
-    /// The agent named `name` ([`HookAgent::name`]).
-    pub fn from_name(name: &str) -> Option<HookAgent> {
-        HookAgent::ALL.into_iter().find(|a| a.name() == name)
     }
 
     /// The format of its recordings.

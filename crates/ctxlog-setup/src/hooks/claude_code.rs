@@ -41,15 +41,13 @@ pub fn install(
 ) -> Result<Vec<Written>, InstallError> {
     let file = settings_file(scope, homes);
     let before = read_optional(&file).map_err(io(&file))?;
-    let mut doc = json_hooks::parse(&file, before.as_deref(), WHAT)?;
-    json_hooks::add(
-        &mut doc,
+    let (_, after) = json_hooks::with_ours(
         (&file, WHAT),
+        before.as_deref(),
         Agent::ClaudeCode,
         &EVENTS,
         &command.shell(Agent::ClaudeCode),
     )?;
-    let after = json_hooks::render(&doc, before.as_deref());
     Ok(vec![write_installed(
         records,
         &file,

@@ -201,17 +201,18 @@ pub fn install(
 ) -> Result<Vec<Written>, InstallError> {
     let file = hooks_file(scope, homes);
     let before = read_optional(&file).map_err(io(&file))?;
-    let mut doc = json_hooks::parse(&file, before.as_deref(), WHAT)?;
     let key_file = resolved(&file);
-    let old_trust = trust_of(&key_file, &doc);
-    json_hooks::add(
-        &mut doc,
+    let old_trust = trust_of(
+        &key_file,
+        &json_hooks::parse(&file, before.as_deref(), WHAT)?,
+    );
+    let (doc, after) = json_hooks::with_ours(
         (&file, WHAT),
+        before.as_deref(),
         Agent::Codex,
         &EVENTS,
         &command.shell(Agent::Codex),
     )?;
-    let after = json_hooks::render(&doc, before.as_deref());
     let new_trust = trust_of(&key_file, &doc);
     let config = config_file(homes);
     let config_before = read_optional(&config).map_err(io(&config))?;

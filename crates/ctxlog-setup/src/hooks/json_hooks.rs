@@ -59,25 +59,29 @@ pub(crate) fn is_our_handler(h: &Value, agent: Agent) -> bool {
             .is_some_and(|c| is_ours(c, agent))
 }
 
-/// Adds ctxlog's group for each of `events` (name, timeout) with
-/// `command` to `doc`, read from `file` (`what` it is), after the user's;
-/// a group of ctxlog's with another command or timeout (an older install)
-/// is replaced where it stands.
-pub(crate) fn add(
-    doc: &mut Value,
+/// `before`, the text of `file` (`what` it is; `None`: no file yet), with
+/// ctxlog's group added for each of `events` (name, timeout) running
+/// `command`, after the user's (a group of ctxlog's with another command
+/// or timeout, an older install's, is replaced where it stands): the
+/// document, and the text to write.
+pub(crate) fn with_ours(
     (file, what): (&Path, &'static str),
+    before: Option<&str>,
     agent: Agent,
     events: &[(&str, u64)],
     command: &str,
-) -> Result<(), InstallError> {
-    add_groups(doc, agent, events, command).map_err(|why| InstallError::Unreadable {
+) -> Result<(Value, String), InstallError> {
+    let mut doc = parse(file, before, what)?;
+    add_groups(&mut doc, agent, events, command).map_err(|why| InstallError::Unreadable {
         file: file.to_owned(),
         what,
         why,
-    })
+    })?;
+    let after = render(&doc, before);
+    Ok((doc, after))
 }
 
-/// [`add`], saying why not in words.
+/// Adds ctxlog's groups (see [`with_ours`]), saying why not in words.
 fn add_groups(
     doc: &mut Value,
     agent: Agent,
