@@ -6,8 +6,11 @@
 //! A store is opened once per path per process (sled locks its directory)
 //! and shared by every `Store` and session that names the path; a
 //! `":memory:"` path is a log of its own, in memory, for each opener.
+//!
+//! Files:
+//! - `views_py.rs`: What `Store` returns, as Python objects built from the
+//!   Rust values of `ctxlog-app` (the same values the CLI prints).
 
-use ctxlog_agents::{AgentError, AgentStore, ItemView, NewItem, Settings};
 use ctxlog_app::catalog::{resolve_session, CatalogError};
 use ctxlog_app::sessions::{self, Filter, Listed, SortBy};
 use ctxlog_app::views::{self, At, WindowView};
@@ -18,6 +21,7 @@ use ctxlog_engine::summarize::{
     ExtractiveSummarizer, SummarizeError, Summarizer, SummaryOutput, SummaryRequest,
 };
 use ctxlog_engine::{Engine, EngineBuilder, MemoryLog, SledStore};
+use ctxlog_openai_agents::{AgentError, AgentStore, ItemView, NewItem, Settings};
 use ctxlog_postgres::PgLog;
 use ctxlog_store::EventLog;
 use pyo3::create_exception;
@@ -83,7 +87,8 @@ impl Summarizer for Summarizers {
         let Some(f) = own else {
             return self.extractive.summarize(request);
         };
-        let messages = serde_json::Value::from(request.chat_messages()).to_string();
+        let messages = serde_json::Value::from(ctxlog_providers::openai::summary_messages(request))
+            .to_string();
         Python::attach(|py| {
             let loads = py.import("json")?.getattr("loads")?;
             let text: String = f.call1(py, (loads.call1((messages,))?,))?.extract(py)?;
@@ -380,7 +385,7 @@ impl NativeSession {
     fn add_items(&self, py: Python<'_>, items: Vec<ItemTuple>) -> PyResult<()> {
         let mut new = Vec::with_capacity(items.len());
         for (i, (kind, raw, text, call_id, name, template)) in items.into_iter().enumerate() {
-            let kind = ctxlog_agents::parse_kind(&kind)
+            let kind = ctxlog_openai_agents::parse_kind(&kind)
                 .ok_or_else(|| py_err(format!("item {i}: unknown kind {kind:?}")))?;
             new.push(NewItem {
                 kind,

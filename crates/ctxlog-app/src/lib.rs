@@ -36,6 +36,14 @@
 //!   PostgreSQL URL) and [`logs::AnyLog`], any of them opened.
 //!
 //! Everything else works over any [`ctxlog_store::EventLog`].
+//!
+//! Files:
+//! - `search_index.rs`: Which index a store has (`Index`: tantivy's in
+//!   `search/` of a sled store, or a private directory for another user's
+//!   store; PostgreSQL's beside a PostgreSQL log), bringing it up to the log
+//!   (`bring_up_to_date`: a search waits `CATCH_UP_WAIT` for another process,
+//!   then searches what is indexed), which sessions it takes in
+//!   (`is_indexed`), `index_health` (`verify`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -6,9 +6,9 @@
 
 use ctxlog_core::{Envelope, Seq, SessionId, SessionState};
 use ctxlog_postgres::{PgLog, Target};
+use ctxlog_sled::{SharedStore, SledStore};
 use ctxlog_store::{
-    AppendError, Appended, EventLog, Expected, LoadedState, NewEvent, ReadError, SharedStore,
-    SledStore, VerifyReport,
+    AppendError, Appended, EventLog, Expected, LoadedState, NewEvent, ReadError, VerifyReport,
 };
 use std::ffi::OsString;
 use std::fmt;

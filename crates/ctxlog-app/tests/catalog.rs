@@ -184,7 +184,7 @@ fn a_first_import_keeps_the_snapshot_a_fold_of_the_stored_log_gives() {
     let dir = std::env::temp_dir().join(format!("ctxlog-catalog-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     {
-        let store = ctxlog_store::SledStore::open(&dir).unwrap();
+        let store = ctxlog_sled::SledStore::open(&dir).unwrap();
         store_recording(&store, pack(&events)).unwrap();
         let loaded = store.load_state(session).unwrap();
         assert_eq!(

@@ -15,7 +15,7 @@
 
 use ctxlog_core::{Event, ModelLimits, Policy, SeededIds};
 use ctxlog_engine::{EngineBuilder, ManualClock};
-use ctxlog_store::{Durability, SledStore, StoreConfig};
+use ctxlog_sled::{Durability, SledStore, StoreConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;

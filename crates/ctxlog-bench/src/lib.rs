@@ -23,6 +23,29 @@
 //!
 //! This is the one crate besides the store that opens sled directly, as the
 //! baseline ([`raw_db`], [`raw_scan_rate`]).
+//!
+//! Files:
+//! - `appends.rs`: Appends against raw sled.
+//! - `baseline.rs`: What a user would pick instead of ctxlog, measured on the
+//!   same generated workload in the same run (`bench_baselines`).
+//! - `hooks.rs`: What an agent's hook costs the agent (`bench_hooks`).
+//! - `import.rs`: The import of an OpenCode export against plain JSON parsing
+//!   of the same file, and the whole `ctxlog import`'s peak memory against
+//!   the file's size (`bench_import`).
+//! - `memory.rs`: The peak memory of the commands a user runs on large
+//!   sessions (`bench_memory`), each in a child process of its own.
+//! - `postgres.rs`: The log on PostgreSQL (`bench_postgres`), when a server
+//!   is named.
+//! - `raw.rs`: The raw sled baselines.
+//! - `readers.rs`: Readers beside a writer (`bench_readers`).
+//! - `replay.rs`: Replay against raw sled (`bench_replay`.
+//! - `report.rs`: What a run reports.
+//! - `search.rs`: Search over a store of generated sessions (`bench_search`).
+//! - `sizes.rs`: How big a bench run is (`Sizes`) and the seeded sessions it
+//!   measures (`generated`).
+//! - `steps.rs`: The cost of one agent step as the history grows, against
+//!   re-folding the whole log for every step (`bench_steps`).
+//! - `stores.rs`: The stores the measurements run on.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

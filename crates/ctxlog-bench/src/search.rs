@@ -12,7 +12,8 @@ use crate::sizes::{generated, Sizes};
 use crate::stores::write_log;
 use crate::{failed, BenchError};
 use ctxlog_search::{catch_up, search, Lookup, SearchIndex, SearchRequest};
-use ctxlog_store::{Durability, EventLog};
+use ctxlog_sled::Durability;
+use ctxlog_store::EventLog;
 use serde_json::json;
 use std::time::{Duration, Instant};
 

@@ -12,7 +12,8 @@ use ctxlog_core::{
 };
 use ctxlog_engine::summarize::{SummarizeError, Summarizer, SummaryOutput, SummaryRequest};
 use ctxlog_engine::{Engine, EngineBuilder, ManualClock, Step};
-use ctxlog_store::{Durability, EventLog, SledStore};
+use ctxlog_sled::{Durability, SledStore};
+use ctxlog_store::EventLog;
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;

@@ -6,7 +6,8 @@ use crate::{failed, BenchError};
 use ctxlog_core::generate::{generate_into, GenerateConfig};
 use ctxlog_core::{Envelope, SeededIds, SessionId};
 use ctxlog_engine::{Engine, EngineBuilder, ManualClock};
-use ctxlog_store::{Durability, EventLog, Expected, NewEvent, SledStore, StoreConfig};
+use ctxlog_sled::{Durability, SledStore, StoreConfig};
+use ctxlog_store::{EventLog, Expected, NewEvent};
 use std::path::Path;
 use std::sync::Arc;
 

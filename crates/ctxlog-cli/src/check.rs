@@ -84,7 +84,7 @@ pub(crate) fn salvage(json_out: bool, from: &Path, to: &Path) -> Result<(), CliE
     }
     let source = open_existing_dir(from)?;
     let target = open_store_dir(to)?;
-    let report = ctxlog_store::salvage(&source, &target)
+    let report = ctxlog_sled::salvage(&source, &target)
         .map_err(|e| CliError::Failed(format!("salvage failed: {e}")))?;
     target
         .flush()

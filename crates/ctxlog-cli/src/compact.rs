@@ -4,8 +4,8 @@
 use crate::store::stored_session_to_write;
 use crate::{Cli, CliError, SummarizerKind};
 use ctxlog_app::compaction::{self, CompactError};
-use ctxlog_engine::openai::{OpenAiConfig, OpenAiSummarizer};
 use ctxlog_engine::{Engine, EngineBuilder};
+use ctxlog_providers::openai::{OpenAiConfig, OpenAiSummarizer};
 use ctxlog_store::EventLog;
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@ use clap::CommandFactory;
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
 use clap_complete::env::EnvCompleter;
 use ctxlog_app::logs::{AnyLog, Location};
-use ctxlog_store::SharedStore;
+use ctxlog_sled::SharedStore;
 
 /// The variable the completion script sets when it asks.
 const VAR: &str = "COMPLETE";

@@ -5,7 +5,7 @@
 
 use crate::CliError;
 use ctxlog_core::is_description_stream;
-use ctxlog_store::witness;
+use ctxlog_sled::witness;
 use std::path::Path;
 
 /// The most sessions an error lists (the rest are counted).

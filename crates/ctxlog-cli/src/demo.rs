@@ -9,16 +9,33 @@ use crate::import::once::store_import;
 use crate::recording::decoded;
 use crate::simulate::print_decisions;
 use crate::{temp_dir, CliError};
-use ctxlog_core::{audit, Policy, SessionState};
+use ctxlog_core::{audit, Envelope, Policy, SessionState};
 use ctxlog_engine::simulate::{simulate_recording, SimulateConfig};
-use ctxlog_import::{Format, ImportOptions};
-use ctxlog_store::{EventLog, SledStore};
+use ctxlog_import::{Format, ImportOptions, Imported};
+use ctxlog_sled::SledStore;
+use ctxlog_store::EventLog;
 use serde_json::json;
 
 /// The embedded default: `fixtures/sessions/opencode/compacted-and-pruned.json`.
 pub const FIXTURE: &str =
     include_str!("../../../fixtures/sessions/opencode/compacted-and-pruned.json");
 const FIXTURE_NAME: &str = "fixtures/sessions/opencode/compacted-and-pruned.json";
+
+/// `imported` stored in a fresh store for real, and read back from it.
+fn stored_and_read_back(imported: &Imported) -> Result<Vec<Envelope>, CliError> {
+    let failed = |what: &str, e: &dyn std::fmt::Display| CliError::Failed(format!("{what}: {e}"));
+    let dir = temp_dir("demo");
+    let result = (|| {
+        let store = SledStore::open(&dir).map_err(|e| failed("cannot open a store", &e))?;
+        store_import(&store, imported.clone())?;
+        store
+            .read(imported.session, 1)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| failed("cannot read the session back", &e))
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
 
 /// Runs the demo.
 pub fn run(json: bool) -> Result<(), CliError> {
@@ -32,18 +49,7 @@ pub fn run(json: bool) -> Result<(), CliError> {
     .map_err(|e| failed("the embedded fixture does not import", &e))?;
 
     // Store it for real, then read it back: the audit comes from the log.
-    let dir = temp_dir("demo");
-    let result = (|| {
-        let store = SledStore::open(&dir).map_err(|e| failed("cannot open a store", &e))?;
-        store_import(&store, imported.clone())?;
-        let log: Vec<_> = store
-            .read(imported.session, 1)
-            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| failed("cannot read the session back", &e))?;
-        Ok::<_, CliError>(log)
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    let log = result?;
+    let log = stored_and_read_back(&imported)?;
     let state = SessionState::replay(&log).map_err(|e| failed("replay failed", &e))?;
     let trail = audit(&log);
 

@@ -132,26 +132,41 @@ fn read_events(path: &Path) -> Result<Vec<(usize, Envelope)>, CliError> {
     Ok(events)
 }
 
-fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
-    let w = window(state);
+/// The estimated tokens of every completed tool output the state holds.
+fn stored_output_tokens(state: &SessionState) -> u64 {
     let estimator = state.policy.estimator;
-    let stored: u64 = state
+    state
         .messages
         .iter()
         .flat_map(|m| &m.parts)
         .filter_map(|p| p.completed_output_units())
         .map(|units| estimator.estimate_units(units))
-        .sum();
-    let completed = state
-        .jobs
-        .iter()
-        .filter(|j| matches!(j.status, JobStatus::Completed { .. }))
-        .count();
-    let failed = state
-        .jobs
-        .iter()
-        .filter(|j| matches!(j.status, JobStatus::Failed { .. }))
-        .count();
+        .sum()
+}
+
+/// How many compaction jobs completed, and how many failed.
+fn jobs_ended(state: &SessionState) -> (usize, usize) {
+    let count = |completed: bool| {
+        state
+            .jobs
+            .iter()
+            .filter(|j| match j.status {
+                JobStatus::Completed { .. } => completed,
+                JobStatus::Failed { .. } => !completed,
+                _ => false,
+            })
+            .count()
+    };
+    (count(true), count(false))
+}
+
+/// What `replay-events` reports of a replayed session: its figures, the
+/// audit, the window and the digest, as text or one JSON document.
+fn report(as_json: bool, events: &[Envelope], state: &SessionState) {
+    let w = window(state);
+    let estimator = state.policy.estimator;
+    let stored = stored_output_tokens(state);
+    let (completed, failed) = jobs_ended(state);
     let timeline = audit(events);
     let plan = plan_prune(state, &state.policy);
     let overflow = state.overflow();

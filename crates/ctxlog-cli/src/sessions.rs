@@ -120,6 +120,51 @@ pub fn sessions(json: bool, zone: &Zone, db: &Location, a: &SessionsArgs) -> Res
 /// The list as a table: the shortest unique name of each session, its
 /// date, agent, model and numbers, and a title that says what it is.
 fn print_sessions(listing: &Listing, zone: &Zone, sort: SortBy) {
+    let shown = shown_names(listing);
+    let table: Vec<Vec<String>> = listing
+        .rows
+        .iter()
+        .zip(shown)
+        .map(|(r, name)| match r {
+            Listed::Row(r) => session_line(name, r, zone),
+            Listed::Unreadable(_) => {
+                let mut line = vec![name];
+                line.extend(std::iter::repeat_n(
+                    "-".to_owned(),
+                    SESSION_COLUMNS.len() - 2,
+                ));
+                line.push("UNREADABLE (below)".into());
+                line
+            }
+        })
+        .collect();
+    let mut columns: Vec<ui::Column<'_>> = SESSION_COLUMNS.to_vec();
+    // The column the rows are sorted by is never left out to fit.
+    let sorted = match sort {
+        SortBy::Agent => Some("AGENT"),
+        SortBy::Peak => Some("PEAK"),
+        SortBy::Steps => Some("STEPS"),
+        SortBy::Title => Some("TITLE"),
+        SortBy::Date | SortBy::Events => None,
+    };
+    for c in columns.iter_mut().filter(|c| Some(c.header) == sorted) {
+        c.rank = None;
+    }
+    let started = listing.rows.iter().filter_map(|r| match r {
+        Listed::Row(r) => Some(r.started_at),
+        Listed::Unreadable(_) => None,
+    });
+    let date = match listing.rows.first() {
+        Some(Listed::Row(_)) => format!("DATE ({})", zone.offsets_of(started)),
+        _ => "DATE".to_owned(),
+    };
+    columns[1].header = &date;
+    ui::print_table(&columns, &table, ui::terminal_width());
+}
+
+/// The name each row is shown by: the shortest unique prefix of its
+/// recording's id, else of its ctxlog id.
+fn shown_names(listing: &Listing) -> Vec<String> {
     let name = |r: &Listed| match r {
         Listed::Row(r) => r
             .source_session
@@ -156,7 +201,7 @@ fn print_sessions(listing: &Listing, zone: &Zone, sort: SortBy) {
         *shown_times.entry(name.as_str()).or_default() += 1;
     }
     let shared = |i: usize| shown_times[by_source[i].as_str()] > 1;
-    let table: Vec<Vec<String>> = listing
+    listing
         .rows
         .iter()
         .enumerate()
@@ -165,46 +210,16 @@ fn print_sessions(listing: &Listing, zone: &Zone, sort: SortBy) {
                 if r.source_session.is_some() && shared(i) && r.replaced_by.is_some() =>
             {
                 let copy = r.source_session.as_deref().is_some_and(|s| s.contains('@'));
-                let name = if copy { &r.session } else { &by_own_id[i] };
-                session_line(name.clone(), r, zone)
+                if copy {
+                    r.session.clone()
+                } else {
+                    by_own_id[i].clone()
+                }
             }
-            Listed::Row(r) if r.source_session.is_some() => {
-                session_line(by_source[i].clone(), r, zone)
-            }
-            Listed::Row(r) => session_line(by_id[i].clone(), r, zone),
-            Listed::Unreadable(_) => {
-                let mut line = vec![by_id[i].clone()];
-                line.extend(std::iter::repeat_n(
-                    "-".to_owned(),
-                    SESSION_COLUMNS.len() - 2,
-                ));
-                line.push("UNREADABLE (below)".into());
-                line
-            }
+            Listed::Row(r) if r.source_session.is_some() => by_source[i].clone(),
+            Listed::Row(_) | Listed::Unreadable(_) => by_id[i].clone(),
         })
-        .collect();
-    let mut columns: Vec<ui::Column<'_>> = SESSION_COLUMNS.to_vec();
-    // The column the rows are sorted by is never left out to fit.
-    let sorted = match sort {
-        SortBy::Agent => Some("AGENT"),
-        SortBy::Peak => Some("PEAK"),
-        SortBy::Steps => Some("STEPS"),
-        SortBy::Title => Some("TITLE"),
-        SortBy::Date | SortBy::Events => None,
-    };
-    for c in columns.iter_mut().filter(|c| Some(c.header) == sorted) {
-        c.rank = None;
-    }
-    let started = listing.rows.iter().filter_map(|r| match r {
-        Listed::Row(r) => Some(r.started_at),
-        Listed::Unreadable(_) => None,
-    });
-    let date = match listing.rows.first() {
-        Some(Listed::Row(_)) => format!("DATE ({})", zone.offsets_of(started)),
-        _ => "DATE".to_owned(),
-    };
-    columns[1].header = &date;
-    ui::print_table(&columns, &table, ui::terminal_width());
+        .collect()
 }
 
 /// The columns of `sessions`.

@@ -9,7 +9,8 @@ use ctxlog_app::catalog::{self, CatalogError};
 use ctxlog_app::logs::{AnyLog, Location};
 use ctxlog_core::SessionId;
 use ctxlog_postgres::{PgLog, PgOptions, Target};
-use ctxlog_store::{EventLog, OpenError, SharedStore, SledStore};
+use ctxlog_sled::{SharedStore, SledStore};
+use ctxlog_store::{EventLog, OpenError};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -91,7 +92,7 @@ pub(crate) fn open_postgres(target: &Target) -> Result<AnyLog, CliError> {
 /// written (a read-only file system or copy) is read through a copy in the
 /// temp directory, since sled opens its files for writing.
 pub(crate) fn open_existing_dir(db: &Path) -> Result<SharedStore, CliError> {
-    open_existing_dir_with(db, ctxlog_store::DEFAULT_CACHE_BYTES)
+    open_existing_dir_with(db, ctxlog_sled::DEFAULT_CACHE_BYTES)
 }
 
 /// The page cache of a store opened by a command that reads its sessions
@@ -126,7 +127,7 @@ fn open_existing_dir_with(db: &Path, cache_bytes: u64) -> Result<SharedStore, Cl
             if let Some(pid) = reader.served_by() {
                 // A process writes this store: what this one does with what
                 // it reads must not take the cores from it.
-                ctxlog_store::yield_to_writer();
+                ctxlog_sled::yield_to_writer();
                 eprintln!(
                     "ctxlog: {} is held by process {pid}: reading what it has made durable, through it",
                     db.display()
@@ -139,7 +140,7 @@ fn open_existing_dir_with(db: &Path, cache_bytes: u64) -> Result<SharedStore, Cl
                 || e.kind() == std::io::ErrorKind::ReadOnlyFilesystem =>
         {
             // Only its owner (or root) reads a store, whatever its modes.
-            ctxlog_store::private::check_owner(db).map_err(|e| cannot_open(db, e))?;
+            ctxlog_sled::private::check_owner(db).map_err(|e| cannot_open(db, e))?;
             read_copy(db, "cannot be written")
         }
         Err(e) => Err(CliError::Failed(format!(
@@ -156,7 +157,7 @@ fn read_copy(db: &Path, why: &str) -> Result<SharedStore, CliError> {
     let _ = std::fs::remove_dir_all(&copy);
     // The copy holds what the store holds: private before a byte of it is
     // written.
-    ctxlog_store::private::create_dir(&copy)
+    ctxlog_sled::private::create_dir(&copy)
         .map_err(|e| CliError::Failed(format!("{}: {e}", copy.display())))?;
     READ_COPIES
         .lock()
@@ -178,7 +179,7 @@ fn require_store_dir(db: &Path) -> Result<(), CliError> {
     if let Err(e) = std::fs::read_dir(db) {
         if e.kind() == std::io::ErrorKind::PermissionDenied {
             // Whose it is, when it is another user's.
-            ctxlog_store::private::check_owner(db).map_err(|e| cannot_open(db, e))?;
+            ctxlog_sled::private::check_owner(db).map_err(|e| cannot_open(db, e))?;
             return Err(CliError::Failed(
                 OpenError::Io {
                     path: db.to_owned(),
@@ -216,7 +217,7 @@ pub(crate) fn no_store_yet(db: &Path) -> String {
 /// Copies the files of a store (the witness first: it never claims more
 /// than the log copied after it holds), writable.
 fn copy_store(from: &Path, to: &Path, witness_first: bool) -> std::io::Result<()> {
-    ctxlog_store::private::create_dir(to)?;
+    ctxlog_sled::private::create_dir(to)?;
     let mut entries: Vec<_> = std::fs::read_dir(from)?.flatten().collect();
     entries.sort_by_key(|e| {
         (
@@ -238,7 +239,7 @@ fn copy_store(from: &Path, to: &Path, witness_first: bool) -> std::io::Result<()
             // Writable (sled opens for writing) and private.
             std::fs::set_permissions(
                 &dst,
-                std::fs::Permissions::from_mode(ctxlog_store::private::FILE_MODE),
+                std::fs::Permissions::from_mode(ctxlog_sled::private::FILE_MODE),
             )?;
         }
     }

@@ -10,6 +10,7 @@ use ctxlog_core::window::ToolResult;
 use ctxlog_core::{window, SessionState};
 use ctxlog_core::{SessionId, Window, WindowPart};
 use ctxlog_engine::{Engine, EngineError};
+use ctxlog_providers::Format;
 use ctxlog_store::EventLog;
 use serde_json::json;
 
@@ -68,35 +69,14 @@ fn print_window(
     format: WindowFormat,
 ) -> Result<(), CliError> {
     let w = window(state);
-    let sent = match format {
-        WindowFormat::Ctxlog => None,
-        WindowFormat::Openai => {
-            Some(("openai", "messages", ctxlog_engine::chat::chat_messages(&w)))
-        }
-        WindowFormat::Anthropic => Some((
-            "anthropic",
-            "messages",
-            ctxlog_engine::anthropic::anthropic_messages(&w),
-        )),
-        WindowFormat::ClaudeCode => Some((
-            "claude-code",
-            "messages",
-            ctxlog_engine::claude_code::claude_code_messages(&w),
-        )),
-        WindowFormat::Responses => Some((
-            "responses",
-            "input",
-            ctxlog_engine::responses::responses_input(&w),
-        )),
-    };
-    if let Some((name, key, items)) = sent {
+    if let Some(sent) = sent_as(format) {
         let mut doc = json!({
             "ok": true,
-            "format": name,
+            "format": sent.name(),
             "omitted": ["system", "tools"],
             "note": "ctxlog does not record the system prompt or the tool definitions; a provider receives them before and beside these messages",
         });
-        doc[key] = serde_json::Value::Array(items);
+        doc[sent.key()] = serde_json::Value::Array(sent.encode(&w));
         println!("{doc}");
         return Ok(());
     }
@@ -119,30 +99,46 @@ fn print_window(
     for m in &w.messages {
         let role = m.role.as_str();
         for p in &m.parts {
-            let line = match p {
-                WindowPart::Text(t) => t.clone(),
-                WindowPart::Reasoning(t) => format!("(reasoning) {t}"),
-                WindowPart::File(a) => {
-                    format!("(file) {}", a.filename.as_deref().unwrap_or(&a.url))
-                }
-                WindowPart::Tool {
-                    tool,
-                    input,
-                    result,
-                    ..
-                } => match result {
-                    ToolResult::Output { text, .. } => {
-                        format!("[{tool} {}] {}", input.to_json_string(), text)
-                    }
-                    ToolResult::Error(e) => {
-                        format!("[{tool} {}] error: {e}", input.to_json_string())
-                    }
-                },
-            };
+            let line = part_line(p);
             println!("{role:>9}: {line}");
         }
     }
     Ok(())
+}
+
+/// The provider format of `format`; `None` for ctxlog's own view.
+fn sent_as(format: WindowFormat) -> Option<Format> {
+    match format {
+        WindowFormat::Ctxlog => None,
+        WindowFormat::Openai => Some(Format::Chat),
+        WindowFormat::Anthropic => Some(Format::Anthropic),
+        WindowFormat::ClaudeCode => Some(Format::ClaudeCode),
+        WindowFormat::Responses => Some(Format::Responses),
+    }
+}
+
+/// One part of the window as a line of text.
+fn part_line(p: &WindowPart) -> String {
+    match p {
+        WindowPart::Text(t) => t.clone(),
+        WindowPart::Reasoning(t) => format!("(reasoning) {t}"),
+        WindowPart::File(a) => {
+            format!("(file) {}", a.filename.as_deref().unwrap_or(&a.url))
+        }
+        WindowPart::Tool {
+            tool,
+            input,
+            result,
+            ..
+        } => match result {
+            ToolResult::Output { text, .. } => {
+                format!("[{tool} {}] {}", input.to_json_string(), text)
+            }
+            ToolResult::Error(e) => {
+                format!("[{tool} {}] error: {e}", input.to_json_string())
+            }
+        },
+    }
 }
 
 /// The figures of the text header, for `window --json`: the session,

@@ -2,18 +2,9 @@
 //! cross-process digest, and bad input (named, exit 2).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 mod common;
-
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
 
 fn tmp(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ctxlog-cli-test-{}", std::process::id()));
@@ -23,11 +14,11 @@ fn tmp(name: &str) -> PathBuf {
 
 #[test]
 fn demo_imports_audits_and_simulates_the_embedded_fixture_deterministically() {
-    let a = ctxlog(&["demo", "--json"]);
+    let a = common::run(&["demo", "--json"]);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
-    let b = ctxlog(&["--json", "demo"]);
+    let b = common::run(&["--json", "demo"]);
     assert_eq!(a.stdout, b.stdout, "byte-identical across processes");
-    let a = json(&a);
+    let a = common::json_of(&a);
     assert_eq!(a["import"]["format"], "opencode");
     assert_eq!(
         a["import"]["source_session"],
@@ -62,7 +53,7 @@ fn demo_imports_audits_and_simulates_the_embedded_fixture_deterministically() {
         ["prune", "compaction", "summary", "continue", "prune"]
     );
     // the human output names the same digest and prints the audit table
-    let human = ctxlog(&["demo"]);
+    let human = common::run(&["demo"]);
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains(a["digest"].as_str().unwrap()), "{text}");
     assert!(
@@ -73,10 +64,10 @@ fn demo_imports_audits_and_simulates_the_embedded_fixture_deterministically() {
 
 #[test]
 fn generate_runs_the_lifecycle_and_is_deterministic_across_processes() {
-    let a = ctxlog(&["generate", "--json"]);
+    let a = common::run(&["generate", "--json"]);
     assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
-    let b = ctxlog(&["--json", "generate"]);
-    let (a, b) = (json(&a), json(&b));
+    let b = common::run(&["--json", "generate"]);
+    let (a, b) = (common::json_of(&a), common::json_of(&b));
     assert_eq!(a["digest"], b["digest"]);
     assert_eq!(a["digest"].as_str().unwrap().len(), 64);
     assert!(a["compactions"]["completed"].as_u64().unwrap() >= 1, "{a}");
@@ -89,14 +80,14 @@ fn generate_runs_the_lifecycle_and_is_deterministic_across_processes() {
     assert!(kinds.contains(&"parts_pruned"), "{kinds:?}");
     assert!(kinds.contains(&"summary_completed"), "{kinds:?}");
     // the human output names the same digest
-    let human = ctxlog(&["generate"]);
+    let human = common::run(&["generate"]);
     assert!(String::from_utf8_lossy(&human.stdout).contains(a["digest"].as_str().unwrap()));
 }
 
 #[test]
 fn replaying_written_events_gives_the_demo_digest() {
     let file = tmp("events.jsonl");
-    let demo = ctxlog(&[
+    let demo = common::run(&[
         "generate",
         "--json",
         "--seed",
@@ -107,20 +98,23 @@ fn replaying_written_events_gives_the_demo_digest() {
         file.to_str().unwrap(),
     ]);
     assert!(demo.status.success());
-    let replay = ctxlog(&["replay-events", "--json", file.to_str().unwrap()]);
+    let replay = common::run(&["replay-events", "--json", file.to_str().unwrap()]);
     assert!(
         replay.status.success(),
         "{}",
         String::from_utf8_lossy(&replay.stderr)
     );
-    assert_eq!(json(&demo)["digest"], json(&replay)["digest"]);
-    assert_eq!(json(&replay)["policy"], "opencode-1.17");
+    assert_eq!(
+        common::json_of(&demo)["digest"],
+        common::json_of(&replay)["digest"]
+    );
+    assert_eq!(common::json_of(&replay)["policy"], "opencode-1.17");
 }
 
 #[test]
 fn bad_input_is_named_and_exits_2() {
     let file = tmp("bad.jsonl");
-    let demo = ctxlog(&["generate", "--events-out", file.to_str().unwrap()]);
+    let demo = common::run(&["generate", "--events-out", file.to_str().unwrap()]);
     assert!(demo.status.success());
     let text = std::fs::read_to_string(&file).unwrap();
     let mut lines: Vec<&str> = text.lines().collect();
@@ -128,7 +122,7 @@ fn bad_input_is_named_and_exits_2() {
     // a sequence gap: drop line 5
     lines.remove(4);
     std::fs::write(&file, lines.join("\n")).unwrap();
-    let out = ctxlog(&["replay-events", file.to_str().unwrap()]);
+    let out = common::run(&["replay-events", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -140,35 +134,35 @@ fn bad_input_is_named_and_exits_2() {
     let mut broken: Vec<String> = text.lines().map(String::from).collect();
     broken[2].truncate(20);
     std::fs::write(&file, broken.join("\n")).unwrap();
-    let out = ctxlog(&["--json", "replay-events", file.to_str().unwrap()]);
+    let out = common::run(&["--json", "replay-events", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(json(&out)["ok"], false);
+    assert_eq!(common::json_of(&out)["ok"], false);
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad.jsonl:3: not an event"));
 
     // unknown preset, missing file, bad policy file
     assert_eq!(
-        ctxlog(&["generate", "--policy", "nope"]).status.code(),
+        common::run(&["generate", "--policy", "nope"]).status.code(),
         Some(2)
     );
     assert_eq!(
-        ctxlog(&["replay-events", "/nonexistent/x.jsonl"])
+        common::run(&["replay-events", "/nonexistent/x.jsonl"])
             .status
             .code(),
         Some(2)
     );
     let policy = tmp("policy.json");
     std::fs::write(&policy, "{\"name\": 3}").unwrap();
-    let out = ctxlog(&["generate", "--policy-file", policy.to_str().unwrap()]);
+    let out = common::run(&["generate", "--policy-file", policy.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("policy.json: not a policy"));
     // usage errors are exit 2 too
-    assert_eq!(ctxlog(&["no-such-command"]).status.code(), Some(2));
+    assert_eq!(common::run(&["no-such-command"]).status.code(), Some(2));
 }
 
 #[test]
 fn presets_round_trip_as_policy_files() {
-    let out = ctxlog(&["presets"]);
-    let presets = json(&out);
+    let out = common::run(&["presets"]);
+    let presets = common::json_of(&out);
     let seed = &presets[0];
     assert_eq!(seed["name"], "opencode-seed");
     assert_eq!(seed["prune_protect"], 40_000);
@@ -179,7 +173,7 @@ fn presets_round_trip_as_policy_files() {
     custom["prune_minimum"] = 1_000.into();
     let file = tmp("tight.json");
     std::fs::write(&file, custom.to_string()).unwrap();
-    let out = ctxlog(&[
+    let out = common::run(&[
         "generate",
         "--json",
         "--policy-file",
@@ -190,7 +184,7 @@ fn presets_round_trip_as_policy_files() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let doc = json(&out);
+    let doc = common::json_of(&out);
     assert_eq!(doc["policy"], "tight");
     assert!(doc["timeline"]
         .as_array()
@@ -203,7 +197,7 @@ fn presets_round_trip_as_policy_files() {
 fn stress_then_verify_report_the_same_heads_with_db_before_or_after_the_command() {
     let db = tmp("stress-db");
     let _ = std::fs::remove_dir_all(&db);
-    let out = ctxlog(&[
+    let out = common::run(&[
         "--db",
         db.to_str().unwrap(),
         "stress",
@@ -232,9 +226,9 @@ fn stress_then_verify_report_the_same_heads_with_db_before_or_after_the_command(
         "25 events in batches of 4 is 7 appends per session"
     );
     assert!(last.values().all(|&q| q == 25));
-    let out = ctxlog(&["verify", "--json", "--db", db.to_str().unwrap()]);
+    let out = common::run(&["verify", "--json", "--db", db.to_str().unwrap()]);
     assert!(out.status.success());
-    let report = json(&out);
+    let report = common::json_of(&out);
     assert_eq!(report["ok"], true);
     assert_eq!(report["sessions"], 3);
     assert_eq!(report["events"], 75);
@@ -267,28 +261,28 @@ fn stress_then_verify_report_the_same_heads_with_db_before_or_after_the_command(
             u64::from_be_bytes(k[16..24].try_into().unwrap()),
         );
     }
-    let out = ctxlog(&["--json", "verify", "--db", db.to_str().unwrap()]);
+    let out = common::run(&["--json", "verify", "--db", db.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
-    let report = json(&out);
+    let report = common::json_of(&out);
     assert_eq!(report["ok"], false);
     assert_eq!(report["errors"].as_array().unwrap().len(), 1, "{report}");
     let err = &report["errors"][0];
     assert_eq!(err["session"], damaged.0, "{err}");
     let seq = err["seq"].as_u64().unwrap();
     assert!((damaged.1..damaged.1 + 4).contains(&seq), "{err}");
-    let human = ctxlog(&["verify", "--db", db.to_str().unwrap()]);
+    let human = common::run(&["verify", "--db", db.to_str().unwrap()]);
     assert_eq!(human.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&human.stdout).contains("NOT OK"));
     // a path that is not a store is bad input (exit 2)
     std::fs::write(tmp("not-a-dir"), "x").unwrap();
     assert_eq!(
-        ctxlog(&["verify", "--db", tmp("not-a-dir").to_str().unwrap()])
+        common::run(&["verify", "--db", tmp("not-a-dir").to_str().unwrap()])
             .status
             .code(),
         Some(2)
     );
     assert_eq!(
-        ctxlog(&["stress", "--events", "0", "--db", db.to_str().unwrap()])
+        common::run(&["stress", "--events", "0", "--db", db.to_str().unwrap()])
             .status
             .code(),
         Some(2)
@@ -300,7 +294,7 @@ fn window_audit_and_compact_on_a_stored_session() {
     let db = tmp("engine-db");
     let _ = std::fs::remove_dir_all(&db);
     let d = db.to_str().unwrap();
-    let out = ctxlog(&[
+    let out = common::run(&[
         "stress",
         "--db",
         d,
@@ -329,7 +323,7 @@ fn window_audit_and_compact_on_a_stored_session() {
         .to_owned();
 
     // the window, exactly, as JSON
-    let w = json(&ctxlog(&["window", &session, "--json", "--db", d]));
+    let w = common::json_of(&common::run(&["window", &session, "--json", "--db", d]));
     let messages = w["messages"].as_array().unwrap();
     assert!(!messages.is_empty());
     for m in messages {
@@ -337,7 +331,7 @@ fn window_audit_and_compact_on_a_stored_session() {
         assert!(!m["parts"].as_array().unwrap().is_empty());
     }
     // the audit names what the simulated agent did to its context
-    let a = json(&ctxlog(&["audit", &session, "--json", "--db", d]));
+    let a = common::json_of(&common::run(&["audit", &session, "--json", "--db", d]));
     let entries = a["entries"].as_array().unwrap();
     let kinds: Vec<&str> = entries
         .iter()
@@ -352,23 +346,23 @@ fn window_audit_and_compact_on_a_stored_session() {
         );
     }
     // a window in the past differs from the head's once the session has moved on
-    let early = json(&ctxlog(&[
+    let early = common::json_of(&common::run(&[
         "window", &session, "--at", "3", "--json", "--db", d,
     ]));
     assert!(early["messages"].as_array().unwrap().len() <= 1);
     assert_eq!(
-        ctxlog(&["window", &session, "--at", "100000", "--db", d])
+        common::run(&["window", &session, "--at", "100000", "--db", d])
             .status
             .code(),
         Some(2)
     );
 
     // manual compaction: the window becomes the pivot, the audit shows it, no continue
-    let c = ctxlog(&["compact", &session, "--json", "--db", d]);
+    let c = common::run(&["compact", &session, "--json", "--db", d]);
     assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
-    let c = json(&c);
+    let c = common::json_of(&c);
     assert_eq!(c["ok"], true);
-    let w = json(&ctxlog(&["window", &session, "--json", "--db", d]));
+    let w = common::json_of(&common::run(&["window", &session, "--json", "--db", d]));
     let msgs = w["messages"].as_array().unwrap();
     assert_eq!(msgs.len(), 2, "{w}");
     assert_eq!(msgs[0]["parts"][0]["text"], "What did we do so far?");
@@ -377,7 +371,7 @@ fn window_audit_and_compact_on_a_stored_session() {
         .unwrap()
         .contains("Summary of the conversation so far"));
     assert_eq!(w["pivot"], c["job"]);
-    let a = json(&ctxlog(&["audit", &session, "--json", "--db", d]));
+    let a = common::json_of(&common::run(&["audit", &session, "--json", "--db", d]));
     let kinds: Vec<&str> = a["entries"]
         .as_array()
         .unwrap()
@@ -404,14 +398,16 @@ fn window_audit_and_compact_on_a_stored_session() {
         "{tail:?}"
     );
     // the store still verifies
-    assert!(ctxlog(&["verify", "--db", d]).status.success());
+    assert!(common::run(&["verify", "--db", d]).status.success());
     // bad session ids are bad input
     assert_eq!(
-        ctxlog(&["window", "not-a-uuid", "--db", d]).status.code(),
+        common::run(&["window", "not-a-uuid", "--db", d])
+            .status
+            .code(),
         Some(2)
     );
     assert_eq!(
-        ctxlog(&["audit", "00000000-0000-0000-0000-000000000000", "--db", d])
+        common::run(&["audit", "00000000-0000-0000-0000-000000000000", "--db", d])
             .status
             .code(),
         Some(2)
@@ -454,7 +450,7 @@ fn compact_with_the_openai_summarizer_calls_the_configured_endpoint() {
     let db = tmp("openai-db");
     let _ = std::fs::remove_dir_all(&db);
     let d = db.to_str().unwrap();
-    let out = ctxlog(&[
+    let out = common::run(&[
         "stress",
         "--db",
         d,
@@ -499,7 +495,7 @@ fn compact_with_the_openai_summarizer_calls_the_configured_endpoint() {
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["model"], "local-model");
     assert!(body.get("tools").is_none());
-    let w = json(&ctxlog(&["window", &session, "--json", "--db", d]));
+    let w = common::json_of(&common::run(&["window", &session, "--json", "--db", d]));
     assert_eq!(w["messages"][1]["parts"][0]["text"], "Remote summary.");
 }
 
@@ -524,7 +520,7 @@ fn a_compaction_cut_off_by_sigkill_runs_again_and_completes_once() {
     let db = tmp("crash-db");
     let _ = std::fs::remove_dir_all(&db);
     let d = db.to_str().unwrap();
-    let out = ctxlog(&[
+    let out = common::run(&[
         "stress",
         "--db",
         d,
@@ -544,7 +540,8 @@ fn a_compaction_cut_off_by_sigkill_runs_again_and_completes_once() {
         .nth(1)
         .unwrap()
         .to_owned();
-    let before = json(&ctxlog(&["audit", &session, "--json", "--db", d]))["entries"]
+    let before = common::json_of(&common::run(&["audit", &session, "--json", "--db", d]))
+        ["entries"]
         .as_array()
         .unwrap()
         .len();
@@ -558,8 +555,8 @@ fn a_compaction_cut_off_by_sigkill_runs_again_and_completes_once() {
         .expect("the summarizer called the endpoint");
     child.kill().unwrap(); // SIGKILL, between start and completion
     child.wait().unwrap();
-    assert!(ctxlog(&["verify", "--db", d]).status.success());
-    let a = json(&ctxlog(&["audit", &session, "--json", "--db", d]));
+    assert!(common::run(&["verify", "--db", d]).status.success());
+    let a = common::json_of(&common::run(&["audit", &session, "--json", "--db", d]));
     let entries = &a["entries"].as_array().unwrap()[before..];
     let kinds: Vec<&str> = entries
         .iter()
@@ -576,9 +573,9 @@ fn a_compaction_cut_off_by_sigkill_runs_again_and_completes_once() {
     );
     let job = entries[0]["ids"][0].as_str().unwrap().to_owned();
     // reopen: the same job runs again and completes
-    let c = json(&ctxlog(&["compact", &session, "--json", "--db", d]));
+    let c = common::json_of(&common::run(&["compact", &session, "--json", "--db", d]));
     assert_eq!(c["job"], job.as_str());
-    let a = json(&ctxlog(&["audit", &session, "--json", "--db", d]));
+    let a = common::json_of(&common::run(&["audit", &session, "--json", "--db", d]));
     let completed: Vec<&serde_json::Value> = a["entries"]
         .as_array()
         .unwrap()
@@ -592,10 +589,10 @@ fn a_compaction_cut_off_by_sigkill_runs_again_and_completes_once() {
             .count(),
         1
     );
-    let w = json(&ctxlog(&["window", &session, "--json", "--db", d]));
+    let w = common::json_of(&common::run(&["window", &session, "--json", "--db", d]));
     assert_eq!(w["pivot"], job.as_str());
     // a completed job never runs twice: the next compact is a new job
-    let c2 = json(&ctxlog(&["compact", &session, "--json", "--db", d]));
+    let c2 = common::json_of(&common::run(&["compact", &session, "--json", "--db", d]));
     assert_ne!(c2["job"], job.as_str());
 }
 
@@ -610,13 +607,13 @@ fn import_a_real_claude_code_session_once_and_refuse_bad_input_without_writing()
     let db = tmp("import-db");
     let _ = std::fs::remove_dir_all(&db);
     let d = db.to_str().unwrap();
-    let first = ctxlog(&["import", real.to_str().unwrap(), "--json", "--db", d]);
+    let first = common::run(&["import", real.to_str().unwrap(), "--json", "--db", d]);
     assert!(
         first.status.success(),
         "{}",
         String::from_utf8_lossy(&first.stderr)
     );
-    let first = json(&first);
+    let first = common::json_of(&first);
     assert_eq!(first["format"], "claude-code");
     assert_eq!(
         first["source_session"],
@@ -630,7 +627,7 @@ fn import_a_real_claude_code_session_once_and_refuse_bad_input_without_writing()
         (Some(23), Some(false))
     );
     // a second import is deduplicated: same session, nothing added
-    let again = json(&ctxlog(&[
+    let again = common::json_of(&common::run(&[
         "--json",
         "import",
         real.to_str().unwrap(),
@@ -645,13 +642,13 @@ fn import_a_real_claude_code_session_once_and_refuse_bad_input_without_writing()
     // its description, the stop reason of each of its 9 finished steps (the
     // tenth waits for a tool result) and the mark of an import in more than
     // one append (its events, then its descriptions).
-    let v = json(&ctxlog(&["verify", "--json", "--db", d]));
+    let v = common::json_of(&common::run(&["verify", "--json", "--db", d]));
     assert_eq!(first["steps"], 10);
     assert_eq!(v["events"], first["events"].as_u64().unwrap() + 1 + 9 + 1);
     assert_eq!(v["sessions"], 1);
     // the imported session has a window and an audit
     let session = first["session"].as_str().unwrap();
-    let w = json(&ctxlog(&["window", session, "--json", "--db", d]));
+    let w = common::json_of(&common::run(&["window", session, "--json", "--db", d]));
     assert!(!w["messages"].as_array().unwrap().is_empty());
     // truncated JSON: exit 2, file and line named, nothing written
     let bad = tmp("bad-claude.jsonl");
@@ -660,14 +657,14 @@ fn import_a_real_claude_code_session_once_and_refuse_bad_input_without_writing()
     let cut = &lines[5][..lines[5].len() / 2];
     lines[5] = cut;
     std::fs::write(&bad, lines.join("\n").replace("cfa1e878", "dfa1e878")).unwrap();
-    let out = ctxlog(&["import", bad.to_str().unwrap(), "--db", d]);
+    let out = common::run(&["import", bad.to_str().unwrap(), "--db", d]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("bad-claude.jsonl:6: not JSON"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v = json(&ctxlog(&["verify", "--json", "--db", d]));
+    let v = common::json_of(&common::run(&["verify", "--json", "--db", d]));
     assert_eq!(v["sessions"], 1, "nothing of the bad file was stored");
 }
 
@@ -751,9 +748,11 @@ fn a_store_that_cannot_be_written_is_still_read_and_verified() {
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/sessions/opencode/compacted-and-pruned.json");
     let d = dir.to_str().unwrap();
-    assert!(ctxlog(&["--db", d, "import", fixture.to_str().unwrap()])
-        .status
-        .success());
+    assert!(
+        common::run(&["--db", d, "import", fixture.to_str().unwrap()])
+            .status
+            .success()
+    );
     let before: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap()
         .flatten()
@@ -799,11 +798,6 @@ fn a_store_that_cannot_be_written_is_still_read_and_verified() {
     let _ = std::fs::remove_file(bin);
 }
 
-/// `ctxlog args` (no store from the environment); its output.
-fn ctxlog(args: &[&str]) -> Output {
-    common::ctxlog().args(args).output().expect("run ctxlog")
-}
-
 /// Day-two papercuts: a short prefix says how long a prefix must be, a
 /// report path that cannot be written is refused before anything is
 /// simulated or kept, one recording is "1 recording", and no help shows a
@@ -815,19 +809,19 @@ fn short_prefixes_bad_page_paths_plurals_and_help() {
     let recordings = ctxlog_testkit::TempDir::created("cli-papercuts-in");
     let fixture = common::root().join("fixtures/sessions/claude-code/edge-cases.jsonl");
     std::fs::copy(&fixture, recordings.join("a.jsonl")).unwrap();
-    let imported = ctxlog(&["--db", &db, "import", recordings.path().to_str().unwrap()]);
+    let imported = common::run(&["--db", &db, "import", recordings.path().to_str().unwrap()]);
     assert!(imported.status.success());
     let said = String::from_utf8_lossy(&imported.stdout);
     assert!(said.contains("1 recording: 1 imported"), "{said}");
 
-    let short = ctxlog(&["--db", &db, "timeline", "7f1"]);
+    let short = common::run(&["--db", &db, "timeline", "7f1"]);
     assert_eq!(short.status.code(), Some(2));
     let err = String::from_utf8_lossy(&short.stderr);
     assert!(err.contains("from 4 characters on"), "{err}");
 
-    let before = json(&ctxlog(&["--db", &db, "sessions", "--json"]));
+    let before = common::json_of(&common::run(&["--db", &db, "sessions", "--json"]));
     let fixture = fixture.to_str().unwrap();
-    let refused = ctxlog(&[
+    let refused = common::run(&[
         "--db",
         &db,
         "simulate",
@@ -844,11 +838,11 @@ fn short_prefixes_bad_page_paths_plurals_and_help() {
         err.contains("/nonexistent/r.html") && err.contains("nothing was done"),
         "{err}"
     );
-    let after = json(&ctxlog(&["--db", &db, "sessions", "--json"]));
+    let after = common::json_of(&common::run(&["--db", &db, "sessions", "--json"]));
     assert_eq!(before["sessions"], after["sessions"], "nothing was kept");
     // `report` refuses such a path the same way (it exited 1), and `-` is
     // standard output (it wrote a file named `-`).
-    let refused = ctxlog(&[
+    let refused = common::run(&[
         "--db",
         &db,
         "report",
@@ -869,7 +863,7 @@ fn short_prefixes_bad_page_paths_plurals_and_help() {
         "a file named `-` was written"
     );
 
-    let help = ctxlog(&["--help"]);
+    let help = common::run(&["--help"]);
     let commands: Vec<String> = String::from_utf8_lossy(&help.stdout)
         .lines()
         .filter_map(|l| {
@@ -882,7 +876,7 @@ fn short_prefixes_bad_page_paths_plurals_and_help() {
         .collect();
     assert!(commands.len() > 10, "{commands:?}");
     for c in commands {
-        let out = ctxlog(&[&c, "--help"]);
+        let out = common::run(&[&c, "--help"]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
             !text.contains("ctxlog_") && !text.contains("::"),
@@ -900,9 +894,11 @@ fn bash_completes_sessions_presets_and_commands() {
     let db = dir.path().join("store");
     let fixture = common::root().join("fixtures/sessions/pi/edge-cases.jsonl");
     let d = db.to_str().unwrap();
-    assert!(ctxlog(&["--db", d, "import", fixture.to_str().unwrap()])
-        .status
-        .success());
+    assert!(
+        common::run(&["--db", d, "import", fixture.to_str().unwrap()])
+            .status
+            .success()
+    );
     let complete = |store: &Path, words: &[&str]| -> Vec<String> {
         let line = words.join(" ");
         let script = format!(

@@ -9,19 +9,9 @@
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 mod common;
-
-fn json_of(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
-}
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -163,7 +153,11 @@ fn discover_finds_and_imports_every_agents_sessions_once() {
     std::fs::write(home.join(".claude/settings.json"), b"{}").ok();
 
     let db = work.join("store");
-    let first = json_of(&ctxlog(&home, &db, &["--json", "import", "--discover"]));
+    let first = common::json_of(&common::run_home(
+        &home,
+        &db,
+        &["--json", "import", "--discover"],
+    ));
     let files = first["files"].as_array().unwrap();
     assert_eq!(files.len(), expected, "{first}");
     assert_eq!(first["imported"], json!(expected), "{first}");
@@ -180,7 +174,7 @@ fn discover_finds_and_imports_every_agents_sessions_once() {
                 .ends_with(&format!("opencode.db#{new_id}"))
         })
         .unwrap_or_else(|| panic!("the database's session: {first}"));
-    let db_alone = json_of(&ctxlog(
+    let db_alone = common::json_of(&common::run_home(
         &home,
         &work.join("db-alone"),
         &["--json", "import", db_export_file.to_str().unwrap()],
@@ -193,34 +187,34 @@ fn discover_finds_and_imports_every_agents_sessions_once() {
         .find(|f| f["format"] == "opencode" && f["source_session"] == json!(old_id))
         .expect("the storage tree");
     let alone = work.join("alone");
-    let o = ctxlog(
+    let o = common::run_home(
         &home,
         &alone,
         &["--json", "import", fixture().to_str().unwrap()],
     );
-    let alone_doc = json_of(&o);
+    let alone_doc = common::json_of(&o);
     assert_eq!(from_tree["session"], alone_doc["session"]);
     assert_eq!(from_tree["events"], alone_doc["events"]);
     let digest = |db: &Path| {
-        let o = ctxlog(
+        let o = common::run_home(
             &home,
             db,
             &["--json", "replay", alone_doc["session"].as_str().unwrap()],
         );
-        json_of(&o)["digest"].clone()
+        common::json_of(&o)["digest"].clone()
     };
     assert_eq!(digest(&db), digest(&alone));
     // Its messages are the export's; its info is the database's row (which
     // has a cost and token totals where the fixture's info has none).
     let session = db_alone["session"].as_str().unwrap();
     let messages_of = |db: &Path| {
-        let o = ctxlog(&home, db, &["export", session]);
+        let o = common::run_home(&home, db, &["export", session]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        json_of(&o)["messages"].clone()
+        common::json_of(&o)["messages"].clone()
     };
     assert_eq!(messages_of(&db), messages_of(&work.join("db-alone")));
     // Named directly, the database imports each of its sessions.
-    let named = json_of(&ctxlog(
+    let named = common::json_of(&common::run_home(
         &home,
         &db,
         &["--json", "import", opencode_db.to_str().unwrap()],
@@ -230,20 +224,24 @@ fn discover_finds_and_imports_every_agents_sessions_once() {
     // the log.
     assert_eq!(named["extended"], json!(1), "{named}");
     assert_eq!(named["files"][0]["new_events"], json!(1), "{named}");
-    let exported = json_of(&ctxlog(&home, &db, &["export", session]));
+    let exported = common::json_of(&common::run_home(&home, &db, &["export", session]));
     assert_eq!(exported["info"]["title"], "Renamed by its user");
-    let again = json_of(&ctxlog(
+    let again = common::json_of(&common::run_home(
         &home,
         &db,
         &["--json", "import", opencode_db.to_str().unwrap()],
     ));
     assert_eq!(again["unchanged"], json!(1), "{again}");
     // Again: nothing new.
-    let second = json_of(&ctxlog(&home, &db, &["--json", "import", "--discover"]));
+    let second = common::json_of(&common::run_home(
+        &home,
+        &db,
+        &["--json", "import", "--discover"],
+    ));
     assert_eq!(second["unchanged"], json!(expected), "{second}");
     assert_eq!(second["imported"], json!(0), "{second}");
     // A human summary with a table.
-    let o = ctxlog(&home, &db, &["import", "--discover"]);
+    let o = common::run_home(&home, &db, &["import", "--discover"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success());
     assert!(
@@ -269,7 +267,7 @@ fn several_files_a_directory_and_stdin_in_one_import() {
     let db = work.join("store");
     let home = work.join("home");
     // Nothing but refused input: nothing is created.
-    let o = ctxlog(
+    let o = common::run_home(
         &home,
         &db,
         &["import", bad.to_str().unwrap(), bad.to_str().unwrap()],
@@ -278,7 +276,7 @@ fn several_files_a_directory_and_stdin_in_one_import() {
     assert!(!db.exists(), "a refused import created the store");
     // A directory and a bad file: the good one is imported, the bad one
     // refused by name, exit 2.
-    let o = ctxlog(
+    let o = common::run_home(
         &home,
         &db,
         &[
@@ -289,7 +287,7 @@ fn several_files_a_directory_and_stdin_in_one_import() {
         ],
     );
     assert_eq!(o.status.code(), Some(2));
-    let doc = json_of(&o);
+    let doc = common::json_of(&o);
     assert_eq!(
         (doc["imported"].clone(), doc["refused"].clone()),
         (json!(1), json!(1)),
@@ -316,7 +314,7 @@ fn several_files_a_directory_and_stdin_in_one_import() {
     let bytes = std::fs::read(fixture()).unwrap();
     std::io::Write::write_all(&mut child.stdin.take().unwrap(), &bytes).unwrap();
     let o = child.wait_with_output().unwrap();
-    let doc = json_of(&o);
+    let doc = common::json_of(&o);
     assert_eq!(doc["unchanged"], json!(1), "{doc}");
     assert_eq!(doc["files"][0]["file"], "stdin");
 }
@@ -355,7 +353,7 @@ fn a_bad_file_of_a_storage_tree_is_named() {
     }
     common::write_storage(&home.join(".local/share/opencode/storage"), &export);
     let db = work.join("store");
-    let o = ctxlog(&home, &db, &["import", "--discover"]);
+    let o = common::run_home(&home, &db, &["import", "--discover"]);
     assert_eq!(o.status.code(), Some(2));
     let out = String::from_utf8_lossy(&o.stdout);
     let file = format!("part/{message}/{part}.json");
@@ -364,11 +362,4 @@ fn a_bad_file_of_a_storage_tree_is_named() {
         "{out}"
     );
     assert!(!db.exists(), "nothing was written");
-}
-
-/// `ctxlog args` on `db` as a user whose home is `home`; its output.
-fn ctxlog(home: &Path, db: &Path, args: &[&str]) -> Output {
-    common::ctxlog_home(home, db, args)
-        .output()
-        .expect("run ctxlog")
 }

@@ -10,14 +10,13 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 mod common;
 use common::Rng;
 
 /// What `args` prints, which must succeed.
 fn output(home: &Path, db: &Path, args: &[&str]) -> Vec<u8> {
-    let o = ctxlog(home, db, args);
+    let o = common::run_home(home, db, args);
     assert!(
         o.status.success(),
         "`{}`: {}",
@@ -88,7 +87,7 @@ fn discover_while_the_agents_write_ends_as_one_import_of_the_finished_files() {
             std::fs::write(&path, &c[..next]).unwrap();
             at[k] = next;
         }
-        let o = ctxlog(&home, &db, &["--json", "import", "--discover"]);
+        let o = common::run_home(&home, &db, &["--json", "import", "--discover"]);
         assert!(
             o.status.success(),
             "run {runs}: {}\n{}",
@@ -128,11 +127,4 @@ fn discover_while_the_agents_write_ends_as_one_import_of_the_finished_files() {
         }
     }
     eprintln!("{runs} imports while {} recordings grew", files.len());
-}
-
-/// `ctxlog args` on `db` as a user whose home is `home`; its output.
-fn ctxlog(home: &Path, db: &Path, args: &[&str]) -> Output {
-    common::ctxlog_home(home, db, args)
-        .output()
-        .expect("run ctxlog")
 }

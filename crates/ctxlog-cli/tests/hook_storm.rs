@@ -97,7 +97,7 @@ fn eight_sessions_hooks_at_once_survive_the_holders_kill() {
         .spawn()
         .unwrap();
     let started = Instant::now();
-    while ctxlog_store::RemoteLog::connect(&hooked.db)
+    while ctxlog_sled::RemoteLog::connect(&hooked.db)
         .ok()
         .flatten()
         .is_none()
@@ -123,7 +123,7 @@ fn eight_sessions_hooks_at_once_survive_the_holders_kill() {
         // the index up to the log as it grows).
         let reader = scope.spawn(|| read_while(&hooked, &done));
         // Killed in the middle: once hooks stored some sessions through it.
-        let holder_log = ctxlog_store::RemoteLog::connect(&hooked.db).ok().flatten();
+        let holder_log = ctxlog_sled::RemoteLog::connect(&hooked.db).ok().flatten();
         let started = Instant::now();
         while holder_log
             .as_ref()

@@ -6,7 +6,8 @@
 mod common;
 use common::Rng;
 use ctxlog_core::SessionId;
-use ctxlog_store::{EventLog, SledStore};
+use ctxlog_sled::SledStore;
+use ctxlog_store::EventLog;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

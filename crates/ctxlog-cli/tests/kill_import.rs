@@ -8,7 +8,8 @@
 mod common;
 use common::Rng;
 use ctxlog_core::{Envelope, SessionId};
-use ctxlog_store::{EventLog, SledStore};
+use ctxlog_sled::SledStore;
+use ctxlog_store::EventLog;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

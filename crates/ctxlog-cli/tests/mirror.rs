@@ -3,23 +3,10 @@
 //! `<source>@manual`, limits given on a later import are adopted, and the
 //! recording's session stays exactly what an import of the file gives.
 
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 mod common;
 use common::ctxlog_at as ctxlog;
-
-/// What `args` prints as JSON, which must succeed.
-fn json(db: &Path, args: &[&str]) -> Value {
-    let o = ctxlog(db, args);
-    assert!(
-        o.status.success(),
-        "`{}`: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
-}
 
 /// What `args` prints, which must succeed.
 fn output(db: &Path, args: &[&str]) -> Vec<u8> {
@@ -51,13 +38,13 @@ fn a_manual_compaction_is_kept_beside_the_recording_which_still_grows() {
     let (file, prefix, whole) = recording(&dir, 12);
     let f = file.to_str().unwrap();
     std::fs::write(&file, &prefix).unwrap();
-    let first = json(&db, &["--json", "import", f]);
+    let first = common::json_at(&db, &["import", f]);
     let (mirror, source) = (
         first["session"].as_str().unwrap().to_owned(),
         first["source_session"].as_str().unwrap().to_owned(),
     );
 
-    let compacted = json(&db, &["--json", "compact", &mirror]);
+    let compacted = common::json_at(&db, &["compact", &mirror]);
     assert_eq!(compacted["recording_session"], mirror.as_str());
     let name = format!("{source}@manual");
     assert_eq!(compacted["kept_as"], name.as_str());
@@ -65,15 +52,15 @@ fn a_manual_compaction_is_kept_beside_the_recording_which_still_grows() {
     assert_ne!(copy, mirror);
 
     // The unchanged file imports again (nothing new), then the grown one.
-    let again = json(&db, &["--json", "import", f]);
+    let again = common::json_at(&db, &["import", f]);
     assert_eq!(again["new_events"], 0, "{again}");
     std::fs::write(&file, &whole).unwrap();
-    let grown = json(&db, &["--json", "import", f]);
+    let grown = common::json_at(&db, &["import", f]);
     assert!(grown["new_events"].as_u64().unwrap() > 0, "{grown}");
 
     // The recording's session is what one import of the file gives.
     let fresh = dir.join("fresh");
-    json(&fresh, &["--json", "import", f]);
+    common::json_at(&fresh, &["import", f]);
     for args in [
         &["--json", "replay", &mirror][..],
         &["--json", "window", &mirror],
@@ -87,7 +74,7 @@ fn a_manual_compaction_is_kept_beside_the_recording_which_still_grows() {
     }
 
     // The copy holds the compaction, and resolves by its name.
-    let audit = json(&db, &["--json", "audit", &name]);
+    let audit = common::json_at(&db, &["audit", &name]);
     let kinds: Vec<&str> = audit["entries"]
         .as_array()
         .unwrap()
@@ -95,16 +82,16 @@ fn a_manual_compaction_is_kept_beside_the_recording_which_still_grows() {
         .filter_map(|e| e["kind"].as_str())
         .collect();
     assert!(kinds.contains(&"summary_completed"), "{kinds:?}");
-    let listed = json(&db, &["--json", "sessions"]);
+    let listed = common::json_at(&db, &["sessions"]);
     let rows = listed["sessions"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "the recording and its copy: {listed}");
 
     // Once the recording grew, compacting again makes a new copy of it and
     // the older copy is marked replaced.
-    let again = json(&db, &["--json", "compact", &mirror]);
+    let again = common::json_at(&db, &["compact", &mirror]);
     let newer = again["session"].as_str().unwrap().to_owned();
     assert_ne!(newer, copy);
-    let listed = json(&db, &["--json", "sessions"]);
+    let listed = common::json_at(&db, &["sessions"]);
     let old = listed["sessions"]
         .as_array()
         .unwrap()
@@ -113,7 +100,7 @@ fn a_manual_compaction_is_kept_beside_the_recording_which_still_grows() {
         .unwrap()
         .clone();
     assert_eq!(old["replaced_by"], newer.as_str());
-    let resolved = json(&db, &["--json", "replay", &name]);
+    let resolved = common::json_at(&db, &["replay", &name]);
     assert_eq!(resolved["session"], newer.as_str());
     // Both shown on one page.
     let page = dir.join("both.html");
@@ -143,37 +130,34 @@ fn limits_given_on_a_later_import_are_adopted_and_block_nothing() {
     let (file, _, whole) = recording(&dir, 0);
     std::fs::write(&file, &whole).unwrap();
     let f = file.to_str().unwrap();
-    let first = json(&db, &["--json", "import", f]);
+    let first = common::json_at(&db, &["import", f]);
     let session = first["session"].as_str().unwrap().to_owned();
-    let before = json(&db, &["--json", "timeline", &session]);
+    let before = common::json_at(&db, &["timeline", &session]);
     assert_ne!(before["limits"]["context"], 1_000_000);
 
     // The advice of the unknown-model warning, followed.
-    let adopted = json(&db, &["--json", "import", f, "--context", "1000000"]);
+    let adopted = common::json_at(&db, &["import", f, "--context", "1000000"]);
     assert_eq!(adopted["new_events"], 1, "one limits_changed: {adopted}");
-    let after = json(&db, &["--json", "timeline", &session]);
+    let after = common::json_at(&db, &["timeline", &session]);
     assert_eq!(after["limits"]["context"], 1_000_000);
     // Again with the same limits, and without any: nothing to adopt, and
     // the limits stay.
-    for args in [
-        &["--json", "import", f, "--context", "1000000"][..],
-        &["--json", "import", f],
-    ] {
-        let again = json(&db, args);
+    for args in [&["import", f, "--context", "1000000"][..], &["import", f]] {
+        let again = common::json_at(&db, args);
         assert_eq!(again["new_events"], 0, "{again}");
     }
     assert_eq!(
-        json(&db, &["--json", "timeline", &session])["limits"]["context"],
+        common::json_at(&db, &["timeline", &session])["limits"]["context"],
         1_000_000
     );
     // A policy given later is adopted too.
-    let policy = json(&db, &["--json", "import", f, "--policy", "opencode-1.17"]);
+    let policy = common::json_at(&db, &["import", f, "--policy", "opencode-1.17"]);
     assert_eq!(policy["new_events"], 1, "{policy}");
     assert_eq!(
-        json(&db, &["--json", "timeline", &session])["policy"],
+        common::json_at(&db, &["timeline", &session])["policy"],
         "opencode-1.17"
     );
-    let audit = json(&db, &["--json", "audit", &session]);
+    let audit = common::json_at(&db, &["audit", &session]);
     assert!(
         audit["entries"]
             .as_array()

@@ -401,7 +401,7 @@ fn root_leaves_every_file_of_another_users_store_to_its_owner() {
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while ctxlog_store::RemoteLog::connect(&db)
+    while ctxlog_sled::RemoteLog::connect(&db)
         .ok()
         .flatten()
         .is_none()

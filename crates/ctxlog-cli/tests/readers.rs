@@ -12,16 +12,6 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
-
 /// A fresh store path; `long` makes it longer than a Unix socket path may
 /// be, so that the socket is reached through the directory's descriptor.
 fn store(name: &str, long: bool) -> PathBuf {
@@ -159,13 +149,13 @@ fn readers_in_other_processes_see_every_acknowledged_event_while_a_writer_runs()
                 "{args:?} was not served by the writer: {text}"
             );
         }
-        let listed = json(&outs[0]);
+        let listed = common::json_of(&outs[0]);
         let mut heads = BTreeMap::new();
         for s in listed["sessions"].as_array().unwrap() {
             let id = s["session"].as_str().unwrap().to_string();
             heads.insert(id, s["events"].as_u64().unwrap());
         }
-        let verified = json(&outs[1]);
+        let verified = common::json_of(&outs[1]);
         assert_eq!(verified["ok"], true, "{verified}");
         for (session, seq) in &acked {
             assert!(
@@ -200,7 +190,7 @@ fn readers_in_other_processes_see_every_acknowledged_event_while_a_writer_runs()
     let o = common::ctxlog_on(&db, &["--json", "verify"])
         .output()
         .unwrap();
-    let verified = json(&o);
+    let verified = common::json_of(&o);
     assert_eq!(verified["ok"], true, "{}", out_text(&o));
     assert!(!String::from_utf8_lossy(&o.stderr).contains(&held));
     for (session, seq) in &acked {
@@ -282,7 +272,7 @@ fn readers_started_at_once_on_a_free_store_all_succeed() {
         .output()
         .unwrap();
     assert!(made.status.success(), "{}", out_text(&made));
-    let listed = json(
+    let listed = common::json_of(
         &common::ctxlog_on(&db, &["--json", "sessions"])
             .output()
             .unwrap(),
@@ -305,7 +295,7 @@ fn readers_started_at_once_on_a_free_store_all_succeed() {
             assert_eq!(o.status.code(), Some(0), "{}", out_text(o));
             served += usize::from(String::from_utf8_lossy(&o.stderr).contains("is held by"));
             if i % 3 == 0 {
-                assert_eq!(json(o)["sessions"], listed["sessions"]);
+                assert_eq!(common::json_of(o)["sessions"], listed["sessions"]);
             }
             if i % 3 == 1 {
                 let text = String::from_utf8_lossy(&o.stdout);

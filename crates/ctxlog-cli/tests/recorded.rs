@@ -17,15 +17,6 @@ fn ok(out: Output) -> Output {
     out
 }
 
-fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON document ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
-
 fn fresh(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("ctxlog-rec-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -79,7 +70,7 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
     ];
     for (rel, format, source, (messages, tools, steps)) in cases {
         let f = fixture(rel);
-        let doc = json(&ok(ctxlog(&["import", &f, "--json", "--db", d])));
+        let doc = common::json_of(&ok(common::run(&["import", &f, "--json", "--db", d])));
         for key in [
             "session",
             "format",
@@ -103,15 +94,15 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
             "{rel}"
         );
         // --format given explicitly, --db before the command: deduplicated
-        let again = json(&ok(ctxlog(&[
+        let again = common::json_of(&ok(common::run(&[
             "--db", d, "--json", "import", &f, "--format", format,
         ])));
         assert_eq!(again["session"], doc["session"]);
         assert_eq!(again["already_imported"], true, "{rel}");
         // replay by ctxlog id and by source id: the same digest
         let session = doc["session"].as_str().unwrap();
-        let r1 = json(&ok(ctxlog(&["replay", session, "--json", "--db", d])));
-        let r2 = json(&ok(ctxlog(&["--db", d, "replay", source, "--json"])));
+        let r1 = common::json_of(&ok(common::run(&["replay", session, "--json", "--db", d])));
+        let r2 = common::json_of(&ok(common::run(&["--db", d, "replay", source, "--json"])));
         assert_eq!(r1, r2, "{rel}");
         assert_eq!(r1["events"], doc["events"]);
         assert_eq!(r1["head"], doc["events"]);
@@ -124,10 +115,10 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
         assert_eq!(r1["derived"]["messages"], doc["messages"], "{rel}");
         assert_eq!(r1["derived"]["steps"], doc["steps"], "{rel}");
         // window and audit accept the source id too
-        ok(ctxlog(&["window", source, "--db", d]));
-        ok(ctxlog(&["audit", source, "--db", d]));
+        ok(common::run(&["window", source, "--db", d]));
+        ok(common::run(&["audit", source, "--db", d]));
     }
-    let list = json(&ok(ctxlog(&["sessions", "--json", "--db", d])));
+    let list = common::json_of(&ok(common::run(&["sessions", "--json", "--db", d])));
     let sessions = list["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 4);
     let oc = sessions
@@ -159,11 +150,11 @@ fn import_every_format_then_list_replay_and_resolve_source_ids() {
     // names its own row's session.
     for (line, listed) in text.lines().skip(1).zip(sessions) {
         let id = line.split_whitespace().next().unwrap();
-        let r = json(&ok(ctxlog(&["replay", id, "--json", "--db", d])));
+        let r = common::json_of(&ok(common::run(&["replay", id, "--json", "--db", d])));
         assert_eq!(r["session"], listed["session"], "{id} names its own row");
     }
     // audit as a table
-    let audit = ok(ctxlog(&["audit", OC_SOURCE, "--db", d]));
+    let audit = ok(common::run(&["audit", OC_SOURCE, "--db", d]));
     let text = String::from_utf8_lossy(&audit.stdout);
     assert!(
         text.contains("parts_pruned") && text.contains("summary_completed"),
@@ -176,8 +167,8 @@ fn export_import_export_import_keeps_the_digest() {
     let (a, b, c) = (fresh("rt-a"), fresh("rt-b"), fresh("rt-c"));
     let (e1, e2) = (fresh("rt-1.json"), fresh("rt-2.json"));
     let s = |p: &PathBuf| p.to_str().unwrap().to_owned();
-    ok(ctxlog(&["import", &fixture(OPENCODE), "--db", &s(&a)]));
-    ok(ctxlog(&[
+    ok(common::run(&["import", &fixture(OPENCODE), "--db", &s(&a)]));
+    ok(common::run(&[
         "export",
         OC_SOURCE,
         "--format",
@@ -187,13 +178,13 @@ fn export_import_export_import_keeps_the_digest() {
         "--db",
         &s(&a),
     ]));
-    ok(ctxlog(&["import", &s(&e1), "--db", &s(&b)]));
+    ok(common::run(&["import", &s(&e1), "--db", &s(&b)]));
     // stdout is the default output
-    let out = ok(ctxlog(&["export", OC_SOURCE, "--db", &s(&b)]));
+    let out = ok(common::run(&["export", OC_SOURCE, "--db", &s(&b)]));
     std::fs::write(&e2, &out.stdout).unwrap();
-    ok(ctxlog(&["import", &s(&e2), "--db", &s(&c)]));
+    ok(common::run(&["import", &s(&e2), "--db", &s(&c)]));
     let digest = |db: &PathBuf| {
-        json(&ok(ctxlog(&[
+        common::json_of(&ok(common::run(&[
             "replay",
             OC_SOURCE,
             "--json",
@@ -217,7 +208,7 @@ fn simulate_prints_the_decisions_contract() {
     let run = |extra: &[&str]| {
         let mut args = vec!["simulate", f.as_str(), "--json"];
         args.extend_from_slice(extra);
-        json(&ok(ctxlog(&args)))
+        common::json_of(&ok(common::run(&args)))
     };
     let doc = run(&[
         "--policy",
@@ -278,7 +269,7 @@ fn simulate_prints_the_decisions_contract() {
     assert_eq!(small["decisions"][0]["usable"], 16_000);
     // --model swaps the table entry; a step id with no id is line:N (Codex)
     let codex = fixture("codex/edge-cases.jsonl");
-    let doc = json(&ok(ctxlog(&[
+    let doc = common::json_of(&ok(common::run(&[
         "simulate",
         &codex,
         "--json",
@@ -290,7 +281,7 @@ fn simulate_prints_the_decisions_contract() {
     assert_eq!(doc["decisions"][0]["after"], "line:13");
     assert_eq!(doc["decisions"][0]["count"], 6088);
     // human output: a table
-    let human = ok(ctxlog(&["simulate", &f, "--policy", "opencode-1.17"]));
+    let human = ok(common::run(&["simulate", &f, "--policy", "opencode-1.17"]));
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(
         text.contains("DECISION") && text.contains("compaction"),
@@ -302,8 +293,8 @@ fn simulate_prints_the_decisions_contract() {
 fn errors_are_named_and_exit_2_for_bad_input_1_for_failures() {
     let db = fresh("errors");
     let d = db.to_str().unwrap();
-    let code = |args: &[&str]| ctxlog(args).status.code();
-    let stderr = |args: &[&str]| String::from_utf8_lossy(&ctxlog(args).stderr).into_owned();
+    let code = |args: &[&str]| common::run(args).status.code();
+    let stderr = |args: &[&str]| String::from_utf8_lossy(&common::run(args).stderr).into_owned();
     // missing file, unknown format, truncated JSON (JSONL and OpenCode)
     assert_eq!(code(&["import", "/nonexistent.jsonl", "--db", d]), Some(2));
     let junk = fresh("junk.txt");
@@ -343,7 +334,7 @@ fn errors_are_named_and_exit_2_for_bad_input_1_for_failures() {
     assert!(!std::path::Path::new(d).join("db").exists());
     assert_eq!(code(&["verify", "--db", d]), Some(2));
     // a different recording with the same session id: refused, nothing written
-    ok(ctxlog(&[
+    ok(common::run(&[
         "import",
         &fixture("pi/edge-cases.jsonl"),
         "--db",
@@ -358,11 +349,12 @@ fn errors_are_named_and_exit_2_for_bad_input_1_for_failures() {
     assert!(stderr(&["import", o, "--db", d]).contains("import it with --replace"));
     // --replace: the edited file is the session's new version; the old one
     // stays readable by its ctxlog id, and the recording's id names the new.
-    let listed =
-        |d: &str| json(&ok(ctxlog(&["sessions", "--json", "--db", d])))["sessions"].clone();
+    let listed = |d: &str| {
+        common::json_of(&ok(common::run(&["sessions", "--json", "--db", d])))["sessions"].clone()
+    };
     let old = listed(d)[0]["session"].as_str().unwrap().to_owned();
-    let old_export = ok(ctxlog(&["export", &old, "--db", d])).stdout;
-    let replaced = json(&ok(ctxlog(&[
+    let old_export = ok(common::run(&["export", &old, "--db", d])).stdout;
+    let replaced = common::json_of(&ok(common::run(&[
         "import",
         o,
         "--replace",
@@ -386,17 +378,17 @@ fn errors_are_named_and_exit_2_for_bad_input_1_for_failures() {
     };
     assert_eq!(row(&old)["replaced_by"], new.as_str());
     assert_eq!(row(&new)["replaced_by"], serde_json::Value::Null);
-    let old_export_after = ok(ctxlog(&["export", &old, "--db", d])).stdout;
+    let old_export_after = ok(common::run(&["export", &old, "--db", d])).stdout;
     assert_eq!(
         old_export_after, old_export,
         "the old version reads as it was"
     );
     let source = row(&new)["source_session"].as_str().unwrap().to_owned();
-    let by_source = json(&ok(ctxlog(&["replay", &source, "--json", "--db", d])));
+    let by_source = common::json_of(&ok(common::run(&["replay", &source, "--json", "--db", d])));
     assert_eq!(by_source["session"], new.as_str(), "{by_source}");
     // Again, with or without --replace: nothing new.
     for flags in [&["--replace"][..], &[]] {
-        let again = json(&ok(ctxlog(
+        let again = common::json_of(&ok(common::run(
             &[&["import", o, "--json", "--db", d][..], flags].concat(),
         )));
         assert_eq!(
@@ -409,7 +401,7 @@ fn errors_are_named_and_exit_2_for_bad_input_1_for_failures() {
     // --replace stores it as a third.
     let original = fixture("pi/edge-cases.jsonl");
     assert_eq!(code(&["import", &original, "--db", d]), Some(2));
-    let third = json(&ok(ctxlog(&[
+    let third = common::json_of(&ok(common::run(&[
         "import",
         &original,
         "--replace",
@@ -444,8 +436,8 @@ fn errors_are_named_and_exit_2_for_bad_input_1_for_failures() {
     let g = grow.to_str().unwrap();
     let db2 = fresh("grow-db");
     let d2 = db2.to_str().unwrap();
-    let first = json(&ok(ctxlog(&["import", g, "--json", "--db", d2])));
-    let full = json(&ok(ctxlog(&[
+    let first = common::json_of(&ok(common::run(&["import", g, "--json", "--db", d2])));
+    let full = common::json_of(&ok(common::run(&[
         "import",
         &fixture("pi/edge-cases.jsonl"),
         "--json",
@@ -485,8 +477,8 @@ fn errors_are_named_and_exit_2_for_bad_input_1_for_failures() {
     assert_eq!(code(&["sessions", "--db", f]), Some(2));
     assert_eq!(code(&["import", &fixture(OPENCODE), "--db", f]), Some(1));
     // --json errors are one JSON document too
-    let out = ctxlog(&["replay", "no-such-session", "--json", "--db", d]);
-    assert_eq!(json(&out)["ok"], false);
+    let out = common::run(&["replay", "no-such-session", "--json", "--db", d]);
+    assert_eq!(common::json_of(&out)["ok"], false);
 }
 
 #[test]
@@ -508,11 +500,11 @@ fn help_has_an_example_for_every_command() {
         "compact",
         "bench",
     ] {
-        let out = ok(ctxlog(&[cmd, "--help"]));
+        let out = ok(common::run(&[cmd, "--help"]));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("Example"), "{cmd} --help: {text}");
     }
-    let out = ok(ctxlog(&["--help"]));
+    let out = ok(common::run(&["--help"]));
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(
         help.contains("$XDG_DATA_HOME/ctxlog") && help.contains("CTXLOG_DB"),
@@ -536,7 +528,7 @@ fn with_closed_stdout(args: &[&str]) -> Output {
 fn a_closed_stdout_ends_quietly_with_exit_0() {
     let db = fresh("closed-stdout");
     let db = db.to_str().unwrap();
-    ok(ctxlog(&["--db", db, "import", &fixture(OPENCODE)]));
+    ok(common::run(&["--db", db, "import", &fixture(OPENCODE)]));
     for args in [
         vec!["--db", db, "sessions"],
         vec!["--db", db, "sessions", "--json"],
@@ -557,8 +549,8 @@ fn a_closed_stdout_ends_quietly_with_exit_0() {
 fn the_audit_names_the_agents_own_ids() {
     let db = fresh("audit-source-ids");
     let d = db.to_str().unwrap();
-    ok(ctxlog(&["import", &fixture(OPENCODE), "--db", d]));
-    let a = json(&ok(ctxlog(&["audit", OC_SOURCE, "--json", "--db", d])));
+    ok(common::run(&["import", &fixture(OPENCODE), "--db", d]));
+    let a = common::json_of(&ok(common::run(&["audit", OC_SOURCE, "--json", "--db", d])));
     let entries = a["entries"].as_array().unwrap();
     let of = |kind: &str| {
         entries
@@ -583,9 +575,4 @@ fn the_audit_names_the_agents_own_ids() {
         of("compaction_started")["source_ids"][1],
         "msg_f553f9a1c001Sm1Ry2Zz3Aa4Bb"
     );
-}
-
-/// `ctxlog args` (no store from the environment); its output.
-fn ctxlog(args: &[&str]) -> Output {
-    common::ctxlog().args(args).output().expect("run ctxlog")
 }

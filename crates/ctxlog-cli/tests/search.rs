@@ -29,19 +29,6 @@ fn store(name: &str) -> PathBuf {
     dir
 }
 
-fn json(db: &Path, args: &[&str]) -> Value {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    let out = ctxlog_at(db, &all);
-    assert!(
-        out.status.success(),
-        "{args:?}: exit {:?}: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// The output OpenCode recorded for `call` in the built-in fixture.
 fn recorded_output(call: &str) -> String {
     let path = common::root().join("fixtures/sessions/opencode/compacted-and-pruned.json");
@@ -61,7 +48,7 @@ fn what_pruning_and_compaction_took_is_found_and_given_back_whole() {
     let db = store("found");
     let call = "toolu_01Nc8cHPow5epgXnpMZT5HN1";
     // The read of parse.rs: pruned at seq 30, then compacted away at 42.
-    let found = json(&db, &["search", "\"line_14 tokens next\"", "--dropped"]);
+    let found = common::json_at(&db, &["search", "\"line_14 tokens next\"", "--dropped"]);
     let hits = found["hits"].as_array().unwrap();
     assert_eq!(hits.len(), 1, "{found}");
     let hit = &hits[0];
@@ -72,14 +59,14 @@ fn what_pruning_and_compaction_took_is_found_and_given_back_whole() {
     assert_eq!(hit["label"]["agent"], "opencode-1.17.20");
     assert!(hit["snippet"].as_str().unwrap().contains("line_14"));
 
-    let recalled = json(&db, &["recall", call]);
+    let recalled = common::json_at(&db, &["recall", call]);
     let item = &recalled["items"][0];
     assert_eq!(item["item"], "part");
     let output = &item["body"]["Tool"]["state"]["Completed"]["output"];
     assert_eq!(output.as_str().unwrap(), recorded_output(call));
 
     // Everything the compaction replaced, the summary beside it.
-    let compaction = json(&db, &["recall", "--compaction", "42", "ses_0a3f"]);
+    let compaction = common::json_at(&db, &["recall", "--compaction", "42", "ses_0a3f"]);
     let c = &compaction["compaction"];
     assert_eq!(c["number"], 1);
     assert_eq!(c["summary"]["author"], "summary");
@@ -90,21 +77,21 @@ fn what_pruning_and_compaction_took_is_found_and_given_back_whole() {
         .iter()
         .any(|p| p["call_id"] == call)));
     assert_eq!(
-        json(&db, &["recall", "--compaction", "last", "ses_0a3f"])["compaction"],
+        common::json_at(&db, &["recall", "--compaction", "last", "ses_0a3f"])["compaction"],
         *c
     );
 
     // Filters: an agent without the words, a session, prefixes, phrases.
     assert_eq!(
-        json(&db, &["search", "parser", "--agent", "codex"])["hits"],
+        common::json_at(&db, &["search", "parser", "--agent", "codex"])["hits"],
         Value::Array(vec![])
     );
-    let prefixed = json(
+    let prefixed = common::json_at(
         &db,
         &["search", "pars*", "--session", "ses_0a3f", "--limit", "50"],
     );
     assert!(prefixed["hits"].as_array().unwrap().len() >= 3);
-    let excluded = json(
+    let excluded = common::json_at(
         &db,
         &[
             "search",
@@ -164,7 +151,7 @@ fn found(v: &Value) -> Vec<(String, String)> {
 #[test]
 fn a_damaged_or_missing_index_is_made_again_from_the_log() {
     let db = store("damaged");
-    let before = json(&db, &["search", "parser", "--limit", "50"]);
+    let before = common::json_at(&db, &["search", "parser", "--limit", "50"]);
     assert!(found(&before).len() >= 3);
     // Damage: the index's metadata no longer reads.
     std::fs::write(db.join("search/meta.json"), b"{ not json").unwrap();
@@ -192,14 +179,20 @@ fn a_damaged_or_missing_index_is_made_again_from_the_log() {
     // Gone entirely: made again without a word.
     std::fs::remove_dir_all(db.join("search")).unwrap();
     assert_eq!(
-        found(&json(&db, &["search", "parser", "--limit", "50"])),
+        found(&common::json_at(
+            &db,
+            &["search", "parser", "--limit", "50"]
+        )),
         found(&before)
     );
     // --rebuild gives the same index.
-    let rebuilt = json(&db, &["index", "--rebuild"]);
+    let rebuilt = common::json_at(&db, &["index", "--rebuild"]);
     assert_eq!(rebuilt["sessions"], 4);
     assert_eq!(
-        found(&json(&db, &["search", "parser", "--limit", "50"])),
+        found(&common::json_at(
+            &db,
+            &["search", "parser", "--limit", "50"]
+        )),
         found(&before)
     );
     let _ = std::fs::remove_dir_all(&db);
@@ -222,7 +215,9 @@ fn an_index_killed_midway_is_never_damaged_and_the_next_goes_on() {
         "9",
     ];
     common::succeeds(&db, &args);
-    let total: u64 = json(&db, &["verify"])["events"].as_u64().unwrap();
+    let total: u64 = common::json_at(&db, &["verify"])["events"]
+        .as_u64()
+        .unwrap();
     let mut child = common::ctxlog_on(&db, &["index"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -242,7 +237,7 @@ fn an_index_killed_midway_is_never_damaged_and_the_next_goes_on() {
     let _ = child.kill();
     assert!(!child.wait().unwrap().success(), "killed midway");
     // Consistent at its last commit: exactly what lies past it lags.
-    let health = &json(&db, &["verify"])["index"];
+    let health = &common::json_at(&db, &["verify"])["index"];
     assert_eq!(health["state"], "lagging", "{health}");
     assert_eq!(
         health["events"].as_u64().unwrap(),
@@ -250,14 +245,17 @@ fn an_index_killed_midway_is_never_damaged_and_the_next_goes_on() {
         "{health}"
     );
     // The next goes on from there and ends as a rebuild does.
-    let after = json(&db, &["index"]);
+    let after = common::json_at(&db, &["index"]);
     assert_eq!(after["events"].as_u64(), Some(total));
-    assert_eq!(json(&db, &["verify"])["index"]["state"], "up_to_date");
+    assert_eq!(
+        common::json_at(&db, &["verify"])["index"]["state"],
+        "up_to_date"
+    );
     let query = ["search", "error", "--limit", "50"];
-    let resumed = found(&json(&db, &query));
+    let resumed = found(&common::json_at(&db, &query));
     assert!(!resumed.is_empty());
-    json(&db, &["index", "--rebuild"]);
-    assert_eq!(found(&json(&db, &query)), resumed);
+    common::json_at(&db, &["index", "--rebuild"]);
+    assert_eq!(found(&common::json_at(&db, &query)), resumed);
     let _ = std::fs::remove_dir_all(&db);
 }
 

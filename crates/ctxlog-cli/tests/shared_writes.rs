@@ -55,7 +55,7 @@ fn writes_go_through_the_holder_and_survive_its_kill() {
         .unwrap();
     // The holder serves once its socket answers.
     let started = Instant::now();
-    while ctxlog_store::RemoteLog::connect(&db)
+    while ctxlog_sled::RemoteLog::connect(&db)
         .ok()
         .flatten()
         .is_none()
@@ -74,7 +74,7 @@ fn writes_go_through_the_holder_and_survive_its_kill() {
     imports.push(import(&db, &files[0]));
     // Killed in the middle: once the first import's events are durable
     // through it, while the others still write.
-    let holder_log = ctxlog_store::RemoteLog::connect(&db)
+    let holder_log = ctxlog_sled::RemoteLog::connect(&db)
         .ok()
         .flatten()
         .expect("the holder serves");

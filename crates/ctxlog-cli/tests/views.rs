@@ -9,7 +9,6 @@ mod common;
 use common::ctxlog_at;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 fn fixture(rel: &str) -> String {
     common::root()
@@ -30,36 +29,13 @@ fn store(name: &str) -> PathBuf {
     dir
 }
 
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "exit {:?}: {}{}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    out
-}
-
-fn json(db: &Path, args: &[&str]) -> Value {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    let out = ok(ctxlog_at(db, &all));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{args:?}: not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
-}
-
 /// The text output of `args`, tables fitted to a 100-column terminal.
 fn text(db: &Path, args: &[&str]) -> String {
     let out = common::ctxlog_on(db, args)
         .env("COLUMNS", "100")
         .output()
         .expect("run ctxlog");
-    String::from_utf8(ok(out).stdout).unwrap()
+    String::from_utf8(common::ok(out).stdout).unwrap()
 }
 
 /// The recordings: the checked-in fixtures of every format, and the real
@@ -100,9 +76,9 @@ fn recordings() -> Vec<String> {
 fn timeline_has_a_row_per_recorded_step_on_every_format() {
     let db = store("timeline");
     for file in recordings() {
-        let imported = json(&db, &["import", &file]);
+        let imported = common::json_at(&db, &["import", &file]);
         let session = imported["session"].as_str().unwrap();
-        let t = json(&db, &["timeline", session]);
+        let t = common::json_at(&db, &["timeline", session]);
         for key in ["session", "policy", "limits", "steps"] {
             assert!(t.get(key).is_some(), "{file}: {key}");
         }
@@ -144,7 +120,7 @@ fn timeline_has_a_row_per_recorded_step_on_every_format() {
         }
         // The page of every recording: a point per step.
         let page = db.with_extension("html");
-        json(&db, &["report", session, "--out", page.to_str().unwrap()]);
+        common::json_at(&db, &["report", session, "--out", page.to_str().unwrap()]);
         let html = std::fs::read_to_string(&page).unwrap();
         assert_eq!(
             html.matches("<circle class=\"pt").count(),
@@ -153,7 +129,7 @@ fn timeline_has_a_row_per_recorded_step_on_every_format() {
         );
         let _ = std::fs::remove_file(&page);
         // The audit's entries are all in the timeline, each after its step.
-        let audit = json(&db, &["audit", session]);
+        let audit = common::json_at(&db, &["audit", session]);
         let entries = audit["entries"].as_array().unwrap();
         let events: Vec<&Value> = steps
             .iter()
@@ -178,7 +154,7 @@ fn timeline_has_a_row_per_recorded_step_on_every_format() {
         }
     }
     // The OpenCode fixture was pruned and compacted by OpenCode: both show.
-    let t = json(&db, &["timeline", "ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v"]);
+    let t = common::json_at(&db, &["timeline", "ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v"]);
     let kinds: Vec<&str> = t["steps"]
         .as_array()
         .unwrap()
@@ -220,8 +196,8 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
         "--report",
         &page_arg,
     ];
-    json(&db, &["import", &file]);
-    let doc = json(&db, &args);
+    common::json_at(&db, &["import", &file]);
+    let doc = common::json_at(&db, &args);
     let sims = doc["simulations"].as_array().unwrap();
     assert_eq!(sims.len(), 2);
     assert_eq!(
@@ -233,7 +209,7 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
         let name = sim["kept"].as_str().unwrap();
         let policy = sim["policy"]["name"].as_str().unwrap();
         assert_eq!(name, format!("ses_0a3f9c1e2ffeQk7Zp2LmN8rT4v@{policy}"));
-        let t = json(&db, &["timeline", name]);
+        let t = common::json_at(&db, &["timeline", name]);
         assert_eq!(t["policy"], policy);
         let summaries = sim["decisions"]
             .as_array()
@@ -259,8 +235,8 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
             .map(|s| s["tokens"]["total"].as_u64().unwrap())
             .max();
         assert_eq!(sim["peak_tokens"].as_u64(), peak);
-        json(&db, &["window", name]);
-        json(&db, &["audit", name]);
+        common::json_at(&db, &["window", name]);
+        common::json_at(&db, &["audit", name]);
     }
     // With the simulations kept, every short id still names its own row,
     // and the recording's 8-character prefix names the recording.
@@ -270,30 +246,30 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
         (&["sessions", "--simulations"][..], 2),
     ] {
         let table = text(&db, args);
-        let listed = json(&db, args);
+        let listed = common::json_at(&db, args);
         let listed = listed["sessions"].as_array().unwrap();
         assert_eq!(listed.len(), count, "{args:?}: {listed:?}");
         for (line, row) in table.lines().skip(1).zip(listed) {
             let id = line.split_whitespace().next().unwrap();
-            let r = json(&db, &["replay", id]);
+            let r = common::json_at(&db, &["replay", id]);
             assert_eq!(r["session"], row["session"], "{id} names its own row");
             assert!(line.chars().count() <= 100, "{line:?}");
             assert_eq!(row["simulation"].is_null(), count == 1, "{row}");
         }
     }
-    let t = json(&db, &["timeline", "ses_0a3f9c1e"]);
+    let t = common::json_at(&db, &["timeline", "ses_0a3f9c1e"]);
     assert_eq!(
         t["policy"], "opencode-1.17",
         "the recording, under its agent's preset"
     );
-    let before = json(&db, &["sessions"]);
-    let again = json(&db, &args);
+    let before = common::json_at(&db, &["sessions"]);
+    let again = common::json_at(&db, &args);
     assert_eq!(
         again["simulations"], doc["simulations"],
         "the same simulation"
     );
     assert_eq!(
-        json(&db, &["sessions"]),
+        common::json_at(&db, &["sessions"]),
         before,
         "keeping again stores nothing new"
     );
@@ -322,7 +298,7 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
     let warns = |extra: &[&str]| {
         let mut a = vec!["simulate", codex_file(), "--model", "no-such-model"];
         a.extend_from_slice(extra);
-        let o = ok(ctxlog_at(&db, &a));
+        let o = common::ok(ctxlog_at(&db, &a));
         String::from_utf8_lossy(&o.stderr).contains("not in the limits table")
     };
     assert!(warns(&[]));
@@ -374,7 +350,7 @@ fn simulate_compares_policies_keeps_them_and_reports_them() {
     // its call id's over 4, rounded up).
     let codex = fixture("codex/edge-cases.jsonl");
     let first = |threshold: &str| {
-        let d = json(
+        let d = common::json_at(
             &db,
             &[
                 "simulate",
@@ -414,9 +390,9 @@ fn sessions_filter_sort_and_resolve_short_ids() {
         "codex/edge-cases.jsonl",
         "pi/edge-cases.jsonl",
     ] {
-        json(&db, &["import", &fixture(f)]);
+        common::json_at(&db, &["import", &fixture(f)]);
     }
-    let all = json(&db, &["sessions"]);
+    let all = common::json_at(&db, &["sessions"]);
     let rows = all["sessions"].as_array().unwrap();
     assert_eq!(rows.len(), 4);
     let dates: Vec<u64> = rows
@@ -438,7 +414,7 @@ fn sessions_filter_sort_and_resolve_short_ids() {
             assert!(r.get(k).is_some(), "{k}");
         }
     }
-    let desc = json(&db, &["sessions", "--sort", "steps", "--desc"]);
+    let desc = common::json_at(&db, &["sessions", "--sort", "steps", "--desc"]);
     let steps: Vec<u64> = desc["sessions"]
         .as_array()
         .unwrap()
@@ -446,13 +422,13 @@ fn sessions_filter_sort_and_resolve_short_ids() {
         .map(|r| r["steps"].as_u64().unwrap())
         .collect();
     assert!(steps.windows(2).all(|w| w[0] >= w[1]), "{steps:?}");
-    let codex = json(&db, &["sessions", "--agent", "CODEX"]);
+    let codex = common::json_at(&db, &["sessions", "--agent", "CODEX"]);
     let codex = codex["sessions"].as_array().unwrap();
     assert_eq!(codex.len(), 1);
     assert!(codex[0]["agent"].as_str().unwrap().starts_with("codex"));
     // --since / --until by day: the first session's day alone.
     let first_day = rows[0]["date"].as_str().unwrap()[..10].to_owned();
-    let day = json(
+    let day = common::json_at(
         &db,
         &["sessions", "--since", &first_day, "--until", &first_day],
     );
@@ -500,7 +476,7 @@ fn sessions_filter_sort_and_resolve_short_ids() {
 #[test]
 fn window_compact_replay_and_markdown_say_what_they_show() {
     let db = store("reading");
-    let s = json(
+    let s = common::json_at(
         &db,
         &["import", &fixture("opencode/compacted-and-pruned.json")],
     );
@@ -517,7 +493,7 @@ fn window_compact_replay_and_markdown_say_what_they_show() {
     );
     assert!(head[2].contains("system prompt"), "{head:?}");
 
-    let r = json(&db, &["replay", &session]);
+    let r = common::json_at(&db, &["replay", &session]);
     assert_eq!(r["derived"]["compactions"]["completed"], 1);
     assert_eq!(r["derived"]["pruned"]["parts"], 1);
     assert!(r["derived"]["window"]["pivot"].is_string());
@@ -536,7 +512,7 @@ fn window_compact_replay_and_markdown_say_what_they_show() {
     let fences = md.lines().filter(|l| l.starts_with("```")).count();
     assert_eq!(fences % 2, 0, "every fence closes");
 
-    let c = json(&db, &["compact", &session]);
+    let c = common::json_at(&db, &["compact", &session]);
     let (before, after) = (
         c["window_tokens_before"].as_u64().unwrap(),
         c["window_tokens_after"].as_u64().unwrap(),
@@ -554,7 +530,7 @@ fn window_compact_replay_and_markdown_say_what_they_show() {
 #[test]
 fn presets_include_the_agents_with_a_threshold() {
     let db = store("presets");
-    let out = String::from_utf8(ok(ctxlog_at(&db, &["presets"])).stdout).unwrap();
+    let out = String::from_utf8(common::ok(ctxlog_at(&db, &["presets"])).stdout).unwrap();
     let presets: Vec<Value> = serde_json::from_str(&out).unwrap();
     let names: Vec<&str> = presets
         .iter()
@@ -574,7 +550,7 @@ fn presets_include_the_agents_with_a_threshold() {
     );
     assert!(presets.iter().all(|p| p["threshold_percent"].is_u64()));
     // An agent's plain name is its latest measured version.
-    let simulated = json(
+    let simulated = common::json_at(
         &db,
         &[
             "simulate",
@@ -592,16 +568,16 @@ fn presets_include_the_agents_with_a_threshold() {
 fn importing_again_keeps_the_stored_policy() {
     let db = store("policy");
     let file = fixture("claude-code/edge-cases.jsonl");
-    let first = json(&db, &["import", &file, "--policy", "opencode-seed"]);
-    let again = json(&db, &["import", &file]);
+    let first = common::json_at(&db, &["import", &file, "--policy", "opencode-seed"]);
+    let again = common::json_at(&db, &["import", &file]);
     assert_eq!(again["session"], first["session"]);
     assert_eq!(again["already_imported"], true);
-    let t = json(&db, &["timeline", first["session"].as_str().unwrap()]);
+    let t = common::json_at(&db, &["timeline", first["session"].as_str().unwrap()]);
     assert_eq!(t["policy"], "opencode-seed");
     // A fresh store labels it with its agent's preset.
     let fresh = store("policy-fresh");
-    json(&fresh, &["import", &file]);
-    let t = json(&fresh, &["timeline", first["session"].as_str().unwrap()]);
+    common::json_at(&fresh, &["import", &file]);
+    let t = common::json_at(&fresh, &["timeline", first["session"].as_str().unwrap()]);
     assert_eq!(t["policy"], "claude-code-2.1");
     let _ = std::fs::remove_dir_all(&db);
     let _ = std::fs::remove_dir_all(&fresh);
@@ -619,9 +595,9 @@ fn window_formats_show_what_each_agent_sends() {
         ("codex/edge-cases.jsonl", "responses", "input"),
     ];
     for (file, format, key) in cases {
-        let imported = json(&db, &["import", &fixture(file)]);
+        let imported = common::json_at(&db, &["import", &fixture(file)]);
         let session = imported["session"].as_str().unwrap();
-        let w = json(&db, &["window", session, "--format", format]);
+        let w = common::json_at(&db, &["window", session, "--format", format]);
         assert_eq!(w["format"], format, "{file}");
         let items = w[key].as_array().unwrap_or_else(|| panic!("{file}: {w}"));
         assert!(!items.is_empty(), "{file}");
@@ -680,8 +656,8 @@ fn markdown_is_titled_and_counts_the_secrets_it_shows() {
     let file = dir.join("secrets.jsonl");
     let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
     std::fs::write(&file, text.join("\n") + "\n").unwrap();
-    ok(ctxlog_at(&db, &["import", file.to_str().unwrap()]));
-    let out = ok(ctxlog_at(
+    common::ok(ctxlog_at(&db, &["import", file.to_str().unwrap()]));
+    let out = common::ok(ctxlog_at(
         &db,
         &["export", "5e1f0c2a", "--format", "markdown", "--redact"],
     ));
@@ -715,11 +691,11 @@ fn a_policy_with_no_threshold_for_the_model_shows_none() {
     // Its steps as `sessions` counts them (it left out the one whose end
     // the recording does not hold yet).
     assert!(said.contains(": 3 turns, 4 steps,"), "{said}");
-    let simulated = json(&db, &["simulate", &file, "--policy", "claude-code"]);
+    let simulated = common::json_at(&db, &["simulate", &file, "--policy", "claude-code"]);
     assert_eq!(simulated["steps"], 4, "{simulated}");
     assert!(!said.contains("compacts at 167"), "{said}");
-    ok(ctxlog_at(&db, &["import", &file]));
-    let listed = json(&db, &["sessions"]);
+    common::ok(ctxlog_at(&db, &["import", &file]));
+    let listed = common::json_at(&db, &["sessions"]);
     assert_eq!(listed["sessions"][0]["steps"], 4, "{listed}");
     let timeline = text(&db, &["timeline", "7f1c2d3e"]);
     let heading: String = timeline
@@ -727,12 +703,12 @@ fn a_policy_with_no_threshold_for_the_model_shows_none() {
         .take_while(|l| !l.starts_with("SEQ"))
         .collect();
     assert!(heading.ends_with("threshold never"), "{timeline}");
-    let rows = json(&db, &["timeline", "7f1c2d3e"]);
+    let rows = common::json_at(&db, &["timeline", "7f1c2d3e"]);
     for step in rows["steps"].as_array().unwrap() {
         assert!(step["threshold"].is_null(), "{step}");
     }
     let page = db.with_extension("html");
-    ok(ctxlog_at(
+    common::ok(ctxlog_at(
         &db,
         &["report", "7f1c2d3e", "--out", page.to_str().unwrap()],
     ));
@@ -750,7 +726,7 @@ fn a_policy_with_no_threshold_for_the_model_shows_none() {
 #[test]
 fn window_after_a_step_without_usage_says_not_recorded() {
     let db = store("window-no-usage");
-    ok(ctxlog_at(&db, &["import", &fixture("pi/edge-cases.jsonl")]));
+    common::ok(ctxlog_at(&db, &["import", &fixture("pi/edge-cases.jsonl")]));
     for (at, why) in [("28", "a summary"), ("16", "reported no usage")] {
         let said = text(&db, &["window", "5e1f0c2a", "--at", at]);
         let header = said.lines().nth(1).unwrap();
@@ -766,7 +742,7 @@ fn window_after_a_step_without_usage_says_not_recorded() {
     // Nor does the report's usable line pass through it (a step on a model
     // selected for a moment drew a spike to that model's budget).
     let page = db.with_extension("html");
-    ok(ctxlog_at(
+    common::ok(ctxlog_at(
         &db,
         &["report", "5e1f0c2a", "--out", page.to_str().unwrap()],
     ));
@@ -786,10 +762,10 @@ fn window_after_a_step_without_usage_says_not_recorded() {
 fn simulate_takes_a_stored_session() {
     let db = store("simulate-stored");
     let file = fixture("codex/edge-cases.jsonl");
-    ok(ctxlog_at(&db, &["import", &file]));
+    common::ok(ctxlog_at(&db, &["import", &file]));
     let args = ["--policy", "opencode-1.17,claude-code", "--context", "20k"];
-    let from_file = json(&db, &[&["simulate", file.as_str()][..], &args].concat());
-    let from_store = json(&db, &[&["simulate", "01997e76"][..], &args].concat());
+    let from_file = common::json_at(&db, &[&["simulate", file.as_str()][..], &args].concat());
+    let from_store = common::json_at(&db, &[&["simulate", "01997e76"][..], &args].concat());
     assert_eq!(from_file["simulations"], from_store["simulations"]);
     assert_eq!(from_file["steps"], from_store["steps"]);
     assert_eq!(from_file["source_session"], from_store["source_session"]);
@@ -812,15 +788,15 @@ fn every_shown_name_names_its_own_session() {
     let fixture = std::fs::read_to_string(fixture("pi/edge-cases.jsonl")).unwrap();
     std::fs::write(&file, &fixture).unwrap();
     let f = file.to_str().unwrap();
-    ok(ctxlog_at(&db, &["import", f]));
-    ok(ctxlog_at(&db, &["compact", "5e1f0c2a"]));
+    common::ok(ctxlog_at(&db, &["import", f]));
+    common::ok(ctxlog_at(&db, &["compact", "5e1f0c2a"]));
     std::fs::write(
         &file,
         fixture.replace("Now add a test.", "Now add two tests."),
     )
     .unwrap();
-    ok(ctxlog_at(&db, &["import", "--replace", f]));
-    ok(ctxlog_at(&db, &["compact", "5e1f0c2a"]));
+    common::ok(ctxlog_at(&db, &["import", "--replace", f]));
+    common::ok(ctxlog_at(&db, &["compact", "5e1f0c2a"]));
     let listed = text(&db, &["sessions"]);
     let names: Vec<&str> = listed
         .lines()
@@ -830,7 +806,7 @@ fn every_shown_name_names_its_own_session() {
     assert_eq!(names.len(), 4, "{listed}");
     let mut named = std::collections::BTreeSet::new();
     for name in &names {
-        let replayed = json(&db, &["replay", name]);
+        let replayed = common::json_at(&db, &["replay", name]);
         assert!(
             named.insert(replayed["session"].to_string()),
             "{name} names another row's session: {listed}"

@@ -147,7 +147,35 @@ impl Auditor {
         {
             self.last_text.clone_from(text);
         }
-        let line = match &e.event {
+        let line = self.line_of(&e.event, had_output);
+        let l = line?;
+        let decided_by = recorded_agent(&e.event);
+        let source_ids = l
+            .ids
+            .iter()
+            .map(|id| self.sources.as_ref().and_then(|s| s.get(id).cloned()))
+            .collect();
+        Some(AuditEntry {
+            seq: e.seq,
+            at: e.recorded_at,
+            kind: l.kind.into(),
+            source_ids,
+            ids: l.ids,
+            tokens: l.tokens,
+            policy: decided_by.unwrap_or_else(|| {
+                self.policy
+                    .as_ref()
+                    .map(|p| p.name.clone())
+                    .unwrap_or_default()
+            }),
+            what: l.what,
+        })
+    }
+
+    /// The audit line `event` makes, the auditor's own memory updated
+    /// (policy, limits, continue messages, tool outputs).
+    fn line_of(&mut self, event: &Event, had_output: bool) -> Option<Line> {
+        match event {
             Event::SessionStarted {
                 policy: p, limits, ..
             } => {
@@ -198,29 +226,7 @@ impl Auditor {
                 output_taken_back(*part, state, had)
             }
             event => describe(event, &self.last_text),
-        };
-        let l = line?;
-        let decided_by = recorded_agent(&e.event);
-        let source_ids = l
-            .ids
-            .iter()
-            .map(|id| self.sources.as_ref().and_then(|s| s.get(id).cloned()))
-            .collect();
-        Some(AuditEntry {
-            seq: e.seq,
-            at: e.recorded_at,
-            kind: l.kind.into(),
-            source_ids,
-            ids: l.ids,
-            tokens: l.tokens,
-            policy: decided_by.unwrap_or_else(|| {
-                self.policy
-                    .as_ref()
-                    .map(|p| p.name.clone())
-                    .unwrap_or_default()
-            }),
-            what: l.what,
-        })
+        }
     }
 }
 

@@ -165,13 +165,13 @@ fn run_job(
     let mut fits = false;
     while let Some(a) = fallback.next(&messages, PROMPT_OVERHEAD_TOKENS, &estimator) {
         fits = a.fits;
-        let attempt = Command::Attempt {
+        let attempt = Command::Record(vec![Event::CompactionAttempted {
             job,
             strategy: a.strategy.name().into(),
             request_tokens: a.request_tokens,
             limit: a.limit,
             fits,
-        };
+        }]);
         r.run(*t + 1, attempt, guard)?;
         if fits {
             break;
@@ -492,10 +492,10 @@ impl<'c> Generation<'c> {
             // Now and then a user takes a prune back.
             self.recorder.run(
                 self.t,
-                Command::Restore {
+                Command::Record(vec![Event::PartsRestored {
                     parts: parts.iter().take(1).map(|p| p.part).collect(),
                     reason: "the user asked for the output again".into(),
-                },
+                }]),
                 self.guard,
             )?;
         }
@@ -509,12 +509,18 @@ impl<'c> Generation<'c> {
         if turn == self.cfg.turns / 2 && self.rng.chance(50) {
             let mut limits = self.recorder.state().limits.clone();
             limits.output = limits.output.map(|o| o + 1_024);
-            self.recorder
-                .run(self.t, Command::ChangeLimits(limits), self.guard)?;
+            self.recorder.run(
+                self.t,
+                Command::Record(vec![Event::LimitsChanged { limits }]),
+                self.guard,
+            )?;
             let mut policy = self.recorder.state().policy.clone();
             policy.prune_protect = policy.prune_protect.saturating_sub(1_000);
-            self.recorder
-                .run(self.t, Command::ChangePolicy(policy), self.guard)?;
+            self.recorder.run(
+                self.t,
+                Command::Record(vec![Event::PolicyChanged { policy }]),
+                self.guard,
+            )?;
         }
         Ok(())
     }

@@ -16,6 +16,10 @@
 //! - [`codex`]: the same for a pinned `@openai/codex`, driven with `codex
 //!   exec` against the server's Responses API.
 //! - [`npm`]: the cache the pinned agents are installed into.
+//!
+//! Files:
+//! - `drive.rs`: What can go wrong while installing or driving a pinned
+//!   agent.
 
 pub mod claude_code;
 pub mod codex;

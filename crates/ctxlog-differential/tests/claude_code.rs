@@ -30,7 +30,7 @@ use ctxlog_core::{window, CompactionTrigger, Envelope, Event, Policy, SessionSta
 use ctxlog_differential::claude_code::{install, Sandbox};
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
-use ctxlog_engine::claude_code::claude_code_messages;
+
 use ctxlog_import::{Format, ImportOptions, LimitOverrides};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -205,20 +205,9 @@ fn check_windows(run: &Run, events: &[Envelope]) -> usize {
     let messages = common::assistant_messages(events);
     for (request, (seq, _)) in agent.iter().zip(&messages) {
         let state = SessionState::replay(events.iter().take(*seq as usize - 1)).unwrap();
-        let ours = Value::Array(claude_code_messages(&window(&state)));
+        let ours = Value::Array(ctxlog_providers::Format::ClaudeCode.encode(&window(&state)));
         let theirs = as_sent(&request.body["messages"]);
-        if ours != theirs {
-            let file = run.dir.join(format!("window-{:02}.json", request.n));
-            std::fs::write(&file, serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
-            let theirs_file = run.dir.join(format!("sent-{:02}.json", request.n));
-            std::fs::write(&theirs_file, serde_json::to_vec_pretty(&theirs).unwrap()).unwrap();
-            panic!(
-                "request n={} (before seq {seq}): ctxlog's window differs from what Claude Code sent; ours in {}, theirs in {}",
-                request.n,
-                file.display(),
-                theirs_file.display()
-            );
-        }
+        common::same_window(&run.dir, "Claude Code", request.n, *seq, &ours, &theirs);
     }
     agent.len()
 }

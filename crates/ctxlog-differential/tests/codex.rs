@@ -32,7 +32,7 @@ use ctxlog_core::{window, Envelope, Event, PartBody, Policy, SessionState, Token
 use ctxlog_differential::codex::{install, ModelConfig, Sandbox};
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
-use ctxlog_engine::responses::responses_input;
+
 use ctxlog_import::{Format, ImportOptions};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -216,20 +216,12 @@ fn check_windows(run: &Run, events: &[Envelope]) -> usize {
     let messages = common::assistant_messages(events);
     for (request, (seq, _)) in agent.iter().zip(&messages) {
         let state = SessionState::replay(events.iter().take(*seq as usize - 1)).unwrap();
-        let ours = comparable(&Value::Array(responses_input(&window(&state))), false);
+        let ours = comparable(
+            &Value::Array(ctxlog_providers::Format::Responses.encode(&window(&state))),
+            false,
+        );
         let theirs = comparable(&request.body["input"], true);
-        if ours != theirs {
-            let file = run.dir.join(format!("window-{:02}.json", request.n));
-            std::fs::write(&file, serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
-            let sent = run.dir.join(format!("sent-{:02}.json", request.n));
-            std::fs::write(&sent, serde_json::to_vec_pretty(&theirs).unwrap()).unwrap();
-            panic!(
-                "request n={} (before seq {seq}): ctxlog's window differs from what Codex sent; ours in {}, theirs in {}",
-                request.n,
-                file.display(),
-                sent.display()
-            );
-        }
+        common::same_window(&run.dir, "Codex", request.n, *seq, &ours, &theirs);
     }
     agent.len()
 }

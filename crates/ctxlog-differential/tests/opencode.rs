@@ -29,6 +29,8 @@
 //! reached the tests skip with a message. Scenarios run one at a time (each
 //! starts its own `opencode serve`).
 
+mod common;
+
 use ctxlog_app::catalog;
 use ctxlog_core::decide::continue_text;
 use ctxlog_core::replay::{replay_of, replay_parts};
@@ -37,7 +39,7 @@ use ctxlog_differential::model_server::{Kind, ModelServer, Reply, Request, Scrip
 use ctxlog_differential::opencode::{
     imported_session, install, DriveError, ModelConfig, Sandbox, Server,
 };
-use ctxlog_engine::chat::chat_messages;
+
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_engine::summarize::RecordedSummarizer;
 use ctxlog_engine::{summary_request, HookOutput};
@@ -248,20 +250,10 @@ fn check_windows(run: &Run, events: &[Envelope]) {
             .map(|e| e.seq)
             .unwrap_or_else(|| panic!("message {call} not imported"));
         let state = state_at(events, seq - 1);
-        let ours = Value::Array(chat_messages(&window(&state)));
+        let ours = Value::Array(ctxlog_providers::Format::Chat.encode(&window(&state)));
         let sent = request.body["messages"].as_array().unwrap();
         let theirs = Value::Array(sent[1..].to_vec());
-        if ours != theirs {
-            let file = run.dir.join(format!("window-{:02}.json", request.n));
-            std::fs::write(&file, serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
-            panic!(
-                "request n={} (before message {call}, seq {}): ctxlog's window differs from what OpenCode sent; ours in {}, theirs in request-{:02}-Agent.json",
-                request.n,
-                seq - 1,
-                file.display(),
-                request.n
-            );
-        }
+        common::same_window(&run.dir, "OpenCode", request.n, seq, &ours, &theirs);
     }
 }
 
@@ -423,7 +415,7 @@ fn check_summary_requests(run: &Run, events: &[Envelope]) {
     for (request, (seq, job)) in sent.iter().zip(started) {
         let state = state_at(events, seq);
         let ours = summary_request(events[0].session, &state, job, &HookOutput::default(), None);
-        let mine = Value::Array(ours.chat_messages());
+        let mine = Value::Array(ctxlog_providers::openai::summary_messages(&ours));
         if mine != request.body["messages"] {
             let file = run.dir.join(format!("summary-{:02}.json", request.n));
             std::fs::write(&file, serde_json::to_vec_pretty(&mine).unwrap()).unwrap();

@@ -27,7 +27,7 @@ use ctxlog_core::{window, CompactionTrigger, Envelope, Event, SessionState, Toke
 use ctxlog_differential::drive::DriveError;
 use ctxlog_differential::model_server::{Api, Kind, ModelServer, Reply, Request, Script, Usage};
 use ctxlog_differential::pi::{install, ModelConfig, Rpc, Sandbox};
-use ctxlog_engine::anthropic::anthropic_messages;
+
 use ctxlog_import::{Format, ImportOptions, LimitOverrides};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -219,18 +219,9 @@ fn check_windows(run: &Run, events: &[Envelope]) -> usize {
     let messages = common::assistant_messages(events);
     for (request, (seq, _)) in agent.iter().zip(&messages) {
         let state = SessionState::replay(events.iter().take(*seq as usize - 1)).unwrap();
-        let ours = Value::Array(anthropic_messages(&window(&state)));
+        let ours = Value::Array(ctxlog_providers::Format::Anthropic.encode(&window(&state)));
         let theirs = without_cache_control(&request.body["messages"]);
-        if ours != theirs {
-            let file = run.dir.join(format!("window-{:02}.json", request.n));
-            std::fs::write(&file, serde_json::to_vec_pretty(&ours).unwrap()).unwrap();
-            panic!(
-                "request n={} (before seq {seq}): ctxlog's window differs from what pi sent; ours in {}, theirs in request-{:02}-Agent.json",
-                request.n,
-                file.display(),
-                request.n
-            );
-        }
+        common::same_window(&run.dir, "pi", request.n, *seq, &ours, &theirs);
     }
     agent.len()
 }

@@ -208,8 +208,11 @@ impl<L: EventLog> Engine<L> {
         part: PartId,
         body: PartBody,
     ) -> Result<(), EngineError> {
-        self.command(session, Command::UpdatePart { part, body })
-            .map(drop)
+        self.command(
+            session,
+            Command::Record(vec![Event::PartUpdated { part, body }]),
+        )
+        .map(drop)
     }
 
     /// Finishes a step of a message built part by part; see [`Engine::record_step`].
@@ -262,8 +265,11 @@ impl<L: EventLog> Engine<L> {
         reason: &str,
     ) -> Result<(), EngineError> {
         let reason = reason.into();
-        self.command(session, Command::Restore { parts, reason })
-            .map(drop)
+        self.command(
+            session,
+            Command::Record(vec![Event::PartsRestored { parts, reason }]),
+        )
+        .map(drop)
     }
 
     /// The end of a turn: prunes when the session's policy says so; returns

@@ -7,7 +7,8 @@ use crate::error::EngineError;
 use crate::summarize::{ExtractiveSummarizer, Summarizer};
 use crate::Engine;
 use ctxlog_core::{IdSource, LoopGuard, ModelRef, SessionId};
-use ctxlog_store::{EventLog, MemoryLog, SledStore};
+use ctxlog_sled::SledStore;
+use ctxlog_store::{EventLog, MemoryLog};
 use std::path::Path;
 use std::sync::Arc;
 

@@ -39,7 +39,7 @@ pub fn snapshot_due(before: u64, after: u64) -> bool {
 /// [`EventLog`]: `Engine<SledStore>` is durable, `Engine<MemoryLog>` runs
 /// in memory; [`EngineBuilder`](crate::EngineBuilder) makes either.
 ///
-/// [`SledStore`]: ctxlog_store::SledStore
+/// [`SledStore`]: ctxlog_sled::SledStore
 /// [`MemoryLog`]: ctxlog_store::MemoryLog
 pub struct Engine<L: EventLog> {
     pub(crate) log: L,

@@ -1,5 +1,5 @@
 //! The commands of a session an agent runtime keeps item by item (the
-//! OpenAI Agents SDK's session protocol, through `ctxlog-agents`): each
+//! OpenAI Agents SDK's session protocol, through `ctxlog-openai-agents`): each
 //! is decided by [`ctxlog_core::decide()`] like every other change.
 
 use crate::commands::step_outcome;
@@ -16,7 +16,11 @@ use ctxlog_store::EventLog;
 impl<L: EventLog> Engine<L> {
     /// Describes the session (title, agent...) for listings.
     pub fn describe(&self, session: SessionId, about: SessionAbout) -> Result<(), EngineError> {
-        self.command(session, Command::Describe(about)).map(drop)
+        self.command(
+            session,
+            Command::Record(vec![Event::SessionDescribed { about }]),
+        )
+        .map(drop)
     }
 
     /// Records each of `policy` and `limits` that differs from the
@@ -48,8 +52,11 @@ impl<L: EventLog> Engine<L> {
         reason: &str,
     ) -> Result<(), EngineError> {
         let reason = reason.into();
-        self.command(session, Command::Withdraw { messages, reason })
-            .map(drop)
+        self.command(
+            session,
+            Command::Record(vec![Event::MessagesWithdrawn { messages, reason }]),
+        )
+        .map(drop)
     }
 
     /// Withdraws every message not withdrawn yet; returns how many.

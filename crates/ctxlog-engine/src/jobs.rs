@@ -15,6 +15,7 @@ use crate::transcript_prompt::{transcript_prompt, SUMMARY_TEMPLATE, TRANSCRIPT_S
 use crate::Engine;
 use ctxlog_core::decide::paused;
 use ctxlog_core::fallback::{summary_input, Answer, Fallback, Verdict};
+use ctxlog_core::Event;
 use ctxlog_core::{
     transcript, Command, MessageId, ModelRef, PromptRecord, SessionId, SessionState, SummaryInput,
     SummaryText, TailChoice,
@@ -156,13 +157,13 @@ impl<L: EventLog> Engine<L> {
             self.run(
                 session,
                 state,
-                Command::Attempt {
+                Command::Record(vec![Event::CompactionAttempted {
                     job,
                     strategy: attempt.strategy.name().into(),
                     request_tokens: attempt.request_tokens,
                     limit: attempt.limit,
                     fits: attempt.fits,
-                },
+                }]),
             )?;
             if !attempt.fits {
                 continue;

@@ -36,13 +36,34 @@
 //!
 //! Clock and ids are injected ([`Clock`], [`ctxlog_core::IdSource`], through
 //! [`EngineBuilder`]), so the same commands give byte-identical logs.
+//!
+//! Files:
+//! - `clock.rs`: `Clock`, `SystemClock`, `ManualClock`, `system_ids`,
+//!   `boxed_ids`.
+//! - `commands.rs`: The commands by session id (above), `NewSession`,
+//!   `record`, `query`.
+//! - `config.rs`: `EngineConfig` (validated: a typed error), `EngineBuilder`,
+//!   `CompactingHook`.
+//! - `error.rs`: Everything an engine call can fail with.
+//! - `items.rs`: The commands of a session kept item by item (`describe`,
+//!   `settle`, `add_items`, `withdraw`, `withdraw_all`, `reopen_call`,
+//!   `finish_open_step`): each a core command.
+//! - `jobs.rs`: The job runner: hook, summarizer call (a panic is an error),
+//!   redaction; `summary_request`; everything it decides comes from core
+//!   (`StartJob` chooses the tail, `summary_input` leaves it out, `Fallback`
+//!   chooses attempts and judges answers, `CompleteJob`/`FailJob`).
+//! - `outcome.rs`: What engine calls report.
+//! - `simulate/`: `simulate`.
+//! - `transcript_prompt.rs`: OpenCode 1.18's summarizer system prompt,
+//!   template and merge instruction, and `transcript_prompt` (the one user
+//!   message).
+//! - `workers.rs`: `Workers`: a bounded queue of sessions and a small pool
+//!   over any engine; `Shutdown::Persist` leaves queued jobs pending in the
+//!   log.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod anthropic;
-pub mod chat;
-pub mod claude_code;
 mod clock;
 mod commands;
 mod config;
@@ -53,9 +74,7 @@ mod jobs;
 mod outcome;
 mod session;
 
-pub mod openai;
 pub use ctxlog_core::redact;
-pub mod responses;
 pub mod simulate;
 pub mod summarize;
 pub mod transcript_prompt;
@@ -72,7 +91,8 @@ pub use ctxlog_core::{
     FinishReason, LoopGuard, MessageId, ModelLimits, PartBody, PartId, Policy, SessionId, Step,
     TokenUsage,
 };
-pub use ctxlog_store::{MemoryLog, SledStore};
+pub use ctxlog_sled::SledStore;
+pub use ctxlog_store::MemoryLog;
 pub use engine::{snapshot_due, Engine, MAX_CONFLICT_RETRIES, SNAPSHOT_EVERY};
 pub use error::EngineError;
 pub use jobs::{summary_prompts, summary_request};

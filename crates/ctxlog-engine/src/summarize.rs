@@ -7,7 +7,7 @@
 
 use ctxlog_core::policy::Estimator;
 use ctxlog_core::window::{
-    attachment_note, is_continue_text, ToolResult, WindowMessage, WindowPart, COMPACTION_QUESTION,
+    is_continue_text, ToolResult, WindowMessage, WindowPart, COMPACTION_QUESTION,
 };
 use ctxlog_core::{Envelope, JobStatus, Json};
 use ctxlog_core::{FinishReason, MessageId, ModelRef, Role, SessionId, TokenUsage};
@@ -63,57 +63,11 @@ impl SummaryRequest {
     pub fn prompt_text(&self) -> String {
         prompt_text(&self.system, &self.instruction)
     }
-
-    /// The chat-completions messages an endpoint is sent: the system prompt,
-    /// then the transcript, or the conversation and the instruction.
-    pub fn chat_messages(&self) -> Vec<serde_json::Value> {
-        let system = serde_json::json!({"role": "system", "content": self.system});
-        let user = |text: &str| serde_json::json!({"role": "user", "content": text});
-        match &self.transcript {
-            Some(t) => vec![system, user(t)],
-            None => std::iter::once(system)
-                .chain(self.messages.iter().filter_map(chat_message))
-                .chain(std::iter::once(user(&self.instruction)))
-                .collect(),
-        }
-    }
 }
 
 /// The prompt text of a request with this system prompt and instruction.
 pub fn prompt_text(system: &str, instruction: &str) -> String {
     format!("{system}\n\n{instruction}")
-}
-
-/// One window message as a chat message; tool calls become text, since the
-/// request offers no tools.
-fn chat_message(m: &WindowMessage) -> Option<serde_json::Value> {
-    let mut lines = Vec::new();
-    for p in &m.parts {
-        match p {
-            WindowPart::Text(t) => lines.push(t.clone()),
-            WindowPart::Reasoning(_) => {}
-            WindowPart::File(a) => lines.push(attachment_note(a)),
-            WindowPart::Tool {
-                tool,
-                input,
-                result,
-                ..
-            } => {
-                let result = match result {
-                    ToolResult::Output { text, .. } => text.clone(),
-                    ToolResult::Error(e) => format!("error: {e}"),
-                };
-                lines.push(format!(
-                    "[tool call {tool} {}]\n{result}",
-                    input.to_json_string()
-                ));
-            }
-        }
-    }
-    if lines.is_empty() {
-        return None;
-    }
-    Some(serde_json::json!({"role": m.role.as_str(), "content": lines.join("\n\n")}))
 }
 
 /// A summarizer's answer.

@@ -9,7 +9,8 @@ use ctxlog_core::window::{ToolResult, WindowPart, COMPACTION_QUESTION, CONTINUE_
 use ctxlog_core::*;
 use ctxlog_engine::summarize::*;
 use ctxlog_engine::*;
-use ctxlog_store::{EventLog, SledStore};
+use ctxlog_sled::SledStore;
+use ctxlog_store::EventLog;
 use ctxlog_testkit::TempDir;
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -18,9 +18,10 @@ use ctxlog_core::{
     ToolState,
 };
 use ctxlog_engine::{Engine, EngineBuilder, EngineError, ManualClock, NewSession};
+use ctxlog_sled::SledStore;
 use ctxlog_store::faults::{Fault, Faultable, FaultyLog};
 use ctxlog_store::EventLog;
-use ctxlog_store::{MemoryLog, SledStore};
+use ctxlog_store::MemoryLog;
 use ctxlog_testkit::Rng;
 use ctxlog_testkit::TempDir;
 use std::cell::RefCell;

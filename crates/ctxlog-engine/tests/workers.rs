@@ -8,7 +8,7 @@ use ctxlog_core::*;
 use ctxlog_engine::summarize::*;
 use ctxlog_engine::workers::{Shutdown, Workers};
 use ctxlog_engine::*;
-use ctxlog_store::SledStore;
+use ctxlog_sled::SledStore;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};

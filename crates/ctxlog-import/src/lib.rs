@@ -37,6 +37,21 @@
 //!   its newline that does not parse. What describes the session (title,
 //!   cost, source fields) comes last, apart from what happened
 //!   ([`ctxlog_core::Event::is_description`]).
+//!
+//! Files:
+//! - `discover.rs`: Where the agents keep their sessions (`Places` from the
+//!   environment) and the files found there.
+//! - `limits.rs`: The model table and `resolve`.
+//! - `opencode_db.rs`: OpenCode ≥ 1.2's SQLite database (read-only,
+//!   `query_only`, one read transaction per session): each session assembled
+//!   into exactly what `opencode export` prints.
+//! - `opencode_storage.rs`: OpenCode ≤ 1.1's storage tree assembled into the
+//!   export it stands for.
+//! - `projects.rs`: Which of the sessions found were recorded in one project
+//!   directory, as each agent tells it.
+//! - `strict.rs`: Strict reading: a count or time is an integer 0..2^53 or
+//!   absent, anything else an error naming the field.
+//! - `time.rs`: RFC 3339 ↔ epoch ms, no date library.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -13,6 +13,12 @@
 //!
 //! The async runtime lives here only: one thread, and the work itself on
 //! blocking threads over the synchronous store and index.
+//!
+//! Files:
+//! - `call.rs`: What a tool call asks for, and how it fails.
+//! - `settings.rs`: What the server is told when it starts.
+//! - `work.rs`: What each tool does, synchronously (the server runs it off
+//!   its async thread).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -12,7 +12,7 @@ use ctxlog_app::search_index::{self, Index};
 use ctxlog_app::sessions::{self, Filter, Listed, SortBy};
 use ctxlog_core::SessionId;
 use ctxlog_search::{SearchRequest, Which};
-use ctxlog_store::SharedStore;
+use ctxlog_sled::SharedStore;
 use std::sync::Mutex;
 
 /// The server's state between calls.

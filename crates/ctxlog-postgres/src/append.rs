@@ -62,29 +62,7 @@ pub(crate) fn append(
     let mut tx = client
         .transaction()
         .map_err(sql("cannot begin an append"))?;
-    // First, before anything gives the transaction an id: appends to one
-    // session queue here, so a later append's transaction id is always
-    // greater than that of the append before it, and the order
-    // subscriptions read (`tail.rs`) keeps each session's seq order.
-    tx.execute(
-        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-        &[&SESSION_LOCKS, &session.to_string()],
-    )
-    .map_err(sql("cannot lock the session"))?;
-    tx.execute(
-        "INSERT INTO ctxlog_heads (session, seq, chain) VALUES ($1, 0, $2) \
-         ON CONFLICT (session) DO NOTHING",
-        &[&sid, &record::genesis(session).as_slice()],
-    )
-    .map_err(sql("cannot lock the session's head"))?;
-    let row = tx
-        .query_one(
-            "SELECT seq, chain FROM ctxlog_heads WHERE session = $1 FOR UPDATE",
-            &[&sid],
-        )
-        .map_err(sql("cannot lock the session's head"))?;
-    let head = seq_of(row.get::<_, i64>(0))?;
-    let mut chain = chain_of(session, row.get::<_, &[u8]>(1))?;
+    let (head, mut chain) = locked_head(&mut tx, target, session)?;
 
     if let Some(done) = retried(&mut tx, target, session, events)? {
         return Ok(Attempt::Done(done));
@@ -134,6 +112,43 @@ pub(crate) fn append(
         last,
         duplicate: false,
     }))
+}
+
+/// Takes `session`'s lock and its head row in `tx`: its head and the chain
+/// of its last record (the genesis chain for a new session).
+fn locked_head(
+    tx: &mut postgres::Transaction<'_>,
+    target: &Target,
+    session: SessionId,
+) -> Result<(Seq, Chain), AppendError> {
+    let sql = |what: &'static str| {
+        move |e: postgres::Error| AppendError::Backend(backend(target, what, e))
+    };
+    let sid = session.0;
+    // First, before anything gives the transaction an id: appends to one
+    // session queue here, so a later append's transaction id is always
+    // greater than that of the append before it, and the order
+    // subscriptions read (`tail.rs`) keeps each session's seq order.
+    tx.execute(
+        "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+        &[&SESSION_LOCKS, &session.to_string()],
+    )
+    .map_err(sql("cannot lock the session"))?;
+    tx.execute(
+        "INSERT INTO ctxlog_heads (session, seq, chain) VALUES ($1, 0, $2) \
+         ON CONFLICT (session) DO NOTHING",
+        &[&sid, &record::genesis(session).as_slice()],
+    )
+    .map_err(sql("cannot lock the session's head"))?;
+    let row = tx
+        .query_one(
+            "SELECT seq, chain FROM ctxlog_heads WHERE session = $1 FOR UPDATE",
+            &[&sid],
+        )
+        .map_err(sql("cannot lock the session's head"))?;
+    let head = seq_of(row.get::<_, i64>(0))?;
+    let chain = chain_of(session, row.get::<_, &[u8]>(1))?;
+    Ok((head, chain))
 }
 
 /// A batch whose ids are already stored: its original position when it is

@@ -37,6 +37,36 @@
 //! inside), which fits the synchronous engine; connections are pooled per
 //! handle and re-made after a server restart. Connection strings are shown
 //! without their passwords ([`Target`]).
+//!
+//! Files:
+//! - `append.rs`: The slow path: one transaction that takes the session's
+//!   lock and head row, answers retries of stored ids
+//!   (`ctxlog_store::backend::retried_position`), checks the expected
+//!   version, inserts, moves the head.
+//! - `conninfo.rs`: A connection string read as libpq reads it.
+//! - `shown.rs`: A connection string as shown: its passwords as `***`.
+//! - `error.rs`: The client's errors as `BackendError`s naming the server.
+//! - `fast.rs`: The usual append in one round trip: records encoded from the
+//!   head this process last saw (`Inner::known`), one call of
+//!   `ctxlog_append`; a head that moved comes back with the call.
+//! - `inner.rs`: What every handle of one log shares.
+//! - `listen.rs`: Waking subscribers when other processes append.
+//! - `log.rs`: `PgLog`: reads by page (512 rows), heads, snapshots (a cache
+//!   tied by the chain of their head record), `load_state`; an append takes
+//!   the fast path, else the slow one.
+//! - `notify.rs`: Waking the log's listeners in other processes.
+//! - `pool.rs`: Connections.
+//! - `search/`: `PgSearch`: the search index in PostgreSQL's full-text search
+//!   (migration 3): items, their words as `tsvector` literals made by
+//!   ctxlog's tokenizer in chunks of 16,000 words (`words.rs`), marks,
+//!   watermarks; a clause per chunk query so words far apart in one output
+//!   match together; the writer one per schema (a session advisory lock), one
+//!   transaction per commit, rows sent 2,000 at a time (`batch.rs`, flushed
+//!   before any read, delete or commit).
+//! - `tail.rs`: `Tail`: every session's events in `(transaction id,
+//!   position)` order, read below the oldest running transaction.
+//! - `target.rs`: Where a log is.
+//! - `tls.rs`: TLS as libpq's `sslmode` means it, on rustls.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -52,6 +82,7 @@ mod notify;
 mod pool;
 pub mod schema;
 mod search;
+mod shown;
 mod tail;
 mod target;
 mod tls;

@@ -18,6 +18,16 @@
 //! ([`SearchIndex`]); a PostgreSQL log's is PostgreSQL's own full-text
 //! search (`ctxlog-postgres`). Both split text the same way ([`tokens`]);
 //! neither stores it again: a snippet and a recall are read from the log.
+//!
+//! Files:
+//! - `embedded/`: The embedded store's index, tantivy's, on disk.
+//! - `error.rs`: What can go wrong in search and recall.
+//! - `lookup.rs`: What search and recall ask of an index, whichever engine
+//!   keeps it (tantivy in a sled store's directory, PostgreSQL's full-text
+//!   search beside a PostgreSQL log); and what catching up asks of one.
+//! - `marks.rs`: A mark as the index stores it.
+//! - `session_view.rs`: One session as the index sees it when a hit is shown.
+//! - `snippet.rs`: The passage a hit shows.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

@@ -1,6 +1,7 @@
 //! The log conformance suite: what every [`EventLog`] promises, as checks
-//! any implementation runs (feature `testing`). The memory log and the
-//! sled store run it in `tests/conformance.rs`; a new log runs it with
+//! any implementation runs (feature `testing`). The memory log runs it
+//! in this crate's `tests/conformance.rs`, the sled and PostgreSQL logs in
+//! their crates' (the same suite, unchanged); a new log runs it with
 //! [`conformance_tests!`](crate::conformance_tests) and a [`Harness`].
 //!
 //! Every check takes a fresh log from the harness and panics, naming what

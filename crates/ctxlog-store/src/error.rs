@@ -299,8 +299,66 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// The error as a read's: what a read met, however it was met. An
+    /// error no read makes (a refused append, a configuration) keeps its
+    /// words as a [`BackendError`].
+    pub fn into_read(self) -> ReadError {
+        match self {
+            StoreError::Read(e)
+            | StoreError::Open(OpenError::Read(e))
+            | StoreError::Append(AppendError::Read(e)) => e,
+            StoreError::Open(OpenError::Backend(b))
+            | StoreError::Append(AppendError::Backend(b)) => ReadError::Backend(b),
+            StoreError::Append(AppendError::Poisoned(why)) => ReadError::Poisoned(why),
+            StoreError::Append(AppendError::Closed) => ReadError::Closed,
+            StoreError::Open(OpenError::Unanswered { path, holder, why }) => {
+                ReadError::Unanswered { path, holder, why }
+            }
+            other => ReadError::Backend(BackendError::new(other.to_string())),
+        }
+    }
+
+    /// The error as an append's: a read's poisoning, closing and backend
+    /// failure are the append's own, any other read error is what the
+    /// append had to read; a store held elsewhere cannot be written.
+    pub fn into_append(self) -> AppendError {
+        match self {
+            StoreError::Append(e) => e,
+            StoreError::Read(e) | StoreError::Open(OpenError::Read(e)) => match e {
+                ReadError::Poisoned(why) => AppendError::Poisoned(why),
+                ReadError::Closed => AppendError::Closed,
+                ReadError::Backend(b) => AppendError::Backend(b),
+                other => AppendError::Read(other),
+            },
+            StoreError::Open(OpenError::InUse { path, holder }) => {
+                AppendError::InUse { path, holder }
+            }
+            StoreError::Open(OpenError::Backend(b)) => AppendError::Backend(b),
+            other => AppendError::Read(other.into_read()),
+        }
+    }
+
+    /// The error as an opening's: what opening read is a read error of
+    /// the opening.
+    pub fn into_open(self) -> OpenError {
+        match self {
+            StoreError::Open(e) => e,
+            StoreError::Append(AppendError::InUse { path, holder }) => {
+                OpenError::InUse { path, holder }
+            }
+            StoreError::Read(ReadError::Unanswered { path, holder, why }) => {
+                OpenError::Unanswered { path, holder, why }
+            }
+            StoreError::Read(ReadError::Backend(b))
+            | StoreError::Append(AppendError::Backend(b)) => OpenError::Backend(b),
+            other => OpenError::Read(other.into_read()),
+        }
+    }
+}
+
 /// Why a store of another user is not opened, and what to do.
-pub(crate) fn not_owner(path: &str, owner: &str, root: bool) -> String {
+fn not_owner(path: &str, owner: &str, root: bool) -> String {
     if root {
         format!(
             "{path}: the store belongs to {owner}: root opens it only through a process of its owner, so that every file of it stays theirs, and none serves it now; run this as its owner, or while one of the owner's ctxlog commands holds the store (`import --follow`)"

@@ -1,5 +1,6 @@
 //! [`FaultyLog`]: a log that fails on schedule (feature `testing`), over
-//! the memory log or the sled store, so that what a log failure does to
+//! the memory log or a durable log (`ctxlog_sled` implements
+//! [`Faultable`] for its store), so that what a log failure does to
 //! the engine is tested from a seed and replays exactly: the same seed
 //! gives the same faults at the same calls, without a clock, a kill or a
 //! mount. The faults strike at the call boundary; what sled itself does
@@ -19,7 +20,6 @@ use crate::error::{AppendError, BackendError, Expected, ReadError};
 use crate::follower::Followable;
 use crate::log::{Appended, EventLog, LoadedState, NewEvent};
 use crate::memory::MemoryLog;
-use crate::sled::store::SledStore;
 use crate::subscribe::Subscription;
 use ctxlog_core::{Envelope, EventId, Seq, SessionId, SessionState};
 use std::collections::BTreeMap;
@@ -93,12 +93,6 @@ impl Faultable for MemoryLog {
     fn drop_unsynced(&self, session: SessionId, first: Seq) -> bool {
         self.drop_tail(session, first);
         true
-    }
-}
-
-impl Faultable for SledStore {
-    fn drop_unsynced(&self, _session: SessionId, _first: Seq) -> bool {
-        false
     }
 }
 

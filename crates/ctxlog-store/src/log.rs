@@ -1,7 +1,7 @@
 //! The storage trait [`EventLog`] and the values it takes and returns.
 //!
-//! The engine works over this trait only; [`SledStore`](crate::SledStore) is
-//! the durable implementation, [`MemoryLog`](crate::MemoryLog) the in-memory
+//! The engine works over this trait only; `ctxlog_sled::SledStore` and
+//! `ctxlog_postgres::PgLog` are the durable implementations, [`MemoryLog`](crate::MemoryLog) the in-memory
 //! one.
 
 use crate::error::{AppendError, Expected, ReadError};
@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use uuid::Uuid;
 
 /// An event to append; the store stamps the session and the seq. It
-/// travels as it is to a store's holder (`sled/wire.rs`).
+/// travels as it is to a store's holder (`ctxlog_sled`'s `wire.rs`).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NewEvent {
     /// Unique id (UUID v7); the idempotency key.
@@ -34,7 +34,7 @@ impl NewEvent {
     }
 
     /// [`at`](Self::at) without copying the event.
-    pub(crate) fn into_at(self, session: SessionId, seq: Seq) -> Envelope {
+    pub fn into_at(self, session: SessionId, seq: Seq) -> Envelope {
         Envelope {
             session,
             seq,

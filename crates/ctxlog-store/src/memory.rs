@@ -1,5 +1,5 @@
 //! [`MemoryLog`]: an in-memory [`EventLog`] for tests, simulations and
-//! what-if runs, with the same promises as [`SledStore`](crate::SledStore)
+//! what-if runs, with the same promises as `ctxlog_sled::SledStore`
 //! (nothing is durable beyond the process; every append is "durable" at once).
 
 use crate::error::{AppendError, Expected, ReadError};

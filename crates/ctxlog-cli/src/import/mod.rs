@@ -1,5 +1,9 @@
 //! `import`: recordings into the store, once or following them as they
 //! grow.
+//!
+//! Files:
+//! - `follow.rs`: `import --follow`.
+//! - `once.rs`: Importing recordings once.
 
 pub(crate) mod follow;
 pub(crate) mod once;

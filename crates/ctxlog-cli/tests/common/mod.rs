@@ -71,6 +71,58 @@ pub fn ctxlog_at(db: &std::path::Path, args: &[&str]) -> std::process::Output {
     ctxlog_on(db, args).output().expect("run ctxlog")
 }
 
+/// Runs the `ctxlog` binary with `args`, no store named; its output.
+#[allow(dead_code)] // not every test uses it
+pub fn run(args: &[&str]) -> std::process::Output {
+    ctxlog().args(args).output().expect("run ctxlog")
+}
+
+/// Runs [`ctxlog_home`]; its output.
+#[allow(dead_code)] // not every test uses it
+pub fn run_home(
+    home: &std::path::Path,
+    db: &std::path::Path,
+    args: &[&str],
+) -> std::process::Output {
+    ctxlog_home(home, db, args).output().expect("run ctxlog")
+}
+
+/// What `out` printed, as the one JSON document it must be (else the
+/// test fails showing what was printed).
+#[allow(dead_code)] // not every test uses it
+pub fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// `ctxlog --json args` on the store at `db`, which must succeed; what it
+/// printed.
+#[allow(dead_code)] // not every test uses it
+pub fn json_at(db: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    json_of(&ok(ctxlog_at(db, &all)))
+}
+
+/// `out`, which must be a success (else the test fails showing its exit
+/// and what it printed).
+#[allow(dead_code)] // not every test uses it
+pub fn ok(out: std::process::Output) -> std::process::Output {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
+}
+
 /// Writes `export` as OpenCode ≤ 1.1 keeps it under `storage`.
 #[allow(dead_code)] // not every test uses it
 pub fn write_storage(storage: &std::path::Path, export: &serde_json::Value) {
@@ -138,7 +190,7 @@ pub fn contents(
     db: &std::path::Path,
 ) -> std::collections::BTreeMap<ctxlog_core::SessionId, Vec<ctxlog_core::Envelope>> {
     use ctxlog_store::EventLog;
-    let store = ctxlog_store::SledStore::open(db).unwrap();
+    let store = ctxlog_sled::SledStore::open(db).unwrap();
     let report = store.verify().unwrap();
     assert!(report.ok(), "verify: {:?}", report.errors);
     store

@@ -2,8 +2,8 @@
 //! carry ([`Step`], [`RecordedCompaction`], [`SummaryText`]).
 
 use super::items::AgentItem;
-use crate::event::{CompactionTrigger, Event, FinishReason, MessageError, ModelRef};
-use crate::event::{PartBody, PromptRecord, SessionAbout};
+use crate::event::{CompactionTrigger, Event, FinishReason, ModelRef};
+use crate::event::{PartBody, PromptRecord};
 use crate::ids::{MessageId, PartId};
 use crate::policy::{ModelLimits, Policy, TokenUsage};
 
@@ -164,13 +164,6 @@ pub enum Command {
         /// The content.
         body: PartBody,
     },
-    /// A part's content replaced (a tool going pending → running → done).
-    UpdatePart {
-        /// The part.
-        part: PartId,
-        /// Its new content.
-        body: PartBody,
-    },
     /// The step of a message built part by part finished; then the overflow check.
     FinishStep {
         /// The assistant message.
@@ -192,15 +185,12 @@ pub enum Command {
         /// The provider's words.
         error: String,
     },
-    /// An error recorded on a message.
-    ErrorMessage {
-        /// The message.
-        message: MessageId,
-        /// The error.
-        error: MessageError,
-    },
-    /// Events decided elsewhere (a recording), recorded as they are; a batch
-    /// ending with a finished step is followed by the overflow check.
+    /// Events recorded as they are, each a new id and the command's time: a
+    /// recording's (decided by the agent), or a change that is one event
+    /// and decides nothing (a part updated, an attempt of a job, a restore,
+    /// a policy or limits change, a description, a withdrawal, an error on
+    /// a message). A batch ending with a finished step is followed by the
+    /// overflow check.
     Record(Vec<Event>),
     /// A compaction the recording already did.
     RecordCompaction(RecordedCompaction),
@@ -226,19 +216,6 @@ pub enum Command {
         /// Which messages it keeps verbatim after the summary.
         tail: TailChoice,
     },
-    /// One attempt at a compaction request (see `crate::fallback`).
-    Attempt {
-        /// The job.
-        job: MessageId,
-        /// The strategy's name.
-        strategy: String,
-        /// Estimated tokens of the request.
-        request_tokens: u64,
-        /// The budget it was checked against.
-        limit: Option<u64>,
-        /// Whether it fits.
-        fits: bool,
-    },
     /// The running job's summary arrived.
     CompleteJob {
         /// The job.
@@ -255,25 +232,12 @@ pub enum Command {
     },
     /// The turn ended: prune when the policy says so.
     EndTurn,
-    /// Pruned parts restored (an undo).
-    Restore {
-        /// The parts.
-        parts: Vec<PartId>,
-        /// Why.
-        reason: String,
-    },
-    /// The policy changes from now on.
-    ChangePolicy(Policy),
-    /// The model's limits change from now on.
-    ChangeLimits(ModelLimits),
     /// The agent is about to send its next model request: under a policy
     /// that checks then ([`OverflowCheckAt::BeforeRequest`](crate::policy::OverflowCheckAt::BeforeRequest)), queue an
     /// automatic compaction when the last answer's count plus the estimate
     /// of what came after it reaches the threshold. Nothing under the
     /// other policies (they check after each step).
     BeforeRequest,
-    /// Describes the session (title, agent, directory...) for listings.
-    Describe(SessionAbout),
     /// Settings: each one given that differs from the session's is
     /// recorded as a change.
     Settle {
@@ -286,14 +250,6 @@ pub enum Command {
     /// in one append: each a message of its own, but an output whose call
     /// waits, which completes the call's tool part.
     AddItems(Vec<AgentItem>),
-    /// Messages withdrawn: they leave every view of the model input; the
-    /// log keeps them.
-    Withdraw {
-        /// The messages.
-        messages: Vec<MessageId>,
-        /// Why.
-        reason: String,
-    },
     /// Every message not withdrawn yet is withdrawn (a session cleared).
     WithdrawAll {
         /// Why.
@@ -335,26 +291,18 @@ impl Command {
             Command::Step(_) => "step",
             Command::AssistantMessage { .. } => "assistant_message",
             Command::AppendPart { .. } => "append_part",
-            Command::UpdatePart { .. } => "update_part",
             Command::FinishStep { .. } => "finish_step",
             Command::Refused { .. } => "refused",
-            Command::ErrorMessage { .. } => "error_message",
             Command::Record(_) => "record",
             Command::RecordCompaction(_) => "record_compaction",
             Command::RequestCompaction => "request_compaction",
             Command::QueueCompaction { .. } => "queue_compaction",
             Command::StartJob { .. } => "start_job",
-            Command::Attempt { .. } => "attempt",
             Command::CompleteJob { .. } => "complete_job",
             Command::FailJob { .. } => "fail_job",
             Command::EndTurn => "end_turn",
-            Command::Restore { .. } => "restore",
-            Command::ChangePolicy(_) => "change_policy",
-            Command::ChangeLimits(_) => "change_limits",
-            Command::Describe(_) => "describe",
             Command::Settle { .. } => "settle",
             Command::AddItems(_) => "add_items",
-            Command::Withdraw { .. } => "withdraw",
             Command::WithdrawAll { .. } => "withdraw_all",
             Command::ReopenCall { .. } => "reopen_call",
             Command::FinishOpenStep { .. } => "finish_open_step",

@@ -176,16 +176,12 @@ fn decide_inner(
         Command::Step(step) => d.step(step),
         Command::AssistantMessage { parent, model } => d.assistant_message(parent, model),
         Command::AppendPart { message, body } => d.append(message, body),
-        Command::UpdatePart { part, body } => d.push(Event::PartUpdated { part, body }),
         Command::FinishStep {
             message,
             reason,
             tokens,
         } => d.finish_step(message, reason, tokens),
         Command::Refused { message, error } => d.refused(state, message, error)?,
-        Command::ErrorMessage { message, error } => {
-            d.push(Event::MessageErrored { message, error })
-        }
         Command::Record(events) => d.record(events),
         Command::RecordCompaction(c) => d.recorded_compaction(c),
         Command::RequestCompaction => d.marker(false, false, CompactionTrigger::Manual),
@@ -196,31 +192,11 @@ fn decide_inner(
             prompt,
             tail,
         } => d.start_job(state, job, model, prompt, tail)?,
-        Command::Attempt {
-            job,
-            strategy,
-            request_tokens,
-            limit,
-            fits,
-        } => d.push(Event::CompactionAttempted {
-            job,
-            strategy,
-            request_tokens,
-            limit,
-            fits,
-        }),
         Command::CompleteJob { job, summary } => d.complete(state, job, summary)?,
         Command::FailJob { job, error } => d.fail_job(state, job, error)?,
         Command::EndTurn => d.end_turn(state),
-        Command::Restore { parts, reason } => d.push(Event::PartsRestored { parts, reason }),
-        Command::ChangePolicy(policy) => d.push(Event::PolicyChanged { policy }),
-        Command::ChangeLimits(limits) => d.push(Event::LimitsChanged { limits }),
-        Command::Describe(about) => d.push(Event::SessionDescribed { about }),
         Command::Settle { policy, limits } => d.settle(state, policy, limits),
         Command::AddItems(items) => d.add_items(state, items),
-        Command::Withdraw { messages, reason } => {
-            d.push(Event::MessagesWithdrawn { messages, reason })
-        }
         Command::WithdrawAll { reason } => d.withdraw_all(state, reason),
         Command::ReopenCall { part, reason } => d.reopen_call(state, part, reason)?,
         Command::FinishOpenStep { tokens } => d.finish_open_step(state, tokens),

@@ -280,6 +280,10 @@ mod tests {
             assert_eq!(c.usable, *usable, "case {i}: usable");
             assert_eq!(c.overflow, *overflow, "case {i}: overflow ({c:?})");
         }
+    }
+
+    #[test]
+    fn no_overflow_without_automatic_compaction() {
         let off = Policy {
             auto: false,
             ..Policy::opencode_seed()

@@ -7,6 +7,11 @@
 //! A private key block cut off before its END line loses its key material,
 //! never what follows it. A pure function: the same text always gives the
 //! same result.
+//!
+//! Files:
+//! - `pem.rs`: PEM and PGP private key blocks.
+//! - `placed.rs`: Secrets known by where they stand.
+//! - `tokens.rs`: Tokens known by their shape.
 
 use std::collections::BTreeMap;
 

@@ -14,6 +14,9 @@
 //! `close` (sealing and dropping what a pivot leaves behind), `store` (the
 //! writes to messages, parts and jobs that keep the index in step) and
 //! `tally` (the figures of the messages a state dropped).
+//!
+//! Files:
+//! - `errors.rs`: `SessionState::errors_set_by`.
 
 mod check;
 mod close;

@@ -10,8 +10,27 @@ use ctxlog_differential::model_server::{ModelServer, Request};
 use ctxlog_engine::simulate::{simulate_recording, Decision, SimulateConfig};
 use ctxlog_engine::summarize::RecordedSummarizer;
 use ctxlog_import::{import, Format, ImportOptions};
+use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
+
+/// ctxlog's window `ours` equals what `agent` sent in request `n`
+/// (`theirs`, before seq `before`); else both are written beside the run
+/// (`window-NN.json`, `sent-NN.json`) and the test fails naming them.
+pub fn same_window(dir: &Path, agent: &str, n: usize, before: u64, ours: &Value, theirs: &Value) {
+    if ours == theirs {
+        return;
+    }
+    let file = dir.join(format!("window-{n:02}.json"));
+    std::fs::write(&file, serde_json::to_vec_pretty(ours).unwrap()).unwrap();
+    let sent = dir.join(format!("sent-{n:02}.json"));
+    std::fs::write(&sent, serde_json::to_vec_pretty(theirs).unwrap()).unwrap();
+    panic!(
+        "request n={n} (before seq {before}): ctxlog's window differs from what {agent} sent; ours in {}, theirs in {}",
+        file.display(),
+        sent.display()
+    );
+}
 
 /// What happened: the events that do not describe the session.
 fn happened(events: Vec<Envelope>) -> Vec<Envelope> {

@@ -27,6 +27,9 @@
 //!   is not in the transcript).
 //! - Source ids: user lines keep their `uuid`, steps their `message.id`.
 //! - The project is the directory the session started in.
+//!
+//! Files:
+//! - `compaction.rs`: A compaction as Claude Code records it.
 
 mod attachments;
 mod compaction;

@@ -154,6 +154,51 @@ impl<L: Contents + ?Sized> Doc<'_, L> {
         }
     }
 
+    /// A text part's fields: its text, whether ctxlog or the agent made it
+    /// up, the continue message's marker, its time.
+    fn text_fields(
+        &self,
+        o: &mut Map<String, Value>,
+        m: &Message,
+        text: &str,
+        synthetic: bool,
+        time: &Option<Span>,
+    ) {
+        o.insert("text".into(), json!(text));
+        if synthetic {
+            o.insert("synthetic".into(), json!(true));
+        }
+        if self.extra.continues.contains(&m.id) && is_continue_text(text) {
+            o.insert("metadata".into(), json!({"compaction_continue": true}));
+        }
+        if let Some(t) = span_json(time) {
+            o.insert("time".into(), t);
+        }
+    }
+
+    /// A compaction marker's fields: automatic or not, overflow (OpenCode
+    /// writes it on automatic markers only), where its job's tail starts.
+    fn compaction_fields(
+        &self,
+        o: &mut Map<String, Value>,
+        m: &Message,
+        auto: bool,
+        overflow: bool,
+    ) {
+        o.insert("auto".into(), json!(auto));
+        if auto || overflow {
+            o.insert("overflow".into(), json!(overflow));
+        }
+        if let Some(t) = self
+            .state
+            .job(m.id)
+            .and_then(|j| j.tail_start)
+            .and_then(|t| self.msg_ids.get(&t))
+        {
+            o.insert("tail_start_id".into(), json!(t));
+        }
+    }
+
     fn part_json(&self, mid: &str, m: &Message, p: &Part) -> Result<Value, ExportError> {
         let body = p.body_in(self.log)?;
         let pid = self.part_ids.get(&p.id).cloned().unwrap_or_default();
@@ -167,18 +212,7 @@ impl<L: Contents + ?Sized> Doc<'_, L> {
                 text,
                 synthetic,
                 time,
-            } => {
-                o.insert("text".into(), json!(text));
-                if *synthetic {
-                    o.insert("synthetic".into(), json!(true));
-                }
-                if self.extra.continues.contains(&m.id) && is_continue_text(text) {
-                    o.insert("metadata".into(), json!({"compaction_continue": true}));
-                }
-                if let Some(t) = span_json(time) {
-                    o.insert("time".into(), t);
-                }
-            }
+            } => self.text_fields(&mut o, m, text, *synthetic, time),
             PartBody::Reasoning { text, time } => {
                 o.insert("text".into(), json!(text));
                 // OpenCode requires a reasoning part's time.
@@ -224,19 +258,7 @@ impl<L: Contents + ?Sized> Doc<'_, L> {
                 }
             }
             PartBody::Compaction { auto, overflow } => {
-                o.insert("auto".into(), json!(auto));
-                // OpenCode writes `overflow` on automatic markers only.
-                if *auto || *overflow {
-                    o.insert("overflow".into(), json!(overflow));
-                }
-                if let Some(t) = self
-                    .state
-                    .job(m.id)
-                    .and_then(|j| j.tail_start)
-                    .and_then(|t| self.msg_ids.get(&t))
-                {
-                    o.insert("tail_start_id".into(), json!(t));
-                }
+                self.compaction_fields(&mut o, m, *auto, *overflow)
             }
             PartBody::Other { kind, data } => {
                 o.insert("type".into(), json!(kind));

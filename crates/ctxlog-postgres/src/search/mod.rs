@@ -12,6 +12,13 @@
 //!   leaves its last commit, and the next goes on from it.
 //! - One catch-up at a time per schema: a session-level advisory lock,
 //!   waited for up to the caller's limit.
+//!
+//! Files:
+//! - `batch.rs`: Rows waiting to be written, sent a few thousand at a time in
+//!   one statement per table (`unnest` of column arrays) instead of a round
+//!   trip each.
+//! - `read.rs`: Reading the index (`Lookup` on PostgreSQL).
+//! - `write.rs`: Writing the index (`Engine` on PostgreSQL).
 
 mod batch;
 mod read;

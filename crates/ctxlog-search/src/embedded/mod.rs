@@ -4,6 +4,11 @@
 //! payload, so they are exactly as durable as what they describe); its one
 //! writer at a time. `lookup.rs` and `writer.rs` are its [`crate::Lookup`]
 //! and [`crate::Engine`].
+//!
+//! Files:
+//! - `query.rs`: A read query (`crate::query::Parsed`) as tantivy runs it,
+//!   limited to a request's sessions and times.
+//! - `schema.rs`: The index's schema.
 
 use crate::error::SearchError;
 use crate::lookup::Watermarks;
@@ -49,7 +54,7 @@ pub(crate) fn guarded<T>(
     dir: &Path,
     f: impl FnOnce() -> Result<T, SearchError>,
 ) -> Result<T, SearchError> {
-    ctxlog_store::quietly(f).unwrap_or_else(|message| {
+    ctxlog_store::backend::quietly(f).unwrap_or_else(|message| {
         Err(SearchError::Index {
             path: dir.to_owned(),
             source: tantivy::TantivyError::InternalError(format!(

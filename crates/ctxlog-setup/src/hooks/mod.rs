@@ -10,6 +10,10 @@
 //! remembered ([`record`]): an uninstall of a file nobody changed since
 //! puts back the very bytes that were there before (or removes the file it
 //! made); a file changed since loses ctxlog's entries only.
+//!
+//! Files:
+//! - `json_hooks.rs`: The hooks shape Claude Code's `settings.json` and
+//!   Codex's `hooks.json` share.
 
 pub mod claude_code;
 pub mod codex;
