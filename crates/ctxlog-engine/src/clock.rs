@@ -1,7 +1,7 @@
 //! Where time and ids come from. Injected so that tests and simulations are
 //! deterministic; the defaults read the system clock.
 
-use ctxlog_core::{IdSource, SeededIds, TimestampMs};
+use ctxlog_core::{SeededIds, TimestampMs};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where time comes from.
@@ -58,9 +58,4 @@ pub fn system_ids() -> SeededIds {
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
     SeededIds::new(nanos ^ (u64::from(std::process::id()) << 32))
-}
-
-/// Boxes an id source for [`crate::EngineConfig`].
-pub fn boxed_ids(ids: impl IdSource + Send + 'static) -> Box<dyn IdSource + Send> {
-    Box::new(ids)
 }

@@ -1,4 +1,4 @@
-//! How an engine is configured: [`EngineConfig`] and the [`EngineBuilder`]
+//! How an engine is configured: the [`EngineBuilder`] (its `EngineConfig`)
 //! with defaults (system clock, fresh ids, the extractive summarizer, the
 //! default loop guard), and the compacting hook.
 
@@ -38,29 +38,30 @@ pub const HOOK_MAX_LINE_CHARS: usize = 2_000;
 /// Longest hook replacement prompt kept, in chars.
 pub const HOOK_MAX_PROMPT_CHARS: usize = 8_000;
 
-/// How the engine behaves beyond the policy in the log.
-pub struct EngineConfig {
+/// How the engine behaves beyond the policy in the log (made by the
+/// [`EngineBuilder`]).
+pub(crate) struct EngineConfig {
     /// Time source.
-    pub clock: Arc<dyn Clock>,
+    pub(crate) clock: Arc<dyn Clock>,
     /// Id source. It must never repeat an id already in the store: a
     /// deterministic source reopened on the same store needs a new seed (the
     /// store refuses a repeated id with different content, so nothing is
     /// corrupted, but the command fails).
-    pub ids: Box<dyn IdSource + Send>,
+    pub(crate) ids: Box<dyn IdSource + Send>,
     /// The summarizer.
-    pub summarizer: Arc<dyn Summarizer>,
+    pub(crate) summarizer: Arc<dyn Summarizer>,
     /// A model used only for compaction, when configured.
-    pub compaction_model: Option<ModelRef>,
+    pub(crate) compaction_model: Option<ModelRef>,
     /// The compacting hook, if any.
-    pub hook: Option<Arc<dyn CompactingHook>>,
+    pub(crate) hook: Option<Arc<dyn CompactingHook>>,
     /// When automatic compaction stops itself.
-    pub loop_guard: LoopGuard,
+    pub(crate) loop_guard: LoopGuard,
 }
 
 impl EngineConfig {
     /// The given ids and clock, the extractive summarizer, no hook, the
     /// default loop guard.
-    pub fn new(ids: Box<dyn IdSource + Send>, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(ids: Box<dyn IdSource + Send>, clock: Arc<dyn Clock>) -> Self {
         EngineConfig {
             clock,
             ids,
@@ -73,7 +74,7 @@ impl EngineConfig {
 
     /// A typed error for a configuration the engine cannot run with (a
     /// shrink percentage above 100 has no meaning; it used to be clamped).
-    pub fn validate(&self) -> Result<(), EngineError> {
+    pub(crate) fn validate(&self) -> Result<(), EngineError> {
         let g = &self.loop_guard;
         if g.min_shrink_percent > 100 {
             return Err(EngineError::InvalidConfig(format!(

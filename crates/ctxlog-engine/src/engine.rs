@@ -69,7 +69,7 @@ impl IdSource for SharedIds<'_> {
 
 impl<L: EventLog> Engine<L> {
     /// An engine over `log`; fails when `config` is invalid.
-    pub fn new(log: L, config: EngineConfig) -> Result<Self, EngineError> {
+    pub(crate) fn new(log: L, config: EngineConfig) -> Result<Self, EngineError> {
         config.validate()?;
         Ok(Engine {
             log,

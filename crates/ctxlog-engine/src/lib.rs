@@ -38,12 +38,11 @@
 //! [`EngineBuilder`]), so the same commands give byte-identical logs.
 //!
 //! Files:
-//! - `clock.rs`: `Clock`, `SystemClock`, `ManualClock`, `system_ids`,
-//!   `boxed_ids`.
+//! - `clock.rs`: `Clock`, `SystemClock`, `ManualClock`, `system_ids`.
 //! - `commands.rs`: The commands by session id (above), `NewSession`,
 //!   `record`, `query`.
-//! - `config.rs`: `EngineConfig` (validated: a typed error), `EngineBuilder`,
-//!   `CompactingHook`.
+//! - `config.rs`: `EngineBuilder` (its configuration validated: a typed
+//!   error), `CompactingHook`.
 //! - `error.rs`: Everything an engine call can fail with.
 //! - `items.rs`: The commands of a session kept item by item (`describe`,
 //!   `settle`, `add_items`, `withdraw`, `withdraw_all`, `reopen_call`,
@@ -80,10 +79,10 @@ pub mod summarize;
 pub mod transcript_prompt;
 pub mod workers;
 
-pub use clock::{boxed_ids, system_ids, Clock, ManualClock, SystemClock};
+pub use clock::{system_ids, Clock, ManualClock, SystemClock};
 pub use commands::{NewSession, Pruned};
 pub use config::{
-    CompactingHook, EngineBuilder, EngineConfig, HookOutput, HOOK_MAX_LINES, HOOK_MAX_LINE_CHARS,
+    CompactingHook, EngineBuilder, HookOutput, HOOK_MAX_LINES, HOOK_MAX_LINE_CHARS,
     HOOK_MAX_PROMPT_CHARS,
 };
 pub use ctxlog_core::fallback::TRUNCATED_TOOL_OUTPUT_CHARS;

@@ -1,13 +1,16 @@
-//! [`Session`]: a handle on one session of an [`Engine`], so that an agent
-//! loop reads as what it does: `user`, `step`, `run_pending`, `end_turn`,
-//! `window`.
+//! [`Session`]: a handle on one session of an [`Engine`] that offers every
+//! command and view of it, so that an agent loop reads as what it does:
+//! `user`, `step`, `before_request`, `run_pending`, `end_turn`, `window`.
 
 use crate::commands::{NewSession, Pruned};
 use crate::error::EngineError;
-use crate::outcome::{JobOutcome, StepOutcome};
+use crate::outcome::{JobOutcome, RequestCheck, StepOutcome};
 use crate::Engine;
 use ctxlog_core::window::Window;
-use ctxlog_core::{AuditEntry, MessageId, PartId, Seq, SessionId, SessionState, Step};
+use ctxlog_core::{
+    AgentItem, AuditEntry, FinishReason, MessageId, ModelLimits, ModelRef, PartBody, PartId,
+    Policy, Seq, SessionAbout, SessionId, SessionState, Step, TokenUsage,
+};
 use ctxlog_store::EventLog;
 
 /// A handle on one session; cheap to copy, borrows its engine.
@@ -103,5 +106,114 @@ impl<'e, L: EventLog> Session<'e, L> {
     /// A copy of the derived state.
     pub fn state(&self) -> Result<SessionState, EngineError> {
         self.engine.state(self.id)
+    }
+
+    /// The agent is about to send a model request: under a policy that
+    /// checks then, an automatic compaction is queued when it must be.
+    pub fn before_request(&self) -> Result<RequestCheck, EngineError> {
+        self.engine.before_request(self.id)
+    }
+
+    /// An assistant message answering `parent`, to be built part by part.
+    pub fn assistant_message(
+        &self,
+        parent: MessageId,
+        model: Option<ModelRef>,
+    ) -> Result<MessageId, EngineError> {
+        self.engine.assistant_message(self.id, parent, model)
+    }
+
+    /// A part appended to `message`.
+    pub fn append_part(&self, message: MessageId, body: PartBody) -> Result<PartId, EngineError> {
+        self.engine.append_part(self.id, message, body)
+    }
+
+    /// A part's content replaced (a tool going pending → running → done).
+    pub fn update_part(&self, part: PartId, body: PartBody) -> Result<(), EngineError> {
+        self.engine.update_part(self.id, part, body)
+    }
+
+    /// The step of a message built part by part finished; then the
+    /// overflow check.
+    pub fn finish_step(
+        &self,
+        message: MessageId,
+        tokens: TokenUsage,
+        reason: FinishReason,
+    ) -> Result<StepOutcome, EngineError> {
+        self.engine.finish_step(self.id, message, tokens, reason)
+    }
+
+    /// The provider refused `message`'s request as too large: a compaction
+    /// queued (its marker) or the error recorded.
+    pub fn refused(
+        &self,
+        message: MessageId,
+        error: &str,
+    ) -> Result<Option<MessageId>, EngineError> {
+        self.engine.refused(self.id, message, error)
+    }
+
+    /// A compaction asked for by hand, queued (its marker).
+    pub fn request_compaction(&self) -> Result<MessageId, EngineError> {
+        self.engine.request_compaction(self.id)
+    }
+
+    /// What the session is (title, agent, directory...), for listings.
+    pub fn describe(&self, about: SessionAbout) -> Result<(), EngineError> {
+        self.engine.describe(self.id, about)
+    }
+
+    /// Each of `policy` and `limits` that differs from the session's,
+    /// recorded as a change.
+    pub fn settle(
+        &self,
+        policy: Option<Policy>,
+        limits: Option<ModelLimits>,
+    ) -> Result<(), EngineError> {
+        self.engine.settle(self.id, policy, limits)
+    }
+
+    /// Items of an agent runtime, each a message (or a call's output).
+    pub fn add_items(&self, items: Vec<AgentItem>) -> Result<(), EngineError> {
+        self.engine.add_items(self.id, items)
+    }
+
+    /// `messages` taken back for good (they stay in the log).
+    pub fn withdraw(&self, messages: Vec<MessageId>, reason: &str) -> Result<(), EngineError> {
+        self.engine.withdraw(self.id, messages, reason)
+    }
+
+    /// Every message taken back; how many.
+    pub fn withdraw_all(&self, reason: &str) -> Result<usize, EngineError> {
+        self.engine.withdraw_all(self.id, reason)
+    }
+
+    /// The call of tool part `part` waits for its output again.
+    pub fn reopen_call(&self, part: PartId, reason: &str) -> Result<(), EngineError> {
+        self.engine.reopen_call(self.id, part, reason)
+    }
+
+    /// The open step ends (its usage reported, else the window's estimate).
+    pub fn finish_open_step(
+        &self,
+        tokens: Option<TokenUsage>,
+    ) -> Result<Option<StepOutcome>, EngineError> {
+        self.engine.finish_open_step(self.id, tokens)
+    }
+
+    /// `f` of the state, read-only, without a copy.
+    pub fn query<T>(&self, f: impl FnOnce(&SessionState) -> T) -> Result<T, EngineError> {
+        self.engine.query(self.id, f)
+    }
+
+    /// The state right after event `seq`.
+    pub fn state_at(&self, seq: Seq) -> Result<SessionState, EngineError> {
+        self.engine.state_at(self.id, seq)
+    }
+
+    /// Whether a compaction job waits to run.
+    pub fn has_pending(&self) -> Result<bool, EngineError> {
+        self.engine.has_pending(self.id)
     }
 }

@@ -32,13 +32,7 @@ fn engine_seeded(
     seed: u64,
 ) -> Engine<SledStore> {
     let store = SledStore::open(dir).unwrap();
-    let mut cfg = EngineConfig::new(
-        Box::new(SeededIds::new(seed)),
-        Arc::new(ManualClock::new(1_780_000_000_000)),
-    );
-    cfg.summarizer = summarizer;
-    cfg.hook = hook;
-    Engine::new(store, cfg).unwrap()
+    builder(summarizer, hook, seed).build(store).unwrap()
 }
 
 /// An engine over a fresh memory log, ids from seed 9: where the log's
@@ -47,13 +41,24 @@ fn engine_in_memory(
     summarizer: Arc<dyn Summarizer>,
     hook: Option<Arc<dyn CompactingHook>>,
 ) -> Engine<MemoryLog> {
-    let mut cfg = EngineConfig::new(
-        Box::new(SeededIds::new(9)),
-        Arc::new(ManualClock::new(1_780_000_000_000)),
-    );
-    cfg.summarizer = summarizer;
-    cfg.hook = hook;
-    Engine::new(MemoryLog::new(), cfg).unwrap()
+    builder(summarizer, hook, 9).in_memory().unwrap()
+}
+
+/// A builder with ids from `seed`, the tests' manual clock, `summarizer`
+/// and `hook`.
+fn builder(
+    summarizer: Arc<dyn Summarizer>,
+    hook: Option<Arc<dyn CompactingHook>>,
+    seed: u64,
+) -> EngineBuilder {
+    let builder = EngineBuilder::new()
+        .ids(SeededIds::new(seed))
+        .clock(Arc::new(ManualClock::new(1_780_000_000_000)))
+        .summarizer(summarizer);
+    match hook {
+        Some(hook) => builder.hook(hook),
+        None => builder,
+    }
 }
 
 fn tool(name: &str, path: &str, output: &str) -> PartBody {

@@ -48,12 +48,12 @@ impl Summarizer for Slow {
 /// new ids never repeat stored ones.
 fn setup(dir: &std::path::Path, watch: Arc<Watch>, seed: u64) -> Arc<Engine<SledStore>> {
     let store = SledStore::open(dir).unwrap();
-    let mut cfg = EngineConfig::new(
-        Box::new(SeededIds::new(seed)),
-        Arc::new(ManualClock::new(1_780_000_000_000)),
-    );
-    cfg.summarizer = Arc::new(Slow(watch));
-    Arc::new(Engine::new(store, cfg).unwrap())
+    let engine = EngineBuilder::new()
+        .ids(SeededIds::new(seed))
+        .clock(Arc::new(ManualClock::new(1_780_000_000_000)))
+        .summarizer(Arc::new(Slow(watch)))
+        .build(store);
+    Arc::new(engine.unwrap())
 }
 
 #[test]

@@ -8,11 +8,11 @@ use ctxlog_store::{EventLog, MemoryLog};
 use std::sync::Arc;
 
 fn engine(log: &MemoryLog, seed: u64) -> Engine<MemoryLog> {
-    let cfg = EngineConfig::new(
-        Box::new(SeededIds::new(seed)),
-        Arc::new(ManualClock::new(1_780_000_000_000)),
-    );
-    Engine::new(log.clone(), cfg).unwrap()
+    EngineBuilder::new()
+        .ids(SeededIds::new(seed))
+        .clock(Arc::new(ManualClock::new(1_780_000_000_000)))
+        .build(log.clone())
+        .unwrap()
 }
 
 fn user_texts(state: &SessionState) -> Vec<String> {

@@ -6,7 +6,7 @@
 //! the test server runs (`CTXLOG_TEST_POSTGRES`).
 
 use ctxlog_core::{ModelLimits, SeededIds, SessionId};
-use ctxlog_engine::{Engine, EngineConfig, ManualClock, NewSession};
+use ctxlog_engine::{Engine, EngineBuilder, ManualClock, NewSession};
 use ctxlog_postgres::PgLog;
 use ctxlog_store::conformance::session_events;
 use ctxlog_store::{EventLog, Expected};
@@ -71,11 +71,11 @@ impl Drop for Cluster {
 }
 
 fn engine(log: PgLog) -> Engine<PgLog> {
-    let cfg = EngineConfig::new(
-        Box::new(SeededIds::new(7)),
-        Arc::new(ManualClock::new(1_780_000_000_000)),
-    );
-    Engine::new(log, cfg).unwrap()
+    EngineBuilder::new()
+        .ids(SeededIds::new(7))
+        .clock(Arc::new(ManualClock::new(1_780_000_000_000)))
+        .build(log)
+        .unwrap()
 }
 
 /// An engine on the log at `url`, and a new session in it.
