@@ -78,6 +78,10 @@ impl SessionState {
             source_id: source_id.as_deref().map(Box::from),
             ..Message::blank(env, *summary_message, Role::Assistant)
         });
+        debug_assert!(
+            self.job(*job).is_some(),
+            "check let through a start of no job"
+        );
         if let Some(j) = self.job_mut(*job) {
             j.status = JobStatus::Running;
             j.attempts += 1;
@@ -99,6 +103,10 @@ impl SessionState {
         redactions: u32,
     ) {
         let Some(summary) = self.job(job).and_then(|j| j.summary) else {
+            debug_assert!(
+                false,
+                "check let through the completion of a job with no summary"
+            );
             return;
         };
         self.finish_step(seq, summary, part, reason, tokens, None);
@@ -119,6 +127,10 @@ impl SessionState {
     /// The job fails (the summary of its latest attempt carries the error:
     /// `errors_set_by`).
     pub(super) fn apply_compaction_failed(&mut self, job: MessageId, error: &str) {
+        debug_assert!(
+            self.job(job).is_some(),
+            "check let through a failure of no job"
+        );
         if let Some(j) = self.job_mut(job) {
             j.status = JobStatus::Failed {
                 error: error.to_owned(),

@@ -77,9 +77,10 @@ impl SessionState {
             Event::PartUpdated { part, body } => self.apply_part_updated(env.seq, *part, body),
             Event::StepFinished { .. } => self.apply_step_finished(env),
             Event::UsageReported { message, tokens } => {
-                if let Some(m) = self.message_mut(*message) {
+                let held = self.message_mut(*message).map(|m| {
                     m.tokens = Some(Box::new(*tokens));
-                }
+                });
+                self.checked_held(held.is_some(), "the message of a usage");
             }
             Event::CompactionRequested { .. } => self.apply_compaction_requested(env),
             Event::CompactionStarted { .. } => self.apply_compaction_started(env),
@@ -161,13 +162,14 @@ impl SessionState {
             .index
             .part(&part)
             .is_some_and(|(mi, _)| mi < self.sealed);
-        if let Some(p) = self.part_mut(part) {
+        let held = self.part_mut(part).map(|p| {
             p.body = Body::Held(Box::new(body.clone()));
             p.seq = seq;
             if sealed {
                 p.seal();
             }
-        }
+        });
+        self.checked_held(held.is_some(), "an updated part");
         self.refresh_part_tokens(part);
     }
 
@@ -203,14 +205,15 @@ impl SessionState {
                 self.evicted.pruned_parts += 1;
                 self.evicted.pruned_tokens += *tokens;
             }
-            if let Some(p) = self.part_mut(*part) {
+            let held = self.part_mut(*part).map(|p| {
                 p.pruned = Some(Box::new(PruneMark {
                     seq: env.seq,
                     at: env.recorded_at,
                     policy: policy.to_owned(),
                     tokens: *tokens,
                 }));
-            }
+            });
+            self.checked_held(held.is_some(), "a pruned part");
             self.refresh_part_tokens(*part);
         }
     }
@@ -218,9 +221,8 @@ impl SessionState {
     /// Each part's prune mark lifted, and its estimate.
     fn apply_parts_restored(&mut self, parts: &[PartId]) {
         for part in parts {
-            if let Some(p) = self.part_mut(*part) {
-                p.pruned = None;
-            }
+            let held = self.part_mut(*part).map(|p| p.pruned = None);
+            self.checked_held(held.is_some(), "a restored part");
             self.refresh_part_tokens(*part);
         }
     }
@@ -228,9 +230,19 @@ impl SessionState {
     /// Each message marked withdrawn.
     fn apply_messages_withdrawn(&mut self, messages: &[MessageId]) {
         for id in messages {
-            if let Some(m) = self.message_mut(*id) {
-                m.withdrawn = true;
-            }
+            let held = self.message_mut(*id).map(|m| m.withdrawn = true);
+            self.checked_held(held.is_some(), "a withdrawn message");
         }
+    }
+
+    /// The assertion paired with `check`: an id `apply` looks up was
+    /// checked to be held, unless the state dropped messages (a late event
+    /// may then name one it no longer holds, and is taken unchecked). A
+    /// miss otherwise is a bug in `check`, never bad input.
+    fn checked_held(&self, held: bool, what: &str) {
+        debug_assert!(
+            held || self.has_dropped(),
+            "check let through {what} the state does not hold"
+        );
     }
 }
