@@ -52,7 +52,7 @@ impl RemoteLog {
         RemoteLog::connect_now(store).map_err(StoreError::into_open)
     }
 
-    /// [`RemoteLog::connect`], failing with the sled log's own error. A
+    /// [`RemoteLog::connect`], failing with any log error (a [`StoreError`]). A
     /// holder answering as many requests as it will is greeted again, as
     /// any request is ([`RemoteLog::answered`]): its slots come free as
     /// the answers it is writing end.

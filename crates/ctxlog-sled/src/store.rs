@@ -272,7 +272,7 @@ impl SledStore {
 }
 
 impl SledStore {
-    /// [`EventLog::append`], failing with the sled log's own error.
+    /// [`EventLog::append`], failing with any log error (a [`StoreError`]).
     fn append_now(
         &self,
         session: SessionId,
@@ -295,7 +295,7 @@ impl SledStore {
         }
     }
 
-    /// [`EventLog::read`], failing with the sled log's own error.
+    /// [`EventLog::read`], failing with any log error (a [`StoreError`]).
     pub(crate) fn read_now(&self, session: SessionId, from: Seq) -> Result<ReadIter, StoreError> {
         self.inner.shared.check()?;
         let from = from.max(1);
@@ -321,7 +321,7 @@ impl SledStore {
         })
     }
 
-    /// [`EventLog::head`], failing with the sled log's own error.
+    /// [`EventLog::head`], failing with any log error (a [`StoreError`]).
     pub(crate) fn head_now(&self, session: SessionId) -> Result<Seq, StoreError> {
         self.inner.shared.check()?;
         guarded(self.path(), "reading a head", || {
@@ -329,7 +329,7 @@ impl SledStore {
         })
     }
 
-    /// [`EventLog::sessions`], failing with the sled log's own error.
+    /// [`EventLog::sessions`], failing with any log error (a [`StoreError`]).
     pub(crate) fn sessions_now(&self) -> Result<Vec<(SessionId, Seq)>, StoreError> {
         self.inner.shared.check()?;
         let mut heads: BTreeMap<SessionId, Seq> =
