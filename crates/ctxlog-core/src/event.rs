@@ -41,7 +41,7 @@ pub use crate::role::Role;
 /// - 9: [`Event::ImportStarted`] and [`Event::UsageReported`] (new
 ///   variants, as in 4).
 /// - 10: [`Role::Developer`], [`Role::System`] and
-///   [`crate::Estimator::BytesPerToken`] (new variants, as in 4).
+///   [`crate::policy::Estimator::BytesPerToken`] (new variants, as in 4).
 /// - 11: [`Event::Captured`] (a new variant, as in 4).
 pub const EVENT_SCHEMA_VERSION: u16 = 11;
 

@@ -160,8 +160,8 @@ pub enum PartBody {
         /// Workspace snapshot id, when recorded.
         snapshot: Option<String>,
     },
-    /// End of one model call. Created only by [`Event::StepFinished`] and
-    /// [`Event::SummaryCompleted`].
+    /// End of one model call. Created only by [`Event::StepFinished`](crate::Event::StepFinished) and
+    /// [`Event::SummaryCompleted`](crate::Event::SummaryCompleted).
     StepFinish {
         /// Why the call stopped.
         reason: FinishReason,
@@ -171,7 +171,7 @@ pub enum PartBody {
         cost_micros: Option<u64>,
     },
     /// A compaction marker: queues a compaction job. Created only by
-    /// [`Event::CompactionRequested`].
+    /// [`Event::CompactionRequested`](crate::Event::CompactionRequested).
     Compaction {
         /// Triggered automatically (true) or by hand (false).
         auto: bool,
@@ -265,7 +265,7 @@ pub struct PrunedPart {
     pub tokens: u64,
 }
 
-/// The object of a recorded source that [`Event::SourceFields`] completes.
+/// The object of a recorded source that [`Event::SourceFields`](crate::Event::SourceFields) completes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum SourceTarget {
     /// The session itself (OpenCode's `info`).
@@ -279,7 +279,7 @@ pub enum SourceTarget {
 /// What a recording says about its session as a whole, where it says it.
 /// Unlike what happened in the session, it can change while the session
 /// grows (OpenCode titles a session after its first prompt, users rename
-/// sessions, the cost adds up), so each [`Event::SessionDescribed`]
+/// sessions, the cost adds up), so each [`Event::SessionDescribed`](crate::Event::SessionDescribed)
 /// replaces the one before.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionAbout {

@@ -6,7 +6,7 @@
 //! one HTTP client (ureq) of the workspace, over any OpenAI-compatible
 //! chat-completions endpoint.
 //!
-//! Every format but Claude Code's is one [`Wire`]: how an input message and
+//! Every format but Claude Code's is one `Wire`: how an input message and
 //! an assistant message (with the tool results after it) are written. The
 //! loop over the window is [`Format::encode`]'s alone; Claude Code's format
 //! groups the Anthropic messages between two answers as Claude Code does.

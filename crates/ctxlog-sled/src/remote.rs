@@ -143,7 +143,7 @@ impl RemoteLog {
     }
 
     /// Verifies the store in the process that holds it (between its
-    /// commits); see [`SledStore::verify`].
+    /// commits); see [`SledStore::verify`](crate::SledStore::verify).
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
         self.ask_verify()
             .map_err(|e| self.failure(e))

@@ -1,12 +1,12 @@
 //! Several records of one session in one stored value (the sled log's
-//! layout, beside [`record`](crate::record)'s).
+//! layout, beside [`record`]'s).
 //!
 //! sled keeps bookkeeping for every node of its trees (at most 16 keys a
 //! leaf), also for the nodes it evicted from its cache: a key per event
 //! made that grow with the history (about 80 bytes an event). So an append
 //! of several events stores its records packed, up to [`PACK_BYTES`] a
 //! value, under the key of the first; a lone record stays a value of its
-//! own, exactly as [`record`](crate::record) lays it out.
+//! own, exactly as [`record`] lays it out.
 //!
 //! Value of a pack:
 //! ```text
