@@ -114,6 +114,17 @@ pub enum ToolResult {
     Error(String),
 }
 
+impl ToolResult {
+    /// The text the model reads: the output (the placeholder when pruned)
+    /// or the error.
+    pub fn text(&self) -> &str {
+        match self {
+            ToolResult::Output { text, .. } => text,
+            ToolResult::Error(e) => e,
+        }
+    }
+}
+
 impl WindowPart {
     /// Estimated tokens of this part's content under `estimator`.
     pub fn estimate(&self, estimator: &Estimator) -> u64 {
@@ -126,13 +137,9 @@ impl WindowPart {
                 result,
                 ..
             } => {
-                let r = match result {
-                    ToolResult::Output { text, .. } => text,
-                    ToolResult::Error(e) => e,
-                };
                 estimator.estimate(tool)
                     + estimator.estimate(&input.to_json_string())
-                    + estimator.estimate(r)
+                    + estimator.estimate(result.text())
             }
         }
     }

@@ -80,10 +80,7 @@ pub(crate) fn assistant(m: &WindowMessage, out: &mut Vec<Value>) {
                 let input = if input.is_null() { json!({}) } else { input };
                 content
                     .push(json!({"type": "tool_use", "id": call_id, "name": tool, "input": input}));
-                let (text, is_error) = match result {
-                    ToolResult::Output { text, .. } => (text, false),
-                    ToolResult::Error(e) => (e, true),
-                };
+                let (text, is_error) = (result.text(), matches!(result, ToolResult::Error(_)));
                 results.push(json!({
                     "type": "tool_result",
                     "tool_use_id": call_id,

@@ -22,7 +22,7 @@
 //! text.
 
 use crate::Wire;
-use ctxlog_core::window::{attachment_note, ToolResult, WindowMessage, WindowPart};
+use ctxlog_core::window::{attachment_note, WindowMessage, WindowPart};
 use ctxlog_core::Role;
 use serde_json::{json, Map, Value};
 
@@ -94,10 +94,7 @@ fn assistant(m: &WindowMessage, out: &mut Vec<Value>) {
                     "type": "function",
                     "function": {"name": tool, "arguments": input.to_json_string()},
                 }));
-                let content = match result {
-                    ToolResult::Output { text, .. } => text,
-                    ToolResult::Error(e) => e,
-                };
+                let content = result.text();
                 results.push(json!({"role": "tool", "tool_call_id": call_id, "content": content}));
             }
         }

@@ -17,7 +17,7 @@
 //! item, which the rollout does not record), item ids and statuses.
 
 use crate::Wire;
-use ctxlog_core::window::{ToolResult, WindowMessage, WindowPart};
+use ctxlog_core::window::{WindowMessage, WindowPart};
 use ctxlog_core::Role;
 use serde_json::{json, Value};
 
@@ -77,10 +77,7 @@ fn assistant(m: &WindowMessage, out: &mut Vec<Value>) {
                 "name": tool,
                 "arguments": input.to_json_string(),
             }));
-            let text = match result {
-                ToolResult::Output { text, .. } => text,
-                ToolResult::Error(e) => e,
-            };
+            let text = result.text();
             outputs.push(json!({
                 "type": "function_call_output",
                 "call_id": call_id,

@@ -9,7 +9,8 @@ use ctxlog_store::{Appended, NewEvent};
 
 use ctxlog_core::codec::{self, MAX_ENCODED_BYTES};
 use ctxlog_core::{Envelope, EventId, Seq, SessionId};
-use ctxlog_store::{VerifyError, VerifyReport, KINDS};
+use ctxlog_store::backend::KINDS;
+use ctxlog_store::{VerifyError, VerifyReport};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

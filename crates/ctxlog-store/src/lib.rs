@@ -63,8 +63,9 @@ pub mod backend {
     pub use crate::guard::{in_guarded_call, quietly};
     pub use crate::log::{check_expected, evolve_to_head, repeated_id, retried_position};
     pub use crate::subscribe::Hub;
+    pub use crate::verify::KINDS;
 }
 pub use log::{Appended, EventLog, LoadedState, NewEvent, SessionContents};
 pub use memory::MemoryLog;
 pub use subscribe::{Notification, Subscription};
-pub use verify::{VerifyError, VerifyReport, KINDS};
+pub use verify::{VerifyError, VerifyReport};
