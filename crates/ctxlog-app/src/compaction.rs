@@ -110,13 +110,14 @@ pub fn compact<L: EventLog>(
     target: &Target,
 ) -> Result<Compacted, CompactError> {
     let session = target.session;
-    let pending = engine.query(session, |s| s.pending_jobs().next().map(|j| j.marker))?;
-    let before = engine.window_estimate(session)?;
+    let handle = engine.session(session)?;
+    let pending = handle.query(|s| s.pending_jobs().next().map(|j| j.marker))?;
+    let before = handle.window_estimate()?;
     let job = match pending {
         Some(job) => job,
-        None => engine.request_compaction(session)?,
+        None => handle.request_compaction()?,
     };
-    let outcomes = engine.run_pending(session)?;
+    let outcomes = handle.run_pending()?;
     match outcomes.into_iter().find(|o| o.job() == job) {
         Some(JobOutcome::Completed {
             summary,
@@ -131,7 +132,7 @@ pub fn compact<L: EventLog>(
             summary: summary.to_string(),
             redactions,
             window_tokens_before: before,
-            window_tokens_after: engine.window_estimate(session)?,
+            window_tokens_after: handle.window_estimate()?,
         }),
         Some(JobOutcome::Failed { error, .. }) => Err(CompactError::Failed { session, error }),
         None => Err(CompactError::DidNotRun),

@@ -14,7 +14,7 @@
 //! removed first and left behind for inspection.
 
 use ctxlog_core::{Event, ModelLimits, Policy, SeededIds};
-use ctxlog_engine::{EngineBuilder, ManualClock};
+use ctxlog_engine::{EngineBuilder, ManualClock, NewSession};
 use ctxlog_sled::{Durability, SledStore, StoreConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -65,13 +65,13 @@ fn run() -> Result<f64, String> {
         ..policy
     };
     let session = engine
-        .start_session(policy, limits, None)
+        .create_session(NewSession::new(limits).policy(policy))
         .map_err(|e| e.to_string())?;
     let t = Instant::now();
     for e in events.iter().skip(1) {
         clock.advance(1);
-        engine
-            .record(session, vec![e.event.clone()])
+        session
+            .record(vec![e.event.clone()])
             .map_err(|e| e.to_string())?;
     }
     Ok(events.len().saturating_sub(1) as f64 / t.elapsed().as_secs_f64())

@@ -8,7 +8,7 @@ use crate::sizes::{first, Sizes};
 use crate::stores::{engine_and_clock, store};
 use crate::{failed, BenchError};
 use ctxlog_core::{Envelope, Event, ModelLimits, Policy, SessionId};
-use ctxlog_engine::Engine;
+use ctxlog_engine::{Engine, NewSession};
 use ctxlog_sled::Durability;
 use ctxlog_sled::SledStore;
 use serde_json::json;
@@ -187,7 +187,8 @@ fn bench_session(engine: &Engine<SledStore>, events: &[Envelope]) -> Result<Sess
         ..policy
     };
     engine
-        .start_session(policy, limits, None)
+        .create_session(NewSession::new(limits).policy(policy))
+        .map(|session| session.id())
         .map_err(|e| failed("start")(&e))
 }
 
@@ -232,13 +233,12 @@ fn engine_appends(
 ) -> Result<f64, BenchError> {
     let (engine, clock) = engine_and_clock(store(dir, durability)?, 11)?;
     let session = bench_session(&engine, events)?;
+    let session = engine.session(session).map_err(|e| failed("open")(&e))?;
     let n: usize = batches.iter().map(Vec::len).sum();
     let t = Instant::now();
     for b in batches {
         clock.advance(1);
-        engine
-            .record(session, b)
-            .map_err(|e| failed("append")(&e))?;
+        session.record(b).map_err(|e| failed("append")(&e))?;
     }
     Ok(n as f64 / t.elapsed().as_secs_f64())
 }
@@ -268,9 +268,10 @@ pub fn durable_writers(
             let (engine, clock) = (engine.clone(), clock.clone());
             let batch = batch.clone();
             std::thread::spawn(move || -> Result<(), String> {
+                let session = engine.session(s).map_err(|e| e.to_string())?;
                 for e in batch {
                     clock.advance(1);
-                    engine.record(s, vec![e]).map_err(|e| e.to_string())?;
+                    session.record(vec![e]).map_err(|e| e.to_string())?;
                 }
                 Ok(())
             })

@@ -95,14 +95,10 @@ pub(crate) fn compacted_at_head<L: EventLog>(
         .summarizer(Arc::new(FixedSummarizer))
         .build(log)
         .map_err(|e| failed("engine")(&e))?;
-    engine
-        .request_compaction(session)
-        .map_err(|e| failed("compact")(&e))?;
-    engine
-        .run_pending(session)
-        .map_err(|e| failed("compact")(&e))?;
-    let parent = engine
-        .user_message(session, "go on with the next file")
+    let handle = engine.session(session).map_err(|e| failed("open")(&e))?;
+    handle.compact().map_err(|e| failed("compact")(&e))?;
+    let parent = handle
+        .user("go on with the next file")
         .map_err(|e| failed("prompt")(&e))?;
     Ok((engine, session, parent))
 }
@@ -160,6 +156,7 @@ pub(crate) fn one_step<L: EventLog>(
         output: 100,
         ..TokenUsage::default()
     };
+    let session = engine.session(session).map_err(|e| failed("open")(&e))?;
     let t = Instant::now();
     let step = Step {
         parts,
@@ -167,10 +164,8 @@ pub(crate) fn one_step<L: EventLog>(
         finish: FinishReason::ToolCalls,
         ..Step::new(parent)
     };
-    engine
-        .record_step(session, step)
-        .map_err(|e| failed("step")(&e))?;
-    let w = engine.window(session).map_err(|e| failed("window")(&e))?;
+    session.step(step).map_err(|e| failed("step")(&e))?;
+    let w = session.window().map_err(|e| failed("window")(&e))?;
     let secs = t.elapsed().as_secs_f64();
     non_empty(&w)?;
     Ok(secs)

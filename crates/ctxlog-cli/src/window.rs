@@ -42,6 +42,7 @@ pub(crate) fn show_window(
         EngineError::NoSuchSeq { .. } => CliError::BadInput(e.to_string()),
         e => CliError::Failed(e.to_string()),
     };
+    let handle = engine.session(session).map_err(failed)?;
     // At the head, the engine's state is read in place: a copy of a long
     // session's state would double the command's memory.
     match at {
@@ -49,13 +50,11 @@ pub(crate) fn show_window(
             cli,
             &engine,
             session,
-            &engine.state_at(session, seq).map_err(failed)?,
+            &handle.state_at(seq).map_err(failed)?,
             format,
         ),
-        None => engine
-            .query(session, |state| {
-                print_window(cli, &engine, session, state, format)
-            })
+        None => handle
+            .query(|state| print_window(cli, &engine, session, state, format))
             .map_err(failed)?,
     }
 }

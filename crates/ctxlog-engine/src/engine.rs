@@ -299,13 +299,6 @@ impl<L: EventLog> Engine<L> {
         Ok(())
     }
 
-    /// Starts a session from `command` (a [`Command::Start`]) and caches it.
-    pub(crate) fn start_with(&self, command: Command) -> Result<SessionId, EngineError> {
-        let session = SessionId(self.uuid());
-        self.start_as(session, command)?;
-        Ok(session)
-    }
-
     /// Starts `session`, an id the caller chose (one derived from a name,
     /// say); the log refuses it if the session already has events.
     pub(crate) fn start_as(&self, session: SessionId, command: Command) -> Result<(), EngineError> {

@@ -5,64 +5,52 @@
 use crate::commands::step_outcome;
 use crate::error::EngineError;
 use crate::outcome::StepOutcome;
-use crate::Engine;
+use crate::Session;
 use ctxlog_core::decide::drafted;
-use ctxlog_core::{
-    AgentItem, Command, Event, ModelLimits, PartId, Policy, SessionAbout, SessionId,
-};
+use ctxlog_core::{AgentItem, Command, Event, ModelLimits, PartId, Policy, SessionAbout};
 use ctxlog_core::{MessageId, TokenUsage};
 use ctxlog_store::EventLog;
 
-impl<L: EventLog> Engine<L> {
+impl<L: EventLog> Session<'_, L> {
     /// Describes the session (title, agent...) for listings.
-    pub fn describe(&self, session: SessionId, about: SessionAbout) -> Result<(), EngineError> {
-        self.command(
-            session,
-            Command::Record(vec![Event::SessionDescribed { about }]),
-        )
-        .map(drop)
+    pub fn describe(&self, about: SessionAbout) -> Result<(), EngineError> {
+        self.command(Command::Record(vec![Event::SessionDescribed { about }]))
+            .map(drop)
     }
 
     /// Records each of `policy` and `limits` that differs from the
     /// session's as a change.
     pub fn settle(
         &self,
-        session: SessionId,
         policy: Option<Policy>,
         limits: Option<ModelLimits>,
     ) -> Result<(), EngineError> {
-        self.command(session, Command::Settle { policy, limits })
-            .map(drop)
+        self.command(Command::Settle { policy, limits }).map(drop)
     }
 
     /// Records `items` in one atomic append (see [`Command::AddItems`]).
-    pub fn add_items(&self, session: SessionId, items: Vec<AgentItem>) -> Result<(), EngineError> {
+    pub fn add_items(&self, items: Vec<AgentItem>) -> Result<(), EngineError> {
         if items.is_empty() {
             return Ok(());
         }
-        self.command(session, Command::AddItems(items)).map(drop)
+        self.command(Command::AddItems(items)).map(drop)
     }
 
     /// Withdraws `messages`: they leave every view of the model input; the
     /// log keeps them.
-    pub fn withdraw(
-        &self,
-        session: SessionId,
-        messages: Vec<MessageId>,
-        reason: &str,
-    ) -> Result<(), EngineError> {
+    pub fn withdraw(&self, messages: Vec<MessageId>, reason: &str) -> Result<(), EngineError> {
         let reason = reason.into();
-        self.command(
-            session,
-            Command::Record(vec![Event::MessagesWithdrawn { messages, reason }]),
-        )
+        self.command(Command::Record(vec![Event::MessagesWithdrawn {
+            messages,
+            reason,
+        }]))
         .map(drop)
     }
 
     /// Withdraws every message not withdrawn yet; returns how many.
-    pub fn withdraw_all(&self, session: SessionId, reason: &str) -> Result<usize, EngineError> {
+    pub fn withdraw_all(&self, reason: &str) -> Result<usize, EngineError> {
         let reason = reason.into();
-        let decided = self.command(session, Command::WithdrawAll { reason })?;
+        let decided = self.command(Command::WithdrawAll { reason })?;
         Ok(drafted(&decided)
             .map(|e| match e {
                 Event::MessagesWithdrawn { messages, .. } => messages.len(),
@@ -73,15 +61,9 @@ impl<L: EventLog> Engine<L> {
 
     /// Takes back the output of the completed call `part`: the call waits
     /// for its output again (restored first when a prune cleared it).
-    pub fn reopen_call(
-        &self,
-        session: SessionId,
-        part: PartId,
-        reason: &str,
-    ) -> Result<(), EngineError> {
+    pub fn reopen_call(&self, part: PartId, reason: &str) -> Result<(), EngineError> {
         let reason = reason.into();
-        self.command(session, Command::ReopenCall { part, reason })
-            .map(drop)
+        self.command(Command::ReopenCall { part, reason }).map(drop)
     }
 
     /// Finishes the step of the last message sent, when it is an
@@ -89,10 +71,9 @@ impl<L: EventLog> Engine<L> {
     /// `None`), then runs the overflow check; `None` when no step was open.
     pub fn finish_open_step(
         &self,
-        session: SessionId,
         tokens: Option<TokenUsage>,
     ) -> Result<Option<StepOutcome>, EngineError> {
-        let decided = self.command(session, Command::FinishOpenStep { tokens })?;
+        let decided = self.command(Command::FinishOpenStep { tokens })?;
         let finished = drafted(&decided).find_map(|e| match e {
             Event::StepFinished { message, .. } => Some(*message),
             _ => None,

@@ -6,7 +6,6 @@
 use crate::config::{HookOutput, HOOK_MAX_LINES, HOOK_MAX_LINE_CHARS, HOOK_MAX_PROMPT_CHARS};
 use crate::error::EngineError;
 use crate::outcome::JobOutcome;
-use crate::redact;
 use crate::summarize::{
     prompt_text, SummarizeError, SummaryOutput, SummaryRequest, COMPACTION_INSTRUCTION,
     COMPACTION_SYSTEM_PROMPT,
@@ -15,6 +14,7 @@ use crate::transcript_prompt::{transcript_prompt, SUMMARY_TEMPLATE, TRANSCRIPT_S
 use crate::Engine;
 use ctxlog_core::decide::paused;
 use ctxlog_core::fallback::{summary_input, Answer, Fallback, Verdict};
+use ctxlog_core::redact;
 use ctxlog_core::Event;
 use ctxlog_core::{
     transcript, Command, MessageId, ModelRef, PromptRecord, SessionId, SessionState, SummaryInput,
@@ -24,9 +24,9 @@ use ctxlog_store::EventLog;
 use sha2::{Digest, Sha256};
 
 impl<L: EventLog> Engine<L> {
-    /// Runs every pending compaction job of `session`, oldest first (jobs
-    /// left running by a crash run again; completed jobs never run twice).
-    pub fn run_pending(&self, session: SessionId) -> Result<Vec<JobOutcome>, EngineError> {
+    /// Runs every pending compaction job of `session`, oldest first (see
+    /// [`Session::run_pending`](crate::Session::run_pending)).
+    pub(crate) fn run_pending(&self, session: SessionId) -> Result<Vec<JobOutcome>, EngineError> {
         self.with(session, |state| {
             let mut outcomes = Vec::new();
             loop {
@@ -36,13 +36,6 @@ impl<L: EventLog> Engine<L> {
             }
             Ok(outcomes)
         })
-    }
-
-    /// Compacts now by hand: queues a manual compaction and runs every
-    /// pending job (no continue message after a manual compaction).
-    pub fn compact(&self, session: SessionId) -> Result<Vec<JobOutcome>, EngineError> {
-        self.request_compaction(session)?;
-        self.run_pending(session)
     }
 
     fn hook_output(&self, session: SessionId) -> HookOutput {
@@ -235,7 +228,7 @@ impl<L: EventLog> Engine<L> {
 /// under `input`, with the hook's context (or its prompt, which replaces the
 /// instruction). Under [`SummaryInput::Transcript`] the instruction is
 /// OpenCode's template, which the transcript message ends with.
-pub fn summary_prompts(input: SummaryInput, hook: &HookOutput) -> (String, String) {
+pub(crate) fn summary_prompts(input: SummaryInput, hook: &HookOutput) -> (String, String) {
     let (system, base, separator) = match input {
         SummaryInput::Messages => (COMPACTION_SYSTEM_PROMPT, COMPACTION_INSTRUCTION, "\n\n"),
         SummaryInput::Transcript { .. } => (TRANSCRIPT_SYSTEM_PROMPT, SUMMARY_TEMPLATE, "\n"),
@@ -252,7 +245,7 @@ pub fn summary_prompts(input: SummaryInput, hook: &HookOutput) -> (String, Strin
 
 /// The summarizer request for `job` in `state`: what decide chose to
 /// summarize ([`summary_input`]: the window minus the recorded tail and any
-/// refused prompt) with [`summary_prompts`], and under
+/// refused prompt) with `summary_prompts`, and under
 /// [`SummaryInput::Transcript`] the transcript as the one message an endpoint
 /// is sent. The request type has no tools field: none can be passed.
 pub fn summary_request(

@@ -39,8 +39,8 @@
 //!
 //! Files:
 //! - `clock.rs`: `Clock`, `SystemClock`, `ManualClock`, `system_ids`.
-//! - `commands.rs`: The commands by session id (above), `NewSession`,
-//!   `record`, `query`.
+//! - `commands.rs`: A session's commands and views on its [`Session`]
+//!   handle (`user`, `step`, `record`, `window`, `query`...), `NewSession`.
 //! - `config.rs`: `EngineBuilder` (its configuration validated: a typed
 //!   error), `CompactingHook`.
 //! - `error.rs`: Everything an engine call can fail with.
@@ -73,7 +73,6 @@ mod jobs;
 mod outcome;
 mod session;
 
-pub use ctxlog_core::redact;
 pub mod simulate;
 pub mod summarize;
 pub mod transcript_prompt;
@@ -85,7 +84,6 @@ pub use config::{
     CompactingHook, EngineBuilder, HookOutput, HOOK_MAX_LINES, HOOK_MAX_LINE_CHARS,
     HOOK_MAX_PROMPT_CHARS,
 };
-pub use ctxlog_core::fallback::TRUNCATED_TOOL_OUTPUT_CHARS;
 pub use ctxlog_core::{
     FinishReason, LoopGuard, MessageId, ModelLimits, PartBody, PartId, Policy, SessionId, Step,
     TokenUsage,
@@ -94,6 +92,6 @@ pub use ctxlog_sled::SledStore;
 pub use ctxlog_store::MemoryLog;
 pub use engine::{snapshot_due, Engine, MAX_CONFLICT_RETRIES, SNAPSHOT_EVERY};
 pub use error::EngineError;
-pub use jobs::{summary_prompts, summary_request};
+pub use jobs::summary_request;
 pub use outcome::{JobOutcome, Notice, RequestCheck, StepOutcome};
 pub use session::Session;

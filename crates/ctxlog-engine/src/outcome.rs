@@ -14,14 +14,14 @@ pub struct StepOutcome {
     pub queued: Option<MessageId>,
 }
 
-/// What the check before a model request found ([`crate::Engine::before_request`]).
+/// What the check before a model request found ([`crate::Session::before_request`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestCheck {
     /// The check, when the policy checks before requests and a step was
     /// answered since the latest compaction.
     pub overflow: Option<OverflowCheck>,
     /// The compaction job queued because of it, if any: run it before the
-    /// request ([`crate::Engine::run_pending`]).
+    /// request ([`crate::Session::run_pending`]).
     pub queued: Option<MessageId>,
 }
 

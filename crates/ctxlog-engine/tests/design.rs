@@ -83,16 +83,16 @@ fn limits(context: u64) -> ModelLimits {
 /// window (system prompt, tool schemas).
 const OVERHEAD: u64 = 1_500;
 
-fn label<L: EventLog>(engine: &Engine<L>, session: SessionId, message: MessageId) -> String {
-    let state = engine.state(session).unwrap();
+fn label<L: EventLog>(session: Session<'_, L>, message: MessageId) -> String {
+    let state = session.state().unwrap();
     format!("seq:{}", state.message(message).unwrap().created_seq)
 }
 
 /// The source label of the latest message a simulation would have fed (not
 /// a marker, a summary or a continue message, which it leaves out and
 /// decides itself).
-fn last_label<L: EventLog>(engine: &Engine<L>, session: SessionId) -> String {
-    let state = engine.state(session).unwrap();
+fn last_label<L: EventLog>(session: Session<'_, L>) -> String {
+    let state = session.state().unwrap();
     let m = state
         .messages
         .iter()
@@ -115,12 +115,11 @@ fn drive<L: EventLog>(
     let session = engine
         .create_session(NewSession::new(limits(context)).policy(policy))
         .unwrap();
-    let s = session.id();
     let mut decisions = Vec::new();
     let mut calls = 0;
     for (t, turn) in script.iter().enumerate() {
         if t > 0 {
-            end_turn(engine, s, &mut decisions);
+            end_turn(session, &mut decisions);
         }
         let mut parent = session.user(&turn.prompt).unwrap();
         for (i, outputs) in turn.steps.iter().enumerate() {
@@ -143,7 +142,7 @@ fn drive<L: EventLog>(
                 FinishReason::ToolCalls
             };
             let outcome = session.step(step.tokens(usage).finish(finish)).unwrap();
-            let after = label(engine, s, outcome.message);
+            let after = label(session, outcome.message);
             let (Some(_), Some(check)) = (outcome.queued, outcome.overflow) else {
                 continue;
             };
@@ -191,14 +190,14 @@ fn drive<L: EventLog>(
             }
         }
     }
-    end_turn(engine, s, &mut decisions);
-    (s, decisions)
+    end_turn(session, &mut decisions);
+    (session.id(), decisions)
 }
 
-fn end_turn<L: EventLog>(engine: &Engine<L>, s: SessionId, decisions: &mut Vec<Decision>) {
-    let after = last_label(engine, s);
-    if let Some(pruned) = engine.end_turn(s).unwrap() {
-        let state = engine.state(s).unwrap();
+fn end_turn<L: EventLog>(session: Session<'_, L>, decisions: &mut Vec<Decision>) {
+    let after = last_label(session);
+    if let Some(pruned) = session.end_turn().unwrap() {
+        let state = session.state().unwrap();
         let call_ids = pruned
             .parts
             .iter()

@@ -77,14 +77,6 @@ fn tool(name: &str, path: &str, output: &str) -> PartBody {
     }
 }
 
-fn text(t: &str) -> PartBody {
-    PartBody::Text {
-        text: t.into(),
-        synthetic: false,
-        time: None,
-    }
-}
-
 fn usage(input: u64) -> TokenUsage {
     TokenUsage {
         input,
@@ -135,45 +127,35 @@ fn capture(answer: &str) -> Arc<Capture> {
 fn overflow_queues_an_auto_marker_that_runs_and_continues() {
     let cap = capture("We fixed parse_block in src/parse.rs; next: run cargo test.");
     let e = engine_in_memory(cap.clone(), None);
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    let u = e.user_message(s, "Fix the parser.").unwrap();
-    let step = e
-        .record_step(
-            s,
-            Step {
-                parts: vec![
-                    tool("read", "src/parse.rs", "fn parse_block() {}"),
-                    text("reading"),
-                ],
-                tokens: usage(50_000),
-                finish: FinishReason::ToolCalls,
-                ..Step::new(u)
-            },
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    let u = s.user("Fix the parser.").unwrap();
+    let step = s
+        .step(
+            Step::new(u)
+                .part(tool("read", "src/parse.rs", "fn parse_block() {}"))
+                .text("reading")
+                .tokens(usage(50_000))
+                .finish(FinishReason::ToolCalls),
         )
         .unwrap();
     assert_eq!(step.queued, None, "50k fits in 92k");
-    let step = e
-        .record_step(
-            s,
-            Step {
-                parts: vec![text("almost")],
-                tokens: usage(91_950),
-                finish: FinishReason::ToolCalls,
-                ..Step::new(u)
-            },
+    let step = s
+        .step(
+            Step::new(u)
+                .text("almost")
+                .tokens(usage(91_950))
+                .finish(FinishReason::ToolCalls),
         )
         .unwrap();
     let job = step
         .queued
         .expect("91,950 + 100 > 92,000 queues a compaction");
     assert!(step.overflow.unwrap().overflow);
-    let state = e.state(s).unwrap();
+    let state = s.state().unwrap();
     assert!(state.job(job).unwrap().auto);
     assert_eq!(state.pending_jobs().count(), 1);
 
-    let outcomes = e.run_pending(s).unwrap();
+    let outcomes = s.run_pending().unwrap();
     assert!(matches!(
         outcomes[..],
         [JobOutcome::Completed {
@@ -196,7 +178,7 @@ fn overflow_queues_an_auto_marker_that_runs_and_continues() {
         (job, &[WindowPart::Text(COMPACTION_QUESTION.into())][..])
     );
     assert_eq!(
-        texts(&e.window(s).unwrap()),
+        texts(&s.window().unwrap()),
         [
             COMPACTION_QUESTION,
             "We fixed parse_block in src/parse.rs; next: run cargo test.",
@@ -204,7 +186,7 @@ fn overflow_queues_an_auto_marker_that_runs_and_continues() {
         ]
     );
     // the prompt actually used is recorded by hash and size
-    let state = e.state(s).unwrap();
+    let state = s.state().unwrap();
     let j = state.job(job).unwrap();
     let rec = j.prompt.as_ref().unwrap();
     assert_eq!(rec.bytes, req.prompt_text().len() as u64);
@@ -217,7 +199,7 @@ fn overflow_queues_an_auto_marker_that_runs_and_continues() {
     // no re-trigger straight after a summary
     assert_eq!(state.overflow(), None);
     assert_eq!(
-        e.run_pending(s).unwrap(),
+        s.run_pending().unwrap(),
         vec![],
         "a completed job never runs twice"
     );
@@ -226,31 +208,20 @@ fn overflow_queues_an_auto_marker_that_runs_and_continues() {
 #[test]
 fn manual_compaction_never_continues() {
     let e = engine_in_memory(capture("summary"), None);
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    let u = e.user_message(s, "hello").unwrap();
-    e.record_step(
-        s,
-        Step {
-            parts: vec![text("hi")],
-            tokens: usage(10),
-            finish: FinishReason::Stop,
-            ..Step::new(u)
-        },
-    )
-    .unwrap();
-    let job = e.request_compaction(s).unwrap();
-    assert!(!e.state(s).unwrap().job(job).unwrap().auto);
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    let u = s.user("hello").unwrap();
+    s.step(Step::new(u).text("hi").tokens(usage(10))).unwrap();
+    let job = s.request_compaction().unwrap();
+    assert!(!s.state().unwrap().job(job).unwrap().auto);
     assert!(matches!(
-        e.run_pending(s).unwrap()[..],
+        s.run_pending().unwrap()[..],
         [JobOutcome::Completed {
             continued: false,
             ..
         }]
     ));
     assert_eq!(
-        texts(&e.window(s).unwrap()),
+        texts(&s.window().unwrap()),
         [COMPACTION_QUESTION, "summary"]
     );
 }
@@ -271,12 +242,10 @@ fn hook_context_is_appended_capped_or_replaces_the_prompt() {
         prompt: None,
     });
     let e = engine_in_memory(cap.clone(), Some(Arc::new(hook)));
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    e.user_message(s, "x").unwrap();
-    e.request_compaction(s).unwrap();
-    e.run_pending(s).unwrap();
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    s.user("x").unwrap();
+    s.request_compaction().unwrap();
+    s.run_pending().unwrap();
     let req = cap.seen.lock().unwrap()[0].clone();
     let parts: Vec<&str> = req.instruction.split("\n\n").collect();
     assert_eq!(parts[0], COMPACTION_INSTRUCTION);
@@ -289,12 +258,10 @@ fn hook_context_is_appended_capped_or_replaces_the_prompt() {
         prompt: Some(format!("Summarize in French. {long}")),
     });
     let e = engine_in_memory(cap.clone(), Some(Arc::new(hook)));
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    e.user_message(s, "x").unwrap();
-    e.request_compaction(s).unwrap();
-    e.run_pending(s).unwrap();
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    s.user("x").unwrap();
+    s.request_compaction().unwrap();
+    s.run_pending().unwrap();
     let req = cap.seen.lock().unwrap()[0].clone();
     assert!(req.instruction.starts_with("Summarize in French."));
     assert_eq!(req.instruction.chars().count(), HOOK_MAX_PROMPT_CHARS);
@@ -319,30 +286,19 @@ fn a_failed_summary_never_replaces_history() {
         Arc::new(RecordedSummarizer::default()),
     ] {
         let e = engine_in_memory(summarizer, None);
-        let s = e
-            .start_session(Policy::opencode_seed(), limits(), None)
-            .unwrap();
-        let u = e.user_message(s, "keep me").unwrap();
-        e.record_step(
-            s,
-            Step {
-                parts: vec![text("ok")],
-                tokens: usage(10),
-                finish: FinishReason::Stop,
-                ..Step::new(u)
-            },
-        )
-        .unwrap();
-        let before = texts(&e.window(s).unwrap());
-        let job = e.request_compaction(s).unwrap();
-        let out = e.run_pending(s).unwrap();
+        let s = e.create_session(NewSession::new(limits())).unwrap();
+        let u = s.user("keep me").unwrap();
+        s.step(Step::new(u).text("ok").tokens(usage(10))).unwrap();
+        let before = texts(&s.window().unwrap());
+        let job = s.request_compaction().unwrap();
+        let out = s.run_pending().unwrap();
         assert!(matches!(&out[..], [JobOutcome::Failed { .. }]), "{out:?}");
-        let state = e.state(s).unwrap();
+        let state = s.state().unwrap();
         assert!(matches!(
             state.job(job).unwrap().status,
             JobStatus::Failed { .. }
         ));
-        let after = texts(&e.window(s).unwrap());
+        let after = texts(&s.window().unwrap());
         assert_eq!(after, before, "the window is exactly as it was");
         assert_eq!(state.pending_jobs().count(), 0);
     }
@@ -359,33 +315,31 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
         output: Some(4_000),
     };
     let s = e
-        .start_session(
-            Policy {
-                auto: false,
-                ..Policy::opencode_seed()
-            },
-            small.clone(),
-            None,
-        )
+        .create_session(NewSession::new(small.clone()).policy(Policy {
+            auto: false,
+            ..Policy::opencode_seed()
+        }))
         .unwrap();
-    let u = e.user_message(s, "read the big file").unwrap();
+    let u = s.user("read the big file").unwrap();
     let big = "y".repeat(40_000); // 10k tokens: the full request cannot fit
-    e.record_step(
-        s,
-        Step {
-            parts: vec![tool("read", "big.txt", &big)],
-            tokens: usage(10),
-            finish: FinishReason::ToolCalls,
-            ..Step::new(u)
-        },
+    s.step(
+        Step::new(u)
+            .part(tool("read", "big.txt", &big))
+            .tokens(usage(10))
+            .finish(FinishReason::ToolCalls),
     )
     .unwrap();
-    let job = e.request_compaction(s).unwrap();
+    let job = s.request_compaction().unwrap();
     assert!(matches!(
-        e.run_pending(s).unwrap()[..],
+        s.run_pending().unwrap()[..],
         [JobOutcome::Completed { .. }]
     ));
-    let events: Vec<Envelope> = e.store().read(s, 1).unwrap().map(Result::unwrap).collect();
+    let events: Vec<Envelope> = e
+        .store()
+        .read(s.id(), 1)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     let attempts: Vec<(String, bool)> = events
         .iter()
         .filter_map(|x| match &x.event {
@@ -423,33 +377,19 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
     let cap = capture("s");
     let e = engine_in_memory(cap.clone(), None);
     let s = e
-        .start_session(
-            Policy {
-                auto: false,
-                ..Policy::opencode_seed()
-            },
-            small,
-            None,
-        )
+        .create_session(NewSession::new(small).policy(Policy {
+            auto: false,
+            ..Policy::opencode_seed()
+        }))
         .unwrap();
     for i in 0..30 {
-        let u = e
-            .user_message(s, &format!("turn {i}: {}", "z".repeat(1_500)))
+        let u = s.user(&format!("turn {i}: {}", "z".repeat(1_500))).unwrap();
+        s.step(Step::new(u).text("w".repeat(1_500)).tokens(usage(10)))
             .unwrap();
-        e.record_step(
-            s,
-            Step {
-                parts: vec![text(&"w".repeat(1_500))],
-                tokens: usage(10),
-                finish: FinishReason::Stop,
-                ..Step::new(u)
-            },
-        )
-        .unwrap();
     }
-    e.request_compaction(s).unwrap();
+    s.request_compaction().unwrap();
     assert!(matches!(
-        e.run_pending(s).unwrap()[..],
+        s.run_pending().unwrap()[..],
         [JobOutcome::Completed { .. }]
     ));
     let req = cap.seen.lock().unwrap()[0].clone();
@@ -475,28 +415,15 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
         output: Some(100),
     };
     let s = e
-        .start_session(
-            Policy {
-                auto: false,
-                ..Policy::opencode_seed()
-            },
-            tiny,
-            None,
-        )
+        .create_session(NewSession::new(tiny).policy(Policy {
+            auto: false,
+            ..Policy::opencode_seed()
+        }))
         .unwrap();
-    let u = e.user_message(s, &"q".repeat(8_000)).unwrap();
-    e.record_step(
-        s,
-        Step {
-            parts: vec![text("a")],
-            tokens: usage(10),
-            finish: FinishReason::Stop,
-            ..Step::new(u)
-        },
-    )
-    .unwrap();
-    e.request_compaction(s).unwrap();
-    let out = e.run_pending(s).unwrap();
+    let u = s.user(&"q".repeat(8_000)).unwrap();
+    s.step(Step::new(u).text("a").tokens(usage(10))).unwrap();
+    s.request_compaction().unwrap();
+    let out = s.run_pending().unwrap();
     assert!(
         matches!(&out[..], [JobOutcome::Failed { error, .. }] if error.contains("does not fit")),
         "{out:?}"
@@ -507,53 +434,42 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
 fn the_loop_guard_pauses_auto_compaction_until_a_real_user_message() {
     // A summary as large as the history: compaction does not help.
     let e = engine_in_memory(capture(&"summary ".repeat(30_000)), None);
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    let u = e.user_message(s, "go").unwrap();
-    e.record_step(
-        s,
-        Step {
-            parts: vec![text(&"t".repeat(20_000))],
-            tokens: usage(95_000),
-            finish: FinishReason::ToolCalls,
-            ..Step::new(u)
-        },
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    let u = s.user("go").unwrap();
+    s.step(
+        Step::new(u)
+            .text("t".repeat(20_000))
+            .tokens(usage(95_000))
+            .finish(FinishReason::ToolCalls),
     )
     .unwrap();
     assert!(matches!(
-        e.run_pending(s).unwrap()[..],
+        s.run_pending().unwrap()[..],
         [JobOutcome::Completed { .. }]
     ));
-    let state = e.state(s).unwrap();
+    let state = s.state().unwrap();
     let reason = state.auto_paused.clone().expect("paused");
     assert!(reason.contains("shrank the window"), "{reason}");
     // overflow again: nothing is queued while paused
     let cont = state.messages.last().unwrap().id;
-    let step = e
-        .record_step(
-            s,
-            Step {
-                parts: vec![text("more")],
-                tokens: usage(95_000),
-                finish: FinishReason::ToolCalls,
-                ..Step::new(cont)
-            },
+    let step = s
+        .step(
+            Step::new(cont)
+                .text("more")
+                .tokens(usage(95_000))
+                .finish(FinishReason::ToolCalls),
         )
         .unwrap();
     assert!(step.overflow.unwrap().overflow);
     assert_eq!(step.queued, None);
     // a real user message lifts the pause
-    let u2 = e.user_message(s, "try again").unwrap();
-    let step = e
-        .record_step(
-            s,
-            Step {
-                parts: vec![text("more")],
-                tokens: usage(95_000),
-                finish: FinishReason::ToolCalls,
-                ..Step::new(u2)
-            },
+    let u2 = s.user("try again").unwrap();
+    let step = s
+        .step(
+            Step::new(u2)
+                .text("more")
+                .tokens(usage(95_000))
+                .finish(FinishReason::ToolCalls),
         )
         .unwrap();
     assert!(step.queued.is_some());
@@ -565,31 +481,26 @@ fn failing_automatic_compactions_trip_the_loop_guard() {
         Arc::new(Failing(SummarizeError::Failed("down".into()))),
         None,
     );
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    let u = e.user_message(s, "go").unwrap();
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    let u = s.user("go").unwrap();
     let mut queued = 0;
     for _ in 0..6 {
-        let step = e
-            .record_step(
-                s,
-                Step {
-                    parts: vec![text("x")],
-                    tokens: usage(95_000),
-                    finish: FinishReason::ToolCalls,
-                    ..Step::new(u)
-                },
+        let step = s
+            .step(
+                Step::new(u)
+                    .text("x")
+                    .tokens(usage(95_000))
+                    .finish(FinishReason::ToolCalls),
             )
             .unwrap();
         queued += step.queued.is_some() as u32;
-        e.run_pending(s).unwrap();
+        s.run_pending().unwrap();
     }
     assert_eq!(
         queued, 3,
         "three failed automatic compactions within six steps, then a pause"
     );
-    let reason = e.state(s).unwrap().auto_paused.unwrap();
+    let reason = s.state().unwrap().auto_paused.unwrap();
     assert!(
         reason.contains("3 automatic compactions within the last 6 steps"),
         "{reason}"
@@ -599,10 +510,8 @@ fn failing_automatic_compactions_trip_the_loop_guard() {
 #[test]
 fn compactions_spread_over_many_steps_do_not_trip_the_loop_guard() {
     let e = engine_in_memory(capture("short"), None);
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    let mut parent = e.user_message(s, "a long autonomous task").unwrap();
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    let mut parent = s.user("a long autonomous task").unwrap();
     let mut compactions = 0;
     for step in 0..40 {
         let tokens = if step % 8 == 7 {
@@ -610,27 +519,24 @@ fn compactions_spread_over_many_steps_do_not_trip_the_loop_guard() {
         } else {
             usage(10_000)
         };
-        let out = e
-            .record_step(
-                s,
-                Step {
-                    parts: vec![text(&"w".repeat(60_000))],
-                    tokens,
-                    finish: FinishReason::ToolCalls,
-                    ..Step::new(parent)
-                },
+        let out = s
+            .step(
+                Step::new(parent)
+                    .text("w".repeat(60_000))
+                    .tokens(tokens)
+                    .finish(FinishReason::ToolCalls),
             )
             .unwrap();
-        for o in e.run_pending(s).unwrap() {
+        for o in s.run_pending().unwrap() {
             if matches!(o, JobOutcome::Completed { .. }) {
                 compactions += 1;
-                parent = e.state(s).unwrap().messages.last().unwrap().id;
+                parent = s.state().unwrap().messages.last().unwrap().id;
             }
         }
         let _ = out;
     }
     assert_eq!(compactions, 5, "one every eight steps, none refused");
-    assert_eq!(e.state(s).unwrap().auto_paused, None);
+    assert_eq!(s.state().unwrap().auto_paused, None);
 }
 
 #[test]
@@ -639,21 +545,24 @@ fn secrets_are_redacted_from_the_summary_and_counted() {
         capture("Use OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuv to call it."),
         None,
     );
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    e.user_message(s, "x").unwrap();
-    let job = e.request_compaction(s).unwrap();
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    s.user("x").unwrap();
+    let job = s.request_compaction().unwrap();
     assert!(matches!(
-        e.run_pending(s).unwrap()[..],
+        s.run_pending().unwrap()[..],
         [JobOutcome::Completed { redactions: 1, .. }]
     ));
     assert_eq!(
-        texts(&e.window(s).unwrap())[1],
+        texts(&s.window().unwrap())[1],
         "Use OPENAI_API_KEY=[REDACTED openai-key] to call it."
     );
-    assert_eq!(e.state(s).unwrap().job(job).unwrap().redactions, 1);
-    let log: Vec<Envelope> = e.store().read(s, 1).unwrap().map(Result::unwrap).collect();
+    assert_eq!(s.state().unwrap().job(job).unwrap().redactions, 1);
+    let log: Vec<Envelope> = e
+        .store()
+        .read(s.id(), 1)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     let json = serde_json::to_string(&log).unwrap();
     assert!(
         !json.contains("sk-proj-abcdefghijklmnopqrstuv"),
@@ -664,10 +573,14 @@ fn secrets_are_redacted_from_the_summary_and_counted() {
 /// A scripted session run through the engine.
 fn script<L: EventLog>(e: &Engine<L>) -> SessionId {
     let s = e
-        .start_session(Policy::opencode_seed(), limits(), Some("scripted".into()))
+        .create_session(
+            NewSession::new(limits())
+                .policy(Policy::opencode_seed())
+                .title("scripted"),
+        )
         .unwrap();
     for turn in 0..6u64 {
-        let u = e.user_message(s, &format!("turn {turn}")).unwrap();
+        let u = s.user(&format!("turn {turn}")).unwrap();
         for step in 0..3u64 {
             // three calm turns with big outputs (pruned at a turn's end), then
             // turns whose last step overflows (compacted)
@@ -677,21 +590,19 @@ fn script<L: EventLog>(e: &Engine<L>) -> SessionId {
             } else {
                 usage(40_000 + 30_000 * step)
             };
-            e.record_step(
-                s,
-                Step {
-                    parts: vec![tool("read", &format!("f{turn}{step}.rs"), &out), text("ok")],
-                    tokens,
-                    finish: FinishReason::ToolCalls,
-                    ..Step::new(u)
-                },
+            s.step(
+                Step::new(u)
+                    .part(tool("read", &format!("f{turn}{step}.rs"), &out))
+                    .text("ok")
+                    .tokens(tokens)
+                    .finish(FinishReason::ToolCalls),
             )
             .unwrap();
-            e.run_pending(s).unwrap();
+            s.run_pending().unwrap();
         }
-        e.end_turn(s).unwrap();
+        s.end_turn().unwrap();
     }
-    s
+    s.id()
 }
 
 fn log_bytes<L: EventLog>(e: &Engine<L>, s: SessionId) -> Vec<u8> {
@@ -746,21 +657,19 @@ impl Summarizer for Crash {
 #[test]
 fn a_panicking_summarizer_is_a_recorded_failure_and_the_session_stays_usable() {
     let e = engine_in_memory(Arc::new(Crash), None);
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    e.user_message(s, "x").unwrap();
-    let job = e.request_compaction(s).unwrap();
-    let out = e.run_pending(s).unwrap();
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    s.user("x").unwrap();
+    let job = s.request_compaction().unwrap();
+    let out = s.run_pending().unwrap();
     assert!(
         matches!(&out[..], [JobOutcome::Failed { error, .. }] if error.contains("panicked: simulated bug")),
         "{out:?}"
     );
     assert!(matches!(
-        e.state(s).unwrap().job(job).unwrap().status,
+        s.state().unwrap().job(job).unwrap().status,
         JobStatus::Failed { .. }
     ));
-    e.user_message(s, "still works").unwrap();
+    s.user("still works").unwrap();
 }
 
 #[test]
@@ -771,12 +680,10 @@ fn a_job_left_started_by_a_crash_runs_again_on_reopen() {
     let dir = TempDir::new("engine");
     let (s, job) = {
         let e = engine_with(dir.path(), capture("unused"), None);
-        let s = e
-            .start_session(Policy::opencode_seed(), limits(), None)
-            .unwrap();
-        e.user_message(s, "x").unwrap();
-        let job = e.request_compaction(s).unwrap();
-        let head = e.store().head(s).unwrap();
+        let s = e.create_session(NewSession::new(limits())).unwrap();
+        s.user("x").unwrap();
+        let job = s.request_compaction().unwrap();
+        let head = e.store().head(s.id()).unwrap();
         let started = ctxlog_store::NewEvent {
             id: EventId(uuid::Uuid::from_u128(0xC0FFEE)),
             recorded_at: 1,
@@ -793,27 +700,28 @@ fn a_job_left_started_by_a_crash_runs_again_on_reopen() {
             },
         };
         e.store()
-            .append(s, ctxlog_store::Expected::Exactly(head), vec![started])
+            .append(s.id(), ctxlog_store::Expected::Exactly(head), vec![started])
             .unwrap();
-        (s, job)
+        (s.id(), job)
     };
     let e = engine_seeded(dir.path(), capture("recovered"), None, 10);
-    let state = e.state(s).unwrap();
+    let s = e.session(s).unwrap();
+    let state = s.state().unwrap();
     assert_eq!(
         state.job(job).unwrap().status,
         JobStatus::Running,
         "started, never completed"
     );
-    let out = e.run_pending(s).unwrap();
+    let out = s.run_pending().unwrap();
     assert!(matches!(&out[..], [JobOutcome::Completed { job: j, .. }] if *j == job));
-    let state = e.state(s).unwrap();
+    let state = s.state().unwrap();
     assert_eq!(state.job(job).unwrap().attempts, 2);
     assert_eq!(
-        texts(&e.window(s).unwrap()),
+        texts(&s.window().unwrap()),
         [COMPACTION_QUESTION, "recovered"]
     );
     assert_eq!(
-        e.run_pending(s).unwrap(),
+        s.run_pending().unwrap(),
         vec![],
         "a completed job never runs twice"
     );
@@ -822,17 +730,15 @@ fn a_job_left_started_by_a_crash_runs_again_on_reopen() {
 #[test]
 fn window_at_shows_the_past() {
     let e = engine_in_memory(capture("S"), None);
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    e.user_message(s, "first").unwrap();
-    let head_before = e.store().head(s).unwrap();
-    e.request_compaction(s).unwrap();
-    e.run_pending(s).unwrap();
-    assert_eq!(texts(&e.window_at(s, head_before).unwrap()), ["first"]);
-    assert_eq!(texts(&e.window(s).unwrap()), [COMPACTION_QUESTION, "S"]);
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    s.user("first").unwrap();
+    let head_before = e.store().head(s.id()).unwrap();
+    s.request_compaction().unwrap();
+    s.run_pending().unwrap();
+    assert_eq!(texts(&s.window_at(head_before).unwrap()), ["first"]);
+    assert_eq!(texts(&s.window().unwrap()), [COMPACTION_QUESTION, "S"]);
     assert!(matches!(
-        e.window_at(s, 10_000),
+        s.window_at(10_000),
         Err(EngineError::NoSuchSeq { .. })
     ));
 }
@@ -840,11 +746,9 @@ fn window_at_shows_the_past() {
 #[test]
 fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget() {
     let e = engine_in_memory(Arc::new(ExtractiveSummarizer::default()), None);
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    let u = e
-        .user_message(s, "Make the parser test in src/parse.rs pass.")
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    let u = s
+        .user("Make the parser test in src/parse.rs pass.")
         .unwrap();
     let bash = |cmd: &str, ok: bool| PartBody::Tool {
         call_id: format!("c-{cmd}"),
@@ -868,36 +772,25 @@ fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget
             }
         },
     };
-    e.record_step(
-        s,
-        Step {
-            parts: vec![
-                tool("read", "src/parse.rs", "fn parse_block() {}"),
-                bash("cargo test", false),
-            ],
-            tokens: usage(10),
-            finish: FinishReason::ToolCalls,
-            ..Step::new(u)
-        },
+    s.step(
+        Step::new(u)
+            .part(tool("read", "src/parse.rs", "fn parse_block() {}"))
+            .part(bash("cargo test", false))
+            .tokens(usage(10))
+            .finish(FinishReason::ToolCalls),
     )
     .unwrap();
-    e.record_step(
-        s,
-        Step {
-            parts: vec![
-                tool("edit", "src/parse.rs", "patched"),
-                bash("cargo test", true),
-                text("Fixed the off-by-one in parse_block."),
-            ],
-            tokens: usage(10),
-            finish: FinishReason::Stop,
-            ..Step::new(u)
-        },
+    s.step(
+        Step::new(u)
+            .part(tool("edit", "src/parse.rs", "patched"))
+            .part(bash("cargo test", true))
+            .text("Fixed the off-by-one in parse_block.")
+            .tokens(usage(10)),
     )
     .unwrap();
-    e.request_compaction(s).unwrap();
-    e.run_pending(s).unwrap();
-    let summary = texts(&e.window(s).unwrap())[1].clone();
+    s.request_compaction().unwrap();
+    s.run_pending().unwrap();
+    let summary = texts(&s.window().unwrap())[1].clone();
     for want in [
         "Make the parser test in src/parse.rs pass.",
         "### Files changed\n- src/parse.rs",
@@ -914,15 +807,15 @@ fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget
         budget_tokens: 40,
         ..ExtractiveSummarizer::default()
     };
-    let state = e.state(s).unwrap();
+    let state = s.state().unwrap();
     let req = SummaryRequest {
-        session: s,
+        session: s.id(),
         job: state.jobs[0].marker,
         system: String::new(),
         messages: window(
             &SessionState::replay(
                 &e.store()
-                    .read(s, 1)
+                    .read(s.id(), 1)
                     .unwrap()
                     .map(Result::unwrap)
                     .take(12)
@@ -944,24 +837,19 @@ fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget
 fn subscribers_hear_of_compactions_failures_prunes_and_pauses() {
     let e = engine_in_memory(capture(&"big summary ".repeat(20_000)), None);
     let rx = e.subscribe(16);
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    let u = e.user_message(s, "go").unwrap();
-    e.record_step(
-        s,
-        Step {
-            parts: vec![text(&"t".repeat(20_000))],
-            tokens: usage(95_000),
-            finish: FinishReason::ToolCalls,
-            ..Step::new(u)
-        },
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    let u = s.user("go").unwrap();
+    s.step(
+        Step::new(u)
+            .text("t".repeat(20_000))
+            .tokens(usage(95_000))
+            .finish(FinishReason::ToolCalls),
     )
     .unwrap();
-    e.run_pending(s).unwrap();
+    s.run_pending().unwrap();
     let notices: Vec<Notice> = rx.try_iter().collect();
     assert!(
-        matches!(notices[0], Notice::Compacted { session, .. } if session == s),
+        matches!(notices[0], Notice::Compacted { session, .. } if session == s.id()),
         "{notices:?}"
     );
     assert!(
@@ -970,18 +858,14 @@ fn subscribers_hear_of_compactions_failures_prunes_and_pauses() {
     );
     // prunes
     for i in 0..3 {
-        let u = e.user_message(s, &format!("turn {i}")).unwrap();
-        e.record_step(
-            s,
-            Step {
-                parts: vec![tool("read", &format!("f{i}"), &"r".repeat(200_000))],
-                tokens: usage(10),
-                finish: FinishReason::Stop,
-                ..Step::new(u)
-            },
+        let u = s.user(&format!("turn {i}")).unwrap();
+        s.step(
+            Step::new(u)
+                .part(tool("read", &format!("f{i}"), &"r".repeat(200_000)))
+                .tokens(usage(10)),
         )
         .unwrap();
-        e.end_turn(s).unwrap();
+        s.end_turn().unwrap();
     }
     assert!(rx
         .try_iter()
@@ -993,12 +877,10 @@ fn subscribers_hear_of_compactions_failures_prunes_and_pauses() {
         None,
     );
     let rx = e.subscribe(1);
-    let s = e
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
-    e.user_message(s, "x").unwrap();
-    e.request_compaction(s).unwrap();
-    e.run_pending(s).unwrap();
+    let s = e.create_session(NewSession::new(limits())).unwrap();
+    s.user("x").unwrap();
+    s.request_compaction().unwrap();
+    s.run_pending().unwrap();
     assert!(matches!(
         rx.try_recv().unwrap(),
         Notice::CompactionFailed { .. }
@@ -1099,26 +981,16 @@ fn a_provider_too_large_answer_shrinks_the_next_attempt() {
     let e = engine_in_memory(picky.clone(), None);
     // context 0: no budget known, so only the provider can say "too large"
     let s = e
-        .start_session(Policy::opencode_seed(), ModelLimits::default(), None)
+        .create_session(NewSession::new(ModelLimits::default()))
         .unwrap();
     for i in 0..10 {
-        let u = e
-            .user_message(s, &format!("turn {i} {}", "p".repeat(400)))
+        let u = s.user(&format!("turn {i} {}", "p".repeat(400))).unwrap();
+        s.step(Step::new(u).text("a".repeat(400)).tokens(usage(10)))
             .unwrap();
-        e.record_step(
-            s,
-            Step {
-                parts: vec![text(&"a".repeat(400))],
-                tokens: usage(10),
-                finish: FinishReason::Stop,
-                ..Step::new(u)
-            },
-        )
-        .unwrap();
     }
-    e.request_compaction(s).unwrap();
+    s.request_compaction().unwrap();
     assert!(matches!(
-        e.run_pending(s).unwrap()[..],
+        s.run_pending().unwrap()[..],
         [JobOutcome::Completed { .. }]
     ));
     let sizes = picky.sizes.lock().unwrap().clone();
@@ -1141,16 +1013,14 @@ fn a_long_session_is_kept_as_a_snapshot_as_it_grows() {
     assert!(!snapshot_due(1_048_577, 1_048_577 + 200_000));
     let dir = TempDir::new("engine");
     let engine = engine_with(dir.path(), Arc::new(ExtractiveSummarizer::default()), None);
-    let s = engine
-        .start_session(Policy::opencode_seed(), limits(), None)
-        .unwrap();
+    let s = engine.create_session(NewSession::new(limits())).unwrap();
     // One user message per command: 2 events each.
     let mut i = 0;
-    while engine.store().head(s).unwrap() < SNAPSHOT_EVERY + 10 {
-        engine.user_message(s, &format!("message {i}")).unwrap();
+    while engine.store().head(s.id()).unwrap() < SNAPSHOT_EVERY + 10 {
+        s.user(&format!("message {i}")).unwrap();
         i += 1;
     }
-    let loaded = engine.store().load_state(s).unwrap();
+    let loaded = engine.store().load_state(s.id()).unwrap();
     let snapshot = loaded
         .snapshot
         .expect("a snapshot once the head passed 10k");
@@ -1158,6 +1028,6 @@ fn a_long_session_is_kept_as_a_snapshot_as_it_grows() {
     assert!(loaded.replayed < 20, "folded {} events", loaded.replayed);
     assert_eq!(
         loaded.state.digest(),
-        engine.store().replay(s).unwrap().digest()
+        engine.store().replay(s.id()).unwrap().digest()
     );
 }

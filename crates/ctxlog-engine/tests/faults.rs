@@ -87,9 +87,10 @@ fn perform<L: Faultable>(
     act: &Act,
     asked: &mut Option<MessageId>,
 ) -> Result<(), EngineError> {
+    let s = engine.session(session)?;
     match act {
         Act::User(text) => {
-            *asked = Some(engine.user_message(session, text)?);
+            *asked = Some(s.user(text)?);
             Ok(())
         }
         Act::Step {
@@ -112,21 +113,19 @@ fn perform<L: Faultable>(
                     attachments: vec![],
                 },
             };
-            let step = Step {
-                parts: vec![tool],
-                tokens: TokenUsage {
+            let step = Step::new(parent)
+                .part(tool)
+                .tokens(TokenUsage {
                     input: *input,
                     output: 100,
                     ..TokenUsage::default()
-                },
-                finish: FinishReason::ToolCalls,
-                ..Step::new(parent)
-            };
-            engine.record_step(session, step).map(drop)
+                })
+                .finish(FinishReason::ToolCalls);
+            s.step(step).map(drop)
         }
-        Act::RunPending => engine.run_pending(session).map(drop),
-        Act::EndTurn => engine.end_turn(session).map(drop),
-        Act::Compact => engine.request_compaction(session).map(drop),
+        Act::RunPending => s.run_pending().map(drop),
+        Act::EndTurn => s.end_turn().map(drop),
+        Act::Compact => s.request_compaction().map(drop),
     }
 }
 
@@ -137,7 +136,10 @@ fn coherent<L: Faultable>(
     log: &FaultyLog<L>,
     session: SessionId,
 ) -> Result<bool, String> {
-    let (Ok(cached), Ok(replayed)) = (engine.state(session), log.replay(session)) else {
+    let (Ok(cached), Ok(replayed)) = (
+        engine.session(session).and_then(|s| s.state()),
+        log.replay(session),
+    ) else {
         return Ok(false);
     };
     if cached.digest() == replayed.digest() {
@@ -186,7 +188,7 @@ fn run_seed<L: Faultable>(fresh: &dyn Fn() -> FaultyLog<L>, seed: u64) -> Result
         let done = if started {
             perform(&engine, session, &acts[at], &mut asked)
         } else {
-            engine.start_session_as(session, new.clone())
+            engine.create_session(new.clone().id(session)).map(drop)
         };
         let failed = match done {
             Ok(()) => None,
@@ -234,8 +236,11 @@ fn run_seed<L: Faultable>(fresh: &dyn Fn() -> FaultyLog<L>, seed: u64) -> Result
     if !coherent(&engine, &log, session)? {
         return Err("the log does not answer at the end".into());
     }
-    engine.window(session).map_err(|e| format!("window: {e}"))?;
-    let audit = engine.audit(session).map_err(|e| format!("audit: {e}"))?;
+    let s = engine
+        .session(session)
+        .map_err(|e| format!("session: {e}"))?;
+    s.window().map_err(|e| format!("window: {e}"))?;
+    let audit = s.audit().map_err(|e| format!("audit: {e}"))?;
     Ok(Summary {
         struck: log.struck().len(),
         recoveries,
@@ -254,7 +259,7 @@ fn clean_operations<L: Faultable>(
     let engine = engine(&log, seed, 0);
     let new = NewSession::new(limits()).policy(Policy::opencode_seed());
     engine
-        .start_session_as(session, new)
+        .create_session(new.id(session))
         .expect("a clean start");
     let mut asked = None;
     for act in acts {
@@ -386,7 +391,7 @@ fn a_fault_at_every_operation_of_one_session_on_sled_is_survived() {
 fn drive_clean<L: Faultable>(log: &FaultyLog<L>) {
     let e = engine(log, 7, 0);
     let s = SessionId(uuid::Uuid::from_u64_pair(7, 7));
-    e.start_session_as(s, NewSession::new(limits())).unwrap();
+    e.create_session(NewSession::new(limits()).id(s)).unwrap();
     let mut asked = None;
     for act in short_script() {
         perform(&e, s, &act, &mut asked).unwrap();
@@ -426,7 +431,7 @@ fn drive_with<L: Faultable>(log: FaultyLog<L>, op: u64, fault: Fault) -> Result<
         let mut tries = 0;
         loop {
             let done = match act {
-                None => e.start_session_as(s, NewSession::new(limits())),
+                None => e.create_session(NewSession::new(limits()).id(s)).map(drop),
                 Some(act) => perform(&e, s, act, &mut asked),
             };
             let Err(error) = done else { break };

@@ -41,14 +41,14 @@ fn engine(capture: Arc<Capture>) -> Engine<MemoryLog> {
         .unwrap()
 }
 
-fn start(e: &Engine<MemoryLog>, policy: Policy) -> SessionId {
+fn start(e: &Engine<MemoryLog>, policy: Policy) -> Session<'_, MemoryLog> {
     let new = NewSession::new(ModelLimits {
         context: 100_000,
         output: Some(4_000),
         ..ModelLimits::default()
     })
     .policy(policy);
-    e.create_session(new).unwrap().id()
+    e.create_session(new).unwrap()
 }
 
 fn texts(w: &Window) -> Vec<(Role, String)> {
@@ -69,20 +69,17 @@ fn texts(w: &Window) -> Vec<(Role, String)> {
 }
 
 /// A first turn, then a prompt the provider refuses.
-fn refused_second_prompt(e: &Engine<MemoryLog>, s: SessionId) -> Option<MessageId> {
-    let first = e.user_message(s, "first turn").unwrap();
-    e.record_step(
-        s,
-        Step::new(first).text("One.").tokens(TokenUsage {
-            input: 30_000,
-            output: 3,
-            ..TokenUsage::default()
-        }),
-    )
+fn refused_second_prompt(s: Session<'_, MemoryLog>) -> Option<MessageId> {
+    let first = s.user("first turn").unwrap();
+    s.step(Step::new(first).text("One.").tokens(TokenUsage {
+        input: 30_000,
+        output: 3,
+        ..TokenUsage::default()
+    }))
     .unwrap();
-    let big = e.user_message(s, "a prompt too large").unwrap();
-    let refused = e.assistant_message(s, big, None).unwrap();
-    e.refused(s, refused, "context_length_exceeded").unwrap()
+    let big = s.user("a prompt too large").unwrap();
+    let refused = s.assistant_message(big, None).unwrap();
+    s.refused(refused, "context_length_exceeded").unwrap()
 }
 
 #[test]
@@ -91,15 +88,15 @@ fn opencode_compacts_the_history_before_the_refused_prompt_and_replays_it() {
         let capture = Arc::new(Capture::default());
         let e = engine(capture.clone());
         let s = start(&e, policy.clone());
-        let job = refused_second_prompt(&e, s).expect("a compaction is queued");
-        let state = e.state(s).unwrap();
+        let job = refused_second_prompt(s).expect("a compaction is queued");
+        let state = s.state().unwrap();
         let j = state.job(job).unwrap();
         assert!(j.auto && j.overflow, "{}", policy.name);
         assert!(matches!(
             &j.trigger,
             CompactionTrigger::ProviderOverflow { error } if error == "context_length_exceeded"
         ));
-        let outcomes = e.run_pending(s).unwrap();
+        let outcomes = s.run_pending().unwrap();
         assert!(matches!(
             outcomes[..],
             [JobOutcome::Completed {
@@ -109,7 +106,7 @@ fn opencode_compacts_the_history_before_the_refused_prompt_and_replays_it() {
         ));
         // The window: the pivot, then the refused prompt again; no continue.
         assert_eq!(
-            texts(&e.window(s).unwrap()),
+            texts(&s.window().unwrap()),
             vec![
                 (Role::User, COMPACTION_QUESTION.to_owned()),
                 (Role::Assistant, "## Objective\n- Summarized.".to_owned()),
@@ -118,7 +115,7 @@ fn opencode_compacts_the_history_before_the_refused_prompt_and_replays_it() {
             "{}",
             policy.name
         );
-        let state = e.state(s).unwrap();
+        let state = s.state().unwrap();
         let replayed = state.messages.last().unwrap();
         assert!(!replayed.synthetic);
         // The summarizer saw the history before the refused prompt only.
@@ -139,34 +136,32 @@ fn opencode_compacts_the_history_before_the_refused_prompt_and_replays_it() {
 fn a_refused_first_prompt_has_nothing_to_keep_and_continues_with_the_overflow_note() {
     let e = engine(Arc::new(Capture::default()));
     let s = start(&e, Policy::opencode_1_18());
-    let first = e.user_message(s, "an enormous first prompt").unwrap();
-    let refused = e.assistant_message(s, first, None).unwrap();
-    e.refused(s, refused, "prompt is too long")
-        .unwrap()
-        .unwrap();
-    e.run_pending(s).unwrap();
-    let window = texts(&e.window(s).unwrap());
+    let first = s.user("an enormous first prompt").unwrap();
+    let refused = s.assistant_message(first, None).unwrap();
+    s.refused(refused, "prompt is too long").unwrap().unwrap();
+    s.run_pending().unwrap();
+    let window = texts(&s.window().unwrap());
     let last = &window.last().unwrap().1;
     assert_eq!(
         last,
         &format!("{OVERFLOW_CONTINUE_PREFIX}{CONTINUE_TEXT_OPENCODE}")
     );
-    assert!(e.state(s).unwrap().messages.last().unwrap().synthetic);
+    assert!(s.state().unwrap().messages.last().unwrap().synthetic);
 }
 
 #[test]
 fn the_seed_records_the_refusal_as_an_error_and_compacts_nothing() {
     let e = engine(Arc::new(Capture::default()));
     let s = start(&e, Policy::opencode_seed());
-    assert_eq!(refused_second_prompt(&e, s), None);
-    let state = e.state(s).unwrap();
+    assert_eq!(refused_second_prompt(s), None);
+    let state = s.state().unwrap();
     // Only an open request can be refused: not a prompt, not a finished step.
     let prompt = state.messages[0].id;
     let step = state.messages[1].id;
     for id in [prompt, step] {
-        assert!(e.refused(s, id, "too large").is_err());
+        assert!(s.refused(id, "too large").is_err());
     }
-    assert_eq!(e.state(s).unwrap().head, state.head, "nothing recorded");
+    assert_eq!(s.state().unwrap().head, state.head, "nothing recorded");
     assert!(state.jobs.is_empty());
     let error = state.messages.last().unwrap().error.clone().unwrap();
     assert_eq!(error.name, CONTEXT_OVERFLOW_ERROR);
@@ -182,22 +177,24 @@ fn the_continue_message_is_the_presets_own() {
     ] {
         let e = engine(Arc::new(Capture::default()));
         let s = start(&e, policy.clone());
-        let u = e.user_message(s, "go").unwrap();
-        let out = e
-            .record_step(
-                s,
-                Step::new(u).text("Done.").tokens(TokenUsage {
-                    input: 99_000,
-                    ..TokenUsage::default()
-                }),
-            )
+        let u = s.user("go").unwrap();
+        let out = s
+            .step(Step::new(u).text("Done.").tokens(TokenUsage {
+                input: 99_000,
+                ..TokenUsage::default()
+            }))
             .unwrap();
         assert!(out.queued.is_some(), "{}", policy.name);
-        e.run_pending(s).unwrap();
-        let window = texts(&e.window(s).unwrap());
+        s.run_pending().unwrap();
+        let window = texts(&s.window().unwrap());
         assert_eq!(window.last().unwrap().1, want, "{}", policy.name);
         // The export marks it as OpenCode does.
-        let events: Vec<Envelope> = e.store().read(s, 1).unwrap().map(Result::unwrap).collect();
+        let events: Vec<Envelope> = e
+            .store()
+            .read(s.id(), 1)
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
         let mut out = Vec::new();
         ctxlog_import::export::opencode(&events, &mut out).unwrap();
         let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();

@@ -65,15 +65,20 @@ fn many_sessions_one_job_each_at_a_time() {
     let sessions: Vec<SessionId> = (0..8)
         .map(|_| {
             engine
-                .start_session(Policy::opencode_seed(), limits(), None)
+                .create_session(NewSession::new(limits()))
                 .unwrap()
+                .id()
         })
         .collect();
     let (workers, reports) = Workers::start(engine.clone(), 3, 64).unwrap();
     for round in 0..3 {
         for s in &sessions {
-            engine.user_message(*s, &format!("round {round}")).unwrap();
-            engine.request_compaction(*s).unwrap();
+            engine
+                .session(*s)
+                .unwrap()
+                .user(&format!("round {round}"))
+                .unwrap();
+            engine.session(*s).unwrap().request_compaction().unwrap();
             workers.submit(*s).unwrap();
             // a second submit while queued or running is folded into the first
             let _ = workers.submit(*s).unwrap();
@@ -86,7 +91,7 @@ fn many_sessions_one_job_each_at_a_time() {
     }
     assert_eq!(done, 24, "every job ran exactly once");
     for s in &sessions {
-        let state = engine.state(*s).unwrap();
+        let state = engine.session(*s).unwrap().state().unwrap();
         assert_eq!(state.pending_jobs().count(), 0);
         assert_eq!(
             state
@@ -116,13 +121,15 @@ fn persist_shutdown_leaves_jobs_pending_in_the_log_for_a_restart() {
         sessions = (0..12)
             .map(|_| {
                 engine
-                    .start_session(Policy::opencode_seed(), limits(), None)
+                    .create_session(NewSession::new(limits()))
                     .unwrap()
+                    .id()
             })
             .collect::<Vec<_>>();
         for s in &sessions {
-            engine.user_message(*s, "x").unwrap();
-            engine.request_compaction(*s).unwrap();
+            let s = engine.session(*s).unwrap();
+            s.user("x").unwrap();
+            s.request_compaction().unwrap();
         }
         let (workers, _reports) = Workers::start(engine.clone(), 1, 64).unwrap();
         for s in &sessions {
@@ -157,7 +164,7 @@ fn persist_shutdown_leaves_jobs_pending_in_the_log_for_a_restart() {
     assert!(engine.pending_sessions().unwrap().is_empty());
     for s in &sessions {
         assert_eq!(
-            engine.state(*s).unwrap().jobs.len(),
+            engine.session(*s).unwrap().state().unwrap().jobs.len(),
             1,
             "no job ran twice or was lost"
         );

@@ -51,7 +51,7 @@ fn a_writer_behind_the_log_decides_again_on_what_it_missed() {
     assert!(log.head(id).unwrap() > head_before);
     let replayed = log.replay(id).unwrap();
     assert_eq!(user_texts(&replayed), ["one", "two", "three"]);
-    assert_eq!(b.query(id, |s| s.digest()).unwrap(), replayed.digest());
+    assert_eq!(on_b.query(|s| s.digest()).unwrap(), replayed.digest());
     // b's message follows a's: its causation is a's last event.
     let events: Vec<_> = log.read(id, 1).unwrap().map(Result::unwrap).collect();
     let first_of_b = events

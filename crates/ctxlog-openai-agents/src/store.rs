@@ -10,7 +10,7 @@ use ctxlog_core::window::COMPACTION_QUESTION;
 use ctxlog_core::window::{render_message, sent_order, WindowPart};
 use ctxlog_core::{MessageId, ModelLimits, PartBody, PartId, Policy};
 use ctxlog_core::{SessionAbout, SessionId, SessionState, TokenUsage, ToolState};
-use ctxlog_engine::{Engine, EngineError, JobOutcome, NewSession, Pruned};
+use ctxlog_engine::{Engine, EngineError, JobOutcome, NewSession, Pruned, Session};
 use ctxlog_store::{EventLog, StoreError};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -114,17 +114,15 @@ impl<L: EventLog> AgentStore<L> {
                 limits: settings.limits.clone().unwrap_or_default(),
                 title: Some(name.into()),
                 source_id: Some(name.into()),
+                id: Some(session),
             };
-            match self.engine.start_session_as(session, new) {
-                Ok(()) => {}
+            match self.engine.create_session(new) {
+                Ok(_) => {}
                 // Another process (sharing a PostgreSQL log) started it
                 // first: open it as it stands.
                 Err(_) if self.engine.store().head(session)? > 0 => {
-                    self.engine.settle(
-                        session,
-                        settings.policy.clone(),
-                        settings.limits.clone(),
-                    )?;
+                    self.handle(session)?
+                        .settle(settings.policy.clone(), settings.limits.clone())?;
                     return Ok(session);
                 }
                 Err(e) => return Err(e.into()),
@@ -134,12 +132,17 @@ impl<L: EventLog> AgentStore<L> {
                 agent: Some(FORMAT.into()),
                 ..SessionAbout::default()
             };
-            self.engine.describe(session, about)?;
+            self.handle(session)?.describe(about)?;
             return Ok(session);
         }
-        self.engine
-            .settle(session, settings.policy.clone(), settings.limits.clone())?;
+        self.handle(session)?
+            .settle(settings.policy.clone(), settings.limits.clone())?;
         Ok(session)
+    }
+
+    /// The engine's handle on `session`.
+    fn handle(&self, session: SessionId) -> Result<Session<'_, L>, EngineError> {
+        self.engine.session(session)
     }
 
     /// The tracked items of `session` (empty until caught up).
@@ -187,7 +190,7 @@ impl<L: EventLog> AgentStore<L> {
         }
         self.with(session, |_| {
             let items = items.iter().map(NewItem::to_agent_item).collect();
-            self.engine.add_items(session, items)?;
+            self.handle(session)?.add_items(items)?;
             Ok(())
         })
     }
@@ -214,8 +217,8 @@ impl<L: EventLog> AgentStore<L> {
                 return Ok(None);
             };
             match place {
-                Place::Message(m) => self.engine.withdraw(session, vec![m], "pop_item")?,
-                Place::Output(part) => self.engine.reopen_call(session, part, "pop_item")?,
+                Place::Message(m) => self.handle(session)?.withdraw(vec![m], "pop_item")?,
+                Place::Output(part) => self.handle(session)?.reopen_call(part, "pop_item")?,
             }
             Ok(Some(view))
         })
@@ -225,7 +228,7 @@ impl<L: EventLog> AgentStore<L> {
     /// many. The log keeps them.
     pub fn clear(&self, session: SessionId) -> Result<usize, AgentError> {
         self.with(session, |_| {
-            Ok(self.engine.withdraw_all(session, "clear_session")?)
+            Ok(self.handle(session)?.withdraw_all("clear_session")?)
         })
     }
 
@@ -246,15 +249,15 @@ impl<L: EventLog> AgentStore<L> {
                 jobs: Vec::new(),
                 pruned: None,
             };
-            if let Some(outcome) = self.engine.finish_open_step(session, usage)? {
+            if let Some(outcome) = self.handle(session)?.finish_open_step(usage)? {
                 out.step = Some(outcome.message);
                 out.overflow = outcome.overflow.filter(|o| o.overflow).map(|o| o.count);
             }
             if force {
-                self.engine.request_compaction(session)?;
+                self.handle(session)?.request_compaction()?;
             }
-            out.jobs = self.engine.run_pending(session)?;
-            out.pruned = self.engine.end_turn(session)?;
+            out.jobs = self.handle(session)?.run_pending()?;
+            out.pruned = self.handle(session)?.end_turn()?;
             Ok(out)
         })
     }
@@ -270,7 +273,7 @@ impl<L: EventLog> AgentStore<L> {
         items: &Items,
         last: Option<usize>,
     ) -> Result<Vec<(ItemView, Place)>, AgentError> {
-        let views = self.engine.query(session, |state| {
+        let views = self.handle(session)?.query(|state| {
             let (pivot, order) = sent_order(state);
             // (seq, message index, the part index of an output)
             let mut first = Vec::new();

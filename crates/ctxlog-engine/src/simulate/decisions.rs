@@ -38,7 +38,7 @@ impl Feed<'_> {
             return Ok(());
         }
         self.flush()?;
-        let check = self.engine.before_request(self.session)?;
+        let check = self.session.before_request()?;
         let (Some(job), Some(c)) = (check.queued, check.overflow) else {
             return Ok(());
         };
@@ -63,7 +63,7 @@ impl Feed<'_> {
             return Ok(());
         };
         let after = self.sources.get(&step).cloned().unwrap_or_default();
-        let queued = self.engine.refused(self.session, step, RECORDED_REFUSAL)?;
+        let queued = self.session.refused(step, RECORDED_REFUSAL)?;
         self.decisions.push(Decision::Refused {
             after: after.clone(),
             compacted: queued.is_some(),
@@ -77,9 +77,9 @@ impl Feed<'_> {
     /// Runs the queued job `job` at once and reports what it led to.
     fn run_jobs(&mut self, after: String, job: MessageId) -> Result<(), EngineError> {
         self.unmatched = Some(job);
-        let window_before = self.engine.window_estimate(self.session)?;
-        let outcomes = self.engine.run_pending(self.session)?;
-        let window_after = self.engine.window_estimate(self.session)?;
+        let window_before = self.session.window_estimate()?;
+        let outcomes = self.session.run_pending()?;
+        let window_after = self.session.window_estimate()?;
         self.replayed = None;
         for o in outcomes {
             match &o {
@@ -121,7 +121,7 @@ impl Feed<'_> {
     /// when it is a replayed prompt (a real user message) rather than a
     /// synthetic continue message.
     fn replayed_prompt(&self) -> Result<Option<String>, EngineError> {
-        let state = self.engine.state(self.session)?;
+        let state = self.session.state()?;
         let Some(last) = state.messages.last().filter(|m| m.role.is_input()) else {
             return Ok(None);
         };
@@ -136,7 +136,7 @@ impl Feed<'_> {
 
     /// The end of a turn: prune when the policy says so.
     pub(super) fn end_turn(&mut self) -> Result<(), EngineError> {
-        if let Some(pruned) = self.engine.end_turn(self.session)? {
+        if let Some(pruned) = self.session.end_turn()? {
             self.decisions.push(Decision::Prune {
                 after: self.last_source.clone(),
                 call_ids: pruned

@@ -3,11 +3,9 @@
 
 use super::report::{Decision, SimulationReport};
 use crate::clock::ManualClock;
-use crate::{Engine, EngineError, StepOutcome};
+use crate::{EngineError, Session, StepOutcome};
 use ctxlog_core::window::is_continue_text;
-use ctxlog_core::{
-    Envelope, Event, MessageId, PartBody, PartId, Policy, Role, SessionId, TokenUsage,
-};
+use ctxlog_core::{Envelope, Event, MessageId, PartBody, PartId, Policy, Role, TokenUsage};
 use ctxlog_store::MemoryLog;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -15,8 +13,7 @@ use std::sync::Arc;
 /// The simulation's running state: what is left out, the labels of
 /// decisions, and the usage model.
 pub(super) struct Feed<'a> {
-    pub(super) engine: &'a Engine<MemoryLog>,
-    pub(super) session: SessionId,
+    pub(super) session: Session<'a, MemoryLog>,
     clock: Arc<ManualClock>,
     fixed_limits: bool,
     /// The simulated policy when it is an unmodified preset on the
@@ -67,17 +64,15 @@ pub(super) struct Feed<'a> {
 }
 
 impl<'a> Feed<'a> {
-    /// A feed into `session` of `engine`, nothing fed yet.
+    /// A feed into `session`, nothing fed yet.
     pub(super) fn new(
-        engine: &'a Engine<MemoryLog>,
-        session: SessionId,
+        session: Session<'a, MemoryLog>,
         clock: Arc<ManualClock>,
         fixed_limits: bool,
         checks_before_requests: bool,
         own_preset: Option<Policy>,
     ) -> Self {
         Feed {
-            engine,
             session,
             clock,
             fixed_limits,
@@ -397,7 +392,7 @@ impl Feed<'_> {
         // overhead (first step) and once usage is estimated.
         if role == Role::Assistant && (self.diverged || self.overhead.is_none()) {
             self.flush()?;
-            self.step_window = self.engine.window_estimate(self.session)?;
+            self.step_window = self.session.window_estimate()?;
         }
         self.sources.insert(message, label.clone());
         self.last_source = label;
@@ -429,6 +424,6 @@ impl Feed<'_> {
     /// Applies the waiting events in one append.
     pub(super) fn flush(&mut self) -> Result<Option<StepOutcome>, EngineError> {
         let batch = std::mem::take(&mut self.batch);
-        self.engine.record(self.session, batch)
+        self.session.record(batch)
     }
 }

@@ -26,7 +26,7 @@
 //!   minus estimated window; the output is as recorded.
 //! - A recorded compaction flagged `overflow` means the provider refused the
 //!   request before it: the simulation tells the engine so
-//!   ([`Engine::refused`](crate::Engine::refused)) and the policy decides
+//!   ([`Session::refused`](crate::Session::refused)) and the policy decides
 //!   (compact and replay the prompt, or record the error). The recording's
 //!   own replay of the prompt is left out when the simulation replayed it
 //!   too.
@@ -166,14 +166,14 @@ pub fn simulate_recording(
         config.policy.check_at,
         OverflowCheckAt::BeforeRequest { .. }
     );
-    let session = engine.start(crate::NewSession {
+    let session = engine.create_session(crate::NewSession {
         title,
         policy: config.policy,
         limits: config.limits.unwrap_or(recorded_limits),
         source_id: config.source_id.or(source_id),
+        id: None,
     })?;
     let mut feed = Feed::new(
-        &engine,
         session,
         clock,
         fixed_limits,
@@ -181,11 +181,11 @@ pub fn simulate_recording(
         own_preset,
     );
     feed.run(events, progress)?;
-    let final_window = engine.window_estimate(session)?;
+    let final_window = session.window_estimate()?;
     let log = engine
         .store()
-        .read(session, 1)?
+        .read(session.id(), 1)?
         .collect::<Result<Vec<_>, _>>()?;
-    let head = engine.state(session)?.head;
+    let head = session.query(|state| state.head)?;
     Ok(feed.report(log, head, final_window))
 }
