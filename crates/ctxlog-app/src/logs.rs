@@ -4,11 +4,11 @@
 //! this crate that names the backends; every use case takes any
 //! [`EventLog`].
 
-use ctxlog_core::{Envelope, Seq, SessionId, SessionState};
+use ctxlog_core::{Envelope, Seq, SessionId};
 use ctxlog_postgres::{PgLog, Target};
 use ctxlog_sled::{SharedStore, SledStore};
 use ctxlog_store::{
-    AppendError, Appended, EventLog, Expected, LoadedState, NewEvent, ReadError, VerifyReport,
+    AppendError, Appended, EventLog, Expected, NewEvent, ReadError, Snapshot, VerifyReport,
 };
 use std::ffi::OsString;
 use std::fmt;
@@ -121,19 +121,20 @@ impl EventLog for AnyLog {
         each!(self, l => l.sessions())
     }
 
-    fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
-        each!(self, l => l.load_state(session))
-    }
-
-    fn replay(&self, session: SessionId) -> Result<SessionState, ReadError> {
-        each!(self, l => l.replay(session))
+    fn newest_snapshot(
+        &self,
+        session: SessionId,
+        version: u32,
+        head: Seq,
+    ) -> Result<Option<Snapshot>, ReadError> {
+        each!(self, l => l.newest_snapshot(session, version, head))
     }
 
     fn flush(&self) -> Result<(), AppendError> {
         each!(self, l => l.flush())
     }
 
-    fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
-        each!(self, l => l.save_snapshot(state))
+    fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
+        each!(self, l => l.keep_snapshot(snapshot))
     }
 }

@@ -7,6 +7,7 @@ use ctxlog_app::catalog::{
 use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::{codec, Envelope, Event, EventPack, Seq, SessionId};
 use ctxlog_engine::SNAPSHOT_EVERY;
+use ctxlog_store::SessionStates;
 use ctxlog_store::{AppendError, Appended, EventLog, Expected, MemoryLog, NewEvent, ReadError};
 use std::sync::Mutex;
 

@@ -12,6 +12,7 @@ use crate::stores::write_generated;
 use crate::{failed, BenchError};
 use ctxlog_sled::SledStore;
 use ctxlog_store::EventLog;
+use ctxlog_store::SessionStates;
 use serde_json::json;
 use std::ffi::{OsStr, OsString};
 use std::path::Path;

@@ -8,6 +8,7 @@ use common::Rng;
 use ctxlog_core::SessionId;
 use ctxlog_sled::SledStore;
 use ctxlog_store::EventLog;
+use ctxlog_store::SessionStates;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

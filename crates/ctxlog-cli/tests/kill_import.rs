@@ -10,6 +10,7 @@ use common::Rng;
 use ctxlog_core::{Envelope, SessionId};
 use ctxlog_sled::SledStore;
 use ctxlog_store::EventLog;
+use ctxlog_store::SessionStates;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1438,14 +1438,20 @@ fn no_continue_message_after_an_automatic_compaction_when_the_policy_sends_none(
     }
 }
 
-/// Whether `decide` queues a compaction before the next request.
+/// Whether `decide` queues a compaction before the next request; the
+/// query `overflow_check` finds the overflow that queues it.
 fn compacts_before_request(s: &mut S) -> bool {
+    let check = ctxlog_core::decide::overflow_check(s.state(), &Command::BeforeRequest);
+    let free = s.state().auto_paused.is_none() && s.state().pending_jobs().next().is_none();
     let t = s.tick();
-    s.r.run(t, Command::BeforeRequest, LoopGuard::default())
-        .unwrap()
-        .iter()
-        .flat_map(|d| &d.events)
-        .any(|d| matches!(d.event, Event::CompactionRequested { .. }))
+    let queued =
+        s.r.run(t, Command::BeforeRequest, LoopGuard::default())
+            .unwrap()
+            .iter()
+            .flat_map(|d| &d.events)
+            .any(|d| matches!(d.event, Event::CompactionRequested { .. }));
+    assert_eq!(queued, free && check.is_some_and(|c| c.overflow));
+    queued
 }
 
 #[test]

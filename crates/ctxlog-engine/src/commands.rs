@@ -2,23 +2,24 @@
 //! [`Command`] decided and committed by the engine, with what the caller
 //! needs read back from the decisions.
 
+use crate::engine::Ran;
 use crate::error::EngineError;
 use crate::outcome::{RequestCheck, StepOutcome};
 use crate::{Engine, Session};
 use ctxlog_core::decide::{drafted, first_message, pruned, queued};
 use ctxlog_core::window::{estimate_window, window, Window};
 use ctxlog_core::{
-    AuditEntry, Auditor, Command, Decided, Event, FinishReason, MessageId, ModelLimits, ModelRef,
-    PartBody, PartId, Policy, PrunedPart, Seq, SessionId, SessionState, Step, TokenUsage,
+    AuditEntry, Auditor, Command, Event, FinishReason, MessageId, ModelLimits, ModelRef, PartBody,
+    PartId, Policy, PrunedPart, Seq, SessionId, SessionState, Step, TokenUsage,
 };
 use ctxlog_store::EventLog;
 
 /// The step outcome of a run that finished the step of `message`.
-pub(crate) fn step_outcome(message: MessageId, decided: &[Decided]) -> StepOutcome {
+pub(crate) fn step_outcome(message: MessageId, ran: &Ran) -> StepOutcome {
     StepOutcome {
         message,
-        overflow: decided.iter().find_map(|d| d.overflow),
-        queued: queued(decided),
+        overflow: ran.overflow,
+        queued: queued(&ran.decided),
     }
 }
 
@@ -91,11 +92,7 @@ impl<L: EventLog> Engine<L> {
     }
 
     /// Runs `command` on `session` under its lock.
-    pub(crate) fn command(
-        &self,
-        session: SessionId,
-        command: Command,
-    ) -> Result<Vec<Decided>, EngineError> {
+    pub(crate) fn command(&self, session: SessionId, command: Command) -> Result<Ran, EngineError> {
         self.with(session, |state| self.run(session, state, command))
     }
 
@@ -125,7 +122,7 @@ impl<L: EventLog> Engine<L> {
 
 impl<L: EventLog> Session<'_, L> {
     /// Runs `command` on this session under its lock.
-    pub(crate) fn command(&self, command: Command) -> Result<Vec<Decided>, EngineError> {
+    pub(crate) fn command(&self, command: Command) -> Result<Ran, EngineError> {
         self.engine.command(self.id, command)
     }
 
@@ -142,18 +139,20 @@ impl<L: EventLog> Session<'_, L> {
             None => return Ok(None),
             _ => None,
         };
-        let decided = self.command(Command::Record(events))?;
-        Ok(step.map(|message| step_outcome(message, &decided)))
+        let ran = self.command(Command::Record(events))?;
+        Ok(step.map(|message| step_outcome(message, &ran)))
     }
 
     /// Appends a user message with one text part. A real (non-synthetic)
     /// message also lifts a loop-guard pause.
     pub fn user(&self, text: &str) -> Result<MessageId, EngineError> {
-        let decided = self.command(Command::UserMessage {
-            text: text.into(),
-            synthetic: false,
-            source_id: None,
-        })?;
+        let decided = self
+            .command(Command::UserMessage {
+                text: text.into(),
+                synthetic: false,
+                source_id: None,
+            })?
+            .decided;
         Ok(first_message(&decided).expect("a user message decides a message"))
     }
 
@@ -161,9 +160,9 @@ impl<L: EventLog> Session<'_, L> {
     /// finish) in one atomic append; then checks overflow and, when the
     /// policy says so, queues an automatic compaction.
     pub fn step(&self, step: Step) -> Result<StepOutcome, EngineError> {
-        let decided = self.command(Command::Step(step))?;
-        let message = first_message(&decided).expect("a step decides a message");
-        Ok(step_outcome(message, &decided))
+        let ran = self.command(Command::Step(step))?;
+        let message = first_message(&ran.decided).expect("a step decides a message");
+        Ok(step_outcome(message, &ran))
     }
 
     /// The agent is about to send a model request: under a policy that
@@ -172,10 +171,10 @@ impl<L: EventLog> Session<'_, L> {
     /// compaction is queued; under the others it does nothing (they check
     /// after each step). Call it before every request of the agent loop.
     pub fn before_request(&self) -> Result<RequestCheck, EngineError> {
-        let decided = self.command(Command::BeforeRequest)?;
+        let ran = self.command(Command::BeforeRequest)?;
         Ok(RequestCheck {
-            overflow: decided.iter().find_map(|d| d.overflow),
-            queued: queued(&decided),
+            overflow: ran.overflow,
+            queued: queued(&ran.decided),
         })
     }
 
@@ -186,13 +185,15 @@ impl<L: EventLog> Session<'_, L> {
         parent: MessageId,
         model: Option<ModelRef>,
     ) -> Result<MessageId, EngineError> {
-        let decided = self.command(Command::AssistantMessage { parent, model })?;
+        let decided = self
+            .command(Command::AssistantMessage { parent, model })?
+            .decided;
         Ok(first_message(&decided).expect("decides a message"))
     }
 
     /// Appends a part to a message.
     pub fn append_part(&self, message: MessageId, body: PartBody) -> Result<PartId, EngineError> {
-        let decided = self.command(Command::AppendPart { message, body })?;
+        let decided = self.command(Command::AppendPart { message, body })?.decided;
         let part = drafted(&decided).find_map(|e| match e {
             Event::PartAppended { part, .. } => Some(*part),
             _ => None,
@@ -213,12 +214,12 @@ impl<L: EventLog> Session<'_, L> {
         tokens: TokenUsage,
         reason: FinishReason,
     ) -> Result<StepOutcome, EngineError> {
-        let decided = self.command(Command::FinishStep {
+        let ran = self.command(Command::FinishStep {
             message,
             reason,
             tokens,
         })?;
-        Ok(step_outcome(message, &decided))
+        Ok(step_outcome(message, &ran))
     }
 
     /// The provider refused the request of assistant message `message` (one
@@ -233,13 +234,13 @@ impl<L: EventLog> Session<'_, L> {
         error: &str,
     ) -> Result<Option<MessageId>, EngineError> {
         let error = error.into();
-        let decided = self.command(Command::Refused { message, error })?;
+        let decided = self.command(Command::Refused { message, error })?.decided;
         Ok(queued(&decided))
     }
 
     /// Queues a compaction by hand (`auto: false`): no continue message after it.
     pub fn request_compaction(&self) -> Result<MessageId, EngineError> {
-        let decided = self.command(Command::RequestCompaction)?;
+        let decided = self.command(Command::RequestCompaction)?.decided;
         Ok(first_message(&decided).expect("decides a marker"))
     }
 
@@ -256,7 +257,7 @@ impl<L: EventLog> Session<'_, L> {
     /// The end of a turn: prunes when the session's policy says so; returns
     /// what was pruned.
     pub fn end_turn(&self) -> Result<Option<Pruned>, EngineError> {
-        let decided = self.command(Command::EndTurn)?;
+        let decided = self.command(Command::EndTurn)?.decided;
         Ok(pruned(&decided).map(|(parts, tokens)| Pruned {
             parts: parts.to_vec(),
             tokens,

@@ -9,10 +9,12 @@ use crate::error::EngineError;
 use crate::outcome::Notice;
 use crate::summarize::Summarizer;
 use crate::Clock;
+use ctxlog_core::decide::overflow_check;
 use ctxlog_core::{
-    decide, Command, Context, Decided, Draft, Envelope, IdSource, LoopGuard, ModelRef, SessionId,
-    SessionState,
+    decide, Command, Context, Decided, Draft, Envelope, IdSource, LoopGuard, ModelRef,
+    OverflowCheck, SessionId, SessionState,
 };
+use ctxlog_store::SessionStates;
 use ctxlog_store::{EventLog, Expected, NewEvent};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -51,6 +53,13 @@ pub struct Engine<L: EventLog> {
     loop_guard: LoopGuard,
     sessions: Mutex<BTreeMap<SessionId, Arc<Mutex<SessionState>>>>,
     subscribers: Mutex<Vec<crossbeam_channel::Sender<Notice>>>,
+}
+
+/// What a command and the reactions it led to decided, in order, and the
+/// overflow check one of them made (see [`overflow_check`]).
+pub(crate) struct Ran {
+    pub(crate) decided: Vec<Decided>,
+    pub(crate) overflow: Option<OverflowCheck>,
 }
 
 /// Locks a mutex whose data stays consistent even if a holder panicked.
@@ -173,27 +182,32 @@ impl<L: EventLog> Engine<L> {
     }
 
     /// Decides `command` on `state` and commits what it decided, then every
-    /// reaction it leads to; returns the decisions in order.
+    /// reaction it leads to; returns the decisions in order, with the
+    /// overflow check one of them made.
     pub(crate) fn run(
         &self,
         session: SessionId,
         state: &mut SessionState,
         command: Command,
-    ) -> Result<Vec<Decided>, EngineError> {
+    ) -> Result<Ran, EngineError> {
         // Doubling from one: a `Decided` is large, and a list's usual first
         // growth (to four) took glibc's slow path (`malloc_consolidate`) on
         // every append, 3 µs of 110.
-        let mut decisions = Vec::with_capacity(1);
+        let mut ran = Ran {
+            decided: Vec::with_capacity(1),
+            overflow: None,
+        };
         let mut next = Some(command);
         while let Some(command) = next {
-            let decided = self.decide_and_commit(session, state, command)?;
+            let (decided, check) = self.decide_and_commit(session, state, command)?;
             next = decided.then.clone();
-            if decisions.len() == decisions.capacity() {
-                decisions.reserve_exact(decisions.capacity());
+            ran.overflow = ran.overflow.or(check);
+            if ran.decided.len() == ran.decided.capacity() {
+                ran.decided.reserve_exact(ran.decided.capacity());
             }
-            decisions.push(decided);
+            ran.decided.push(decided);
         }
-        Ok(decisions)
+        Ok(ran)
     }
 
     /// Decides `command` on `state` and commits it. When another writer
@@ -207,9 +221,12 @@ impl<L: EventLog> Engine<L> {
         session: SessionId,
         state: &mut SessionState,
         command: Command,
-    ) -> Result<Decided, EngineError> {
+    ) -> Result<(Decided, Option<OverflowCheck>), EngineError> {
         let mut conflicts = 0;
         loop {
+            // What the command's overflow check finds, on the state it is
+            // decided on (a query: `decide` makes the same check).
+            let check = overflow_check(state, &command);
             let decided = {
                 // The ids lock is taken per id, never for a whole decision:
                 // decisions on other sessions go on meanwhile.
@@ -222,10 +239,10 @@ impl<L: EventLog> Engine<L> {
                 decide(state, command.clone(), &mut context)?
             };
             if decided.events.is_empty() {
-                return Ok(decided);
+                return Ok((decided, check));
             }
             match self.commit(session, state, decided.events.clone()) {
-                Ok(()) => return Ok(decided),
+                Ok(()) => return Ok((decided, check)),
                 Err(e) if e.is_version_conflict() && conflicts < MAX_CONFLICT_RETRIES => {
                     conflicts += 1;
                     tracing::debug!(%session, conflicts, "another writer moved the head; deciding again");

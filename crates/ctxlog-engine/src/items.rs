@@ -50,7 +50,7 @@ impl<L: EventLog> Session<'_, L> {
     /// Withdraws every message not withdrawn yet; returns how many.
     pub fn withdraw_all(&self, reason: &str) -> Result<usize, EngineError> {
         let reason = reason.into();
-        let decided = self.command(Command::WithdrawAll { reason })?;
+        let decided = self.command(Command::WithdrawAll { reason })?.decided;
         Ok(drafted(&decided)
             .map(|e| match e {
                 Event::MessagesWithdrawn { messages, .. } => messages.len(),
@@ -73,11 +73,11 @@ impl<L: EventLog> Session<'_, L> {
         &self,
         tokens: Option<TokenUsage>,
     ) -> Result<Option<StepOutcome>, EngineError> {
-        let decided = self.command(Command::FinishOpenStep { tokens })?;
-        let finished = drafted(&decided).find_map(|e| match e {
+        let ran = self.command(Command::FinishOpenStep { tokens })?;
+        let finished = drafted(&ran.decided).find_map(|e| match e {
             Event::StepFinished { message, .. } => Some(*message),
             _ => None,
         });
-        Ok(finished.map(|message| step_outcome(message, &decided)))
+        Ok(finished.map(|message| step_outcome(message, &ran)))
     }
 }

@@ -104,14 +104,16 @@ impl<L: EventLog> Engine<L> {
             Err(error) => {
                 // Provider error bodies can echo what they were sent.
                 let error = redact::redact(&error).text;
-                let decided = self.run(
-                    session,
-                    state,
-                    Command::FailJob {
-                        job,
-                        error: error.clone(),
-                    },
-                )?;
+                let decided = self
+                    .run(
+                        session,
+                        state,
+                        Command::FailJob {
+                            job,
+                            error: error.clone(),
+                        },
+                    )?
+                    .decided;
                 Ok(JobOutcome::Failed {
                     job,
                     error,
@@ -202,7 +204,9 @@ impl<L: EventLog> Engine<L> {
             tokens: out.tokens,
             redactions,
         };
-        let decided = self.run(session, state, Command::CompleteJob { job, summary })?;
+        let decided = self
+            .run(session, state, Command::CompleteJob { job, summary })?
+            .decided;
         let j = state.job(job);
         // The message that resumes the session, when the policy writes one.
         let continued = ctxlog_core::decide::drafted(&decided).any(|e| {

@@ -11,6 +11,7 @@ use ctxlog_engine::summarize::*;
 use ctxlog_engine::*;
 use ctxlog_sled::SledStore;
 use ctxlog_store::EventLog;
+use ctxlog_store::SessionStates;
 use ctxlog_testkit::TempDir;
 use std::path::Path;
 use std::sync::{Arc, Mutex};

@@ -12,6 +12,7 @@
 
 mod common;
 use common::limits;
+use ctxlog_store::SessionStates;
 
 use ctxlog_core::{
     FinishReason, Json, MessageId, PartBody, Policy, SeededIds, SessionId, Step, TokenUsage,

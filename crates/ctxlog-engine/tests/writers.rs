@@ -4,6 +4,7 @@
 
 use ctxlog_core::*;
 use ctxlog_engine::*;
+use ctxlog_store::SessionStates;
 use ctxlog_store::{EventLog, MemoryLog};
 use std::sync::Arc;
 

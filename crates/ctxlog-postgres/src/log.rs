@@ -9,12 +9,12 @@ use crate::notify;
 use crate::pool::Pool;
 use crate::schema;
 use crate::target::Target;
-use ctxlog_core::{Envelope, Seq, SessionId, SessionState, REDUCER_VERSION};
-use ctxlog_store::backend::{check_expected, evolve_to_head, repeated_id, Hub};
+use ctxlog_core::{Envelope, Seq, SessionId};
+use ctxlog_store::backend::{check_expected, repeated_id, Hub};
 use ctxlog_store::record::{self, Chain};
 use ctxlog_store::{
-    AppendError, Appended, EventLog, Expected, Followable, LoadedState, NewEvent, OpenError,
-    ReadError, Subscription,
+    AppendError, Appended, EventLog, Expected, Followable, NewEvent, OpenError, ReadError,
+    Snapshot, Subscription,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -172,12 +172,18 @@ impl PgLog {
         Ok(row.and_then(|r| record::decode(r.get(0), session, seq).ok().map(|d| d.chain)))
     }
 
-    /// The newest usable snapshot of `session` at or below `head`.
-    fn snapshot(&self, session: SessionId, head: Seq) -> Result<Option<SessionState>, ReadError> {
+    /// The kept snapshot of `session` of reducer `version`, when it is at
+    /// or below `head`, sound, and its chain still matches the log.
+    fn snapshot(
+        &self,
+        session: SessionId,
+        version: u32,
+        head: Seq,
+    ) -> Result<Option<Snapshot>, ReadError> {
         let row = self.inner.pool.with(|c| {
             c.query_opt(
                 "SELECT seq, value FROM ctxlog_snapshots WHERE session = $1 AND reducer = $2",
-                &[&session.0, &(REDUCER_VERSION as i32)],
+                &[&session.0, &(version as i32)],
             )
             .map_err(self.read_error("cannot read a snapshot"))
         })?;
@@ -187,12 +193,13 @@ impl PgLog {
             return Ok(None);
         }
         match record::parse_snapshot_value(row.get(1)) {
-            Some((chain, state))
-                if state.session == Some(session)
-                    && state.head == seq
-                    && self.chain_at(session, seq)? == Some(chain) =>
-            {
-                Ok(Some(state))
+            Some((chain, state)) if self.chain_at(session, seq)? == Some(chain) => {
+                Ok(Some(Snapshot {
+                    session,
+                    head: seq,
+                    version,
+                    state: state.to_vec(),
+                }))
             }
             _ => {
                 tracing::warn!(%session, seq, "snapshot unusable; falling back to replay");
@@ -372,38 +379,28 @@ impl EventLog for PgLog {
         self.inner.heads()
     }
 
-    fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
-        let head = self.head(session)?;
-        let (mut state, snapshot) = match self.snapshot(session, head)? {
-            Some(state) => {
-                let at = state.head;
-                (state, Some(at))
-            }
-            None => (SessionState::new(), None),
-        };
-        let replayed = evolve_to_head(self, session, &mut state)?;
-        Ok(LoadedState {
-            state,
-            snapshot,
-            replayed,
-        })
+    fn newest_snapshot(
+        &self,
+        session: SessionId,
+        version: u32,
+        head: Seq,
+    ) -> Result<Option<Snapshot>, ReadError> {
+        self.snapshot(session, version, head)
     }
 
-    fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
-        let Some(session) = state.session else {
+    fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
+        let session = snapshot.session;
+        let Some(chain) = self.chain_at(session, snapshot.head)? else {
             return Ok(());
         };
-        let Some(chain) = self.chain_at(session, state.head)? else {
-            return Ok(());
-        };
-        let value = record::snapshot_value(&chain, state);
+        let value = record::snapshot_value(&chain, &snapshot.state);
         let target = self.inner.pool.target();
         self.inner.pool.with(|c| {
             c.execute(
                 "INSERT INTO ctxlog_snapshots (session, reducer, seq, value) VALUES ($1, $2, $3, $4) \
                  ON CONFLICT (session, reducer) DO UPDATE SET seq = $3, value = $4 \
                  WHERE ctxlog_snapshots.seq <= $3",
-                &[&session.0, &(REDUCER_VERSION as i32), &sql_seq(state.head)?, &value],
+                &[&session.0, &(snapshot.version as i32), &sql_seq(snapshot.head)?, &value],
             )
             .map_err(|e| AppendError::Backend(backend(target, "cannot save a snapshot", e)))
         })?;

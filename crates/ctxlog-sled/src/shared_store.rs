@@ -8,7 +8,7 @@ use crate::remote::{Asked, RemoteLog, RemoteRead};
 use crate::store::SledStore;
 use ctxlog_store::StoreError;
 use ctxlog_store::{AppendError, Expected, OpenError, ReadError};
-use ctxlog_store::{Appended, EventLog, LoadedState, NewEvent};
+use ctxlog_store::{Appended, EventLog, NewEvent, Snapshot};
 
 use ctxlog_core::{Envelope, Seq, SessionId};
 use ctxlog_store::VerifyReport;
@@ -335,19 +335,16 @@ impl EventLog for SharedStore {
             .map_err(StoreError::into_read)
     }
 
-    fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
+    fn newest_snapshot(
+        &self,
+        session: SessionId,
+        version: u32,
+        head: Seq,
+    ) -> Result<Option<Snapshot>, ReadError> {
         match self.answerer() {
-            Answerer::Opened(s) => s.load_state(session),
-            // Events from the holder (no snapshots over the socket).
-            Answerer::Remote(_) => {
-                let mut state = ctxlog_core::SessionState::new();
-                let replayed = ctxlog_store::backend::evolve_to_head(self, session, &mut state)?;
-                Ok(LoadedState {
-                    state,
-                    snapshot: None,
-                    replayed,
-                })
-            }
+            Answerer::Opened(s) => s.newest_snapshot(session, version, head),
+            // No snapshots over the socket: the events are folded.
+            Answerer::Remote(_) => Ok(None),
         }
     }
 
@@ -360,9 +357,9 @@ impl EventLog for SharedStore {
     }
 
     /// Kept where the store is open here; the holder keeps its own.
-    fn save_snapshot(&self, state: &ctxlog_core::SessionState) -> Result<(), AppendError> {
+    fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
         match self.answerer() {
-            Answerer::Opened(s) => s.save_snapshot(state),
+            Answerer::Opened(s) => s.keep_snapshot(snapshot),
             Answerer::Remote(_) => Ok(()),
         }
     }

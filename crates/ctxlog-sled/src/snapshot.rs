@@ -2,15 +2,15 @@
 //!
 //! Key: session (16 bytes) ‖ reducer version (u32 BE) ‖ seq (u64 BE).
 //! Value: [`record::snapshot_value`] (the chain of the record at seq ‖ the
-//! state ‖ CRC32C). A snapshot whose chain no longer matches the log,
-//! whose key or value does not decode, or of another reducer version is
-//! ignored, and the state is replayed instead.
+//! state's bytes ‖ CRC32C). A snapshot whose chain no longer matches the
+//! log, whose key or value does not decode, or of another reducer version
+//! is never given back (the state is replayed instead).
 
 use crate::errors::from_sled;
 use crate::trees::Trees;
-use ctxlog_core::{Seq, SessionId, SessionState, REDUCER_VERSION};
+use ctxlog_core::{Seq, SessionId};
 use ctxlog_store::record;
-use ctxlog_store::StoreError;
+use ctxlog_store::{Snapshot, StoreError};
 
 /// Length of a snapshot key.
 const KEY_LEN: usize = 16 + 4 + 8;
@@ -38,16 +38,14 @@ fn seq_of(k: &[u8]) -> Option<Seq> {
         .map(|(_, seq)| Seq::from_be_bytes(*seq))
 }
 
-/// Saves a snapshot of `state` (keyed by session, reducer version and seq;
-/// older snapshots of the session are dropped). Nothing is saved for a state
-/// of no session or whose head record is not stored and sound.
-pub(crate) fn save(trees: &Trees, state: &SessionState) -> Result<(), StoreError> {
-    let Some(session) = state.session else {
-        return Ok(());
-    };
+/// Keeps `snapshot` (keyed by session, reducer version and seq; older
+/// snapshots of the session are dropped). Nothing is kept when the record
+/// at its head is not stored and sound.
+pub(crate) fn save(trees: &Trees, snapshot: Snapshot) -> Result<(), StoreError> {
+    let session = snapshot.session;
     // The chain of the record at the snapshot's head ties the snapshot to
     // the log it was derived from.
-    let Some(chain) = trees.chain_at(session, state.head)? else {
+    let Some(chain) = trees.chain_at(session, snapshot.head)? else {
         return Ok(());
     };
     let mut batch = sled::Batch::default();
@@ -55,25 +53,23 @@ pub(crate) fn save(trees: &Trees, state: &SessionState) -> Result<(), StoreError
         batch.remove(old.map_err(from_sled)?);
     }
     batch.insert(
-        key(session, REDUCER_VERSION, state.head),
-        record::snapshot_value(&chain, state),
+        key(session, snapshot.version, snapshot.head),
+        record::snapshot_value(&chain, &snapshot.state),
     );
     trees.snapshots.apply_batch(batch).map_err(from_sled)?;
     Ok(())
 }
 
-/// The newest snapshot of `session` for this reducer version, at or below
-/// `head`, that decodes and still matches the log; `None` if there is none.
+/// The newest snapshot of `session` of reducer `version`, at or below
+/// `head`, whose value is sound and whose chain still matches the log;
+/// `None` if there is none.
 pub(crate) fn newest_usable(
     trees: &Trees,
     session: SessionId,
+    version: u32,
     head: Seq,
-) -> Result<Option<SessionState>, StoreError> {
-    for kv in trees
-        .snapshots
-        .scan_prefix(prefix(session, REDUCER_VERSION))
-        .rev()
-    {
+) -> Result<Option<Snapshot>, StoreError> {
+    for kv in trees.snapshots.scan_prefix(prefix(session, version)).rev() {
         let (k, v) = kv.map_err(from_sled)?;
         let Some(seq) = seq_of(&k) else {
             tracing::warn!(%session, "snapshot with a damaged key ignored");
@@ -83,12 +79,13 @@ pub(crate) fn newest_usable(
             continue;
         }
         match record::parse_snapshot_value(&v) {
-            Some((chain, state))
-                if state.session == Some(session)
-                    && state.head == seq
-                    && trees.chain_at(session, seq)? == Some(chain) =>
-            {
-                return Ok(Some(state));
+            Some((chain, state)) if trees.chain_at(session, seq)? == Some(chain) => {
+                return Ok(Some(Snapshot {
+                    session,
+                    head: seq,
+                    version,
+                    state: state.to_vec(),
+                }));
             }
             _ => tracing::warn!(%session, seq, "snapshot unusable; falling back to replay"),
         }

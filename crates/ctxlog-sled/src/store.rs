@@ -13,18 +13,17 @@ use crate::shared::{LostHead, Shared, StoreStats};
 use crate::snapshot;
 use crate::ticket::Answer;
 use crate::trees::{Trees, Values};
-use ctxlog_store::backend::evolve_to_head;
 use ctxlog_store::pack::{self, Unpacked};
 use ctxlog_store::record::{self, RecordProblem};
 use ctxlog_store::Followable;
 use ctxlog_store::StoreError;
 use ctxlog_store::{AppendError, Expected, OpenError, ReadError};
-use ctxlog_store::{Appended, EventLog, LoadedState, NewEvent};
+use ctxlog_store::{Appended, EventLog, NewEvent, Snapshot};
 
 use crate::group::Request;
 use crate::witness;
 use crate::writer::Committer;
-use ctxlog_core::{Envelope, Seq, SessionId, SessionState};
+use ctxlog_core::{Envelope, Seq, SessionId};
 use ctxlog_store::Subscription;
 use ctxlog_store::VerifyReport;
 use std::collections::BTreeMap;
@@ -213,33 +212,27 @@ impl SledStore {
         }
     }
 
-    /// Saves a snapshot of `state` (a cache: keyed by session, reducer
-    /// version and seq; older snapshots of the session are dropped).
-    pub fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
+    /// Keeps `snapshot` (a cache: keyed by session, reducer version and
+    /// seq; older snapshots of the session are dropped); the same as
+    /// [`EventLog::keep_snapshot`].
+    pub fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
         self.inner.shared.check().map_err(StoreError::into_append)?;
-        snapshot::save(&self.inner.trees, state).map_err(StoreError::into_append)
+        snapshot::save(&self.inner.trees, snapshot).map_err(StoreError::into_append)
     }
 
-    /// Loads a session's state: the newest usable snapshot of this reducer
-    /// version plus the tail, or a full replay when there is none or it does
-    /// not decode; the same as [`EventLog::load_state`].
-    pub fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
-        self.load_from_snapshot(session)
+    /// The newest usable snapshot of `session` of reducer `version` at or
+    /// below `head`; the same as [`EventLog::newest_snapshot`].
+    pub fn newest_snapshot(
+        &self,
+        session: SessionId,
+        version: u32,
+        head: Seq,
+    ) -> Result<Option<Snapshot>, ReadError> {
+        self.inner
+            .shared
+            .check()
+            .and_then(|()| snapshot::newest_usable(&self.inner.trees, session, version, head))
             .map_err(StoreError::into_read)
-    }
-
-    fn load_from_snapshot(&self, session: SessionId) -> Result<LoadedState, StoreError> {
-        self.inner.shared.check()?;
-        let head = self.head_now(session)?;
-        let start = snapshot::newest_usable(&self.inner.trees, session, head)?;
-        let snapshot = start.as_ref().map(|s| s.head);
-        let mut state = start.unwrap_or_default();
-        let replayed = evolve_to_head(self, session, &mut state)?;
-        Ok(LoadedState {
-            state,
-            snapshot,
-            replayed,
-        })
     }
 
     /// Checks every record (CRC, header, decode, key, chain, contiguity) and
@@ -377,12 +370,17 @@ impl EventLog for SledStore {
         self.sessions_now().map_err(StoreError::into_read)
     }
 
-    fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
-        SledStore::load_state(self, session)
+    fn newest_snapshot(
+        &self,
+        session: SessionId,
+        version: u32,
+        head: Seq,
+    ) -> Result<Option<Snapshot>, ReadError> {
+        SledStore::newest_snapshot(self, session, version, head)
     }
 
-    fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
-        SledStore::save_snapshot(self, state)
+    fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
+        SledStore::keep_snapshot(self, snapshot)
     }
 
     fn flush(&self) -> Result<(), AppendError> {

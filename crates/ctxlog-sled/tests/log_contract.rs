@@ -4,6 +4,7 @@
 
 use ctxlog_sled::{SledStore, StoreConfig};
 use ctxlog_store::conformance::session_events;
+use ctxlog_store::SessionStates;
 use ctxlog_store::{EventLog, Expected, OpenError};
 use ctxlog_testkit::TempDir;
 

@@ -13,6 +13,7 @@ use crate::error::{AppendError, Expected, ReadError};
 use crate::follower::{Followable, Follower};
 use crate::log::{Appended, EventLog, NewEvent};
 use crate::memory::MemoryLog;
+use crate::SessionStates;
 use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::{codec, Envelope, Event, PartBody, Seq, SessionId};
 use std::collections::BTreeMap;
@@ -30,8 +31,9 @@ pub trait Harness {
     /// in words, or `Ok` when it is sound.
     fn verify(&self, log: &Self::Log) -> Result<(), String>;
 
-    /// Whether [`EventLog::load_state`] starts from the snapshots
-    /// [`EventLog::save_snapshot`] keeps (a log may ignore them).
+    /// Whether [`EventLog::newest_snapshot`] gives back the snapshots
+    /// [`EventLog::keep_snapshot`] keeps (a log may ignore them), so that
+    /// [`SessionStates::load_state`] starts from them.
     fn keeps_snapshots(&self) -> bool;
 }
 
@@ -316,6 +318,12 @@ pub fn snapshots<H: Harness>(h: &mut H) {
         } else {
             assert_eq!((loaded.snapshot, loaded.replayed), (None, 40));
         }
+        // Never another reducer version's, nor one past the head asked for.
+        let version = ctxlog_core::REDUCER_VERSION;
+        let newest = |v, head| log.newest_snapshot(s, v, head).unwrap();
+        assert_eq!(newest(version, 40).map(|n| n.head), keeps.then_some(30));
+        assert_eq!(newest(version + 1, 40), None);
+        assert_eq!(newest(version, 29), None);
         log.flush().unwrap();
     });
 }

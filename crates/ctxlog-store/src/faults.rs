@@ -18,10 +18,10 @@
 
 use crate::error::{AppendError, BackendError, Expected, ReadError};
 use crate::follower::Followable;
-use crate::log::{Appended, EventLog, LoadedState, NewEvent};
+use crate::log::{Appended, EventLog, NewEvent, Snapshot};
 use crate::memory::MemoryLog;
 use crate::subscribe::Subscription;
-use ctxlog_core::{Envelope, EventId, Seq, SessionId, SessionState};
+use ctxlog_core::{Envelope, EventId, Seq, SessionId};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -370,8 +370,15 @@ impl<L: Faultable> EventLog for FaultyLog<L> {
         self.read_call("sessions", || self.inner.sessions())
     }
 
-    fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
-        self.read_call("load_state", || self.inner.load_state(session))
+    fn newest_snapshot(
+        &self,
+        session: SessionId,
+        version: u32,
+        head: Seq,
+    ) -> Result<Option<Snapshot>, ReadError> {
+        self.read_call("newest_snapshot", || {
+            self.inner.newest_snapshot(session, version, head)
+        })
     }
 
     fn flush(&self) -> Result<(), AppendError> {
@@ -381,9 +388,9 @@ impl<L: Faultable> EventLog for FaultyLog<L> {
         }
     }
 
-    fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
-        match self.strike("save_snapshot") {
-            Strike::Pass => self.inner.save_snapshot(state),
+    fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
+        match self.strike("keep_snapshot") {
+            Strike::Pass => self.inner.keep_snapshot(snapshot),
             Strike::Fail { message, .. } => Err(AppendError::Backend(BackendError::new(message))),
         }
     }

@@ -32,7 +32,8 @@
 //! shared by every durable log), `pack` (several records in one value),
 //! `error`, `verify` (the verification report), `guard` (panics of a
 //! backend's library as errors), `subscribe` (the doorbell), `log` (the
-//! trait and the rules every log applies), `follower`, `memory`, and with
+//! trait and the rules every log applies), `state` (a session's derived
+//! state from any log: replay, snapshots), `follower`, `memory`, and with
 //! feature `testing` `conformance` (the suite) and `faults` (a log that
 //! fails on schedule).
 
@@ -50,6 +51,7 @@ mod log;
 mod memory;
 pub mod pack;
 pub mod record;
+mod state;
 mod subscribe;
 mod verify;
 
@@ -61,11 +63,13 @@ pub use follower::{Followable, Follower};
 /// on damage.
 pub mod backend {
     pub use crate::guard::{in_guarded_call, quietly};
-    pub use crate::log::{check_expected, evolve_to_head, repeated_id, retried_position};
+    pub use crate::log::{check_expected, repeated_id, retried_position};
+    pub use crate::state::evolve_to_head;
     pub use crate::subscribe::Hub;
     pub use crate::verify::KINDS;
 }
-pub use log::{Appended, EventLog, LoadedState, NewEvent, SessionContents};
+pub use log::{Appended, EventLog, NewEvent, SessionContents, Snapshot};
 pub use memory::MemoryLog;
+pub use state::{LoadedState, SessionStates};
 pub use subscribe::{Notification, Subscription};
 pub use verify::{VerifyError, VerifyReport};

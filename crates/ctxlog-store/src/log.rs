@@ -5,9 +5,7 @@
 //! one.
 
 use crate::error::{AppendError, Expected, ReadError};
-use ctxlog_core::{
-    ContentError, Contents, Envelope, Event, EventId, Seq, SessionId, SessionState, TimestampMs,
-};
+use ctxlog_core::{ContentError, Contents, Envelope, Event, EventId, Seq, SessionId, TimestampMs};
 use std::borrow::Cow;
 use uuid::Uuid;
 
@@ -82,15 +80,21 @@ pub struct Appended {
     pub duplicate: bool,
 }
 
-/// A state loaded from a log, and how.
-#[derive(Debug, Clone)]
-pub struct LoadedState {
-    /// The state at the session's head.
-    pub state: SessionState,
-    /// The snapshot it started from, if one was usable.
-    pub snapshot: Option<Seq>,
-    /// Events replayed on top.
-    pub replayed: u64,
+/// A snapshot of a session's derived state as a log keeps it: bytes it
+/// stores and gives back without reading them (what they hold is
+/// [`SessionStates`](crate::SessionStates)' business), tied to the record
+/// at `head`, so a log can tell when the snapshot no longer matches it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The session.
+    pub session: SessionId,
+    /// The seq of the last event folded into it.
+    pub head: Seq,
+    /// The version of the reducer that made it; another version's
+    /// snapshot is never given back.
+    pub version: u32,
+    /// The state, encoded.
+    pub state: Vec<u8>,
 }
 
 /// The storage trait: what the engine needs from a log. Every implementation
@@ -129,55 +133,31 @@ pub trait EventLog: Send + Sync {
     /// Every session with its head, in session-id order.
     fn sessions(&self) -> Result<Vec<(SessionId, Seq)>, ReadError>;
 
-    /// The state at the head; a log may start from a snapshot (default: full
-    /// replay).
-    fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
-        let mut state = SessionState::new();
-        let replayed = evolve_to_head(self, session, &mut state)?;
-        Ok(LoadedState {
-            state,
-            snapshot: None,
-            replayed,
-        })
-    }
-
-    /// Replays a session into its state.
-    fn replay(&self, session: SessionId) -> Result<SessionState, ReadError> {
-        let mut state = SessionState::new();
-        evolve_to_head(self, session, &mut state)?;
-        Ok(state)
-    }
-
     /// Makes everything appended so far durable (default: nothing to do).
     fn flush(&self) -> Result<(), AppendError> {
         Ok(())
     }
 
-    /// Keeps `state` (a session's state at its head) so that a later
-    /// [`EventLog::load_state`] folds only what came after it; a cache a
-    /// log may ignore (default: nothing kept).
-    fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
-        let _ = state;
+    /// Keeps `snapshot` (older ones of its session may be dropped), when
+    /// the record at its head is stored and sound; a cache a log may
+    /// ignore (default: nothing kept).
+    fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
+        let _ = snapshot;
         Ok(())
     }
-}
 
-/// Evolves `state` with the session's events after `state.head`; returns how
-/// many were applied.
-pub fn evolve_to_head<L: EventLog + ?Sized>(
-    log: &L,
-    session: SessionId,
-    state: &mut SessionState,
-) -> Result<u64, ReadError> {
-    let Some(from) = state.head.checked_add(1) else {
-        return Ok(0);
-    };
-    let mut applied = 0;
-    for e in log.read(session, from)? {
-        state.evolve(&e?)?;
-        applied += 1;
+    /// The newest kept snapshot of `session` of reducer `version`, at or
+    /// below `head`, whose record at its head is still the one it was
+    /// taken at; `None` when there is none (default).
+    fn newest_snapshot(
+        &self,
+        session: SessionId,
+        version: u32,
+        head: Seq,
+    ) -> Result<Option<Snapshot>, ReadError> {
+        let _ = (session, version, head);
+        Ok(None)
     }
-    Ok(applied)
 }
 
 /// The retry rule both logs apply once some of a batch's ids are found

@@ -15,7 +15,7 @@
 //! format must keep the trailing CRC32C over the rest of the record, so that
 //! damage is told apart from a newer format.
 
-use ctxlog_core::{codec, Envelope, Seq, SessionId, SessionState, EVENT_SCHEMA_VERSION};
+use ctxlog_core::{codec, Envelope, Seq, SessionId, EVENT_SCHEMA_VERSION};
 use sha2::{Digest, Sha256};
 
 /// Current record format.
@@ -216,22 +216,23 @@ pub fn decode(bytes: &[u8], session: SessionId, seq: Seq) -> Result<Decoded, Rec
 
 /// A snapshot as every durable log keeps it: the chain of the record at the
 /// state's head (which ties the snapshot to the log it was derived from) ‖
-/// the state (`SessionState::to_snapshot`) ‖ CRC32C (LE) of the rest.
-pub fn snapshot_value(chain: &Chain, state: &SessionState) -> Vec<u8> {
+/// the state's bytes ([`Snapshot::state`](crate::Snapshot)) ‖ CRC32C (LE) of
+/// the rest.
+pub fn snapshot_value(chain: &Chain, state: &[u8]) -> Vec<u8> {
     let mut bytes = chain.to_vec();
-    bytes.extend_from_slice(&state.to_snapshot());
+    bytes.extend_from_slice(state);
     let crc = crc32c::crc32c(&bytes);
     bytes.extend_from_slice(&crc.to_le_bytes());
     bytes
 }
 
-/// The chain and state of a [`snapshot_value`]; `None` when it is damaged
-/// or does not decode (the state is then replayed instead).
-pub fn parse_snapshot_value(v: &[u8]) -> Option<(Chain, SessionState)> {
+/// The chain and state bytes of a [`snapshot_value`]; `None` when it is
+/// damaged (the state is then replayed instead).
+pub fn parse_snapshot_value(v: &[u8]) -> Option<(Chain, &[u8])> {
     let (body, crc) = v.split_last_chunk::<4>()?;
     if crc32c::crc32c(body) != u32::from_le_bytes(*crc) {
         return None;
     }
     let (chain, state) = body.split_first_chunk::<CHAIN_LEN>()?;
-    Some((*chain, SessionState::from_snapshot(state).ok()?))
+    Some((*chain, state))
 }

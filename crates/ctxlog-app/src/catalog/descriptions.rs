@@ -6,6 +6,7 @@ use super::error::CatalogError;
 use ctxlog_core::{
     description_stream, Capture, Envelope, Event, SessionId, SourceTarget, TimestampMs,
 };
+use ctxlog_store::SessionStates;
 use ctxlog_store::{EventLog, LoadedState};
 use std::collections::BTreeMap;
 

@@ -47,14 +47,13 @@ mod overflow;
 pub use checks::continue_text;
 pub use command::{Command, RecordedCompaction, Step, SummaryText, TailChoice};
 pub use items::{AgentItem, ItemKind};
-pub use overflow::count_before_request;
+pub use overflow::{count_before_request, overflow_check};
 
 use crate::error::{RefusedCommand, Violation};
 use crate::event::PrunedPart;
 use crate::event::{CompactionTrigger, Event};
 use crate::guard::LoopGuard;
 use crate::ids::{EventId, IdSource, MessageId, TimestampMs};
-use crate::policy::OverflowCheck;
 use crate::state::SessionState;
 use drafter::Drafter;
 
@@ -86,8 +85,6 @@ pub struct Decided {
     pub events: Vec<Draft>,
     /// The reaction to decide once these events are applied, if any.
     pub then: Option<Command>,
-    /// The overflow check, for [`Command::CheckOverflow`].
-    pub overflow: Option<OverflowCheck>,
 }
 
 /// Every event drafted by `decided` (a command and its reactions), in order.

@@ -4,40 +4,62 @@
 
 use super::checks::{checks_after, model_of, pending_tokens};
 use super::drafter::Drafter;
-#[cfg(doc)]
 use super::Command;
 use crate::event::CompactionTrigger;
 use crate::ids::MessageId;
-use crate::policy::OverflowCheckAt;
+use crate::policy::{OverflowCheck, OverflowCheckAt};
 use crate::state::SessionState;
 
 impl Drafter<'_, '_> {
     /// [`Command::BeforeRequest`]: the count of the last answer plus the
     /// estimate of what followed it, against the threshold.
     pub(super) fn before_request(&mut self, state: &SessionState) {
-        let Some((step, count)) = count_before_request(state) else {
-            return;
-        };
-        let check = state.policy.check_count(&state.limits, count);
-        self.out.overflow = Some(check);
-        if check.overflow && state.auto_paused.is_none() && state.pending_jobs().next().is_none() {
-            self.marker(true, false, CompactionTrigger::Overflow { step, check });
+        if let Some((step, check)) = check_before_request(state) {
+            self.queue_on_overflow(state, step, check);
         }
     }
 
     /// [`Command::CheckOverflow`]: the overflow predicate after `step`.
     pub(super) fn check_overflow(&mut self, state: &SessionState, step: MessageId) {
-        if !checks_after(state, step) {
-            return;
-        }
-        let check = state.overflow();
-        self.out.overflow = check;
-        if let Some(check) = check.filter(|c| c.overflow) {
-            if state.auto_paused.is_none() && state.pending_jobs().next().is_none() {
-                self.marker(true, false, CompactionTrigger::Overflow { step, check });
-            }
+        if let Some(check) = check_after_step(state, step) {
+            self.queue_on_overflow(state, step, check);
         }
     }
+
+    /// An automatic compaction queued when `check` overflows, unless the
+    /// loop guard paused them or a job is pending already.
+    fn queue_on_overflow(&mut self, state: &SessionState, step: MessageId, check: OverflowCheck) {
+        if check.overflow && state.auto_paused.is_none() && state.pending_jobs().next().is_none() {
+            self.marker(true, false, CompactionTrigger::Overflow { step, check });
+        }
+    }
+}
+
+/// The overflow check `command` makes when it is decided on `state`: for
+/// [`Command::CheckOverflow`] the predicate after its step, for
+/// [`Command::BeforeRequest`] the count before the request; `None` for
+/// every other command, and when the policy does not check there. A
+/// query: the runner asks it on the state it is about to decide on, so
+/// that it can report what the check found (whether or not it queued).
+pub fn overflow_check(state: &SessionState, command: &Command) -> Option<OverflowCheck> {
+    match command {
+        Command::CheckOverflow { step } => check_after_step(state, *step),
+        Command::BeforeRequest => check_before_request(state).map(|(_, check)| check),
+        _ => None,
+    }
+}
+
+/// The predicate after `step`, when the policy checks after it.
+fn check_after_step(state: &SessionState, step: MessageId) -> Option<OverflowCheck> {
+    checks_after(state, step)
+        .then(|| state.overflow())
+        .flatten()
+}
+
+/// The check before a request, with the answer it counts from.
+fn check_before_request(state: &SessionState) -> Option<(MessageId, OverflowCheck)> {
+    let (step, count) = count_before_request(state)?;
+    Some((step, state.policy.check_count(&state.limits, count)))
 }
 
 /// What a policy that checks before each request compares with its
