@@ -9,7 +9,7 @@ use crate::error::EngineError;
 use crate::outcome::Notice;
 use crate::summarize::Summarizer;
 use crate::Clock;
-use ctxlog_core::decide::overflow_check;
+use ctxlog_core::decide::{overflow_check, records_events};
 use ctxlog_core::{
     decide, Command, Context, Decided, Draft, Envelope, IdSource, LoopGuard, ModelRef,
     OverflowCheck, SessionId, SessionState,
@@ -241,7 +241,8 @@ impl<L: EventLog> Engine<L> {
             if decided.events.is_empty() {
                 return Ok((decided, check));
             }
-            match self.commit(session, state, decided.events.clone()) {
+            let made_here = !records_events(&command);
+            match self.commit(session, state, decided.events.clone(), made_here) {
                 Ok(()) => return Ok((decided, check)),
                 Err(e) if e.is_version_conflict() && conflicts < MAX_CONFLICT_RETRIES => {
                     conflicts += 1;
@@ -258,12 +259,15 @@ impl<L: EventLog> Engine<L> {
 
     /// Applies `drafts` to `state` and appends them, atomically: if the
     /// reducer refuses one or the log fails, nothing is kept and the state is
-    /// reloaded from the log. Notices follow the append.
+    /// reloaded from the log. Notices follow the append. `made_here`: the
+    /// drafts are `decide`'s own (not a recording's events), so the reducer
+    /// refusing one is a bug (`decide` checks every input it takes).
     fn commit(
         &self,
         session: SessionId,
         state: &mut SessionState,
         drafts: Vec<Draft>,
+        made_here: bool,
     ) -> Result<(), EngineError> {
         let head = state.head;
         let mut envelopes: Vec<Envelope> = Vec::with_capacity(drafts.len());
@@ -280,6 +284,10 @@ impl<L: EventLog> Engine<L> {
             };
             causation = Some(env.id);
             if let Err(e) = state.evolve(&env) {
+                debug_assert!(
+                    !made_here,
+                    "the reducer refused an event decide made ({e}): decide must check it"
+                );
                 self.reload_or_forget(session, state);
                 return Err(e.into());
             }

@@ -26,12 +26,14 @@
 //! drafts, the message and job decisions), `checks` (what the overflow
 //! checks and the job commands read of a state), `overflow` (the drafter's
 //! overflow checks, on those readings), `items` (a session an agent runtime
-//! keeps item by item).
+//! keeps item by item), `inputs` (what a command's inputs must be).
 //!
 //! The reducer ([`SessionState::evolve`]) refuses events that break an
-//! invariant; `decide` refuses only commands it cannot turn into events at
-//! all (a job that is not pending or not running: it needs the job's kind or
-//! its summary message to decide).
+//! invariant; `decide` refuses a command whose inputs would make it refuse
+//! one (`inputs`), and one it cannot turn into events at all (a job that is
+//! not pending or not running). So the reducer never refuses an event
+//! `decide` made; only the events of `Record` and `RecordCompaction`, made
+//! elsewhere ([`records_events`]), are bad input it may refuse.
 //!
 //! Events an agent already recorded (an imported session's messages, and its
 //! own compactions and prunes) are not decisions: importers store them as
@@ -41,11 +43,13 @@
 mod checks;
 mod command;
 mod drafter;
+mod inputs;
 mod items;
 mod overflow;
 
 pub use checks::continue_text;
 pub use command::{Command, RecordedCompaction, Step, SummaryText, TailChoice};
+pub use inputs::records_events;
 pub use items::{AgentItem, ItemKind};
 pub use overflow::{count_before_request, overflow_check};
 
@@ -149,6 +153,7 @@ fn decide_inner(
     command: Command,
     context: &mut Context<'_>,
 ) -> Result<Decided, Violation> {
+    inputs::check_inputs(state, &command)?;
     let mut d = Drafter {
         context,
         out: Decided::default(),

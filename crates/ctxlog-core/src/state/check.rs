@@ -14,7 +14,9 @@ use crate::part::Part;
 use crate::policy::{Estimator, Policy};
 use std::collections::BTreeSet;
 
-fn validate_policy(p: &Policy) -> Result<(), Violation> {
+/// A policy an event may carry: an estimator that divides, a name, a tail
+/// whose bounds are in order.
+pub(crate) fn validate_policy(p: &Policy) -> Result<(), Violation> {
     let per_token = match p.estimator {
         Estimator::CharsPerToken { chars_per_token } => chars_per_token,
         Estimator::BytesPerToken { bytes_per_token } => bytes_per_token,
@@ -249,13 +251,33 @@ impl SessionState {
         part: PartId,
         body: &PartBody,
     ) -> Result<(), Violation> {
-        let msg = self.target_message(message)?;
         self.ensure_new_part(part)?;
-        let Some(msg) = msg else {
+        self.check_new_part_on(message, body)
+    }
+
+    /// `message` may take a new part `body` (what `decide` checks of an
+    /// appended part, and the reducer of every one).
+    pub(crate) fn check_new_part_on(
+        &self,
+        message: MessageId,
+        body: &PartBody,
+    ) -> Result<(), Violation> {
+        let Some(msg) = self.target_message(message)? else {
             return Ok(());
         };
         self.check_compaction_message_open(msg, body)?;
-        check_new_body(msg, body)
+        check_new_body(msg.role, msg.id, body)
+    }
+
+    /// `parent` is a message a new one may answer.
+    pub(crate) fn check_parent(&self, parent: MessageId) -> Result<(), Violation> {
+        self.target_message(parent).map(drop)
+    }
+
+    /// `message` is an agent's step that may finish.
+    pub(crate) fn check_step_on(&self, message: MessageId) -> Result<(), Violation> {
+        self.target_message(message)?;
+        self.check_agent_step(message, "step-finish")
     }
 
     fn check_part_updated(&self, part: PartId, body: &PartBody) -> Result<(), Violation> {
@@ -453,7 +475,14 @@ impl SessionState {
     }
 }
 
-fn check_new_body(msg: &Message, body: &PartBody) -> Result<(), Violation> {
+/// A new part `body` on a message of `role` (`message`): never a step
+/// finish or a compaction part (they have events of their own), and a
+/// tool call, reasoning or step start only on an assistant's.
+pub(crate) fn check_new_body(
+    role: Role,
+    message: MessageId,
+    body: &PartBody,
+) -> Result<(), Violation> {
     match body {
         PartBody::StepFinish { .. } => Err(Violation::DedicatedEventRequired {
             kind: "step-finish",
@@ -464,12 +493,12 @@ fn check_new_body(msg: &Message, body: &PartBody) -> Result<(), Violation> {
             event: "compaction_requested",
         }),
         PartBody::Tool { .. } | PartBody::Reasoning { .. } | PartBody::StepStart { .. }
-            if msg.role != Role::Assistant =>
+            if role != Role::Assistant =>
         {
             Err(Violation::WrongRole {
                 kind: body.kind(),
-                role: msg.role.as_str(),
-                message: msg.id,
+                role: role.as_str(),
+                message,
             })
         }
         _ => Ok(()),
