@@ -6,7 +6,7 @@ mod common;
 
 use ctxlog_core::*;
 use ctxlog_engine::*;
-use ctxlog_store::{EventLog, MemoryLog};
+use ctxlog_store::{EventLog, MemoryLog, SessionStates};
 use std::sync::Arc;
 
 /// An engine over a fresh memory log, ids from seed 5, a manual clock.
@@ -169,4 +169,72 @@ fn the_handle_offers_every_command_and_each_is_recorded() {
         e.session(SessionId(uuid::Uuid::nil())),
         Err(EngineError::UnknownSession(_))
     ));
+}
+
+#[test]
+fn a_bad_input_is_refused_by_decide_and_the_log_stays_as_it_was() {
+    let e = engine();
+    let s = e.create_session(NewSession::new(common::limits())).unwrap();
+    let ask = s.user("go").unwrap();
+    let marker = s.request_compaction().unwrap();
+    let unknown = MessageId(uuid::Uuid::from_u128(7));
+    let nameless = Policy {
+        name: String::new(),
+        ..Policy::default()
+    };
+    let compaction_part = PartBody::Compaction {
+        auto: false,
+        overflow: false,
+    };
+    let head = |e: &Engine<MemoryLog>| e.store().head(s.id()).unwrap();
+    let before = head(&e);
+    // Each is refused as a command (by `decide`, before any event is made;
+    // the engine asserts the reducer never refuses one of decide's own).
+    let refusals: Vec<(&str, Result<(), EngineError>)> = vec![
+        (
+            "unknown parent",
+            s.step(Step::new(unknown).text("x")).map(drop),
+        ),
+        (
+            "a compaction part in a step",
+            s.step(Step::new(ask).part(compaction_part.clone()))
+                .map(drop),
+        ),
+        (
+            "a part on a marker",
+            s.append_part(
+                marker,
+                tool_part(ToolState::Pending {
+                    input: Json::Null,
+                    raw: String::new(),
+                }),
+            )
+            .map(drop),
+        ),
+        (
+            "a user message's step",
+            s.finish_step(ask, TokenUsage::default(), FinishReason::Stop)
+                .map(drop),
+        ),
+        (
+            "an unknown parent",
+            s.assistant_message(unknown, None).map(drop),
+        ),
+        ("a nameless policy", s.settle(Some(nameless), None)),
+    ];
+    for (what, refused) in refusals {
+        assert!(
+            matches!(refused, Err(EngineError::RefusedCommand(_))),
+            "{what}: {refused:?}"
+        );
+    }
+    assert!(matches!(
+        e.create_session(NewSession::new(common::limits()).id(s.id())),
+        Err(EngineError::RefusedCommand(_))
+    ));
+    assert_eq!(head(&e), before, "nothing was appended");
+    assert_eq!(
+        s.state().unwrap().digest(),
+        e.store().replay(s.id()).unwrap().digest()
+    );
 }
