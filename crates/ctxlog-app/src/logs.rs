@@ -125,9 +125,8 @@ impl EventLog for AnyLog {
         &self,
         session: SessionId,
         version: u32,
-        head: Seq,
     ) -> Result<Option<Snapshot>, ReadError> {
-        each!(self, l => l.newest_snapshot(session, version, head))
+        each!(self, l => l.newest_snapshot(session, version))
     }
 
     fn flush(&self) -> Result<(), AppendError> {

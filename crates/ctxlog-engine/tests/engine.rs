@@ -335,12 +335,7 @@ fn an_oversized_request_retries_with_truncated_outputs_then_recent_turns() {
         s.run_pending().unwrap()[..],
         [JobOutcome::Completed { .. }]
     ));
-    let events: Vec<Envelope> = e
-        .store()
-        .read(s.id(), 1)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let events: Vec<Envelope> = common::events(&s);
     let attempts: Vec<(String, bool)> = events
         .iter()
         .filter_map(|x| match &x.event {
@@ -558,12 +553,7 @@ fn secrets_are_redacted_from_the_summary_and_counted() {
         "Use OPENAI_API_KEY=[REDACTED openai-key] to call it."
     );
     assert_eq!(s.state().unwrap().job(job).unwrap().redactions, 1);
-    let log: Vec<Envelope> = e
-        .store()
-        .read(s.id(), 1)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let log: Vec<Envelope> = common::events(&s);
     let json = serde_json::to_string(&log).unwrap();
     assert!(
         !json.contains("sk-proj-abcdefghijklmnopqrstuv"),
@@ -813,18 +803,7 @@ fn the_extractive_summary_names_requests_files_commands_and_errors_within_budget
         session: s.id(),
         job: state.jobs[0].marker,
         system: String::new(),
-        messages: window(
-            &SessionState::replay(
-                &e.store()
-                    .read(s.id(), 1)
-                    .unwrap()
-                    .map(Result::unwrap)
-                    .take(12)
-                    .collect::<Vec<_>>(),
-            )
-            .unwrap(),
-        )
-        .messages,
+        messages: window(&SessionState::replay(&common::events(&s)[..12]).unwrap()).messages,
         instruction: String::new(),
         transcript: None,
         model: None,

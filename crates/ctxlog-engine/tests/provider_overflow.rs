@@ -10,7 +10,7 @@ use ctxlog_core::window::{
 use ctxlog_core::*;
 use ctxlog_engine::summarize::*;
 use ctxlog_engine::*;
-use ctxlog_store::EventLog;
+mod common;
 use std::sync::{Arc, Mutex};
 
 /// Answers with a fixed summary and keeps every request.
@@ -189,12 +189,7 @@ fn the_continue_message_is_the_presets_own() {
         let window = texts(&s.window().unwrap());
         assert_eq!(window.last().unwrap().1, want, "{}", policy.name);
         // The export marks it as OpenCode does.
-        let events: Vec<Envelope> = e
-            .store()
-            .read(s.id(), 1)
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        let events: Vec<Envelope> = common::events(&s);
         let mut out = Vec::new();
         ctxlog_import::export::opencode(&events, &mut out).unwrap();
         let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();

@@ -173,13 +173,10 @@ impl PgLog {
     }
 
     /// The kept snapshot of `session` of reducer `version`, when it is at
-    /// or below `head`, sound, and its chain still matches the log.
-    fn snapshot(
-        &self,
-        session: SessionId,
-        version: u32,
-        head: Seq,
-    ) -> Result<Option<Snapshot>, ReadError> {
+    /// or below the session's head, sound, and its chain still matches the
+    /// log.
+    fn snapshot(&self, session: SessionId, version: u32) -> Result<Option<Snapshot>, ReadError> {
+        let head = self.head(session)?;
         let row = self.inner.pool.with(|c| {
             c.query_opt(
                 "SELECT seq, value FROM ctxlog_snapshots WHERE session = $1 AND reducer = $2",
@@ -383,9 +380,8 @@ impl EventLog for PgLog {
         &self,
         session: SessionId,
         version: u32,
-        head: Seq,
     ) -> Result<Option<Snapshot>, ReadError> {
-        self.snapshot(session, version, head)
+        self.snapshot(session, version)
     }
 
     fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {

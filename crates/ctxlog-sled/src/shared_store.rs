@@ -339,10 +339,9 @@ impl EventLog for SharedStore {
         &self,
         session: SessionId,
         version: u32,
-        head: Seq,
     ) -> Result<Option<Snapshot>, ReadError> {
         match self.answerer() {
-            Answerer::Opened(s) => s.newest_snapshot(session, version, head),
+            Answerer::Opened(s) => s.newest_snapshot(session, version),
             // No snapshots over the socket: the events are folded.
             Answerer::Remote(_) => Ok(None),
         }

@@ -220,19 +220,19 @@ impl SledStore {
         snapshot::save(&self.inner.trees, snapshot).map_err(StoreError::into_append)
     }
 
-    /// The newest usable snapshot of `session` of reducer `version` at or
-    /// below `head`; the same as [`EventLog::newest_snapshot`].
+    /// The newest usable snapshot of `session` of reducer `version`; the
+    /// same as [`EventLog::newest_snapshot`].
     pub fn newest_snapshot(
         &self,
         session: SessionId,
         version: u32,
-        head: Seq,
     ) -> Result<Option<Snapshot>, ReadError> {
-        self.inner
-            .shared
-            .check()
-            .and_then(|()| snapshot::newest_usable(&self.inner.trees, session, version, head))
-            .map_err(StoreError::into_read)
+        let newest = || {
+            self.inner.shared.check()?;
+            let head = self.head_now(session)?;
+            snapshot::newest_usable(&self.inner.trees, session, version, head)
+        };
+        newest().map_err(StoreError::into_read)
     }
 
     /// Checks every record (CRC, header, decode, key, chain, contiguity) and
@@ -374,9 +374,8 @@ impl EventLog for SledStore {
         &self,
         session: SessionId,
         version: u32,
-        head: Seq,
     ) -> Result<Option<Snapshot>, ReadError> {
-        SledStore::newest_snapshot(self, session, version, head)
+        SledStore::newest_snapshot(self, session, version)
     }
 
     fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {

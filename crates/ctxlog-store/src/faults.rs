@@ -374,10 +374,9 @@ impl<L: Faultable> EventLog for FaultyLog<L> {
         &self,
         session: SessionId,
         version: u32,
-        head: Seq,
     ) -> Result<Option<Snapshot>, ReadError> {
         self.read_call("newest_snapshot", || {
-            self.inner.newest_snapshot(session, version, head)
+            self.inner.newest_snapshot(session, version)
         })
     }
 

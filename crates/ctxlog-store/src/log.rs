@@ -147,15 +147,14 @@ pub trait EventLog: Send + Sync {
     }
 
     /// The newest kept snapshot of `session` of reducer `version`, at or
-    /// below `head`, whose record at its head is still the one it was
-    /// taken at; `None` when there is none (default).
+    /// below the session's head, whose record at its head is still the one
+    /// it was taken at; `None` when there is none (default).
     fn newest_snapshot(
         &self,
         session: SessionId,
         version: u32,
-        head: Seq,
     ) -> Result<Option<Snapshot>, ReadError> {
-        let _ = (session, version, head);
+        let _ = (session, version);
         Ok(None)
     }
 }

@@ -27,9 +27,8 @@ pub trait SessionStates: EventLog {
     /// this reducer version (a full replay when there is none, or it does
     /// not decode to this session at its seq).
     fn load_state(&self, session: SessionId) -> Result<LoadedState, ReadError> {
-        let head = self.head(session)?;
         let start = self
-            .newest_snapshot(session, REDUCER_VERSION, head)?
+            .newest_snapshot(session, REDUCER_VERSION)?
             .and_then(|snapshot| decoded(session, &snapshot));
         let snapshot = start.as_ref().map(|s| s.head);
         let mut state = start.unwrap_or_default();
