@@ -34,6 +34,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! The API is small: [`EngineBuilder`] makes an [`Engine`] over a log;
+//! [`Engine::create_session`] starts a session and [`Engine::session`]
+//! opens one, and the [`Session`] handle they give is the one door to a
+//! session: every command (each a [`ctxlog_core::Command`] decided by
+//! `decide`, so the reducer never refuses what it makes) and every view.
+//! [`Engine::subscribe`] tells of compactions, prunes and pauses;
+//! [`workers`] runs pending jobs in the background; [`simulate`] replays a
+//! recording under another policy.
+//!
 //! Clock and ids are injected ([`Clock`], [`ctxlog_core::IdSource`], through
 //! [`EngineBuilder`]), so the same commands give byte-identical logs.
 //!

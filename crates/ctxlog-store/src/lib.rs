@@ -23,6 +23,11 @@
 //! - **Subscriptions** wake subscribers only after events are durable; a
 //!   [`Follower`] follows any [`Followable`] log.
 //!
+//! A log stores events and opaque snapshot bytes; it knows nothing of a
+//! session's derived state. [`SessionStates`] (implemented for every log)
+//! folds one: `replay`, `load_state` from the newest usable snapshot,
+//! `save_snapshot`.
+//!
 //! Errors are split by operation: [`OpenError`], [`AppendError`],
 //! [`ReadError`] ([`StoreError`] is any of them); a backend's own error is
 //! an opaque [`BackendError`], so no backend type appears in a public
