@@ -7,8 +7,9 @@ use ctxlog_app::catalog::{
 use ctxlog_core::generate::{generate, GenerateConfig};
 use ctxlog_core::{codec, Envelope, Event, EventPack, Seq, SessionId};
 use ctxlog_engine::SNAPSHOT_EVERY;
-use ctxlog_store::SessionStates;
-use ctxlog_store::{AppendError, Appended, EventLog, Expected, MemoryLog, NewEvent, ReadError};
+use ctxlog_store::{
+    AppendError, Appended, EventLog, Expected, MemoryLog, NewEvent, ReadError, SessionStates,
+};
 use std::sync::Mutex;
 
 /// A log that remembers the size of every append it was given, and fails

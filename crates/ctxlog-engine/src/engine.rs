@@ -14,8 +14,7 @@ use ctxlog_core::{
     decide, Command, Context, Decided, Draft, Envelope, IdSource, LoopGuard, ModelRef,
     OverflowCheck, SessionId, SessionState,
 };
-use ctxlog_store::SessionStates;
-use ctxlog_store::{EventLog, Expected, NewEvent};
+use ctxlog_store::{EventLog, Expected, NewEvent, SessionStates};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 

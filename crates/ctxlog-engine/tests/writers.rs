@@ -4,8 +4,7 @@
 
 use ctxlog_core::*;
 use ctxlog_engine::*;
-use ctxlog_store::SessionStates;
-use ctxlog_store::{EventLog, MemoryLog};
+use ctxlog_store::{EventLog, MemoryLog, SessionStates};
 use std::sync::Arc;
 
 fn engine(log: &MemoryLog, seed: u64) -> Engine<MemoryLog> {

@@ -9,8 +9,7 @@
 use ctxlog_app::catalog::{descriptions_after, load_described, store_recording};
 use ctxlog_core::{Envelope, EventPack, SessionId};
 use ctxlog_import::{import, Format, ImportOptions};
-use ctxlog_store::SessionStates;
-use ctxlog_store::{EventLog, MemoryLog};
+use ctxlog_store::{EventLog, MemoryLog, SessionStates};
 use std::path::PathBuf;
 
 /// What happened: the events that do not describe the session.

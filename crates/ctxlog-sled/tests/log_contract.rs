@@ -4,8 +4,7 @@
 
 use ctxlog_sled::{SledStore, StoreConfig};
 use ctxlog_store::conformance::session_events;
-use ctxlog_store::SessionStates;
-use ctxlog_store::{EventLog, Expected, OpenError};
+use ctxlog_store::{EventLog, Expected, OpenError, SessionStates};
 use ctxlog_testkit::TempDir;
 
 #[test]

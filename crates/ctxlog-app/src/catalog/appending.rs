@@ -3,8 +3,7 @@
 
 use super::error::CatalogError;
 use ctxlog_core::{codec, description_event_id, Event, SessionId, SessionState};
-use ctxlog_store::SessionStates;
-use ctxlog_store::{EventLog, Expected, NewEvent, StoreError};
+use ctxlog_store::{EventLog, Expected, NewEvent, SessionStates, StoreError};
 
 /// The most events [`store_recording`](super::store_recording) appends in
 /// one batch.

@@ -6,8 +6,7 @@ use super::error::CatalogError;
 use ctxlog_core::{
     description_stream, Capture, Envelope, Event, SessionId, SourceTarget, TimestampMs,
 };
-use ctxlog_store::SessionStates;
-use ctxlog_store::{EventLog, LoadedState};
+use ctxlog_store::{EventLog, LoadedState, SessionStates};
 use std::collections::BTreeMap;
 
 /// Whether the last import of `session` did not finish: its
