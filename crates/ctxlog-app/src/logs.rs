@@ -133,6 +133,10 @@ impl EventLog for AnyLog {
         each!(self, l => l.flush())
     }
 
+    fn keeps_snapshots(&self) -> bool {
+        each!(self, l => l.keeps_snapshots())
+    }
+
     fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
         each!(self, l => l.keep_snapshot(snapshot))
     }

@@ -126,6 +126,15 @@ impl<L: EventLog> Engine<L> {
         lock(&self.ids).next_uuid(at)
     }
 
+    /// Whether `session` is cached here or has events in the log (a cached
+    /// session answers without a read).
+    pub(crate) fn holds(&self, session: SessionId) -> Result<bool, EngineError> {
+        if lock(&self.sessions).contains_key(&session) {
+            return Ok(true);
+        }
+        Ok(self.log.head(session)? > 0)
+    }
+
     /// The cached state of `session`, loaded from the log on first use.
     fn cached(&self, session: SessionId) -> Result<Arc<Mutex<SessionState>>, EngineError> {
         if let Some(s) = lock(&self.sessions).get(&session) {

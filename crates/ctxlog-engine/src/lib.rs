@@ -38,7 +38,9 @@
 //! [`Engine::create_session`] starts a session and [`Engine::session`]
 //! opens one, and the [`Session`] handle they give is the one door to a
 //! session: every command (each a [`ctxlog_core::Command`] decided by
-//! `decide`, so the reducer never refuses what it makes) and every view.
+//! `decide`, which refuses bad input before any event is made; only the
+//! events a caller records as they are, `Session::record` and the
+//! one-event changes, are left to the reducer to refuse) and every view.
 //! [`Engine::subscribe`] tells of compactions, prunes and pauses;
 //! [`workers`] runs pending jobs in the background; [`simulate`] replays a
 //! recording under another policy.

@@ -40,9 +40,13 @@ impl<L: EventLog> Engine<L> {
     }
 
     /// The handle of a stored session; [`EngineError::UnknownSession`] when
-    /// the log has no such session.
+    /// the log has no such session. Nothing is loaded until a command or a
+    /// view at the head needs the session's state (a view of the past, the
+    /// audit, reads the log).
     pub fn session(&self, id: SessionId) -> Result<Session<'_, L>, EngineError> {
-        self.with(id, |_| Ok(()))?;
+        if !self.holds(id)? {
+            return Err(EngineError::UnknownSession(id));
+        }
         Ok(Session { engine: self, id })
     }
 }

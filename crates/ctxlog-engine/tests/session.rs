@@ -186,6 +186,8 @@ fn a_bad_input_is_refused_by_decide_and_the_log_stays_as_it_was() {
         auto: false,
         overflow: false,
     };
+    let mut fieldless = items("k9");
+    fieldless[1].fields = Json::Null;
     let head = |e: &Engine<MemoryLog>| e.store().head(s.id()).unwrap();
     let before = head(&e);
     // Each is refused as a command (by `decide`, before any event is made;
@@ -221,6 +223,7 @@ fn a_bad_input_is_refused_by_decide_and_the_log_stays_as_it_was() {
             s.assistant_message(unknown, None).map(drop),
         ),
         ("a nameless policy", s.settle(Some(nameless), None)),
+        ("item fields not an object", s.add_items(fieldless)),
     ];
     for (what, refused) in refusals {
         assert!(

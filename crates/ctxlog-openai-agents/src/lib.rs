@@ -35,7 +35,7 @@
 //! - `items.rs`: `Items`: the items' JSON texts folded from the log.
 //! - `store.rs`: `AgentStore`: `open` (the id derived from the name, which is
 //!   also the source id and title; `describe`, `settle`), `add_items`
-//!   (`Engine::add_items`), `get_items` (the window, the pivot's question and
+//!   (`Session::add_items`), `get_items` (the window, the pivot's question and
 //!   summary first), `pop_item` (`withdraw` or `reopen_call`) and `clear`
 //!   (`withdraw_all`), `compact` (the end of a turn: `finish_open_step`,
 //!   jobs, `end_turn`).

@@ -52,7 +52,7 @@
 //! - `inner.rs`: What every handle of one log shares.
 //! - `listen.rs`: Waking subscribers when other processes append.
 //! - `log.rs`: `PgLog`: reads by page (512 rows), heads, snapshots (a cache
-//!   tied by the chain of their head record), `load_state`; an append takes
+//!   tied by the chain of their head record, kept as bytes); an append takes
 //!   the fast path, else the slow one.
 //! - `notify.rs`: Waking the log's listeners in other processes.
 //! - `pool.rs`: Connections.

@@ -384,6 +384,10 @@ impl EventLog for PgLog {
         self.snapshot(session, version)
     }
 
+    fn keeps_snapshots(&self) -> bool {
+        true
+    }
+
     fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
         let session = snapshot.session;
         let Some(chain) = self.chain_at(session, snapshot.head)? else {

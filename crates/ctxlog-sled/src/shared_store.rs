@@ -355,6 +355,10 @@ impl EventLog for SharedStore {
         }
     }
 
+    fn keeps_snapshots(&self) -> bool {
+        matches!(self.answerer(), Answerer::Opened(_))
+    }
+
     /// Kept where the store is open here; the holder keeps its own.
     fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
         match self.answerer() {

@@ -378,6 +378,10 @@ impl EventLog for SledStore {
         SledStore::newest_snapshot(self, session, version)
     }
 
+    fn keeps_snapshots(&self) -> bool {
+        true
+    }
+
     fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
         SledStore::keep_snapshot(self, snapshot)
     }

@@ -304,6 +304,7 @@ pub fn same_as_the_reference<H: Harness>(h: &mut H) {
 pub fn snapshots<H: Harness>(h: &mut H) {
     let keeps = h.keeps_snapshots();
     on_fresh(h, |log| {
+        assert_eq!(log.keeps_snapshots(), keeps, "the log says what it does");
         let (s, ev) = session_events(30, 40);
         log.append(s, Expected::NoStream, ev[..30].to_vec())
             .unwrap();

@@ -387,6 +387,10 @@ impl<L: Faultable> EventLog for FaultyLog<L> {
         }
     }
 
+    fn keeps_snapshots(&self) -> bool {
+        self.inner.keeps_snapshots()
+    }
+
     fn keep_snapshot(&self, snapshot: Snapshot) -> Result<(), AppendError> {
         match self.strike("keep_snapshot") {
             Strike::Pass => self.inner.keep_snapshot(snapshot),

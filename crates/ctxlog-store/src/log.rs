@@ -138,6 +138,12 @@ pub trait EventLog: Send + Sync {
         Ok(())
     }
 
+    /// Whether this log keeps snapshots at all (default: no); a log that
+    /// does not is never handed one to throw away.
+    fn keeps_snapshots(&self) -> bool {
+        false
+    }
+
     /// Keeps `snapshot` (older ones of its session may be dropped), when
     /// the record at its head is stored and sound; a cache a log may
     /// ignore (default: nothing kept).

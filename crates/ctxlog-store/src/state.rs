@@ -49,9 +49,10 @@ pub trait SessionStates: EventLog {
 
     /// Keeps a snapshot of `state` (a session's state at its head) so that
     /// a later [`SessionStates::load_state`] folds only what came after
-    /// it; nothing for a state of no session.
+    /// it; nothing for a state of no session, nor on a log that keeps no
+    /// snapshots (the state is not even encoded).
     fn save_snapshot(&self, state: &SessionState) -> Result<(), AppendError> {
-        let Some(session) = state.session else {
+        let Some(session) = state.session.filter(|_| self.keeps_snapshots()) else {
             return Ok(());
         };
         self.keep_snapshot(Snapshot {

@@ -2,14 +2,16 @@
 //! that the reducer never refuses an event `decide` made (the engine asserts
 //! it): the session is started (not yet, for `Start`); a policy is valid;
 //! the messages a caller names exist and can take what the command does to
-//! them; a new part's body is one a part may carry. The events of `Record`
-//! and `RecordCompaction` were made elsewhere (a recording's): the reducer
+//! them; a new part's body is one a part may carry; an item's source fields
+//! are an object; a job's chosen tail is before its marker; a summary is
+//! neither blank nor an error. The events of `Record` and
+//! `RecordCompaction` were made elsewhere (a recording's): the reducer
 //! checks them, and may refuse them.
 
-use super::command::Command;
+use super::command::{Command, TailChoice};
 use crate::error::Violation;
-use crate::event::Role;
-use crate::state::{check_new_body, validate_policy, SessionState};
+use crate::event::{CompactionTrigger, Role};
+use crate::state::{check_fields_object, check_new_body, validate_policy, SessionState};
 
 /// Whether `command`'s events were made by the caller (a recording), not
 /// by `decide`: the reducer alone checks them.
@@ -48,6 +50,24 @@ pub(super) fn check_inputs(state: &SessionState, command: &Command) -> Result<()
         Command::AssistantMessage { parent, .. } => state.check_parent(*parent),
         Command::AppendPart { message, body } => state.check_new_part_on(*message, body),
         Command::FinishStep { message, .. } => state.check_step_on(*message),
+        Command::AddItems(items) => items.iter().try_for_each(|item| {
+            check_fields_object(&item.fields)?;
+            item.fields_completing
+                .as_ref()
+                .map_or(Ok(()), check_fields_object)
+        }),
+        Command::StartJob {
+            job,
+            tail: TailChoice::From(Some(tail)),
+            ..
+        } => state.check_tail(*job, *tail),
+        Command::CompleteJob { job, summary } => {
+            state.check_completion(*job, &summary.text, &summary.finish)
+        }
+        Command::QueueCompaction {
+            trigger: CompactionTrigger::Overflow { step, .. },
+            ..
+        } => state.check_parent(*step),
         _ => Ok(()),
     }
 }

@@ -207,10 +207,7 @@ impl SessionState {
                 self.target_part(p)?;
             }
         }
-        if !matches!(fields, Json::Object(_)) {
-            return Err(Violation::SourceFieldsNotAnObject);
-        }
-        Ok(())
+        check_fields_object(fields)
     }
 
     /// The envelope: the next seq, of this session, started exactly once.
@@ -272,6 +269,33 @@ impl SessionState {
     /// `parent` is a message a new one may answer.
     pub(crate) fn check_parent(&self, parent: MessageId) -> Result<(), Violation> {
         self.target_message(parent).map(drop)
+    }
+
+    /// A summary `text` finishing `reason` may complete the running `job`
+    /// (what `decide` checks of a completion): not finished by an error,
+    /// not blank, its tail not before the window.
+    pub(crate) fn check_completion(
+        &self,
+        job: MessageId,
+        text: &str,
+        reason: &FinishReason,
+    ) -> Result<(), Violation> {
+        if *reason == FinishReason::Error {
+            return Err(Violation::SummaryFinishedWithError(job));
+        }
+        if text.trim().is_empty() {
+            return Err(Violation::EmptySummary(job));
+        }
+        self.check_window_moves_forward(self.existing_job(job)?)
+    }
+
+    /// A job started now on the marker `job` may keep its tail from `tail`:
+    /// a message before the marker.
+    pub(crate) fn check_tail(&self, job: MessageId, tail: MessageId) -> Result<(), Violation> {
+        match (self.message_index(tail), self.message_index(job)) {
+            (Some(t), Some(m)) if t < m => Ok(()),
+            _ => Err(Violation::BadTailStart { tail, marker: job }),
+        }
     }
 
     /// `message` is an agent's step that may finish.
@@ -359,19 +383,10 @@ impl SessionState {
     ) -> Result<(), Violation> {
         self.pending_job(job)?;
         self.ensure_new_message(summary_message)?;
-        if let Some(t) = tail_start {
-            let before = match (self.message_index(t), self.message_index(job)) {
-                (Some(ti), Some(mi)) => ti < mi,
-                _ => false,
-            };
-            if !before {
-                return Err(Violation::BadTailStart {
-                    tail: t,
-                    marker: job,
-                });
-            }
+        match tail_start {
+            Some(t) => self.check_tail(job, t),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn check_summary_completed(
@@ -472,6 +487,14 @@ impl SessionState {
             }
         }
         Ok(())
+    }
+}
+
+/// Source fields are a JSON object.
+pub(crate) fn check_fields_object(fields: &Json) -> Result<(), Violation> {
+    match fields {
+        Json::Object(_) => Ok(()),
+        _ => Err(Violation::SourceFieldsNotAnObject),
     }
 }
 

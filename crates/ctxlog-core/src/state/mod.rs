@@ -32,7 +32,7 @@ mod store;
 mod tally;
 
 pub use crate::part::{Body, Part, PruneMark};
-pub(crate) use check::{check_new_body, validate_policy};
+pub(crate) use check::{check_fields_object, check_new_body, validate_policy};
 pub use job::{Job, JobStatus};
 pub use message::Message;
 pub(crate) use message::{ends_prune_walk, prune_walk};
