@@ -77,6 +77,17 @@ fn tool(name: &str, path: &str, output: &str) -> PartBody {
     }
 }
 
+/// A tool-calling step answering `parent` whose 95k input overflows the
+/// 92k the tests' limits leave usable.
+fn overflowing_step<L: EventLog>(
+    s: &Session<'_, L>,
+    parent: MessageId,
+    text: impl Into<String>,
+) -> StepOutcome {
+    let step = Step::new(parent).text(text).tokens(usage(95_000));
+    s.step(step.finish(FinishReason::ToolCalls)).unwrap()
+}
+
 fn usage(input: u64) -> TokenUsage {
     TokenUsage {
         input,
@@ -431,13 +442,7 @@ fn the_loop_guard_pauses_auto_compaction_until_a_real_user_message() {
     let e = engine_in_memory(capture(&"summary ".repeat(30_000)), None);
     let s = e.create_session(NewSession::new(limits())).unwrap();
     let u = s.user("go").unwrap();
-    s.step(
-        Step::new(u)
-            .text("t".repeat(20_000))
-            .tokens(usage(95_000))
-            .finish(FinishReason::ToolCalls),
-    )
-    .unwrap();
+    overflowing_step(&s, u, "t".repeat(20_000));
     assert!(matches!(
         s.run_pending().unwrap()[..],
         [JobOutcome::Completed { .. }]
@@ -447,26 +452,12 @@ fn the_loop_guard_pauses_auto_compaction_until_a_real_user_message() {
     assert!(reason.contains("shrank the window"), "{reason}");
     // overflow again: nothing is queued while paused
     let cont = state.messages.last().unwrap().id;
-    let step = s
-        .step(
-            Step::new(cont)
-                .text("more")
-                .tokens(usage(95_000))
-                .finish(FinishReason::ToolCalls),
-        )
-        .unwrap();
+    let step = overflowing_step(&s, cont, "more");
     assert!(step.overflow.unwrap().overflow);
     assert_eq!(step.queued, None);
     // a real user message lifts the pause
     let u2 = s.user("try again").unwrap();
-    let step = s
-        .step(
-            Step::new(u2)
-                .text("more")
-                .tokens(usage(95_000))
-                .finish(FinishReason::ToolCalls),
-        )
-        .unwrap();
+    let step = overflowing_step(&s, u2, "more");
     assert!(step.queued.is_some());
 }
 
@@ -480,14 +471,7 @@ fn failing_automatic_compactions_trip_the_loop_guard() {
     let u = s.user("go").unwrap();
     let mut queued = 0;
     for _ in 0..6 {
-        let step = s
-            .step(
-                Step::new(u)
-                    .text("x")
-                    .tokens(usage(95_000))
-                    .finish(FinishReason::ToolCalls),
-            )
-            .unwrap();
+        let step = overflowing_step(&s, u, "x");
         queued += step.queued.is_some() as u32;
         s.run_pending().unwrap();
     }
@@ -818,13 +802,7 @@ fn subscribers_hear_of_compactions_failures_prunes_and_pauses() {
     let rx = e.subscribe(16);
     let s = e.create_session(NewSession::new(limits())).unwrap();
     let u = s.user("go").unwrap();
-    s.step(
-        Step::new(u)
-            .text("t".repeat(20_000))
-            .tokens(usage(95_000))
-            .finish(FinishReason::ToolCalls),
-    )
-    .unwrap();
+    overflowing_step(&s, u, "t".repeat(20_000));
     s.run_pending().unwrap();
     let notices: Vec<Notice> = rx.try_iter().collect();
     assert!(
