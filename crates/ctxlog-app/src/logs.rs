@@ -8,7 +8,8 @@ use ctxlog_core::{Envelope, Seq, SessionId};
 use ctxlog_postgres::{PgLog, Target};
 use ctxlog_sled::{SharedStore, SledStore};
 use ctxlog_store::{
-    AppendError, Appended, EventLog, Expected, NewEvent, ReadError, Snapshot, VerifyReport,
+    AppendError, Appended, EventLog, Expected, Followable, NewEvent, ReadError, Snapshot,
+    Subscription, VerifyReport,
 };
 use std::ffi::OsString;
 use std::fmt;
@@ -92,6 +93,18 @@ impl AnyLog {
     /// Checks the whole log (see each backend's `verify`).
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
         each!(self, l => l.verify())
+    }
+
+    /// Notifications of new durable heads, when this process is told of
+    /// them: always on PostgreSQL and on a store opened here; not while
+    /// another process holds a shared store (ask again later, and look at
+    /// the heads meanwhile).
+    pub fn subscribe(&self) -> Option<Subscription> {
+        match self {
+            AnyLog::Sled(l) => Some(l.subscribe()),
+            AnyLog::Shared(l) => l.subscribe(),
+            AnyLog::Postgres(l) => Some(l.subscribe()),
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use ctxlog_core::{Envelope, Event, SessionId};
 use ctxlog_import::export::ExportError;
 use ctxlog_report::fold::{PageFold, Survey};
 use ctxlog_report::redacted::RedactionCounts;
-use ctxlog_report::{Folded, MarkdownSurvey, ReportError};
+use ctxlog_report::{Chrome, Folded, MarkdownSurvey, ReportError};
 use ctxlog_store::EventLog;
 use serde::Serialize;
 use thiserror::Error;
@@ -110,6 +110,18 @@ pub fn write_report(
     redact: bool,
     out: &mut dyn std::io::Write,
 ) -> Result<Written, PageError> {
+    write_report_with(log, sessions, redact, Chrome::File, out)
+}
+
+/// [`write_report`], its script carried as `chrome` says (linked by a page
+/// a server sends).
+pub fn write_report_with(
+    log: &impl EventLog,
+    sessions: &[SessionId],
+    redact: bool,
+    chrome: Chrome<'_>,
+    out: &mut dyn std::io::Write,
+) -> Result<Written, PageError> {
     let mut redacted = redact.then(RedactionCounts::new);
     let mut surveyed: Vec<(PageSession, Survey, Option<String>, u64)> =
         Vec::with_capacity(sessions.len());
@@ -152,7 +164,7 @@ pub fn write_report(
             data,
         });
     }
-    ctxlog_report::write_page(&folded, out).map_err(PageError::Report)?;
+    ctxlog_report::write_page_with(&folded, chrome, out).map_err(PageError::Report)?;
     Ok(Written {
         sessions: surveyed.into_iter().map(|(shown, ..)| shown).collect(),
         redacted,

@@ -164,6 +164,9 @@ pub struct Filter {
     pub since: Option<u64>,
     /// Only those started before this time, ms.
     pub until: Option<u64>,
+    /// Only those whose title, name, id, agent or directory contains this
+    /// text (case ignored).
+    pub text: Option<String>,
 }
 
 impl Filter {
@@ -171,6 +174,7 @@ impl Filter {
     pub fn is_set(&self) -> bool {
         self.agent.is_some()
             || self.project.is_some()
+            || self.text.is_some()
             || self.since.is_some()
             || self.until.is_some()
     }
@@ -189,6 +193,14 @@ impl Filter {
             && contains(&row.directory, &self.project)
             && self.since.is_none_or(|t| row.started_at >= t)
             && self.until.is_none_or(|t| row.started_at < t)
+            && self.text.as_ref().is_none_or(|want| {
+                let want = want.to_lowercase();
+                [&row.title, &row.source_session, &row.agent, &row.directory]
+                    .into_iter()
+                    .flatten()
+                    .chain(std::iter::once(&row.session))
+                    .any(|have| have.to_lowercase().contains(&want))
+            })
     }
 }
 
@@ -250,44 +262,69 @@ pub fn list(
     let mut listing = Listing::default();
     for (s, head) in catalog::sessions(log)? {
         listing.all_ids.push(s.to_string());
-        let listed = match catalog::load_listed(log, s) {
-            Ok(read) => read,
-            Err(e) => {
+        let mut row = match untitled_row(log, s, head) {
+            Ok(row) => row,
+            Err(unreadable) => {
                 listing.all_names.push(s.to_string());
-                listing.rows.push(Listed::Unreadable(UnreadableRow {
-                    session: s.to_string(),
-                    events: head,
-                    error: e.to_string(),
-                }));
+                listing.rows.push(Listed::Unreadable(unreadable));
                 continue;
             }
         };
-        let mut row = row_of(s, head, &listed.loaded.state, listed.interrupted);
-        if let Some((at, capture)) = &listed.last_capture {
-            row.captured = Some(CapturedRow {
-                at: *at,
-                what: capture.words(),
-            });
-            row.live = !capture.moment.ends_session()
-                && capture
-                    .process
-                    .as_ref()
-                    .is_some_and(crate::hooks::is_running);
-        }
         listing
             .all_names
             .push(row.source_session.clone().unwrap_or_else(|| s.to_string()));
         if filter.keeps(&row) {
-            if row.title.is_none() {
-                // A session whose first events do not read is untitled; its
-                // state read, so it is listed.
-                row.title = crate::titles::first_prompt(log, s).ok().flatten();
-            }
+            titled(log, s, &mut row);
             listing.rows.push(Listed::Row(Box::new(row)));
         }
     }
     sort_rows(&mut listing.rows, sort, desc);
     Ok(listing)
+}
+
+/// The line of session `s` (head `head`) as [`list`] has it, unfiltered:
+/// for a front door that keeps the list and reads again only the sessions
+/// that changed.
+pub fn row(log: &impl EventLog, s: SessionId, head: u64) -> Listed {
+    match untitled_row(log, s, head) {
+        Ok(mut row) => {
+            titled(log, s, &mut row);
+            Listed::Row(Box::new(row))
+        }
+        Err(unreadable) => Listed::Unreadable(unreadable),
+    }
+}
+
+/// The row of `s` titled by the agent's own title only, with its last
+/// capture, or why it does not read.
+fn untitled_row(log: &impl EventLog, s: SessionId, head: u64) -> Result<SessionRow, UnreadableRow> {
+    let listed = catalog::load_listed(log, s).map_err(|e| UnreadableRow {
+        session: s.to_string(),
+        events: head,
+        error: e.to_string(),
+    })?;
+    let mut row = row_of(s, head, &listed.loaded.state, listed.interrupted);
+    if let Some((at, capture)) = &listed.last_capture {
+        row.captured = Some(CapturedRow {
+            at: *at,
+            what: capture.words(),
+        });
+        row.live = !capture.moment.ends_session()
+            && capture
+                .process
+                .as_ref()
+                .is_some_and(crate::hooks::is_running);
+    }
+    Ok(row)
+}
+
+/// Titles an untitled `row` by its first real prompt.
+fn titled(log: &impl EventLog, s: SessionId, row: &mut SessionRow) {
+    if row.title.is_none() {
+        // A session whose first events do not read is untitled; its
+        // state read, so it is listed.
+        row.title = crate::titles::first_prompt(log, s).ok().flatten();
+    }
 }
 
 /// The row of session `s` (head `head`) in state `st`, titled by the
@@ -339,7 +376,8 @@ pub fn row_of(s: SessionId, head: u64, st: &SessionState, interrupted: bool) -> 
 }
 
 /// Orders the list; see [`list`].
-fn sort_rows(rows: &mut [Listed], by: SortBy, desc: bool) {
+/// Orders `rows` as [`list`] does.
+pub fn sort_rows(rows: &mut [Listed], by: SortBy, desc: bool) {
     let key = |r: &Listed| -> (String, u64) {
         let Listed::Row(r) = r else {
             return (String::new(), 0);

@@ -7,7 +7,7 @@ use crate::bench;
 use crate::simulate::SimulateArgs;
 use crate::window::WindowFormat;
 use crate::{default_store, LocationParser};
-use crate::{events, hook, hooks, import, mcp, recall, search, sessions, usage};
+use crate::{events, hook, hooks, import, mcp, recall, search, serve, sessions, usage};
 use clap::{Parser, Subcommand};
 use ctxlog_app::logs::Location;
 use std::path::PathBuf;
@@ -28,6 +28,7 @@ See a session:
   report         one HTML page: the context curve, prunes and compactions, the window at any step
   window         the exact model input, at the head or right after --at SEQ
   audit          every prune and compaction, with the agent's ids and the tokens
+  serve          every session live in the browser, searchable, on localhost
   usage          tokens and cost by day, week, month, session, project, model or agent
   export         an OpenCode export or a Markdown transcript
 
@@ -120,6 +121,16 @@ pub(crate) enum Command {
     /// first too), or make it again with --rebuild; says what it holds.
     #[command(after_help = "Example:\n  ctxlog index\n  ctxlog index --rebuild")]
     Index(search::IndexArgs),
+    /// Every session of the store in the browser, live: the list (sorted,
+    /// filtered), search over every session, each session's page (its
+    /// context curve, compactions and prunes, the window at any step, its
+    /// audit) and the usage rollup; an open page updates as the agents
+    /// write. On loopback only, behind a secret token in the printed
+    /// address; read-only.
+    #[command(
+        after_help = "Example:\n  ctxlog serve --open\n  ctxlog serve --port 8377\n  ctxlog serve --db postgresql://ctxlog@db.internal/ctxlog"
+    )]
+    Serve(serve::ServeArgs),
     /// Serve this directory's agent over MCP (stdio): tools to search its
     /// history, recall an item whole (a pruned tool output by its call id)
     /// and see what a compaction replaced. Each call first imports what the

@@ -42,6 +42,7 @@
 //! - `search.rs`: `search` and `index`.
 //! - `selection.rs`: `Selection`: the `--agent`, `--project`, `--since`,
 //!   `--until` both take, and their span in a zone.
+//! - `serve.rs`: `serve`.
 //! - `sessions.rs`: `sessions`.
 //! - `simulate.rs`: `simulate`.
 //! - `store.rs`: `open_existing` (read-only commands: through the holder via
@@ -118,6 +119,7 @@ mod replay;
 mod report;
 mod search;
 mod selection;
+mod serve;
 mod sessions;
 mod simulate;
 mod store;
@@ -227,6 +229,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Search(args) => search::search(cli, args),
         Command::Recall(args) => recall::recall(cli, args),
         Command::Index(args) => search::index(cli, args),
+        Command::Serve(args) => serve::serve(cli, args),
         Command::Mcp(args) => mcp::mcp(cli, args),
         Command::Hooks(args) => hooks::hooks(cli, args),
         Command::Hook(args) => hook::hook(cli, args),

@@ -66,7 +66,7 @@ pub(crate) fn indexed(cli: &Cli) -> Result<Indexed, CliError> {
 }
 
 /// The index of the store at `db`, made anew when `rebuild`.
-fn open_index(db: &Location, store: &AnyLog, rebuild: bool) -> Result<Index, CliError> {
+pub(crate) fn open_index(db: &Location, store: &AnyLog, rebuild: bool) -> Result<Index, CliError> {
     let failed = |e: ctxlog_search::SearchError| CliError::Failed(e.to_string());
     let (index, remade) = Index::open(db, store, rebuild).map_err(failed)?;
     match remade {
@@ -142,6 +142,7 @@ pub(crate) fn search(cli: &Cli, a: &SearchArgs) -> Result<(), CliError> {
                 project: a.select.project.clone(),
                 since: None,
                 until: None,
+                text: None,
             };
             history::sessions_kept(&store, &filter).map_err(|e| CliError::Failed(e.to_string()))?
         }

@@ -64,6 +64,7 @@ pub fn sessions(json: bool, zone: &Zone, db: &Location, a: &SessionsArgs) -> Res
         project: a.select.project.clone(),
         since,
         until,
+        text: None,
     };
     // A new user's store is made by the first import: until then there
     // are no sessions, which is said with what to run (a store named by

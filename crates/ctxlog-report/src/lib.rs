@@ -22,8 +22,11 @@
 //!   and that step's window, its prunes merged into one line; summaries are
 //!   taken while their message is held; what it keeps of dropped messages is
 //!   forgotten at each pivot.
-//! - `html.rs`: the page's HTML (`page`, `write_page`), its sections and
-//!   the data of its script, written in pieces.
+//! - `html.rs`: the page's HTML (`page`, `write_page`, `write_page_with`
+//!   and its `Chrome`: one file, or served under a policy that forbids
+//!   inline script), its sections and the data of its script, written in
+//!   pieces; the script itself is `page.js` (`PAGE_SCRIPT`), which runs
+//!   again on a page whose body was replaced by a newer one.
 //! - `markdown.rs`: The Markdown transcript: markers and summaries set apart,
 //!   pruned outputs marked as the model saw them, the window's start pointed
 //!   out; written as the log is read again (`MarkdownSurvey` folds the state,
@@ -49,7 +52,7 @@ pub mod redacted;
 use ctxlog_core::{ContentError, Envelope, RefusedEvent};
 use data::SessionData;
 use fold::{PageFold, Survey};
-pub use html::{page, write_page};
+pub use html::{page, write_page, write_page_with, Chrome, PAGE_SCRIPT};
 pub use markdown::{markdown, MarkdownSurvey, MarkdownWriter};
 
 /// Why a page could not be made.

@@ -123,6 +123,17 @@ impl SharedStore {
         }
     }
 
+    /// Notifications of new durable heads while this process holds the
+    /// store (it opened it, or took it over); `None` while another process
+    /// does, whose appends this one is not told of: ask again later.
+    pub fn subscribe(&self) -> Option<ctxlog_store::Subscription> {
+        use ctxlog_store::Followable;
+        match &self.source {
+            Source::Opened(s) => Some(s.subscribe()),
+            Source::Served { took_over, .. } => took_over.get().map(Followable::subscribe),
+        }
+    }
+
     /// Checks every record and head; see [`SledStore::verify`].
     pub fn verify(&self) -> Result<VerifyReport, ReadError> {
         self.ask(|s| Ok(s.verify()?), RemoteLog::ask_verify)
