@@ -44,7 +44,9 @@ pub(crate) fn serve(cli: &Cli, a: &ServeArgs) -> Result<(), CliError> {
         }
         None => PriceTable::built_in(),
     };
-    let store = crate::store::open_existing(&cli.db)?;
+    // It reads sessions in order (their lines, their pages): a small page
+    // cache, as `report` has.
+    let store = crate::store::open_existing_scanning(&cli.db)?;
     let index = crate::search::open_index(&cli.db, &store, false)?;
     let settings = ctxlog_serve::Settings {
         listen: SocketAddr::new(ip, a.port),

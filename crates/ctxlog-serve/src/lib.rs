@@ -24,6 +24,8 @@
 //!   page's banner and live script (`assets/`).
 //! - `live.rs`: The kept list, read again as heads move, and the event
 //!   streams that tell open pages.
+//! - `pages.rs`: Session pages, made once per head and kept; an open one
+//!   made again as soon as its head moves.
 //! - `reply.rs`: Responses, each with the same guards.
 //! - `routes.rs`: Which answer a path gets.
 
@@ -34,6 +36,7 @@ mod admit;
 mod api;
 mod assets;
 mod live;
+mod pages;
 mod reply;
 mod routes;
 
@@ -86,6 +89,7 @@ pub(crate) struct Shared {
     log: AnyLog,
     index: Mutex<Index>,
     live: live::Live,
+    pages: Mutex<pages::PageCache>,
     gate: admit::Gate,
     redact: bool,
     zone: Zone,
@@ -93,6 +97,11 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// The kept session pages.
+    fn pages(&self) -> std::sync::MutexGuard<'_, pages::PageCache> {
+        self.pages.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Brings the search index up to the log (a failure is logged: search
     /// says it when asked).
     fn bring_index_up(&self) {
@@ -149,6 +158,7 @@ impl Server {
             log,
             index: Mutex::new(index),
             live: live::Live::default(),
+            pages: Mutex::new(pages::PageCache::default()),
             gate,
             redact: settings.redact,
             zone: settings.zone,

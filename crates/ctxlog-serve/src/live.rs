@@ -96,8 +96,11 @@ impl Live {
                         changed.extend(live.recheck_live(&shared.log));
                     }
                     if !changed.is_empty() {
-                        shared.bring_index_up();
+                        for (s, _) in &changed {
+                            crate::pages::remake_if_open(shared, *s);
+                        }
                         live.tell(&changed);
+                        shared.bring_index_up();
                     }
                 }
                 Err(why) => {

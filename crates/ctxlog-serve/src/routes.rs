@@ -6,9 +6,6 @@ use crate::admit::{split_target, Admission, Asked};
 use crate::reply::{self, Reply};
 use crate::{api, assets, Shared};
 use ctxlog_app::catalog;
-use ctxlog_app::pages;
-use ctxlog_report::Chrome;
-use ctxlog_store::EventLog;
 use std::io::Write;
 
 /// Answers `request` (on a worker thread).
@@ -82,18 +79,8 @@ fn session_page(shared: &Shared, name: &str) -> Reply {
         Ok(s) => s,
         Err(e) => return reply::text(404, &e.to_string()),
     };
-    let head = match shared.log.head(session) {
-        Ok(head) => head,
-        Err(e) => return reply::text(500, &e.to_string()),
-    };
-    let banner = assets::banner(session, head);
-    let chrome = Chrome::Served {
-        banner: &banner,
-        scripts: &["/assets/page.js", "/assets/live.js"],
-    };
-    let mut page = Vec::new();
-    match pages::write_report_with(&shared.log, &[session], shared.redact, chrome, &mut page) {
-        Ok(_) => reply::bytes(200, assets::HTML, page),
-        Err(e) => reply::text(500, &e.to_string()),
+    match crate::pages::page(shared, session) {
+        Ok(page) => reply::bytes(200, assets::HTML, page.to_vec()),
+        Err(why) => reply::text(500, &why),
     }
 }
