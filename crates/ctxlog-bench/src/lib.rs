@@ -10,7 +10,8 @@
 //! shape (JSON rows in SQLite, re-read at every step) and an append-only
 //! JSONL file with `fdatasync` ([`bench_baselines`]), and the rate of
 //! durable appends while other processes read the store ([`bench_readers`]),
-//! and what an agent's hook holds the agent for ([`bench_hooks`]). Each figure is measured in the same run as its baseline
+//! and what an agent's hook holds the agent for ([`bench_hooks`]), and what
+//! `ctxlog serve` takes to open its pages ([`bench_serve`]). Each figure is measured in the same run as its baseline
 //! and reported as a ratio: absolute speeds drift on a shared machine;
 //! the log on PostgreSQL against a plain insert loop ([`bench_postgres`]);
 //! ratios measured side by side do not.
@@ -41,6 +42,9 @@
 //! - `replay.rs`: Replay against raw sled (`bench_replay`.
 //! - `report.rs`: What a run reports.
 //! - `search.rs`: Search over a store of generated sessions (`bench_search`).
+//! - `serve.rs`: `ctxlog serve` on a store of many sessions and on a long
+//!   session: list and page answers, memory, Chromium's open times
+//!   (`bench_serve`).
 //! - `sizes.rs`: How big a bench run is (`Sizes`) and the seeded sessions it
 //!   measures (`generated`).
 //! - `steps.rs`: The cost of one agent step as the history grows, against
@@ -61,6 +65,7 @@ mod readers;
 mod replay;
 mod report;
 mod search;
+mod serve;
 mod simulate;
 mod sizes;
 mod steps;
@@ -78,6 +83,7 @@ pub use readers::{bench_readers, SpawnCtxlog};
 pub use replay::{bench_replay, replay_for_rss, RssReport};
 pub use report::{machine, Goal, Report, GOALS};
 pub use search::bench_search;
+pub use serve::bench_serve;
 pub use simulate::bench_simulate;
 pub use sizes::{generated, generator_config, Sizes};
 pub use steps::bench_steps;
@@ -99,7 +105,7 @@ pub(crate) fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BenchErro
 }
 
 /// The number of times [`run`] calls `progress`.
-pub const STAGES: u64 = 13;
+pub const STAGES: u64 = 14;
 
 /// A part of a run that `ctxlog bench --only` can run alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,11 +127,13 @@ pub enum Stage {
     Search,
     /// What an agent's hook costs the agent.
     Hooks,
+    /// `ctxlog serve` on a store of many sessions and on a long session.
+    Serve,
 }
 
 impl Stage {
     /// Every stage with the name `--only` takes, in run order.
-    const BY_NAME: [(&'static str, Stage); 8] = [
+    const BY_NAME: [(&'static str, Stage); 9] = [
         ("appends", Stage::Appends),
         ("replay", Stage::Replay),
         ("steps", Stage::Steps),
@@ -134,11 +142,12 @@ impl Stage {
         ("readers", Stage::Readers),
         ("search", Stage::Search),
         ("hooks", Stage::Hooks),
+        ("serve", Stage::Serve),
     ];
 
     /// The names `--only` takes, in run order.
-    pub const NAMES: [&'static str; 8] = {
-        let mut names = [""; 8];
+    pub const NAMES: [&'static str; 9] = {
+        let mut names = [""; 9];
         let mut i = 0;
         while i < names.len() {
             names[i] = Self::BY_NAME[i].0;
@@ -222,6 +231,10 @@ pub fn run(
     progress();
     if on(Stage::Hooks) {
         bench_hooks(&z, &mut r, run_ctxlog)?;
+    }
+    progress();
+    if on(Stage::Serve) {
+        bench_serve(&z, &mut r, run_ctxlog)?;
     }
     progress();
     r.set_figure("bench_seconds", json!(started.elapsed().as_secs_f64()));

@@ -77,6 +77,19 @@ pub fn bench_memory(z: &Sizes, r: &mut Report, run: RunCtxlog<'_>) -> Result<(),
     Ok(())
 }
 
+/// The one session `stress --sessions 1` wrote into the store at `db`.
+pub(crate) fn only_session(db: &Path) -> Result<ctxlog_core::SessionId, BenchError> {
+    let store = SledStore::open(db).map_err(|e| failed("open")(&e))?;
+    let sessions = store.sessions().map_err(|e| failed("sessions")(&e))?;
+    let [(session, _)] = sessions[..] else {
+        return Err(BenchError::Failed(format!(
+            "bench: stress wrote {} sessions, not one",
+            sessions.len()
+        )));
+    };
+    Ok(session)
+}
+
 /// `stress` writing one session of `events` events, then a replay, the
 /// `timeline`, the `audit` and the `report` of that session, each in a
 /// child process; the stress's peak memory.
@@ -98,17 +111,7 @@ fn stress(events: u64, r: &mut Report, run: RunCtxlog<'_>) -> Result<u64, BenchE
         format!("stress_rss_{}", short(events)),
         json!(child.peak_rss_bytes),
     );
-    let session = {
-        let store = SledStore::open(stressed.path()).map_err(|e| failed("open")(&e))?;
-        let sessions = store.sessions().map_err(|e| failed("sessions")(&e))?;
-        let [(session, _)] = sessions[..] else {
-            return Err(BenchError::Failed(format!(
-                "bench: stress wrote {} sessions, not one",
-                sessions.len()
-            )));
-        };
-        session
-    };
+    let session = only_session(stressed.path())?;
     std::thread::sleep(std::time::Duration::from_millis(100));
     let id = session.to_string();
     let replay = run(&ctxlog_args(stressed.path(), &[&"bench-replay-rss", &id]))?;

@@ -96,6 +96,10 @@ pub const GOALS: &[Goal] = &[
     goal("index_vs_log_bytes", 1.0, false),
     goal("search_p50_vs_50ms", 1.0, false),
     goal("hook_worst_vs_budget", 1.0, false),
+    goal("serve_list_vs_sessions", 1.0, false),
+    goal("serve_page_first_vs_report", 1.0, false),
+    goal("serve_list_open_vs_1s", 1.0, false),
+    goal("serve_page_open_vs_1s", 1.0, false),
 ];
 
 /// The machine the bench ran on: cores, cpu, memory, kernel, os, arch and

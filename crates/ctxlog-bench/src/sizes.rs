@@ -47,6 +47,13 @@ pub struct Sizes {
     pub search: u64,
     /// Times each search query is timed.
     pub search_rounds: usize,
+    /// Sessions of the store `serve` lists.
+    pub serve_sessions: u64,
+    /// Events of each of them.
+    pub serve_session_events: u64,
+    /// Events of the session whose page `serve` makes (67,000: ~10,000
+    /// steps).
+    pub serve_long_events: u64,
 }
 
 impl Sizes {
@@ -70,6 +77,9 @@ impl Sizes {
         baseline_bytes: 20_000,
         search: 40_000,
         search_rounds: 5,
+        serve_sessions: 1_000,
+        serve_session_events: 20,
+        serve_long_events: 13_000,
     };
 
     /// `ctxlog bench`: the figures BENCHMARKS.md reports.
@@ -92,6 +102,9 @@ impl Sizes {
         baseline_bytes: 200_000,
         search: 1_000_000,
         search_rounds: 20,
+        serve_sessions: 10_000,
+        serve_session_events: 40,
+        serve_long_events: 67_000,
     };
 
     /// [`Sizes::QUICK`] or [`Sizes::FULL`].

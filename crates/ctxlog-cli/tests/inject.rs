@@ -11,12 +11,11 @@
 //! - the text output of `sessions`, `audit`, `window`, `timeline` and the
 //!   export holds no control character but newlines and tabs.
 
-mod browser;
 mod common;
 mod hostile;
 
-use browser::Browser;
 use ctxlog_differential::npm;
+use ctxlog_testkit::browser::Browser;
 use hostile::hostile_recording;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

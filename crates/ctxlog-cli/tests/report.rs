@@ -9,10 +9,9 @@
 //! `CTXLOG_REQUIRE_BROWSER=1`, so there the test cannot skip; elsewhere it
 //! skips with a message when they are missing.
 
-mod browser;
 mod common;
 
-use browser::Browser;
+use ctxlog_testkit::browser::Browser;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 

@@ -10,11 +10,10 @@
 //! holds becomes markup. Screenshots of the list and of a session page
 //! are saved (`docs/serve.png` is one).
 
-mod browser;
 mod common;
 mod hostile;
 
-use browser::Browser;
+use ctxlog_testkit::browser::Browser;
 use ctxlog_testkit::{PgDatabase, TempDir};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};

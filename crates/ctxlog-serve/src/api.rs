@@ -179,6 +179,11 @@ pub(crate) fn usage(shared: &Shared, query: &str) -> Reply {
         Some("agent") => GroupBy::Agent,
         _ => GroupBy::Day,
     };
+    // Made again only when a head moved since (it reads every event).
+    let version = shared.live.rows(|rows| rows.version);
+    if let Some(doc) = shared.kept_usage(version, by) {
+        return reply::json(200, &doc);
+    }
     let rollup = ctxlog_app::usage::usage(
         &shared.log,
         by,
@@ -189,6 +194,7 @@ pub(crate) fn usage(shared: &Shared, query: &str) -> Reply {
     match rollup.map(|r| serde_json::to_value(&r)) {
         Ok(Ok(mut doc)) => {
             doc["ok"] = json!(true);
+            shared.keep_usage(version, by, doc.clone());
             reply::json(200, &doc)
         }
         Ok(Err(e)) => reply::error(500, &e.to_string()),

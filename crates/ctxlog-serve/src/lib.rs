@@ -44,6 +44,7 @@ use ctxlog_app::dates::Zone;
 use ctxlog_app::logs::AnyLog;
 use ctxlog_app::pricing::PriceTable;
 use ctxlog_app::search_index::{self, Index};
+use ctxlog_app::usage::GroupBy;
 use ctxlog_search::{Found, SearchError, SearchRequest};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -90,6 +91,9 @@ pub(crate) struct Shared {
     index: Mutex<Index>,
     live: live::Live,
     pages: Mutex<pages::PageCache>,
+    /// The last usage rollup: the list's version it was made at, its
+    /// grouping, and the answer.
+    usage: Mutex<Option<(u64, GroupBy, serde_json::Value)>>,
     gate: admit::Gate,
     redact: bool,
     zone: Zone,
@@ -100,6 +104,20 @@ impl Shared {
     /// The kept session pages.
     fn pages(&self) -> std::sync::MutexGuard<'_, pages::PageCache> {
         self.pages.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The usage rollup grouped `by` made at the list's `version`, when
+    /// kept.
+    fn kept_usage(&self, version: u64, by: GroupBy) -> Option<serde_json::Value> {
+        let kept = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+        kept.as_ref()
+            .filter(|(v, b, _)| *v == version && *b == by)
+            .map(|(_, _, doc)| doc.clone())
+    }
+
+    /// Keeps the usage rollup grouped `by`, made at the list's `version`.
+    fn keep_usage(&self, version: u64, by: GroupBy, doc: serde_json::Value) {
+        *self.usage.lock().unwrap_or_else(PoisonError::into_inner) = Some((version, by, doc));
     }
 
     /// Brings the search index up to the log (a failure is logged: search
@@ -159,6 +177,7 @@ impl Server {
             index: Mutex::new(index),
             live: live::Live::default(),
             pages: Mutex::new(pages::PageCache::default()),
+            usage: Mutex::new(None),
             gate,
             redact: settings.redact,
             zone: settings.zone,

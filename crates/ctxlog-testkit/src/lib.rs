@@ -1,12 +1,18 @@
 //! ctxlog-testkit: what the tests of every crate share, so that no test
 //! file carries its own copy: [`TempDir`] (a private temporary directory
 //! removed on drop) and [`Rng`] (the seeded random source, the generator's
-//! own splitmix64, so a failing case replays from its seed).
+//! own splitmix64, so a failing case replays from its seed), and
+//! [`browser`] (headless Chromium through chromedriver).
+//!
+//! Files:
+//! - `browser.rs`: Headless Chromium through chromedriver (WebDriver).
 //!
 //! A dev-dependency only: nothing here is linked into a shipping binary.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+pub mod browser;
 
 pub use ctxlog_core::generate::Rng;
 use std::path::{Path, PathBuf};

@@ -1,9 +1,7 @@
 //! Debian's headless Chromium driven through chromedriver (WebDriver over
 //! HTTP on loopback), for the tests that render ctxlog's pages and
-//! transcripts in a real browser. Without Chromium the tests skip with a
+//! transcripts in a real browser, and the bench that times them. Without Chromium the tests skip with a
 //! message, unless `CTXLOG_REQUIRE_BROWSER` is set (as `.ci/run` sets it).
-
-#![allow(dead_code)] // not every test uses every call
 
 use serde_json::{json, Value};
 use std::path::Path;
@@ -78,6 +76,7 @@ impl Browser {
         }
     }
 
+    /// POSTs `body` to the WebDriver session's `path`; its answer.
     pub fn post(&self, path: &str, body: &Value) -> Value {
         let text = match ureq::post(&self.url(path))
             .set("Content-Type", "application/json")
@@ -95,6 +94,7 @@ impl Browser {
         serde_json::from_str(&text).expect("WebDriver JSON")
     }
 
+    /// GETs the WebDriver session's `path`; its answer.
     pub fn get(&self, path: &str) -> Value {
         let text = ureq::get(&self.url(path))
             .call()
@@ -121,6 +121,12 @@ impl Browser {
         self.post(&format!("/element/{id}/click"), &json!({}));
     }
 
+    /// Runs `script` in the page with `args` (`arguments[0]`, ...); its return
+    /// value.
+    pub fn eval_with(&self, script: &str, args: &[Value]) -> Value {
+        self.post("/execute/sync", &json!({"script": script, "args": args}))["value"].clone()
+    }
+
     /// The browser's console entries since the last call.
     pub fn console(&self) -> Vec<Value> {
         self.post("/se/log", &json!({"type": "browser"}))["value"]
@@ -129,6 +135,7 @@ impl Browser {
             .unwrap_or_default()
     }
 
+    /// The page as a PNG.
     pub fn screenshot(&self) -> Vec<u8> {
         let v = self.get("/screenshot");
         base64(v["value"].as_str().expect("a screenshot"))
@@ -170,14 +177,7 @@ pub fn base64(text: &str) -> Vec<u8> {
     out
 }
 
-/// Runs `script` in the page with `args` (`arguments[0]`, ...); its return
-/// value.
-impl Browser {
-    pub fn eval_with(&self, script: &str, args: &[Value]) -> Value {
-        self.post("/execute/sync", &json!({"script": script, "args": args}))["value"].clone()
-    }
-}
-
+#[cfg(test)]
 #[test]
 fn base64_decodes() {
     assert_eq!(base64("aGVsbG8="), b"hello");
