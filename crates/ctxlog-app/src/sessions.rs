@@ -375,7 +375,6 @@ pub fn row_of(s: SessionId, head: u64, st: &SessionState, interrupted: bool) -> 
     }
 }
 
-/// Orders the list; see [`list`].
 /// Orders `rows` as [`list`] does.
 pub fn sort_rows(rows: &mut [Listed], by: SortBy, desc: bool) {
     let key = |r: &Listed| -> (String, u64) {

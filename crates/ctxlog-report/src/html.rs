@@ -1,6 +1,7 @@
 //! The page itself: the HTML of folded sessions (`page`, `write_page`,
-//! `write_page_with` for a served page), its sections (chart, policies, events, summaries, the step panel) and
-//! its script's data, written in pieces.
+//! `write_page_with` for a served page), its sections (chart, policies,
+//! events, summaries, the step panel) and its script's data, written in
+//! pieces.
 
 use crate::{chart, escape, Folded, ReportError};
 use std::fmt::Write;

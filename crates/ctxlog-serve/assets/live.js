@@ -30,7 +30,7 @@ function extras(){
     (d.lines||[]).forEach(function(l){
       list.appendChild(el('li','', 'seq '+l.seq+' · '+new Date(l.at).toISOString().slice(0,19).replace('T',' ')+' · '+l.kind+' · '+l.what+(l.tokens!==null&&l.tokens!==undefined?' · '+fmt(l.tokens)+' tokens':'')+' · '+l.policy));
     });
-    if(count)count.textContent=d.ok?'('+(d.lines||[]).length+' entries)':'('+d.error+')';
+    if(count)count.textContent=d.ok?'('+(d.lines||[]).length+' entries'+(d.left_out?', the newest; '+fmt(d.left_out)+' older ones: ctxlog audit '+id:'')+')':'('+d.error+')';
   });
 }
 

@@ -21,6 +21,10 @@ pub(crate) const MAX_LINES: usize = 500;
 /// Hits one answer holds at most.
 pub(crate) const MAX_HITS: usize = 50;
 
+/// Lines of a session's audit trail one answer holds at most (the newest;
+/// `ctxlog audit` prints them all).
+pub(crate) const MAX_AUDIT_LINES: usize = 2_000;
+
 /// A number parameter, `default` when absent or not a number.
 fn number(query: &str, name: &str, default: usize) -> usize {
     query_value(query, name)
@@ -155,7 +159,7 @@ pub(crate) fn search(shared: &Shared, query: &str) -> Reply {
 }
 
 /// `/api/audit?session=`: the session's audit trail, as `ctxlog audit
-/// --json` has it.
+/// --json` has it, its newest [`MAX_AUDIT_LINES`] lines.
 pub(crate) fn audit(shared: &Shared, query: &str) -> Reply {
     let session = match session_param(shared, query) {
         Ok(Some(s)) => s,
@@ -163,7 +167,15 @@ pub(crate) fn audit(shared: &Shared, query: &str) -> Reply {
         Err(refused) => return refused,
     };
     match views::audit_lines(&shared.log, session) {
-        Ok(lines) => reply::json(200, &json!({ "ok": true, "lines": lines })),
+        Ok(mut lines) => {
+            // The newest: a long session's first prunes matter least.
+            let left_out = lines.len().saturating_sub(MAX_AUDIT_LINES);
+            lines.drain(..left_out);
+            reply::json(
+                200,
+                &json!({ "ok": true, "lines": lines, "left_out": left_out }),
+            )
+        }
         Err(e) => reply::error(404, &e.to_string()),
     }
 }
