@@ -10,6 +10,8 @@
 //! the token of the printed URL (answered by a cookie and a redirect to
 //! the same address without it) or that cookie.
 
+use ctxlog_core::printable::one_line;
+
 /// A request's parts that admission reads.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Asked<'a> {
@@ -56,13 +58,21 @@ impl Refusal {
         }
     }
 
-    /// What the refusal says, to the log and to the asker.
+    /// What the refusal says, to the log and to the asker (what the
+    /// request sent made inert for a terminal).
     pub fn words(&self) -> String {
         match self {
-            Refusal::Method(m) => format!("{m} is not answered: ctxlog serve only reads"),
+            Refusal::Method(m) => {
+                format!("{} is not answered: ctxlog serve only reads", one_line(m))
+            }
             Refusal::Host(h) => format!("Host {h:?} is not this server's address"),
             Refusal::Origin(o) => format!("Origin {o:?} is not this server"),
-            Refusal::CrossSite(s) => format!("a request from another site ({s}) is not answered"),
+            Refusal::CrossSite(s) => {
+                format!(
+                    "a request from another site ({}) is not answered",
+                    one_line(s)
+                )
+            }
             Refusal::Token => {
                 "open the address ctxlog serve printed (it holds the secret token)".into()
             }
@@ -316,6 +326,19 @@ mod tests {
             ask("GET", "/", &[host, short]),
             Admission::Refused(Refusal::Token)
         );
+    }
+
+    #[test]
+    fn what_a_refusal_says_holds_no_control_character() {
+        for refusal in [
+            Refusal::Method("P\u{1b}]52;c;aGk=\u{7}OST".into()),
+            Refusal::Host("x\u{1b}[2J:1".into()),
+            Refusal::Origin("http://\u{9b}31m".into()),
+            Refusal::CrossSite("cross\u{1b}[2J".into()),
+        ] {
+            let words = refusal.words();
+            assert!(!words.chars().any(char::is_control), "{words:?}");
+        }
     }
 
     #[test]

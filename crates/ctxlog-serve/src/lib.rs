@@ -206,7 +206,13 @@ impl Server {
                 .name(format!("ctxlog-serve-{n}"))
                 .spawn(move || {
                     for request in rx {
-                        routes::answer(&shared, request);
+                        // A bug in one answer costs that request (tiny_http
+                        // answers 500 for a request dropped unanswered),
+                        // never the worker.
+                        let answer = std::panic::AssertUnwindSafe(|| {
+                            routes::answer(&shared, request);
+                        });
+                        let _ = std::panic::catch_unwind(answer);
                     }
                 });
         }

@@ -6,6 +6,7 @@ use crate::admit::{split_target, Admission, Asked};
 use crate::reply::{self, Reply};
 use crate::{api, assets, Shared};
 use ctxlog_app::catalog;
+use ctxlog_core::printable::one_line;
 use std::io::Write;
 
 /// Answers `request` (on a worker thread).
@@ -30,8 +31,16 @@ pub(crate) fn answer(shared: &Shared, request: tiny_http::Request) {
             return;
         }
         Admission::Refused(why) => {
-            // The path only: a query may hold a (wrong) token.
-            eprintln!("ctxlog serve: refused {method} {path}: {}", why.words());
+            // The path only (a query may hold a wrong token), made inert
+            // for the terminal as the rest of the words are; a closed
+            // stderr is ignored.
+            let _ = writeln!(
+                std::io::stderr(),
+                "ctxlog serve: refused {} {}: {}",
+                one_line(&method),
+                one_line(path),
+                why.words()
+            );
             let _ = request.respond(reply::text(why.status(), &why.words()));
             return;
         }
