@@ -242,6 +242,7 @@ fn scenario(db: &str, dir: &Path, shots: &str) {
         "the Content-Security-Policy runs no inline script"
     );
     live(&browser, &served, db, &growing, &full, shots);
+    captured(&browser, &served, db, &growing, dir);
     from_another_site(&browser, &served);
 }
 
@@ -328,6 +329,47 @@ fn live(browser: &Browser, served: &Served, db: &str, growing: &Path, full: &str
         "{at}"
     );
     save(browser, &format!("{shots}-session.png"));
+}
+
+/// A hook's call on the growing session (which only records the moment in
+/// its description stream: the recording has nothing new) marks it live on
+/// the open list, with no reload.
+fn captured(browser: &Browser, served: &Served, db: &str, growing: &Path, dir: &Path) {
+    browser.post("/url", &json!({ "url": format!("{}/", served.base) }));
+    let mark = "return Array.from(document.querySelectorAll('#rows tr.live')).some(r => r.textContent.includes('step 0 of session 7'))";
+    wait_for(
+        browser,
+        "return document.querySelectorAll('#rows tr').length === 5",
+        "the list",
+    );
+    assert_eq!(browser.eval(mark), json!(false), "not live before the hook");
+    browser.eval("window.notReloaded = true");
+    let payload = json!({
+        "session_id": "5e1f0c2a-9b8d-4e7f-a6c5-000000000007",
+        "transcript_path": growing,
+        "cwd": "/home/dev/p7",
+        "hook_event_name": "turn_end",
+    });
+    let mut hook = common::ctxlog()
+        .args(["--db", db, "hook", "pi"])
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ctxlog hook");
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    assert!(hook.wait().unwrap().success());
+    wait_for(browser, mark, "the session marked live by its hook");
+    assert_eq!(
+        browser.eval("return window.notReloaded === true"),
+        json!(true),
+        "no reload"
+    );
 }
 
 /// Requests a person's browser would not make, each refused and said.

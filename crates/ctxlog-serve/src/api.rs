@@ -73,7 +73,7 @@ pub(crate) fn sessions(shared: &Shared, query: &str) -> Reply {
         let kept: Vec<Listed> = rows
             .lines
             .values()
-            .map(|(_, l)| l)
+            .map(|line| &line.listed)
             .filter(|l| match l {
                 Listed::Row(r) => filter.keeps(r),
                 Listed::Unreadable(_) => !filter.is_set(),
@@ -115,13 +115,18 @@ pub(crate) fn search(shared: &Shared, query: &str) -> Reply {
     let sessions = match session_param(shared, query) {
         Err(refused) => return refused,
         Ok(Some(id)) => Some(vec![id]),
-        Ok(None) => Some(shared.live.rows(|rows| {
-            rows.lines
-                .iter()
-                .filter(|(_, (_, l))| matches!(l, Listed::Row(r) if r.simulation.is_none()))
-                .map(|(s, _)| *s)
-                .collect()
-        })),
+        // The recordings and native sessions, as `ctxlog search` has them
+        // (no kept simulation); while the list is first read, every
+        // session indexed, so that none is missed.
+        Ok(None) => shared.live.rows(|rows| {
+            rows.complete.then(|| {
+                rows.lines
+                    .iter()
+                    .filter(|(_, l)| !matches!(&l.listed, Listed::Row(r) if r.simulation.is_some()))
+                    .map(|(s, _)| *s)
+                    .collect()
+            })
+        }),
     };
     let request = SearchRequest {
         query: q.clone(),

@@ -4,18 +4,19 @@
 //!
 //! One thread watches the log ([`Live::watch`]): woken by the log's
 //! subscription (an append this process serves, or PostgreSQL's
-//! notification), else every [`POLL`], it compares the heads, reads the
-//! lines of the sessions that moved, brings the search index up to the
+//! notification), else every [`POLL`], it compares the heads (each
+//! session's and its description stream's: a hook's capture, a new
+//! title), reads the lines of the sessions that moved, brings the search index up to the
 //! log, and sends one `heads` event to every open page. Each page's
 //! stream has a thread of its own and a short queue: a page that stops
 //! reading loses its stream, never slows the others.
 
 use crate::Shared;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use ctxlog_app::catalog;
 use ctxlog_app::logs::AnyLog;
 use ctxlog_app::sessions::{self, Listed};
-use ctxlog_core::SessionId;
+use ctxlog_core::{description_stream, is_description_stream, SessionId};
+use ctxlog_store::EventLog;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -56,11 +57,25 @@ pub(crate) struct Rows {
     pub complete: bool,
     /// Moves on every change the pages are told of.
     pub version: u64,
-    /// Each session's head and line.
-    pub lines: BTreeMap<SessionId, (u64, Listed)>,
+    /// Each session's line, and the heads it was read at.
+    pub lines: BTreeMap<SessionId, Line>,
     /// Why the last look at the log failed, while it fails.
     pub trouble: Option<String>,
 }
+
+/// A session's line of the list, and the heads it was read at.
+#[derive(Debug, Clone)]
+pub(crate) struct Line {
+    /// The session's head.
+    pub head: u64,
+    /// Its description stream's head (a new title, a capture by a hook).
+    pub described: u64,
+    /// The line.
+    pub listed: Listed,
+}
+
+/// Where a session is: its head and its description stream's.
+type Heads = (u64, u64);
 
 /// The kept lines and the open streams.
 #[derive(Debug, Default)]
@@ -128,33 +143,47 @@ impl Live {
     /// the sessions that moved (in batches while the list is first read,
     /// telling the pages after each); what moved, with its head.
     fn look(&self, log: &AnyLog) -> Result<Vec<(SessionId, u64)>, String> {
-        let heads = catalog::sessions(log).map_err(|e| e.to_string())?;
-        let moved: Vec<(SessionId, u64)> = self.rows(|rows| {
+        let heads = heads(log)?;
+        let moved: Vec<(SessionId, Heads)> = self.rows(|rows| {
             heads
                 .iter()
-                .filter(|(s, head)| rows.lines.get(s).is_none_or(|(h, _)| h != head))
-                .copied()
+                .filter(|(s, at)| {
+                    rows.lines
+                        .get(s)
+                        .is_none_or(|l| (l.head, l.described) != **at)
+                })
+                .map(|(s, at)| (*s, *at))
                 .collect()
         });
         let first = !self.rows(|r| r.complete);
-        for batch in moved.chunks(LOAD_BATCH) {
-            let read: Vec<_> = batch
-                .iter()
-                .map(|&(s, head)| (s, head, sessions::row(log, s, head)))
-                .collect();
-            let mut rows = self.rows_mut();
-            for (s, head, line) in read {
-                rows.lines.insert(s, (head, line));
-            }
-            drop(rows);
-            if first && moved.len() > LOAD_BATCH {
-                self.tell(batch);
-            }
-        }
+        let moved: Vec<(SessionId, u64)> = moved
+            .chunks(LOAD_BATCH)
+            .flat_map(|batch| {
+                let read: Vec<(SessionId, Line)> = batch
+                    .iter()
+                    .map(|&(s, (head, described))| {
+                        let listed = sessions::row(log, s, head);
+                        (
+                            s,
+                            Line {
+                                head,
+                                described,
+                                listed,
+                            },
+                        )
+                    })
+                    .collect();
+                let told: Vec<(SessionId, u64)> = read.iter().map(|(s, l)| (*s, l.head)).collect();
+                self.rows_mut().lines.extend(read);
+                if first && heads.len() > LOAD_BATCH {
+                    self.tell(&told);
+                }
+                told
+            })
+            .collect();
         let mut rows = self.rows_mut();
         let before = rows.lines.len();
-        let kept: std::collections::BTreeSet<SessionId> = heads.iter().map(|(s, _)| *s).collect();
-        rows.lines.retain(|s, _| kept.contains(s));
+        rows.lines.retain(|s, _| heads.contains_key(s));
         let trouble_over = rows.trouble.take().is_some();
         let gone = before != rows.lines.len();
         let now_complete = !rows.complete;
@@ -172,16 +201,16 @@ impl Live {
         let live: Vec<(SessionId, u64)> = self.rows(|rows| {
             rows.lines
                 .iter()
-                .filter(|(_, (_, l))| matches!(l, Listed::Row(r) if r.live))
-                .map(|(s, (h, _))| (*s, *h))
+                .filter(|(_, l)| matches!(&l.listed, Listed::Row(r) if r.live))
+                .map(|(s, l)| (*s, l.head))
                 .collect()
         });
         let mut changed = Vec::new();
         for (s, head) in live {
-            let line = sessions::row(log, s, head);
+            let listed = sessions::row(log, s, head);
             let mut rows = self.rows_mut();
-            if rows.lines.get(&s).is_some_and(|(_, old)| *old != line) {
-                rows.lines.insert(s, (head, line));
+            if let Some(line) = rows.lines.get_mut(&s).filter(|l| l.listed != listed) {
+                line.listed = listed;
                 changed.push((s, head));
             }
         }
@@ -230,6 +259,24 @@ impl Live {
         }
         Ok(())
     }
+}
+
+/// Every session of `log` with its head and its description stream's
+/// (0 when it has none).
+fn heads(log: &AnyLog) -> Result<BTreeMap<SessionId, Heads>, String> {
+    let all: BTreeMap<SessionId, u64> = log
+        .sessions()
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .collect();
+    Ok(all
+        .iter()
+        .filter(|(s, _)| !is_description_stream(**s))
+        .map(|(s, head)| {
+            let described = all.get(&description_stream(*s)).copied().unwrap_or(0);
+            (*s, (*head, described))
+        })
+        .collect())
 }
 
 /// Writes a page's stream: the head, the version the page may have missed,
