@@ -49,6 +49,24 @@ pub struct SessionLabel {
     pub project: Option<String>,
 }
 
+/// `found`'s hits as JSON, each with its session's label from `labels`
+/// (`label`: null when it has none), as `search --json` and the page give
+/// them.
+pub fn labelled_hits(
+    found: &ctxlog_search::Found,
+    labels: &BTreeMap<SessionId, SessionLabel>,
+) -> Vec<serde_json::Value> {
+    found
+        .hits
+        .iter()
+        .map(|h| {
+            let mut v = serde_json::to_value(h).unwrap_or_default();
+            v["label"] = serde_json::to_value(labels.get(&h.session)).unwrap_or_default();
+            v
+        })
+        .collect()
+}
+
 /// The labels of `sessions`, each read once; a session whose description
 /// does not read is labelled by its id only.
 pub fn labels(

@@ -175,15 +175,7 @@ fn print_json(
     labels: &BTreeMap<ctxlog_core::SessionId, SessionLabel>,
     lagging: bool,
 ) {
-    let hits: Vec<serde_json::Value> = found
-        .hits
-        .iter()
-        .map(|h| {
-            let mut v = serde_json::to_value(h).unwrap_or_default();
-            v["label"] = serde_json::to_value(labels.get(&h.session)).unwrap_or_default();
-            v
-        })
-        .collect();
+    let hits = history::labelled_hits(found, labels);
     println!(
         "{}",
         json!({ "ok": true, "query": query, "hits": hits, "more": found.more, "lagging": lagging })

@@ -143,20 +143,14 @@ pub(crate) fn search(shared: &Shared, query: &str) -> Reply {
         Err(e) => return reply::error(500, &e.to_string()),
     };
     let labels = history::labels(&shared.log, found.hits.iter().map(|h| h.session));
-    let hits: Vec<serde_json::Value> = found
-        .hits
-        .iter()
-        .map(|h| {
-            let mut v = serde_json::to_value(h).unwrap_or_default();
-            v["label"] = serde_json::to_value(labels.get(&h.session)).unwrap_or_default();
-            v["status_words"] = json!(history::status_words(&h.status));
-            if shared.redact {
-                v["snippet"] = json!(ctxlog_core::redact::redact(&h.snippet).text);
-                v["highlights"] = json!([]);
-            }
-            v
-        })
-        .collect();
+    let mut hits = history::labelled_hits(&found, &labels);
+    for (v, h) in hits.iter_mut().zip(&found.hits) {
+        v["status_words"] = json!(history::status_words(&h.status));
+        if shared.redact {
+            v["snippet"] = json!(ctxlog_core::redact::redact(&h.snippet).text);
+            v["highlights"] = json!([]);
+        }
+    }
     reply::json(
         200,
         &json!({ "ok": true, "query": q, "hits": hits, "more": found.more }),
