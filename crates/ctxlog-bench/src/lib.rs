@@ -35,6 +35,8 @@
 //!   the file's size (`bench_import`).
 //! - `memory.rs`: The peak memory of the commands a user runs on large
 //!   sessions (`bench_memory`), each in a child process of its own.
+//! - `otel.rs`: `ctxlog otel export` against `ctxlog import`, and its
+//!   memory at two session lengths (`bench_otel`).
 //! - `postgres.rs`: The log on PostgreSQL (`bench_postgres`), when a server
 //!   is named.
 //! - `raw.rs`: The raw sled baselines.
@@ -59,6 +61,7 @@ mod hooks;
 mod import;
 mod measure;
 mod memory;
+mod otel;
 mod postgres;
 mod raw;
 mod readers;
@@ -105,7 +108,7 @@ pub(crate) fn failed(what: &str) -> impl Fn(&dyn std::fmt::Display) -> BenchErro
 }
 
 /// The number of times [`run`] calls `progress`.
-pub const STAGES: u64 = 14;
+pub const STAGES: u64 = 15;
 
 /// A part of a run that `ctxlog bench --only` can run alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,11 +132,13 @@ pub enum Stage {
     Hooks,
     /// `ctxlog serve` on a store of many sessions and on a long session.
     Serve,
+    /// `ctxlog otel export`: its speed against the import's, its memory.
+    Otel,
 }
 
 impl Stage {
     /// Every stage with the name `--only` takes, in run order.
-    const BY_NAME: [(&'static str, Stage); 9] = [
+    const BY_NAME: [(&'static str, Stage); 10] = [
         ("appends", Stage::Appends),
         ("replay", Stage::Replay),
         ("steps", Stage::Steps),
@@ -143,11 +148,12 @@ impl Stage {
         ("search", Stage::Search),
         ("hooks", Stage::Hooks),
         ("serve", Stage::Serve),
+        ("otel", Stage::Otel),
     ];
 
     /// The names `--only` takes, in run order.
-    pub const NAMES: [&'static str; 9] = {
-        let mut names = [""; 9];
+    pub const NAMES: [&'static str; 10] = {
+        let mut names = [""; 10];
         let mut i = 0;
         while i < names.len() {
             names[i] = Self::BY_NAME[i].0;
@@ -235,6 +241,10 @@ pub fn run(
     progress();
     if on(Stage::Serve) {
         bench_serve(&z, &mut r, run_ctxlog)?;
+    }
+    progress();
+    if on(Stage::Otel) {
+        otel::bench_otel(&z, &mut r, run_ctxlog)?;
     }
     progress();
     r.set_figure("bench_seconds", json!(started.elapsed().as_secs_f64()));

@@ -7,7 +7,7 @@ use crate::bench;
 use crate::simulate::SimulateArgs;
 use crate::window::WindowFormat;
 use crate::{default_store, LocationParser};
-use crate::{events, hook, hooks, import, mcp, recall, search, serve, sessions, usage};
+use crate::{events, hook, hooks, import, mcp, otel, recall, search, serve, sessions, usage};
 use clap::{Parser, Subcommand};
 use ctxlog_app::logs::Location;
 use std::path::PathBuf;
@@ -41,6 +41,9 @@ Get back what the agent forgot:
 Keep the store current:
   hooks          install the agents' hooks that import as they work; status
   hook           what those hooks run (the agent's payload on stdin)
+
+Send sessions on:
+  otel           OpenTelemetry GenAI traces to Phoenix, Langfuse, Jaeger, a collector; --follow
 
 Compare policies:
   simulate       run a recording under other presets (--policy a,b); --keep, --report
@@ -131,6 +134,14 @@ pub(crate) enum Command {
         after_help = "Example:\n  ctxlog serve --open\n  ctxlog serve --port 8377\n  ctxlog serve --db postgresql://ctxlog@db.internal/ctxlog"
     )]
     Serve(serve::ServeArgs),
+    /// Sessions as OpenTelemetry GenAI traces, for the observability tools
+    /// a team already runs (Phoenix, Langfuse, Jaeger, Tempo, Datadog, a
+    /// collector): `otel export` sends them over OTLP/HTTP or writes OTLP
+    /// JSON, once or live (--follow), compactions and prunes included.
+    #[command(
+        after_help = "Example:\n  ctxlog otel export --endpoint http://localhost:6006/v1/traces\n  ctxlog otel export --since 7d --file traces.jsonl\n  ctxlog otel export --follow"
+    )]
+    Otel(otel::OtelArgs),
     /// Serve this directory's agent over MCP (stdio): tools to search its
     /// history, recall an item whole (a pruned tool output by its call id)
     /// and see what a compaction replaced. Each call first imports what the

@@ -42,6 +42,7 @@
 //! - `search.rs`: `search` and `index`.
 //! - `selection.rs`: `Selection`: the `--agent`, `--project`, `--since`,
 //!   `--until` both take, and their span in a zone.
+//! - `otel.rs`: `otel export`.
 //! - `serve.rs`: `serve`.
 //! - `sessions.rs`: `sessions`.
 //! - `simulate.rs`: `simulate`.
@@ -111,6 +112,7 @@ mod import;
 mod location;
 mod mcp;
 mod memory;
+mod otel;
 mod output;
 mod recall;
 mod recording;
@@ -230,6 +232,7 @@ fn run(cli: &Cli) -> Result<(), CliError> {
         Command::Recall(args) => recall::recall(cli, args),
         Command::Index(args) => search::index(cli, args),
         Command::Serve(args) => serve::serve(cli, args),
+        Command::Otel(args) => otel::otel(cli, args),
         Command::Mcp(args) => mcp::mcp(cli, args),
         Command::Hooks(args) => hooks::hooks(cli, args),
         Command::Hook(args) => hook::hook(cli, args),

@@ -686,7 +686,7 @@ fn a_stalled_bench_names_its_stage_and_ends() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{err}");
     assert!(
-        err.contains("stage 1 of 14 made no progress in 0s"),
+        err.contains("stage 1 of 15 made no progress in 0s"),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&tmp);
