@@ -136,6 +136,7 @@ pub(crate) fn hook(cli: &Cli, a: &HookArgs) -> Result<(), CliError> {
         head: None,
         ms: 0,
         error: None,
+        otel: None,
     };
     let read = a.payload().map_or_else(read_payload, Ok);
     let call = match &read {
@@ -232,6 +233,10 @@ fn capture_now(cli: &Cli, call: &HookCall, process: Option<AgentProcess>, run: &
             run.session = Some(session.to_string());
             run.head = Some(head);
             run.new_events = Some(new_events);
+            if std::env::var("CTXLOG_OTEL_EXPORT").is_ok_and(|v| v == "1") {
+                let ends = call.moment.ends_session();
+                run.otel = Some(crate::otel::after_capture(&log, session, head, ends));
+            }
         }
         Ok(Captured::NothingYet) => run.result = "waiting".into(),
         Err(e) => run.error = Some(e.to_string()),

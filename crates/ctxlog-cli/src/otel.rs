@@ -169,8 +169,11 @@ fn once(
         (Some(path), _) => {
             let mut sink = file_sink(path)?;
             let mut batcher = ctxlog_otel::Batcher::new(job.resource, &mut sink);
-            ctxlog_otel::export(job.store, sessions, job.content, &mut batcher, &mut tick)
-                .map_err(failed)?;
+            match ctxlog_otel::export(job.store, sessions, job.content, &mut batcher, &mut tick) {
+                // Its reader closed standard output: it has what it wanted.
+                Err(e) if e.is_closed_output() => return Ok(()),
+                other => other.map_err(failed)?,
+            }
             (batcher.exported, path.display().to_string())
         }
         (None, Some(endpoint)) => {
@@ -206,6 +209,49 @@ fn once(
         crate::ui::counted(exported.requests as usize, "request"),
     );
     Ok(())
+}
+
+/// What a hook's detached import sends once it stored `session` up to
+/// `head` (`ends`: the session ended): the spans made final since the
+/// session's previous capture, to the endpoint the standard variables
+/// name, retried for at most 30 s; what it did, for the hooks' log.
+pub(crate) fn after_capture(
+    log: &ctxlog_app::logs::AnyLog,
+    session: ctxlog_core::SessionId,
+    head: u64,
+    ends: bool,
+) -> String {
+    let vars = |name: &str| std::env::var(name).ok();
+    let endpoint = match Endpoint::from_env(None, &vars) {
+        Ok(e) => e,
+        Err(e) => return format!("not sent: {e}"),
+    };
+    // The last capture is this call's; the one before says how far the
+    // previous call saw.
+    let since = match ctxlog_app::catalog::captures(log, session) {
+        Ok(all) => all.iter().rev().nth(1).map_or(0, |(_, c)| c.head),
+        Err(e) => return format!("not sent: {e}"),
+    };
+    let url = endpoint.url.clone();
+    let mut note = |_: &str| {};
+    let mut sink = ctxlog_otel::HttpSink {
+        sender: Sender::new(endpoint),
+        patience: Patience {
+            give_up_ms: Some(30_000),
+            ..Patience::default()
+        },
+        note: &mut note,
+        rejected: 0,
+    };
+    let resource = ctxlog_otel::endpoint::resource(&vars);
+    let mut batcher = ctxlog_otel::Batcher::new(resource, &mut sink);
+    let sent =
+        ctxlog_otel::hooked::send_new(log, session, since, head, ends, Content::Off, &mut batcher);
+    let spans = crate::ui::counted(batcher.exported.spans as usize, "span");
+    match sent {
+        Ok(()) => format!("sent {spans} to {url}"),
+        Err(e) => format!("sent {spans}, then failed: {e}"),
+    }
 }
 
 /// The OTLP JSON file (`-`: standard output), made readable by its owner

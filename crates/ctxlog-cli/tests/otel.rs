@@ -10,7 +10,9 @@
 //! compaction with the audit's reason; a second export adds nothing; the
 //! OTLP JSON file parses into the protobuf request. A `--follow` started
 //! before Phoenix is up delivers once it is, and sends a growing session's
-//! new steps as they are imported.
+//! new steps as they are imported; `ctxlog hook pi` with
+//! `CTXLOG_OTEL_EXPORT=1` sends the spans each call made final, and the
+//! rest at the session's end.
 //!
 //! Phoenix is installed once into `target/phoenix-venv`; when that cannot
 //! be done the test skips with a message, unless `CTXLOG_REQUIRE_PYTHON=1`
@@ -419,12 +421,13 @@ fn phoenix_shows_every_session_as_ctxlog_counts_it_and_follows_a_live_one() {
     assert_eq!(spans.len(), n, "Phoenix holds every span sent");
     check_recordings(&spans, &expected(&db));
 
-    // Again: the same spans, nothing added.
+    // Again, gzipped: the same spans, nothing added.
     let again = ctxlog_otel(
         &db,
         &["otel", "export", "--endpoint", &endpoint],
         "recordings",
     )
+    .env("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
     .output()
     .unwrap();
     assert_eq!(sent(&again), n);
@@ -461,6 +464,19 @@ fn phoenix_shows_every_session_as_ctxlog_counts_it_and_follows_a_live_one() {
     );
     assert_eq!(String::from_utf8_lossy(&valid.stdout).trim(), n.to_string());
 
+    // Phoenix takes protobuf only: a JSON body is refused for good, and said.
+    let refused = ctxlog_otel(
+        &db,
+        &["otel", "export", "--endpoint", &endpoint],
+        "recordings",
+    )
+    .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+    .output()
+    .unwrap();
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{err}");
+    assert!(err.contains("refused the spans: HTTP 415"), "{err}");
+
     // The follow delivered once Phoenix came up, and sends new steps.
     let chats = |s: &[Value]| s.iter().filter(|s| op(s) == "chat").count();
     let turns = |s: &[Value]| s.iter().filter(|s| op(s) == "invoke_agent").count();
@@ -475,9 +491,66 @@ fn phoenix_shows_every_session_as_ctxlog_counts_it_and_follows_a_live_one() {
         .collect();
     assert_eq!(tools.len(), 6, "{tools:?}");
     drop(follow);
+    hooked(&python, &phoenix, dir.path(), &endpoint);
     let said = std::fs::read_to_string(dir.join("follow.log")).unwrap();
     assert!(
         said.contains("trying again"),
         "the follow said it retried: {said}"
     );
+}
+
+/// Calls `ctxlog hook pi` for the pi session of `file` at `event`, with the
+/// export on, and waits for its detached import and export to end.
+fn hook(db: &Path, dir: &Path, file: &Path, event: &str, endpoint: &str) {
+    use std::io::Write;
+    let mut payload = serde_json::json!({
+        "session_id": "5e1f0c2a-9b8d-4e7f-a6c5-000000000009",
+        "transcript_path": file,
+        "cwd": "/home/dev/p9",
+        "hook_event_name": event,
+    });
+    if event == "session_shutdown" {
+        payload["reason"] = "quit".into();
+    }
+    let data = dir.join("data");
+    let mut child = ctxlog_otel(db, &["hook", "pi", "--budget", "60000"], "hooked")
+        .env("XDG_DATA_HOME", &data)
+        .env("CTXLOG_OTEL_EXPORT", "1")
+        .env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", endpoint)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(payload.to_string().as_bytes()).unwrap();
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+/// The hooks of a pi session that grows: each call sends what it made
+/// final, the session's end the rest, and the hooks' log says so.
+fn hooked(python: &Path, phoenix: &Phoenix, dir: &Path, endpoint: &str) {
+    let db = dir.join("hooked");
+    let full = common::pi_recording(9, 4);
+    let lines: Vec<&str> = full.lines().collect();
+    let file = dir.join("hooked.jsonl");
+    let count = |s: &[Value], what: &str| s.iter().filter(|s| op(s) == what).count();
+    std::fs::write(&file, lines[..1 + 4 * 2].join("\n") + "\n").unwrap();
+    hook(&db, dir, &file, "turn_end", endpoint);
+    // Two turns stored: the first is over (the second began), the second
+    // goes on; each's calls and tool calls are over.
+    phoenix.wait_spans(python, "hooked", |s| {
+        count(s, "invoke_agent") == 1 && count(s, "chat") == 4 && count(s, "execute_tool") == 2
+    });
+    std::fs::write(&file, &full).unwrap();
+    hook(&db, dir, &file, "turn_end", endpoint);
+    phoenix.wait_spans(python, "hooked", |s| {
+        count(s, "invoke_agent") == 3 && count(s, "chat") == 8 && count(s, "execute_tool") == 4
+    });
+    hook(&db, dir, &file, "session_shutdown", endpoint);
+    let spans = phoenix.wait_spans(python, "hooked", |s| count(s, "invoke_agent") == 4);
+    assert_eq!(count(&spans, "chat"), 8, "nothing sent twice");
+    let log = std::fs::read_to_string(dir.join("data/ctxlog-hooks/log.jsonl")).unwrap();
+    assert!(log.contains("\"otel\":\"sent 1 span to"), "{log}");
 }

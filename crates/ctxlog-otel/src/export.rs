@@ -41,6 +41,14 @@ pub enum ExportError {
     },
 }
 
+impl ExportError {
+    /// The output was closed by its reader (`--file -` piped into `head`):
+    /// not a failure of the export.
+    pub fn is_closed_output(&self) -> bool {
+        matches!(self, ExportError::Write { error, .. } if error.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+}
+
 /// Where requests go.
 pub trait Sink {
     /// Takes one request of `spans` spans.

@@ -11,7 +11,8 @@ use crate::lifecycle;
 use crate::model::{Span, TraceId};
 use crate::tools::Tools;
 use crate::turn::{Context, Speaker, Turn};
-use ctxlog_core::{Auditor, Envelope, Event, Role as MessageRole, SessionId};
+use ctxlog_core::{Auditor, Envelope, Event, MessageId, Role as MessageRole, Seq, SessionId};
+use std::collections::BTreeMap;
 
 /// The spans of one session, made as its events come.
 #[derive(Debug)]
@@ -25,6 +26,10 @@ pub struct TraceFold {
     tools: Tools,
     /// A compaction completed: every later call's context is compacted.
     compacted: bool,
+    /// The user messages since the last compaction's pivot, and their seqs.
+    user_messages: Vec<(MessageId, Seq)>,
+    /// Each compaction in flight: its marker's seq, the first message kept.
+    pivots: BTreeMap<MessageId, (Seq, Option<MessageId>)>,
     out: Vec<Span>,
 }
 
@@ -41,6 +46,8 @@ impl TraceFold {
             calls: Calls::default(),
             tools: Tools::default(),
             compacted: false,
+            user_messages: Vec::new(),
+            pivots: BTreeMap::new(),
             out: Vec::new(),
         }
     }
@@ -90,11 +97,53 @@ impl TraceFold {
             }
             None => false,
         };
-        if let Event::SummaryCompleted { .. } = e.event {
-            self.compacted = true;
-        }
+        self.note_pivot(e);
         if full {
             self.end_turn();
+        }
+    }
+
+    /// Follows compactions: once one completes, every later call's context
+    /// is compacted, and the tool parts before what it kept are forgotten.
+    fn note_pivot(&mut self, e: &Envelope) {
+        match &e.event {
+            Event::MessageAppended {
+                message,
+                role: MessageRole::User,
+                ..
+            } => self.user_messages.push((*message, e.seq)),
+            Event::CompactionRequested { message, .. } => {
+                self.pivots.insert(*message, (e.seq, None));
+            }
+            Event::CompactionStarted {
+                job, tail_start, ..
+            } => {
+                if let Some(p) = self.pivots.get_mut(job) {
+                    p.1 = *tail_start;
+                }
+            }
+            Event::SummaryCompleted { job, .. } => {
+                self.compacted = true;
+                let Some((marker, tail)) = self.pivots.remove(job) else {
+                    return;
+                };
+                let kept = match tail {
+                    Some(t) => self
+                        .user_messages
+                        .iter()
+                        .find(|(m, _)| *m == t)
+                        .map(|p| p.1),
+                    None => Some(marker),
+                };
+                if let Some(kept) = kept {
+                    self.tools.forget_before(kept);
+                    self.user_messages.retain(|(_, seq)| *seq >= kept);
+                }
+            }
+            Event::CompactionFailed { job, .. } => {
+                self.pivots.remove(job);
+            }
+            _ => {}
         }
     }
 

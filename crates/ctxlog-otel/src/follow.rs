@@ -127,9 +127,11 @@ pub fn follow(
     };
     let mut batcher = Batcher::new(resource, &mut sink);
     let mut followed: BTreeMap<SessionId, Followed> = BTreeMap::new();
+    // The sessions left out, at the head they were judged at.
+    let mut passed: BTreeMap<SessionId, u64> = BTreeMap::new();
     let subscription = log.subscribe();
     let result = loop {
-        if let Err(e) = pass(log, options, &mut followed, &mut batcher) {
+        if let Err(e) = pass(log, options, &mut followed, &mut passed, &mut batcher) {
             break Err(e);
         }
         let woken = match &subscription {
@@ -155,6 +157,7 @@ fn pass(
     log: &AnyLog,
     options: &FollowOptions,
     followed: &mut BTreeMap<SessionId, Followed>,
+    passed: &mut BTreeMap<SessionId, u64>,
     batcher: &mut Batcher,
 ) -> Result<(), ExportError> {
     for (session, head) in log.sessions()? {
@@ -162,9 +165,15 @@ fn pass(
             continue;
         }
         if let Entry::Vacant(vacant) = followed.entry(session) {
-            if !wanted(log, options, session)? {
+            // A session left out is judged again only once it moves.
+            if passed.get(&session) == Some(&head) {
                 continue;
             }
+            if !wanted(log, options, session)? {
+                passed.insert(session, head);
+                continue;
+            }
+            passed.remove(&session);
             let fold = TraceFold::new(session, speaker_of(log, session)?, options.content);
             vacant.insert(Followed {
                 fold,

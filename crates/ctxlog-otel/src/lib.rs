@@ -22,6 +22,8 @@
 //! - `follow.rs`: Live export: new events as they are stored, with a
 //!   bounded queue and retries.
 //! - `fold.rs`: A session's events → spans, an event at a time.
+//! - `hooked.rs`: What an agent's hook sends: the spans its new events
+//!   made final.
 //! - `ids.rs`: Trace and span ids from ctxlog's ids.
 //! - `lifecycle.rs`: Audit lines as `ctxlog.*` span events.
 //! - `model.rs`: Spans before any wire format.
@@ -37,6 +39,7 @@ pub mod endpoint;
 pub mod export;
 pub mod fold;
 pub mod follow;
+pub mod hooked;
 pub mod ids;
 mod lifecycle;
 pub mod model;

@@ -201,7 +201,17 @@ impl Sender {
                     }))
                 }
             }
-            Err(ureq::Error::Transport(t)) => Err(Failure::Retry(short(&t.to_string()), None)),
+            Err(ureq::Error::Transport(t)) => {
+                // Its words without the URL, which every note names already.
+                let mut why = t.kind().to_string();
+                if let Some(m) = t.message() {
+                    why.push_str(&format!(": {m}"));
+                }
+                if let Some(cause) = std::error::Error::source(&t) {
+                    why.push_str(&format!(": {cause}"));
+                }
+                Err(Failure::Retry(short(&why), None))
+            }
         }
     }
 }

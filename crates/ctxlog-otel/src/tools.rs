@@ -36,6 +36,8 @@ struct Known {
     sent: bool,
     /// It has an output now (completed or failed): what the audit asks.
     has_output: bool,
+    /// The event that first named it.
+    seq: Seq,
 }
 
 /// The tool calls of a session.
@@ -49,6 +51,14 @@ impl Tools {
     /// The call id of tool part `part`, when it is one.
     pub fn call_id(&self, part: &PartId) -> Option<&str> {
         self.known.get(part).map(|k| k.call_id.as_str())
+    }
+
+    /// Forgets the tool parts first named before `seq`: a compaction's
+    /// pivot left them out of the window, so no prune names them and no
+    /// update changes their span (what keeps memory to the calls since the
+    /// last compaction).
+    pub fn forget_before(&mut self, seq: Seq) {
+        self.known.retain(|_, k| k.seq >= seq);
     }
 
     /// Whether the tool part `event` appends or updates had an output
@@ -96,6 +106,7 @@ impl Tools {
             call_id: call_id.clone(),
             sent: false,
             has_output: false,
+            seq: e.seq,
         });
         known.has_output = matches!(state, ToolState::Completed { .. } | ToolState::Error { .. });
         if known.sent {

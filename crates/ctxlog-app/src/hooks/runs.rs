@@ -44,6 +44,10 @@ pub struct Run {
     pub ms: u64,
     /// Why it failed.
     pub error: Option<String>,
+    /// What it sent to an OpenTelemetry endpoint (`CTXLOG_OTEL_EXPORT=1`),
+    /// or why it could not.
+    #[serde(default)]
+    pub otel: Option<String>,
 }
 
 impl Run {
