@@ -27,7 +27,7 @@ pub enum OtelAction {
     /// and prune as a `ctxlog.*` event of its turn. The same session
     /// exported twice gives the same spans.
     #[command(
-        after_help = "Example:\n  ctxlog otel export --endpoint http://localhost:6006/v1/traces\n  ctxlog otel export 0199812e --since 7d --file traces.jsonl\n  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 ctxlog otel export --follow"
+        after_help = "Example:\n  ctxlog otel export --endpoint http://localhost:6006/v1/traces\n  ctxlog otel export --since 7d --file traces.jsonl\n  OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4318 ctxlog otel export --follow"
     )]
     Export(ExportArgs),
 }
@@ -38,12 +38,13 @@ pub struct ExportArgs {
     /// The sessions (a ctxlog id, a recording's id, or a prefix of
     /// either); none: every session but simulations and copies.
     pub sessions: Vec<String>,
-    /// Only sessions with events from this day or time on (`7d`,
-    /// `2026-11-26`, `today`, RFC 3339).
-    #[arg(long)]
+    /// Instead of naming sessions: those with events from this day or
+    /// time on (`7d`, `2026-11-26`, `today`, RFC 3339).
+    #[arg(long, conflicts_with = "sessions")]
     pub since: Option<String>,
     /// The full traces URL (as OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); else
-    /// that variable, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces.
+    /// that variable, else OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces, else
+    /// http://localhost:4318/v1/traces.
     #[arg(long)]
     pub endpoint: Option<String>,
     /// Write OTLP JSON here instead (one request per line, what a
@@ -171,7 +172,10 @@ fn once(
             let mut batcher = ctxlog_otel::Batcher::new(job.resource, &mut sink);
             match ctxlog_otel::export(job.store, sessions, job.content, &mut batcher, &mut tick) {
                 // Its reader closed standard output: it has what it wanted.
-                Err(e) if e.is_closed_output() => return Ok(()),
+                Err(e) if e.is_closed_output() => {
+                    bar.finish_and_clear();
+                    return Ok(());
+                }
                 other => other.map_err(failed)?,
             }
             (batcher.exported, path.display().to_string())
@@ -226,10 +230,18 @@ pub(crate) fn after_capture(
         Ok(e) => e,
         Err(e) => return format!("not sent: {e}"),
     };
-    // The last capture is this call's; the one before says how far the
-    // previous call saw.
+    // How far the calls before saw: the furthest head another capture
+    // recorded up to this one's (hooks run detached and may overlap, so
+    // the captures are not in head order; this call's own is one of those
+    // at `head`).
     let since = match ctxlog_app::catalog::captures(log, session) {
-        Ok(all) => all.iter().rev().nth(1).map_or(0, |(_, c)| c.head),
+        Ok(all) => {
+            let mut heads: Vec<u64> = all.iter().map(|(_, c)| c.head).collect();
+            if let Some(own) = heads.iter().rposition(|h| *h == head) {
+                heads.remove(own);
+            }
+            heads.into_iter().filter(|h| *h <= head).max().unwrap_or(0)
+        }
         Err(e) => return format!("not sent: {e}"),
     };
     let url = endpoint.url.clone();
@@ -248,9 +260,13 @@ pub(crate) fn after_capture(
     let sent =
         ctxlog_otel::hooked::send_new(log, session, since, head, ends, Content::Off, &mut batcher);
     let spans = crate::ui::counted(batcher.exported.spans as usize, "span");
+    let rejected = match sink.rejected {
+        0 => String::new(),
+        n => format!(" ({n} rejected)"),
+    };
     match sent {
-        Ok(()) => format!("sent {spans} to {url}"),
-        Err(e) => format!("sent {spans}, then failed: {e}"),
+        Ok(()) => format!("sent {spans} to {url}{rejected}"),
+        Err(e) => format!("sent {spans}{rejected}, then failed: {e}"),
     }
 }
 
@@ -268,6 +284,14 @@ fn file_sink(path: &PathBuf) -> Result<ctxlog_otel::FileSink<Box<dyn Write>>, Cl
             .mode(0o600)
             .open(path)
             .map_err(|e| CliError::BadInput(format!("--file {}: {e}", path.display())))?;
+        // A file that was there keeps its mode when opened: made private
+        // before anything is written to it (a device such as /dev/null is
+        // left as it is).
+        if file.metadata().is_ok_and(|m| m.is_file()) {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| CliError::BadInput(format!("--file {}: {e}", path.display())))?;
+        }
         Box::new(std::io::BufWriter::new(file))
     };
     Ok(ctxlog_otel::FileSink {

@@ -33,6 +33,9 @@ struct Step {
     reported: Option<(TokenUsage, u64, Seq)>,
     /// The error its message ended with: name and text.
     error: Option<(String, String)>,
+    /// How many steps of its message finished before it: with the
+    /// message, the key of its span (the same open or finished).
+    ordinal: u64,
 }
 
 /// A compaction's summarizer call, once started.
@@ -94,10 +97,19 @@ impl Calls {
                 role: MessageRole::User,
                 synthetic: false,
                 ..
-            } => turn.user = Some(*message),
+            } => {
+                turn.user = Some(*message);
+                // A person spoke: the steps before, but those whose usage
+                // was reported and whose end was not, are over.
+                self.steps.retain(|_, s| s.reported.is_some());
+            }
             Event::PartAppended { message, body, .. } => self.part(message, body, at, turn, ctx),
             Event::UsageReported { message, tokens } => {
-                self.steps.entry(*message).or_default().reported = Some((*tokens, at, e.seq));
+                let step = self.steps.entry(*message).or_insert_with(|| Step {
+                    start: at,
+                    ..Step::default()
+                });
+                step.reported = Some((*tokens, at, e.seq));
             }
             Event::MessageErrored { message, error } => {
                 if let Some(step) = self.steps.get_mut(message) {
@@ -106,23 +118,20 @@ impl Calls {
             }
             Event::StepFinished {
                 message,
-                part,
                 reason,
                 tokens,
                 ..
-            } => return Some(self.step_finished(e, *message, *part, reason, tokens, turn, ctx)),
+            } => return Some(self.step_finished(e, *message, reason, tokens, turn, ctx)),
             _ => return self.compaction(e, turn, ctx),
         }
         None
     }
 
     /// The span of the step of `message` that `e` ends.
-    #[allow(clippy::too_many_arguments)]
     fn step_finished(
         &mut self,
         e: &Envelope,
         message: MessageId,
-        part: ctxlog_core::PartId,
         reason: &FinishReason,
         tokens: &TokenUsage,
         turn: &mut Turn,
@@ -133,7 +142,7 @@ impl Calls {
             start: at,
             ..Step::default()
         });
-        let id = span_of(&ctx.trace, Role::Chat, part.as_bytes());
+        let id = step_span(ctx, &message, step.ordinal);
         let call = Call {
             model: step.model.clone(),
             start: step.start,
@@ -147,6 +156,7 @@ impl Calls {
         };
         step.start = at;
         step.reported = None;
+        step.ordinal += 1;
         self.call_span(id, call, None, turn, ctx)
     }
 
@@ -371,10 +381,10 @@ impl Calls {
         }
     }
 
-    /// A turn ended: steps with nothing reported are forgotten (a step
-    /// whose usage was reported stays until its end, or the session's).
-    pub fn turn_ended(&mut self) {
-        self.steps.retain(|_, s| s.reported.is_some());
+    /// Whether a call whose end is not recorded holds usage (a span
+    /// [`Calls::finish`] makes).
+    pub fn has_open(&self) -> bool {
+        self.steps.values().any(|s| s.reported.is_some())
     }
 
     /// The spans of steps whose end is not recorded but whose usage is
@@ -397,7 +407,7 @@ impl Calls {
                 error: step.error,
                 open: true,
             };
-            let id = span_of(&ctx.trace, Role::Chat, message.as_bytes());
+            let id = step_span(ctx, &message, step.ordinal);
             out.push(self.call_span(id, call, None, turn, ctx));
         }
         out
@@ -499,6 +509,16 @@ fn chat_span(
         events: Vec::new(),
         error,
     }
+}
+
+/// The span of the `ordinal`th step of `message`: the same whether the
+/// step is sent open (its usage reported, its end not yet) or finished.
+fn step_span(ctx: &Context, message: &MessageId, ordinal: u64) -> crate::model::SpanId {
+    let mut key = *message.as_bytes();
+    for (k, o) in key[8..].iter_mut().zip(ordinal.to_be_bytes()) {
+        *k ^= o;
+    }
+    span_of(&ctx.trace, Role::Chat, &key)
 }
 
 /// A trigger's name, as `ctxlog.compaction.trigger` says it.

@@ -1,7 +1,8 @@
 //! Where spans go and how, read as the OpenTelemetry specification says
 //! an OTLP exporter reads its environment: `--endpoint` (the full traces
 //! URL) or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the same), else
-//! `OTEL_EXPORTER_OTLP_ENDPOINT` with `v1/traces` added; headers, timeout,
+//! `OTEL_EXPORTER_OTLP_ENDPOINT` with `v1/traces` added, else the
+//! specification's default, `http://localhost:4318/v1/traces`; headers, timeout,
 //! compression and protocol from `OTEL_EXPORTER_OTLP_{TRACES_,}*` (the
 //! signal's own first); the resource from `OTEL_SERVICE_NAME` and
 //! `OTEL_RESOURCE_ATTRIBUTES`. Pure: the variables come in as a function.
@@ -11,9 +12,6 @@ use percent_encoding::percent_decode_str;
 /// An endpoint setting that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
-    /// No endpoint given anywhere.
-    #[error("no endpoint: give --endpoint URL (the full traces URL, e.g. http://localhost:4318/v1/traces), or set OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT")]
-    NoEndpoint,
     /// The URL is not http(s).
     #[error("{from}: {url:?} is not an http:// or https:// URL")]
     BadUrl {
@@ -33,6 +31,10 @@ pub enum ConfigError {
         expected: &'static str,
     },
 }
+
+/// Where spans go when nothing says: an OTLP/HTTP receiver on this
+/// machine, as the specification defaults.
+pub const DEFAULT_BASE: &str = "http://localhost:4318";
 
 /// The body's encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,10 +81,11 @@ impl Endpoint {
             None => match vars("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").filter(|v| !v.is_empty()) {
                 Some(url) => checked(&url, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")?,
                 None => {
-                    let base = vars("OTEL_EXPORTER_OTLP_ENDPOINT")
-                        .filter(|v| !v.is_empty())
-                        .ok_or(ConfigError::NoEndpoint)?;
-                    let base = checked(&base, "OTEL_EXPORTER_OTLP_ENDPOINT")?;
+                    let base = vars("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|v| !v.is_empty());
+                    let base = match base {
+                        Some(base) => checked(&base, "OTEL_EXPORTER_OTLP_ENDPOINT")?,
+                        None => DEFAULT_BASE.to_owned(),
+                    };
                     let sep = if base.ends_with('/') { "" } else { "/" };
                     format!("{base}{sep}v1/traces")
                 }
@@ -218,10 +221,8 @@ mod tests {
             Endpoint::from_env(Some("https://f/y"), &vars).unwrap().url,
             "https://f/y"
         );
-        assert_eq!(
-            Endpoint::from_env(None, &env(&[])),
-            Err(ConfigError::NoEndpoint)
-        );
+        let default = Endpoint::from_env(None, &env(&[])).unwrap();
+        assert_eq!(default.url, "http://localhost:4318/v1/traces");
         assert!(matches!(
             Endpoint::from_env(Some("localhost:4318"), &env(&[])),
             Err(ConfigError::BadUrl { .. })

@@ -31,6 +31,9 @@ pub enum ExportError {
     /// The endpoint did not take a batch.
     #[error(transparent)]
     Send(#[from] SendError),
+    /// The live export's sending thread stopped.
+    #[error("the thread sending spans stopped")]
+    SenderGone,
     /// The file could not be written.
     #[error("cannot write {path}: {error}")]
     Write {

@@ -11,7 +11,9 @@ use crate::lifecycle;
 use crate::model::{Span, TraceId};
 use crate::tools::Tools;
 use crate::turn::{Context, Speaker, Turn};
-use ctxlog_core::{Auditor, Envelope, Event, MessageId, Role as MessageRole, Seq, SessionId};
+use ctxlog_core::{
+    Auditor, Envelope, Event, EventId, MessageId, Role as MessageRole, Seq, SessionId,
+};
 use std::collections::BTreeMap;
 
 /// The spans of one session, made as its events come.
@@ -30,6 +32,9 @@ pub struct TraceFold {
     user_messages: Vec<(MessageId, Seq)>,
     /// Each compaction in flight: its marker's seq, the first message kept.
     pivots: BTreeMap<MessageId, (Seq, Option<MessageId>)>,
+    /// The last event folded (id, seq, time): where what is still open
+    /// ends.
+    last: Option<(EventId, Seq, u64)>,
     out: Vec<Span>,
 }
 
@@ -48,12 +53,14 @@ impl TraceFold {
             compacted: false,
             user_messages: Vec::new(),
             pivots: BTreeMap::new(),
+            last: None,
             out: Vec::new(),
         }
     }
 
     /// Folds the session's next event.
     pub fn push(&mut self, e: &Envelope) {
+        self.last = Some((e.id, e.seq, e.recorded_at));
         let had_output = self.tools.had_output(&e.event);
         let line = self.auditor.push_told(e, had_output);
         match &e.event {
@@ -92,7 +99,7 @@ impl TraceFold {
         let full = match line {
             Some(line) => {
                 let extra = self.calls.describe(&e.event, &self.tools);
-                lifecycle::add_event(turn, e, line, extra);
+                lifecycle::add_event(turn, e, line, extra, self.content);
                 turn.events.len() >= lifecycle::MAX_EVENTS
             }
             None => false,
@@ -151,7 +158,6 @@ impl TraceFold {
     /// (calls it began stay open; a later event starts a turn of its own).
     pub fn end_turn(&mut self) {
         if let Some(turn) = self.turn.take() {
-            self.calls.turn_ended();
             let span = turn.into_span(self.trace, &self.who, self.content);
             self.out.push(span);
         }
@@ -170,6 +176,14 @@ impl TraceFold {
     /// The session's events are all folded: calls and tool calls still
     /// open end where the session does (marked open), then the turn.
     pub fn finish(mut self) -> Vec<Span> {
+        if self.turn.is_none() && (self.calls.has_open() || self.tools.has_open()) {
+            // The last turn was sent (its events were many): what is still
+            // open ends in a turn of its own, at the session's last event.
+            if let Some((id, seq, at)) = self.last {
+                let id = span_of(&self.trace, Role::Turn, id.as_bytes());
+                self.turn = Some(Turn::new(id, at, seq));
+            }
+        }
         if let Some(turn) = self.turn.as_mut() {
             let ctx = Context {
                 trace: self.trace,

@@ -75,7 +75,7 @@ impl Sink for QueueSink {
                 let _ = self.tx.send(item);
                 Ok(())
             }
-            Err(TrySendError::Disconnected(_)) => Ok(()),
+            Err(TrySendError::Disconnected(_)) => Err(ExportError::SenderGone),
         }
     }
 }
@@ -147,7 +147,11 @@ pub fn follow(
     };
     drop(batcher);
     drop(sink);
-    let _ = sending.join();
+    // The log closed: what waits is sent before returning. On an error,
+    // not: the endpoint may be away for good, and a restart sends it.
+    if result.is_ok() {
+        let _ = sending.join();
+    }
     result
 }
 

@@ -3,9 +3,11 @@
 //! as `ctxlog.<kind>` events of the turn's span. The conventions have no
 //! span or event for these.
 
+use crate::content::Content;
 use crate::model::{ns, Attribute, SpanEvent, Value};
 use crate::semconv::SEQ;
 use crate::turn::Turn;
+use ctxlog_core::redact::redact;
 use ctxlog_core::{AuditEntry, Envelope};
 
 /// The most events a turn's span carries (OpenTelemetry SDKs keep 128 by
@@ -18,12 +20,25 @@ pub const MAX_EVENTS: usize = 128;
 pub const MAX_IDS: usize = 100;
 
 /// Adds the audit line `line` of `e` to `turn` as a span event, with
-/// `extra` attributes; a completed summary's event waits for the next
+/// `extra` attributes (its words redacted unless `content` is verbatim);
+/// a completed summary's event waits for the next
 /// call's input tokens (the context after it).
-pub fn add_event(turn: &mut Turn, e: &Envelope, line: AuditEntry, extra: Vec<Attribute>) {
+pub fn add_event(
+    turn: &mut Turn,
+    e: &Envelope,
+    line: AuditEntry,
+    extra: Vec<Attribute>,
+    content: Content,
+) {
+    // The audit's words can quote what a recording holds (a provider's
+    // error text): secrets are replaced unless texts go out verbatim.
+    let what = match content {
+        Content::Verbatim => line.what,
+        _ => redact(&line.what).text,
+    };
     let mut attributes: Vec<Attribute> = vec![
         (SEQ, Value::count(e.seq)),
-        ("ctxlog.what", Value::Str(line.what)),
+        ("ctxlog.what", Value::Str(what)),
         ("ctxlog.policy", Value::Str(line.policy)),
     ];
     if let Some(tokens) = line.tokens {

@@ -59,6 +59,9 @@ pub const SEQ: &str = "ctxlog.seq";
 pub const JOB: &str = "ctxlog.compaction.job";
 /// `ctxlog.step.open`: a call whose end is not recorded (yet).
 pub const OPEN: &str = "ctxlog.step.open";
+/// `ctxlog.tool.state`: a tool call whose end is not recorded (yet):
+/// `pending` or `running`.
+pub const TOOL_STATE: &str = "ctxlog.tool.state";
 
 /// The well-known `gen_ai.provider.name` of a recorded provider id, else
 /// the id as recorded.

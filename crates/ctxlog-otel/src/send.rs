@@ -40,6 +40,14 @@ pub enum SendError {
         /// The last failure.
         last: String,
     },
+    /// The request cannot be made as configured (the URL, a header).
+    #[error("cannot send to {url}: {why}")]
+    Unusable {
+        /// The URL.
+        url: String,
+        /// Why.
+        why: String,
+    },
     /// The request could not be written.
     #[error("cannot encode the spans: {0}")]
     Encode(String),
@@ -119,12 +127,13 @@ impl Sender {
         loop {
             attempts += 1;
             let failure = match self.post(&body) {
-                Ok(answer) => return Ok(delivered(&answer, attempts)),
+                Ok(answer) => return Ok(delivered(&answer, self.endpoint.protocol, attempts)),
                 Err(Failure::Final(e)) => return Err(e),
                 Err(Failure::Retry(why, after)) => (why, after),
             };
             let (why, after) = failure;
-            let pause = after.map_or(wait, |s| s.saturating_mul(1000).min(patience.max_ms));
+            // `Retry-After` is honoured, never shorter than the backoff.
+            let pause = after.map_or(wait, |s| s.saturating_mul(1000).max(wait));
             let spent = began.elapsed().as_millis() as u64;
             if patience
                 .give_up_ms
@@ -202,6 +211,7 @@ impl Sender {
                 }
             }
             Err(ureq::Error::Transport(t)) => {
+                use ureq::ErrorKind as K;
                 // Its words without the URL, which every note names already.
                 let mut why = t.kind().to_string();
                 if let Some(m) = t.message() {
@@ -210,20 +220,54 @@ impl Sender {
                 if let Some(cause) = std::error::Error::source(&t) {
                     why.push_str(&format!(": {cause}"));
                 }
+                // What no wait mends (the URL, a header, a proxy setting) is
+                // final; the network and the server may come back.
+                let fixed = matches!(
+                    t.kind(),
+                    K::InvalidUrl
+                        | K::UnknownScheme
+                        | K::BadHeader
+                        | K::InvalidProxyUrl
+                        | K::InsecureRequestHttpsOnly
+                        | K::TooManyRedirects
+                );
+                if fixed {
+                    return Err(Failure::Final(SendError::Unusable {
+                        url: e.url.clone(),
+                        why: short(&why),
+                    }));
+                }
                 Err(Failure::Retry(short(&why), None))
             }
         }
     }
 }
 
-/// What a 2xx answer says (an empty or undecodable body: all taken).
-fn delivered(answer: &[u8], attempts: u32) -> Delivered {
-    let partial = ExportTraceServiceResponse::decode(answer)
-        .ok()
-        .and_then(|r| r.partial_success);
+/// What a 2xx answer says, in the protocol's encoding (an empty or
+/// undecodable body: all taken).
+fn delivered(answer: &[u8], protocol: Protocol, attempts: u32) -> Delivered {
+    let (rejected, message) = match protocol {
+        Protocol::Protobuf => ExportTraceServiceResponse::decode(answer)
+            .ok()
+            .and_then(|r| r.partial_success)
+            .map_or((0, String::new()), |p| (p.rejected_spans, p.error_message)),
+        Protocol::Json => {
+            let v: serde_json::Value = serde_json::from_slice(answer).unwrap_or_default();
+            let p = &v["partialSuccess"];
+            // int64 is a string in OTLP JSON, a number from some servers.
+            let rejected = match &p["rejectedSpans"] {
+                serde_json::Value::String(n) => n.parse().unwrap_or(0),
+                n => n.as_i64().unwrap_or(0),
+            };
+            (
+                rejected,
+                p["errorMessage"].as_str().unwrap_or_default().to_owned(),
+            )
+        }
+    };
     Delivered {
-        rejected: partial.as_ref().map_or(0, |p| p.rejected_spans),
-        message: partial.map(|p| short(&p.error_message)).unwrap_or_default(),
+        rejected,
+        message: short(&message),
         attempts,
     }
 }

@@ -5,8 +5,8 @@ use crate::content::Content;
 use crate::ids::{span_of, Role};
 use crate::model::{ns, Attribute, Kind, Span, SpanId, Value};
 use crate::semconv::{
-    CONVERSATION, ERROR_TYPE, OPEN, OPERATION, SEQ, TOOL_ARGUMENTS, TOOL_CALL_ID, TOOL_NAME,
-    TOOL_RESULT, TOOL_TYPE,
+    CONVERSATION, ERROR_TYPE, OPERATION, SEQ, TOOL_ARGUMENTS, TOOL_CALL_ID, TOOL_NAME, TOOL_RESULT,
+    TOOL_STATE, TOOL_TYPE,
 };
 use crate::turn::{Context, Turn};
 use ctxlog_core::{Envelope, Event, PartBody, PartId, Seq, ToolState};
@@ -51,6 +51,11 @@ impl Tools {
     /// The call id of tool part `part`, when it is one.
     pub fn call_id(&self, part: &PartId) -> Option<&str> {
         self.known.get(part).map(|k| k.call_id.as_str())
+    }
+
+    /// Whether a tool call began and has not ended.
+    pub fn has_open(&self) -> bool {
+        !self.open.is_empty()
     }
 
     /// Forgets the tool parts first named before `seq`: a compaction's
@@ -200,7 +205,7 @@ fn tool_span(
                 error = Some(error_message(text, ctx.content));
             }
         }
-        None => attributes.push((OPEN, Value::Str(open.status.into()))),
+        None => attributes.push((TOOL_STATE, Value::Str(open.status.into()))),
     }
     attributes.push((SEQ, Value::count(seq)));
     Span {
