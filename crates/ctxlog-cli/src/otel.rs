@@ -105,7 +105,7 @@ fn export(cli: &Cli, a: &ExportArgs) -> Result<(), CliError> {
         sessions.push(crate::store::resolve_session(&store, &cli.db, s)?);
     }
     let resource = ctxlog_otel::endpoint::resource(&vars);
-    let job = Job {
+    let job = Exporting {
         store: &store,
         content,
         resource,
@@ -132,7 +132,7 @@ fn export(cli: &Cli, a: &ExportArgs) -> Result<(), CliError> {
 }
 
 /// What every export of this run shares.
-struct Job<'a> {
+struct Exporting<'a> {
     store: &'a ctxlog_app::logs::AnyLog,
     content: Content,
     resource: Vec<(String, String)>,
@@ -145,7 +145,7 @@ fn failed(e: ctxlog_otel::ExportError) -> CliError {
 /// `--follow`: until stopped.
 fn follow(
     cli: &Cli,
-    job: Job,
+    job: Exporting,
     endpoint: Endpoint,
     options: &ctxlog_otel::follow::FollowOptions,
 ) -> Result<(), CliError> {
@@ -160,7 +160,7 @@ fn follow(
 /// The sessions once, to the file or the endpoint; says what was sent.
 fn once(
     a: &ExportArgs,
-    job: Job,
+    job: Exporting,
     endpoint: Option<Endpoint>,
     sessions: &[ctxlog_core::SessionId],
 ) -> Result<(), CliError> {

@@ -82,17 +82,8 @@ impl Default for Auditor {
 /// [`Auditor::beside_state`] is told. A part the state no longer holds (a
 /// pivot dropped its message) had none as far as the audit knows.
 pub fn had_output(before: &SessionState, e: &Event) -> bool {
-    let part = match e {
-        Event::PartAppended {
-            part,
-            body: PartBody::Tool { .. },
-            ..
-        }
-        | Event::PartUpdated {
-            part,
-            body: PartBody::Tool { .. },
-        } => *part,
-        _ => return false,
+    let Some((part, ..)) = e.tool_call() else {
+        return false;
     };
     before
         .part(part)

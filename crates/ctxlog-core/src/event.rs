@@ -346,6 +346,33 @@ pub const EVENT_KINDS: &[&str] = &[
 ];
 
 impl Event {
+    /// The tool call a part append or update carries: its part, call id,
+    /// tool and state (`None` for any other event).
+    pub fn tool_call(&self) -> Option<(PartId, &str, &str, &ToolState)> {
+        match self {
+            Event::PartAppended {
+                part,
+                body:
+                    PartBody::Tool {
+                        call_id,
+                        tool,
+                        state,
+                    },
+                ..
+            }
+            | Event::PartUpdated {
+                part,
+                body:
+                    PartBody::Tool {
+                        call_id,
+                        tool,
+                        state,
+                    },
+            } => Some((*part, call_id, tool, state)),
+            _ => None,
+        }
+    }
+
     /// Whether the event describes (the session, or one of its messages or
     /// parts, as the recording has it, or how far its import got) rather
     /// than records something that happened: [`Event::SessionDescribed`],

@@ -52,16 +52,6 @@ pub fn json_line(request: &ExportTraceServiceRequest) -> Result<String, serde_js
     serde_json::to_string(request)
 }
 
-/// How many spans a request holds.
-pub fn span_count(request: &ExportTraceServiceRequest) -> usize {
-    request
-        .resource_spans
-        .iter()
-        .flat_map(|r| &r.scope_spans)
-        .map(|s| s.spans.len())
-        .sum()
-}
-
 fn span(s: Span) -> opentelemetry_proto::tonic::trace::v1::Span {
     let kind = match s.kind {
         Kind::Internal => span::SpanKind::Internal,

@@ -9,7 +9,7 @@ use crate::semconv::{
     TOOL_STATE, TOOL_TYPE,
 };
 use crate::turn::{Context, Turn};
-use ctxlog_core::{Envelope, Event, PartBody, PartId, Seq, ToolState};
+use ctxlog_core::{Envelope, Event, PartId, Seq, ToolState};
 use std::collections::BTreeMap;
 
 /// A call that began and has not ended.
@@ -69,46 +69,16 @@ impl Tools {
     /// Whether the tool part `event` appends or updates had an output
     /// before it (what [`ctxlog_core::Auditor::push_told`] is told).
     pub fn had_output(&self, event: &Event) -> bool {
-        match event {
-            Event::PartAppended {
-                part,
-                body: PartBody::Tool { .. },
-                ..
-            }
-            | Event::PartUpdated {
-                part,
-                body: PartBody::Tool { .. },
-            } => self.known.get(part).is_some_and(|k| k.has_output),
-            _ => false,
-        }
+        event
+            .tool_call()
+            .is_some_and(|(part, ..)| self.known.get(&part).is_some_and(|k| k.has_output))
     }
 
     /// Folds `e`; the span of a tool call it ends.
     pub fn push(&mut self, e: &Envelope, parent: SpanId, ctx: &Context) -> Option<Span> {
-        let (part, call_id, tool, state) = match &e.event {
-            Event::PartAppended {
-                part,
-                body:
-                    PartBody::Tool {
-                        call_id,
-                        tool,
-                        state,
-                    },
-                ..
-            }
-            | Event::PartUpdated {
-                part,
-                body:
-                    PartBody::Tool {
-                        call_id,
-                        tool,
-                        state,
-                    },
-            } => (*part, call_id, tool, state),
-            _ => return None,
-        };
+        let (part, call_id, tool, state) = e.event.tool_call()?;
         let known = self.known.entry(part).or_insert_with(|| Known {
-            call_id: call_id.clone(),
+            call_id: call_id.to_owned(),
             sent: false,
             has_output: false,
             seq: e.seq,
@@ -122,8 +92,8 @@ impl Tools {
             .on()
             .then(|| ctx.content.text(&state.input().to_json_string()));
         let open = self.open.entry(part).or_insert_with(|| OpenTool {
-            call_id: call_id.clone(),
-            tool: tool.clone(),
+            call_id: call_id.to_owned(),
+            tool: tool.to_owned(),
             start: e.recorded_at,
             parent,
             status: "pending",
